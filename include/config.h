@@ -1,0 +1,94 @@
+/*
+ * config — daemon settings from defaults, an optional config file, the
+ * environment and command-line flags (later sources win), validated into one
+ * struct. Pure: no I/O except reading the config file, so it is unit-tested
+ * without servers.
+ *
+ * Every setting has a flag (--redis), an environment variable
+ * (IDPOOL_REDIS_URL) and a config-file key (redis = ...). See config_usage().
+ */
+#ifndef IDPOOL_CONFIG_H
+#define IDPOOL_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "log.h"
+
+#define CONFIG_ERR_MAX 512
+
+/* redis://[user][:password@]host[:port][/db]; host may be [v6addr]. */
+struct redis_url {
+    char *host;     /* heap; without brackets */
+    int port;       /* default 6379 */
+    char *user;     /* heap or NULL (ACL user) */
+    char *password; /* heap or NULL; percent-decoded */
+    int db;         /* default 0 */
+};
+
+/* mysql://user[:password]@host[:port]/db; host may be [v6addr]. */
+struct mysql_url {
+    char *host;     /* heap */
+    int port;       /* default 3306 */
+    char *user;     /* heap; default "root" */
+    char *password; /* heap or NULL; percent-decoded */
+    char *db;       /* heap; default "idpool" */
+};
+
+struct config {
+    char *redis_url;          /* as given (password included: never log it) */
+    struct redis_url redis;   /* parsed redis_url */
+    char *mysql_url;          /* as given (never log it) */
+    struct mysql_url mysql;   /* parsed mysql_url */
+    char *http_addr;          /* host:port for status/metrics, "" disables */
+    char *http_host;          /* parsed http_addr host (heap) */
+    int http_port;            /* parsed http_addr port */
+    char *key_prefix;         /* Redis key prefix, default "idpool" */
+    int tick_ms;              /* refill timer period */
+    int lock_ttl_ms;          /* per-application lock TTL */
+    int reload_ms;            /* how often application rows are re-read */
+    int redis_timeout_ms;     /* Redis connect and command timeout */
+    int mysql_timeout_ms;     /* MySQL connect/read/write timeout */
+    enum log_level log_level; /* error|warn|info|debug */
+    char *config_file;        /* file read, or NULL */
+    char *instance;           /* name recorded in application_lease; default host:pid */
+};
+
+enum config_result {
+    CONFIG_OK = 0,
+    CONFIG_ERROR = -1,  /* err holds a message naming the setting */
+    CONFIG_HELP = 1,    /* --help given: print config_usage(), exit 0 */
+    CONFIG_VERSION = 2, /* --version given */
+};
+
+typedef const char *(*config_getenv_fn)(const char *name);
+
+/*
+ * Build a config into *out (which is overwritten; free with config_free)
+ * from defaults, then the config file (--config or IDPOOL_CONFIG), then the
+ * environment (looked up through getenv_fn, so tests can pass a fake), then
+ * argv. On CONFIG_ERROR err names the setting and where it came from, e.g.
+ * "--tick-ms: must be an integer in 1..60000, got 'abc'".
+ * On error *out holds nothing that needs freeing.
+ */
+enum config_result config_load(struct config *out, int argc, char *const argv[],
+                               config_getenv_fn getenv_fn, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+void config_free(struct config *cfg);
+
+/* The --help text. */
+void config_usage(FILE *out, const char *progname);
+
+/* Parsers, exposed for unit tests and idpoolctl. 0 on success, -1 with err. */
+int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void redis_url_free(struct redis_url *u);
+int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void mysql_url_free(struct mysql_url *u);
+/* "host:port" or "[v6]:port"; host is heap-allocated. */
+int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,46 @@
+-- idpool schema (design brief §3). Idempotent: safe to load again.
+-- Load with:  mariadb idpool < sql/schema.sql
+--
+-- Numeric columns are signed so that an operator's bad value (say -5) is
+-- stored and then rejected by the daemon with an error naming the field,
+-- instead of being silently wrapped. A value of 0 in a sizing column means
+-- "use the default", as in the original design.
+
+CREATE TABLE IF NOT EXISTS `application` (
+  `id`                  BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  `create_time`         DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  `update_time`         DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  `deleted_at`          BIGINT       NOT NULL DEFAULT 0    COMMENT 'soft delete: non-zero = not served',
+  `entity_key`          VARCHAR(64)  NOT NULL              COMMENT 'unique key, [A-Za-z0-9_.-]{1,64}',
+  `entity_name`         VARCHAR(255) NOT NULL DEFAULT ''   COMMENT 'human description',
+  `increasing_type`     INT          NOT NULL DEFAULT 1    COMMENT '1 = monotonic, 2 = trend (shuffled blocks)',
+  `start_offset`        BIGINT       NOT NULL DEFAULT 0    COMMENT 'first ID the application may ever get',
+  `step`                BIGINT       NOT NULL DEFAULT 1000 COMMENT 'IDs per refill batch, 1..1000000',
+  `current_offset`      BIGINT       NOT NULL DEFAULT 0    COMMENT 'durable high-water mark: every ID ever pushed is below it',
+  `max_size_per_times`  BIGINT       NOT NULL DEFAULT 0    COMMENT 'most IDs one take may ask for (0 = 1000)',
+  `max_size_per_second` BIGINT       NOT NULL DEFAULT 0    COMMENT 'most IDs per second (0 = 5000)',
+  `min_size_percent`    BIGINT       NOT NULL DEFAULT 0    COMMENT 'refill below this % of max_pool_size (0 = 80)',
+  `interval`            BIGINT       NOT NULL DEFAULT 0    COMMENT 'check interval in ms (0 = the daemon tick)',
+  `max_pool_size`       BIGINT       NOT NULL DEFAULT 0    COMMENT 'pool capacity (0 = 60 x max_size_per_second)',
+  `delta`               BIGINT       NOT NULL DEFAULT 1    COMMENT 'every ID % delta = remainder',
+  `remainder`           BIGINT       NOT NULL DEFAULT 0    COMMENT '0 <= remainder < delta',
+  `increment_max`       BIGINT       NOT NULL DEFAULT 1    COMMENT 'monotonic: gap between IDs is random in [1, increment_max] x delta',
+  `version`             BIGINT       NOT NULL DEFAULT 0    COMMENT 'bumped on every reservation',
+  PRIMARY KEY (`id`),
+  UNIQUE KEY `uk_entity_key` (`entity_key`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Append-only audit of every range [lo, hi) reserved, written in the same
+-- transaction as the current_offset update. The daemon also reads MAX(hi)
+-- from here, so an operator lowering current_offset can never make it hand
+-- out an ID twice.
+CREATE TABLE IF NOT EXISTS `application_lease` (
+  `id`             BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  `application_id` BIGINT UNSIGNED NOT NULL,
+  `lo`             BIGINT       NOT NULL COMMENT 'first ID of the range',
+  `hi`             BIGINT       NOT NULL COMMENT 'end of the range (exclusive)',
+  `instance`       VARCHAR(255) NOT NULL DEFAULT '' COMMENT 'idpoold instance that reserved it',
+  `created_at`     DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (`id`),
+  KEY `ix_app_hi` (`application_id`, `hi`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -1,0 +1,59 @@
+/*
+ * unit — a minimal test harness for the pure modules. Each test file defines
+ * test functions, lists them in main() with RUN(), and returns unit_done().
+ */
+#ifndef IDPOOL_UNIT_H
+#define IDPOOL_UNIT_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int unit_failures;
+static int unit_checks;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        unit_checks++;                                                                             \
+        if (!(cond)) {                                                                             \
+            unit_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ_U64(a, b)                                                                         \
+    do {                                                                                           \
+        uint64_t a_ = (a), b_ = (b);                                                               \
+        unit_checks++;                                                                             \
+        if (a_ != b_) {                                                                            \
+            unit_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: %s == %" PRIu64 ", expected %" PRIu64 "\n", __FILE__,          \
+                    __LINE__, #a, a_, b_);                                                         \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR_CONTAINS(haystack, needle)                                                       \
+    do {                                                                                           \
+        const char *h_ = (haystack), *n_ = (needle);                                               \
+        unit_checks++;                                                                             \
+        if (!h_ || !strstr(h_, n_)) {                                                              \
+            unit_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: '%s' does not contain '%s'\n", __FILE__, __LINE__,             \
+                    h_ ? h_ : "(null)", n_);                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define RUN(fn)                                                                                    \
+    do {                                                                                           \
+        int before_ = unit_failures;                                                               \
+        fn();                                                                                      \
+        printf("%s %s\n", unit_failures == before_ ? "ok" : "not ok", #fn);                        \
+    } while (0)
+
+static inline int unit_done(void)
+{
+    printf("%d checks, %d failed\n", unit_checks, unit_failures);
+    return unit_failures ? 1 : 0;
+}
+
+#endif
