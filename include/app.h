@@ -21,7 +21,7 @@
 #define APP_DEFAULT_PER_TAKE   1000
 #define APP_DEFAULT_PER_SECOND 5000
 #define APP_DEFAULT_MIN_PCT    80
-#define APP_POOL_SECONDS       60 /* max_pool_size default = 60 x max_size_per_second */
+#define APP_POOL_SECONDS       60        /* max_pool_size default = 60 x max_size_per_second */
 #define APP_ID_MAX             INT64_MAX /* no ID may exceed 2^63-1 */
 
 enum app_type {
@@ -52,24 +52,24 @@ struct app_row {
 
 /* A validated row with defaults resolved: what the refiller serves. */
 struct app_cfg {
-    int64_t id;                   /* primary key */
-    char key[APP_KEY_MAX + 1];    /* entity_key */
-    char name[APP_NAME_MAX + 1];  /* entity_name */
-    enum app_type type;           /* increasing_type */
-    uint64_t start_offset;        /* first ID ever allowed */
-    uint64_t step;                /* IDs per refill batch (trend: block size) */
-    uint64_t current_offset;      /* durable high-water mark as last read */
-    uint64_t per_take;            /* max_size_per_times, resolved */
-    uint64_t per_second;          /* max_size_per_second, resolved */
-    uint64_t min_percent;         /* min_size_percent, resolved */
-    uint64_t interval_ms;         /* check interval, resolved (tick if 0) */
-    uint64_t max_pool;            /* max_pool_size, resolved */
-    uint64_t low_water;           /* max_pool * min_percent / 100: refill below this */
-    uint64_t delta;               /* every ID % delta == remainder */
+    int64_t id;                  /* primary key */
+    char key[APP_KEY_MAX + 1];   /* entity_key */
+    char name[APP_NAME_MAX + 1]; /* entity_name */
+    enum app_type type;          /* increasing_type */
+    uint64_t start_offset;       /* first ID ever allowed */
+    uint64_t step;               /* IDs per refill batch (trend: block size) */
+    uint64_t current_offset;     /* durable high-water mark as last read */
+    uint64_t per_take;           /* max_size_per_times, resolved */
+    uint64_t per_second;         /* max_size_per_second, resolved */
+    uint64_t min_percent;        /* min_size_percent, resolved */
+    uint64_t interval_ms;        /* check interval, resolved (tick if 0) */
+    uint64_t max_pool;           /* max_pool_size, resolved */
+    uint64_t low_water;          /* max_pool * min_percent / 100: refill below this */
+    uint64_t delta;              /* every ID % delta == remainder */
     uint64_t remainder;
-    uint64_t increment_max;       /* monotonic gap in [1, increment_max] x delta */
-    int64_t version;              /* bumped on every reservation */
-    int space_warning;            /* 1 when the ID space is nearly exhausted */
+    uint64_t increment_max; /* monotonic gap in [1, increment_max] x delta */
+    int64_t version;        /* bumped on every reservation */
+    int space_warning;      /* 1 when the ID space is nearly exhausted */
 };
 
 /* 1 when `key` matches [A-Za-z0-9_.-]{1,64}. */

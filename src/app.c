@@ -1,1 +1,318 @@
-/* stub */
+/*
+ * app — validation of `application` rows (design brief §3).
+ *
+ * Every value comes from an operator and may be anything a signed BIGINT
+ * holds (negative, INT64_MAX), so all arithmetic here saturates at
+ * APP_ID_MAX instead of wrapping.
+ *
+ * Order of the checks (the first failure is the one reported):
+ *   1. each column on its own, in table order: entity_key, increasing_type,
+ *      start_offset, step, current_offset, max_size_per_times,
+ *      max_size_per_second, min_size_percent, interval, max_pool_size
+ *      (raw value, then its resolved default), delta, remainder (against the
+ *      resolved delta), increment_max;
+ *   2. then the relations between columns:
+ *      max_size_per_times <= max_pool_size; max_pool_size >= step;
+ *      a refill must fit above the low-water mark; room in the ID space for
+ *      one full pool above max(start_offset, current_offset).
+ */
+#include "app.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define APP_MAX_PER_SECOND 100000000LL
+#define APP_MAX_POOL       100000000LL
+#define APP_MAX_INTERVAL   86400000LL   /* one day, ms */
+#define APP_MAX_DELTA      4294967296LL /* 2^32 */
+#define APP_MAX_INCREMENT  1000000LL
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+
+    if (__builtin_add_overflow(a, b, &r) || r > (uint64_t)APP_ID_MAX)
+        return (uint64_t)APP_ID_MAX;
+    return r;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+
+    if (__builtin_mul_overflow(a, b, &r) || r > (uint64_t)APP_ID_MAX)
+        return (uint64_t)APP_ID_MAX;
+    return r;
+}
+
+/* The key alphabet, spelled out: isalnum() would depend on the locale. */
+static int key_char_ok(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+}
+
+/* Reads at most APP_KEY_MAX + 1 bytes, so a 65-byte unterminated buffer is safe. */
+int app_key_valid(const char *key)
+{
+    size_t i;
+
+    if (!key)
+        return 0;
+    for (i = 0; key[i]; i++) {
+        if (i >= APP_KEY_MAX || !key_char_ok((unsigned char)key[i]))
+            return 0;
+    }
+    return i >= 1;
+}
+
+uint64_t app_span_for(const struct app_cfg *cfg, uint64_t count)
+{
+    uint64_t per_id = cfg->delta;
+
+    /* Anything but trend is treated as monotonic: the larger, safer span. */
+    if (cfg->type != APP_TREND)
+        per_id = sat_mul(per_id, cfg->increment_max);
+    return sat_add(sat_mul(count, per_id), cfg->delta);
+}
+
+/* Context for error messages: the row, and where to write. */
+struct vctx {
+    const struct app_row *row;
+    char *err;
+    size_t errlen;
+};
+
+/*
+ * A printable rendering of the row's key for error messages: bytes outside
+ * the key alphabet become '?', and more than APP_KEY_MAX bytes end in "...".
+ * Never reads past the row's key buffer, terminated or not.
+ */
+static void key_render(const struct app_row *row, char buf[APP_KEY_MAX + 4])
+{
+    size_t n = strnlen(row->entity_key, sizeof(row->entity_key));
+    size_t shown = n > APP_KEY_MAX ? APP_KEY_MAX : n;
+
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)row->entity_key[i];
+        buf[i] = key_char_ok(c) ? (char)c : '?';
+    }
+    if (n > APP_KEY_MAX)
+        memcpy(buf + shown, "...", 4);
+    else
+        buf[shown] = '\0';
+}
+
+/* Write "application 'KEY' (id N): FIELD: <fmt>" into the error buffer; returns -1. */
+__attribute__((format(printf, 3, 4))) static int fail(const struct vctx *v, const char *field,
+                                                      const char *fmt, ...)
+{
+    char key[APP_KEY_MAX + 4];
+    va_list ap;
+    int n;
+
+    if (!v->err || v->errlen == 0)
+        return -1;
+    key_render(v->row, key);
+    n = snprintf(v->err, v->errlen, "application '%s' (id %" PRId64 "): %s: ", key, v->row->id,
+                 field);
+    if (n < 0) {
+        v->err[0] = '\0';
+        return -1;
+    }
+    if ((size_t)n >= v->errlen)
+        return -1; /* truncated; snprintf already terminated it */
+    va_start(ap, fmt);
+    vsnprintf(v->err + n, v->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/*
+ * A sizing column: 0 means `def`, anything else must be in [lo, hi].
+ * Stores the resolved value in *out.
+ */
+static int sizing(const struct vctx *v, const char *field, int64_t val, int64_t def, int64_t lo,
+                  int64_t hi, uint64_t *out)
+{
+    if (val == 0) {
+        *out = (uint64_t)def;
+        return 0;
+    }
+    if (val < lo || val > hi)
+        return fail(v, field,
+                    "must be %" PRId64 "..%" PRId64 " (0 means %" PRId64 "), got %" PRId64, lo, hi,
+                    def, val);
+    *out = (uint64_t)val;
+    return 0;
+}
+
+/* An offset column: any value >= 0. */
+static int offset(const struct vctx *v, const char *field, int64_t val, uint64_t *out)
+{
+    if (val < 0)
+        return fail(v, field, "must be >= 0, got %" PRId64, val);
+    *out = (uint64_t)val;
+    return 0;
+}
+
+/* Describe why a key is invalid, as the "got ..." part of the message. */
+static int key_fail(const struct vctx *v)
+{
+    const char *key = v->row->entity_key;
+    size_t n = strnlen(key, sizeof(v->row->entity_key));
+    const char *pat = "must match [A-Za-z0-9_.-]{1,64}";
+
+    if (n == 0)
+        return fail(v, "entity_key", "%s, got an empty key", pat);
+    if (n > APP_KEY_MAX)
+        return fail(v, "entity_key", "%s, got more than %d bytes", pat, APP_KEY_MAX);
+    for (size_t i = 0; i < n; i++) {
+        if (!key_char_ok((unsigned char)key[i]))
+            return fail(v, "entity_key", "%s, got byte 0x%02x at offset %zu", pat,
+                        (unsigned char)key[i], i);
+    }
+    return fail(v, "entity_key", "%s", pat); /* not reached */
+}
+
+/*
+ * Copy at most APP_NAME_MAX bytes of the name. When the name had to be cut,
+ * drop a UTF-8 sequence that the cut left incomplete, so the copy stays valid
+ * text for logs and JSON.
+ */
+static void name_copy(char *dst, const char *src)
+{
+    size_t n = strnlen(src, APP_NAME_MAX);
+
+    if (n == APP_NAME_MAX && src[APP_NAME_MAX] != '\0') {
+        size_t j = n;
+        while (j > 0 && ((unsigned char)src[j - 1] & 0xC0) == 0x80)
+            j--;
+        if (j > 0) {
+            unsigned char lead = (unsigned char)src[j - 1];
+            size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+            if ((j - 1) + need > n)
+                n = j - 1;
+        }
+    }
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *out, char *err,
+                 size_t errlen)
+{
+    const struct vctx vc = {row, err, errlen};
+    const struct vctx *v = &vc;
+    struct app_cfg c;
+    uint64_t base, span;
+
+    memset(&c, 0, sizeof(c));
+    if (err && errlen)
+        err[0] = '\0';
+
+    /* 1. Each column on its own, in table order. */
+    if (!app_key_valid(row->entity_key))
+        return key_fail(v);
+    if (row->increasing_type != APP_MONOTONIC && row->increasing_type != APP_TREND)
+        return fail(v, "increasing_type", "must be 1 (monotonic) or 2 (trend), got %" PRId64,
+                    row->increasing_type);
+    c.type = (enum app_type)row->increasing_type;
+    if (offset(v, "start_offset", row->start_offset, &c.start_offset) ||
+        sizing(v, "step", row->step, APP_DEFAULT_STEP, 1, APP_MAX_STEP, &c.step) ||
+        offset(v, "current_offset", row->current_offset, &c.current_offset) ||
+        sizing(v, "max_size_per_times", row->max_size_per_times, APP_DEFAULT_PER_TAKE, 1,
+               APP_MAX_POOL, &c.per_take) ||
+        sizing(v, "max_size_per_second", row->max_size_per_second, APP_DEFAULT_PER_SECOND, 1,
+               APP_MAX_PER_SECOND, &c.per_second) ||
+        sizing(v, "min_size_percent", row->min_size_percent, APP_DEFAULT_MIN_PCT, 1, 99,
+               &c.min_percent))
+        return -1;
+    if (row->interval < 0 || row->interval > APP_MAX_INTERVAL)
+        return fail(v, "interval", "must be 1..%lld ms (0 means the tick), got %" PRId64,
+                    APP_MAX_INTERVAL, row->interval);
+    c.interval_ms = row->interval == 0 ? tick_ms : (uint64_t)row->interval;
+
+    if (row->max_pool_size != 0) {
+        if (row->max_pool_size < 1 || row->max_pool_size > APP_MAX_POOL)
+            return fail(v, "max_pool_size",
+                        "must be 1..%lld (0 means %d x max_size_per_second), got %" PRId64,
+                        APP_MAX_POOL, APP_POOL_SECONDS, row->max_pool_size);
+        c.max_pool = (uint64_t)row->max_pool_size;
+    } else {
+        c.max_pool = sat_mul(APP_POOL_SECONDS, c.per_second);
+        if (c.max_pool > (uint64_t)APP_MAX_POOL)
+            return fail(v, "max_pool_size",
+                        "must be 1..%lld, got 0, which means %d x max_size_per_second = %" PRIu64
+                        ": set max_pool_size",
+                        APP_MAX_POOL, APP_POOL_SECONDS, c.max_pool);
+    }
+
+    if (row->delta == 0) {
+        c.delta = 1;
+    } else if (row->delta < 1 || row->delta > APP_MAX_DELTA) {
+        return fail(v, "delta", "must be 1..%lld (0 means 1), got %" PRId64, APP_MAX_DELTA,
+                    row->delta);
+    } else {
+        c.delta = (uint64_t)row->delta;
+    }
+    if (row->remainder < 0 || (uint64_t)row->remainder >= c.delta)
+        return fail(v, "remainder",
+                    "must be 0..%" PRIu64 " (below delta %" PRIu64 "), got %" PRId64, c.delta - 1,
+                    c.delta, row->remainder);
+    c.remainder = (uint64_t)row->remainder;
+    if (sizing(v, "increment_max", row->increment_max, 1, 1, APP_MAX_INCREMENT, &c.increment_max))
+        return -1;
+
+    /* 2. Relations between columns. All values are now small and positive. */
+    if (c.per_take > c.max_pool)
+        return fail(v, "max_size_per_times", "must be <= max_pool_size (%" PRIu64 "), got %" PRIu64,
+                    c.max_pool, c.per_take);
+    if (c.max_pool < c.step)
+        return fail(v, "max_pool_size", "must be >= step (%" PRIu64 "), got %" PRIu64, c.step,
+                    c.max_pool);
+    /*
+     * A refill must fit (original design): refills start below the low-water
+     * mark, so the room above it must hold at least one step. The smallest
+     * pool that works is ceil(step * 100 / (100 - min_size_percent)).
+     */
+    {
+        uint64_t room = c.max_pool * (100 - c.min_percent) / 100;
+        if (room < c.step) {
+            uint64_t need = (c.step * 100 + (100 - c.min_percent) - 1) / (100 - c.min_percent);
+            return fail(v, "max_pool_size",
+                        "must be >= %" PRIu64 " so a refill of step (%" PRIu64
+                        ") fits above low water (%" PRIu64 " * (100 - %" PRIu64 ") / 100 = %" PRIu64
+                        "), got %" PRIu64,
+                        need, c.step, c.max_pool, c.min_percent, room, c.max_pool);
+        }
+    }
+    c.low_water = c.max_pool * c.min_percent / 100;
+
+    /*
+     * No ID can exceed 2^63-1: there must be room for one full pool above
+     * the higher of the two offsets. The error names that offset.
+     */
+    base = c.current_offset >= c.start_offset ? c.current_offset : c.start_offset;
+    span = app_span_for(&c, c.max_pool);
+    if (span >= (uint64_t)APP_ID_MAX) /* saturated: no offset could work */
+        return fail(v, "max_pool_size",
+                    "must be small enough that a full pool fits below 2^63 (max_pool_size x "
+                    "delta%s + delta), got %" PRIu64,
+                    c.type == APP_TREND ? "" : " x increment_max", c.max_pool);
+    if (span > (uint64_t)APP_ID_MAX - base)
+        return fail(v, c.current_offset >= c.start_offset ? "current_offset" : "start_offset",
+                    "ID space exhausted: must be <= %" PRIu64 " (a full pool spans %" PRIu64
+                    "), got %" PRIu64,
+                    (uint64_t)APP_ID_MAX - span, span, base);
+    c.space_warning = base > (uint64_t)APP_ID_MAX / 10 * 9;
+
+    c.id = row->id;
+    c.version = row->version;
+    memcpy(c.key, row->entity_key, strlen(row->entity_key) + 1); /* valid: <= 64 bytes */
+    name_copy(c.name, row->entity_name);
+    *out = c;
+    return 0;
+}

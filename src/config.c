@@ -1,1 +1,1147 @@
-/* stub */
+/*
+ * config — settings from defaults, an optional config file, the environment
+ * and command-line flags, validated into one struct config.
+ *
+ * Every setting is one row of the settings[] table below: its flag / config
+ * file key, environment variable, default, kind and --help text. Each value is
+ * parsed and validated as soon as it is read (so a typo in the config file is
+ * an error even when a flag overrides it), and every error names the setting
+ * and where the value came from. Values that may hold a password (URLs and the
+ * password settings) are never echoed in error messages.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define REDIS_DEFAULT_PORT 6379
+#define MYSQL_DEFAULT_PORT 3306
+#define REDIS_DB_MAX       1000000
+#define KEY_PREFIX_MAX     64
+#define MYSQL_DB_MAX       64
+#define INSTANCE_MAX       255 /* application_lease.instance is VARCHAR(255) */
+#define HOSTNAME_MAX       253
+
+enum setting_id {
+    S_REDIS,
+    S_REDIS_PASSWORD,
+    S_REDIS_TIMEOUT,
+    S_KEY_PREFIX,
+    S_MYSQL,
+    S_MYSQL_PASSWORD,
+    S_MYSQL_TIMEOUT,
+    S_TICK,
+    S_LOCK_TTL,
+    S_RELOAD,
+    S_INSTANCE,
+    S_HTTP,
+    S_LOG_LEVEL,
+    S_CONFIG,
+    S_COUNT,
+};
+
+enum setting_kind {
+    K_REDIS_URL,
+    K_MYSQL_URL,
+    K_SECRET, /* password override, kept aside until all sources are read */
+    K_INT,
+    K_KEY_PREFIX,
+    K_INSTANCE,
+    K_HTTP,
+    K_LOG_LEVEL,
+    K_PATH, /* --config: read before everything else, see config_load() */
+};
+
+/* Which sources may set a setting. */
+#define FROM_FLAG 1u
+#define FROM_ENV  2u
+#define FROM_FILE 4u
+#define FROM_ALL  (FROM_FLAG | FROM_ENV | FROM_FILE)
+
+struct setting {
+    const char *name;  /* flag without "--"; also the config-file key */
+    const char *env;   /* environment variable */
+    const char *group; /* --help heading */
+    const char *arg;   /* --help metavariable */
+    const char *def;   /* default, applied like any other value; NULL: none or computed */
+    const char *shown; /* default as --help shows it, when not def */
+    const char *help;  /* --help text; '\n' starts another line */
+    enum setting_kind kind;
+    unsigned sources; /* FROM_* */
+    int min, max;     /* K_INT range */
+    size_t offset;    /* K_INT: offset of the int in struct config */
+};
+
+#define INT_SETTING(min, max, field) K_INT, FROM_ALL, min, max, offsetof(struct config, field)
+
+static const struct setting settings[S_COUNT] = {
+    [S_REDIS] = {"redis", "IDPOOL_REDIS_URL", "Redis", "URL", "redis://127.0.0.1:6379/0", NULL,
+                 "Redis server: redis://[[user]:password@]host[:port][/db]\n"
+                 "host may be [IPv6]; percent-encode special characters (%40 for @)\n"
+                 "in user and password; rediss:// (TLS) is not supported",
+                 K_REDIS_URL, FROM_ALL, 0, 0, 0},
+    [S_REDIS_PASSWORD] = {"redis-password", "IDPOOL_REDIS_PASSWORD", "Redis", NULL, NULL, "none",
+                          "Redis password; replaces the one in the URL\n"
+                          "(environment or config file only, never a flag)",
+                          K_SECRET, FROM_ENV | FROM_FILE, 0, 0, 0},
+    [S_REDIS_TIMEOUT] = {"redis-timeout-ms", "IDPOOL_REDIS_TIMEOUT_MS", "Redis", "MS", "2000", NULL,
+                         "connect and command timeout", INT_SETTING(10, 600000, redis_timeout_ms)},
+    [S_KEY_PREFIX] = {"key-prefix", "IDPOOL_KEY_PREFIX", "Redis", "PREFIX", "idpool", NULL,
+                      "prefix of every Redis key: PREFIX:{app}:pool ...\n"
+                      "1..64 characters of A-Z a-z 0-9 _ . : -",
+                      K_KEY_PREFIX, FROM_ALL, 0, 0, 0},
+    [S_MYSQL] = {"mysql", "IDPOOL_MYSQL_URL", "MySQL / MariaDB", "URL",
+                 "mysql://root@127.0.0.1:3306/idpool", NULL,
+                 "database: mysql://[user[:password]@]host[:port][/db]\n"
+                 "(mariadb:// also accepted; user defaults to root, db to idpool)",
+                 K_MYSQL_URL, FROM_ALL, 0, 0, 0},
+    [S_MYSQL_PASSWORD] = {"mysql-password", "IDPOOL_MYSQL_PASSWORD", "MySQL / MariaDB", NULL, NULL,
+                          "none",
+                          "database password; replaces the one in the URL\n"
+                          "(environment or config file only, never a flag)",
+                          K_SECRET, FROM_ENV | FROM_FILE, 0, 0, 0},
+    [S_MYSQL_TIMEOUT] = {"mysql-timeout-ms", "IDPOOL_MYSQL_TIMEOUT_MS", "MySQL / MariaDB", "MS",
+                         "5000", NULL,
+                         "connect, read and write timeout (MariaDB counts whole\n"
+                         "seconds, so it is rounded up to the next second)",
+                         INT_SETTING(1000, 600000, mysql_timeout_ms)},
+    [S_TICK] = {"tick-ms", "IDPOOL_TICK_MS", "Refill", "MS", "100", NULL, "refill timer period",
+                INT_SETTING(1, 60000, tick_ms)},
+    [S_LOCK_TTL] = {"lock-ttl-ms", "IDPOOL_LOCK_TTL_MS", "Refill", "MS", "1000", "1000 (10 ticks)",
+                    "per-application refill lock TTL, at least 2 x tick-ms;\n"
+                    "a refiller stalled longer than this loses the lock",
+                    INT_SETTING(100, 600000, lock_ttl_ms)},
+    [S_RELOAD] = {"reload-ms", "IDPOOL_RELOAD_MS", "Refill", "MS", "5000", NULL,
+                  "how often application rows are re-read", INT_SETTING(100, 3600000, reload_ms)},
+    [S_INSTANCE] = {"instance", "IDPOOL_INSTANCE", "Refill", "NAME", NULL, "HOSTNAME:PID",
+                    "name of this daemon in application_lease, 1..255 characters", K_INSTANCE,
+                    FROM_ALL, 0, 0, 0},
+    [S_HTTP] = {"http", "IDPOOL_HTTP_ADDR", "Status and metrics", "HOST:PORT", "127.0.0.1:9471",
+                NULL,
+                "HTTP listen address for /status and /metrics ([IPv6]:PORT ok);\n"
+                "empty disables it",
+                K_HTTP, FROM_ALL, 0, 0, 0},
+    [S_LOG_LEVEL] = {"log-level", "IDPOOL_LOG_LEVEL", "General", "LEVEL", "info", NULL,
+                     "error, warn, info or debug", K_LOG_LEVEL, FROM_ALL, 0, 0, 0},
+    [S_CONFIG] = {"config", "IDPOOL_CONFIG", "General", "FILE", NULL, "none",
+                  "config file to read (not itself settable in a config file)", K_PATH,
+                  FROM_FLAG | FROM_ENV, 0, 0, 0},
+};
+
+enum origin_kind {
+    O_UNSET = 0,
+    O_DEFAULT,
+    O_FILE,
+    O_ENV,
+    O_FLAG,
+};
+
+/* Where the current value of a setting came from (for error messages). */
+struct origin {
+    enum origin_kind kind;
+    long line; /* O_FILE: 1-based line number */
+};
+
+/* State of one config_load() call. */
+struct loader {
+    struct config *cfg;            /* being built */
+    struct origin origin[S_COUNT]; /* source of each setting's current value */
+    struct origin config_origin;   /* where the config file path came from */
+    char *redis_password;          /* pending override (heap) or NULL */
+    char *mysql_password;          /* pending override (heap) or NULL */
+    char *err;                     /* caller's buffer */
+    size_t errlen;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Look a setting up by its flag / file-key name (n bytes, not NUL-terminated). */
+static int setting_find(const char *name, size_t n)
+{
+    for (int i = 0; i < S_COUNT; i++)
+        if (strlen(settings[i].name) == n && memcmp(settings[i].name, name, n) == 0)
+            return i;
+    return -1;
+}
+
+/*
+ * Strict decimal integer: optional '-', digits, nothing else (no spaces, no
+ * '+', no trailing junk), no overflow, within min..max.
+ */
+static int parse_int(const char *s, long long min, long long max, long long *out)
+{
+    char *end;
+    long long v;
+
+    if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1])))
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Same as parse_int() on the n bytes at s (for pieces of a URL). */
+static int parse_int_n(const char *s, size_t n, long long min, long long max, long long *out)
+{
+    char buf[24];
+
+    if (n >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return parse_int(buf, min, max, out);
+}
+
+/* ---------------------------------------------------------------- URLs */
+
+/* The pieces of scheme://[userinfo@]hostport[/path], pointing into the URL. */
+struct url_parts {
+    bool has_userinfo;
+    const char *user; /* up to the first ':' of userinfo */
+    size_t user_len;
+    bool has_password; /* userinfo has a ':' */
+    const char *password;
+    size_t password_len;
+    const char *hostport;
+    size_t hostport_len;
+    bool has_path;    /* a '/' follows the host */
+    const char *path; /* after the '/' */
+    size_t path_len;
+};
+
+/*
+ * Check the scheme against the accepted ones and return what follows "://".
+ * Only the scheme is ever echoed: the rest may hold a password.
+ */
+static const char *url_scheme(const char *s, const char *const *schemes, const char *expect,
+                              char *err, size_t errlen)
+{
+    const char *sep = strstr(s, "://");
+
+    for (const char *const *sc = schemes; *sc; sc++) {
+        size_t n = strlen(*sc);
+        if (strncasecmp(s, *sc, n) == 0 && strncmp(s + n, "://", 3) == 0)
+            return s + n + 3;
+    }
+    if (sep && sep - s <= 16)
+        set_err(err, errlen, "unsupported scheme '%.*s://', expected %s", (int)(sep - s), s,
+                expect);
+    else
+        set_err(err, errlen, "not a URL, expected %s", expect);
+    return NULL;
+}
+
+/*
+ * Split the part after "scheme://" into userinfo, host[:port] and path.
+ * Following RFC 3986 the authority ends at the first '/', '?' or '#', and the
+ * last '@' in it ends the userinfo (so a raw '@' in a password works). Query
+ * strings and fragments are rejected.
+ */
+static int url_split(const char *rest, struct url_parts *p, char *err, size_t errlen)
+{
+    size_t alen = strcspn(rest, "/?#");
+    const char *at = NULL, *after;
+
+    memset(p, 0, sizeof(*p));
+    for (const char *c = rest; *c; c++) {
+        if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+            set_err(err, errlen, "URL contains a space or control character");
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < alen; i++)
+        if (rest[i] == '@')
+            at = rest + i;
+    p->hostport = rest;
+    p->hostport_len = alen;
+    if (at) {
+        const char *colon = memchr(rest, ':', (size_t)(at - rest));
+
+        p->has_userinfo = true;
+        p->user = rest;
+        p->user_len = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+        if (colon) {
+            p->has_password = true;
+            p->password = colon + 1;
+            p->password_len = (size_t)(at - colon - 1);
+        }
+        p->hostport = at + 1;
+        p->hostport_len = alen - (size_t)(at + 1 - rest);
+    }
+    after = rest + alen;
+    if (*after == '/') {
+        p->has_path = true;
+        p->path = after + 1;
+        p->path_len = strcspn(p->path, "?#");
+        after = p->path + p->path_len;
+        if (memchr(p->path, '@', p->path_len)) {
+            set_err(err, errlen, "'@' after the host (percent-encode '/' in a password as %%2F)");
+            return -1;
+        }
+    }
+    if (*after == '?') {
+        set_err(err, errlen,
+                "query strings ('?...') are not supported (percent-encode '?' in a password "
+                "as %%3F)");
+        return -1;
+    }
+    if (*after == '#') {
+        set_err(err, errlen,
+                "fragments ('#...') are not supported (percent-encode '#' in a password as %%23)");
+        return -1;
+    }
+    return 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/*
+ * Percent-decode n bytes into a new heap string. "what" names the part in the
+ * error message; the text itself is never echoed (it may be a password).
+ */
+static char *pct_decode(const char *s, size_t n, const char *what, char *err, size_t errlen)
+{
+    char *out = malloc(n + 1), *o = out;
+    int hi, lo;
+
+    if (out == NULL) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            *o++ = s[i];
+            continue;
+        }
+        hi = i + 1 < n ? hexval(s[i + 1]) : -1;
+        lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            set_err(err, errlen,
+                    "bad percent-escape in the %s (write '%%' itself as %%25; %%00 is not "
+                    "allowed)",
+                    what);
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+static bool hostname_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
+}
+
+/*
+ * Parse host[:port] or [v6addr][:port] (n bytes at s) into a heap host
+ * (brackets removed) and a port. default_port < 0 makes the port required.
+ * Only the host and port are echoed in errors, never anything else.
+ */
+static int hostport_split(const char *s, size_t n, int default_port, char **host, int *port,
+                          char *err, size_t errlen)
+{
+    const char *h, *p = NULL, *end = s + n;
+    size_t hlen, plen = 0;
+    long long v;
+
+    *host = NULL;
+    *port = 0;
+    if (n == 0) {
+        set_err(err, errlen, "missing host");
+        return -1;
+    }
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        char addr[INET6_ADDRSTRLEN + 1];
+        struct in6_addr a6;
+
+        if (close == NULL) {
+            set_err(err, errlen, "missing ']' after IPv6 address");
+            return -1;
+        }
+        h = s + 1;
+        hlen = (size_t)(close - h);
+        if (hlen == 0 || hlen >= sizeof(addr)) {
+            set_err(err, errlen, "bad IPv6 address '%.*s'", (int)(hlen < 64 ? hlen : 64), h);
+            return -1;
+        }
+        memcpy(addr, h, hlen);
+        addr[hlen] = '\0';
+        if (inet_pton(AF_INET6, addr, &a6) != 1) {
+            set_err(err, errlen, "bad IPv6 address '%s'", addr);
+            return -1;
+        }
+        if (close + 1 < end) {
+            if (close[1] != ':') {
+                set_err(err, errlen, "expected ':PORT' after ']', got '%.*s'",
+                        (int)((size_t)(end - close - 1) < 32 ? (size_t)(end - close - 1) : 32),
+                        close + 1);
+                return -1;
+            }
+            p = close + 2;
+            plen = (size_t)(end - p);
+        }
+    } else {
+        const char *colon = memchr(s, ':', n);
+
+        h = s;
+        hlen = colon ? (size_t)(colon - s) : n;
+        if (colon) {
+            p = colon + 1;
+            plen = (size_t)(end - p);
+            if (memchr(p, ':', plen)) {
+                set_err(err, errlen, "an IPv6 address must be in brackets, e.g. [::1]:PORT");
+                return -1;
+            }
+        }
+        if (hlen == 0) {
+            set_err(err, errlen, "missing host (use 0.0.0.0 or [::] for every address)");
+            return -1;
+        }
+        for (size_t i = 0; i < hlen; i++) {
+            if (!hostname_char(h[i]) || hlen > HOSTNAME_MAX) {
+                set_err(err, errlen, "bad host name '%.*s'", (int)(hlen < 64 ? hlen : 64), h);
+                return -1;
+            }
+        }
+    }
+    if (p == NULL) {
+        if (default_port < 0) {
+            set_err(err, errlen, "missing port (expected HOST:PORT or [IPv6]:PORT)");
+            return -1;
+        }
+        *port = default_port;
+    } else if (plen == 0) {
+        set_err(err, errlen, "missing port after ':'");
+        return -1;
+    } else if (parse_int_n(p, plen, 1, 65535, &v) < 0) {
+        set_err(err, errlen, "port must be an integer in 1..65535, got '%.*s'",
+                (int)(plen < 32 ? plen : 32), p);
+        return -1;
+    } else {
+        *port = (int)v;
+    }
+    *host = strndup(h, hlen);
+    if (*host == NULL) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
+{
+    return hostport_split(s, strlen(s), -1, host, port, err, errlen);
+}
+
+void redis_url_free(struct redis_url *u)
+{
+    free(u->host);
+    free(u->user);
+    free(u->password);
+    memset(u, 0, sizeof(*u));
+}
+
+/*
+ * redis://[[user]:password@]host[:port][/db]. ":pw@" is a password alone
+ * (classic AUTH), "user:pw@" an ACL user; "user@" leaves the password to the
+ * redis-password setting. An empty password counts as none.
+ */
+int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
+{
+    static const char *const schemes[] = {"redis", NULL};
+    struct url_parts p;
+    const char *rest;
+    long long db;
+
+    memset(out, 0, sizeof(*out));
+    if (strncasecmp(s, "rediss://", 9) == 0) {
+        set_err(err, errlen, "rediss:// (TLS) is not supported, use redis://");
+        return -1;
+    }
+    rest = url_scheme(s, schemes, "redis://[[user]:password@]host[:port][/db]", err, errlen);
+    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+        return -1;
+    if (p.has_userinfo && p.user_len > 0) {
+        out->user = pct_decode(p.user, p.user_len, "user", err, errlen);
+        if (out->user == NULL)
+            goto fail;
+    }
+    if (p.has_password && p.password_len > 0) {
+        out->password = pct_decode(p.password, p.password_len, "password", err, errlen);
+        if (out->password == NULL)
+            goto fail;
+    }
+    if (p.has_path && p.path_len > 0) {
+        if (parse_int_n(p.path, p.path_len, 0, REDIS_DB_MAX, &db) < 0) {
+            set_err(err, errlen, "database must be an integer in 0..%d, got '%.*s'", REDIS_DB_MAX,
+                    (int)(p.path_len < 32 ? p.path_len : 32), p.path);
+            goto fail;
+        }
+        out->db = (int)db;
+    }
+    if (hostport_split(p.hostport, p.hostport_len, REDIS_DEFAULT_PORT, &out->host, &out->port, err,
+                       errlen) < 0)
+        goto fail;
+    return 0;
+
+fail:
+    redis_url_free(out);
+    return -1;
+}
+
+void mysql_url_free(struct mysql_url *u)
+{
+    free(u->host);
+    free(u->user);
+    free(u->password);
+    free(u->db);
+    memset(u, 0, sizeof(*u));
+}
+
+static bool mysql_db_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > MYSQL_DB_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '$')
+            return false;
+    return true;
+}
+
+/*
+ * mysql://[user[:password]@]host[:port][/db], also mariadb://. The user
+ * defaults to "root", the database to "idpool"; an empty password counts as
+ * none.
+ */
+int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errlen)
+{
+    static const char *const schemes[] = {"mysql", "mariadb", NULL};
+    struct url_parts p;
+    const char *rest;
+
+    memset(out, 0, sizeof(*out));
+    rest = url_scheme(s, schemes, "mysql://[user[:password]@]host[:port][/db]", err, errlen);
+    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+        return -1;
+    if (p.has_userinfo && p.user_len > 0) {
+        out->user = pct_decode(p.user, p.user_len, "user", err, errlen);
+        if (out->user == NULL)
+            goto fail;
+    } else if ((out->user = strdup("root")) == NULL) {
+        set_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (p.has_password && p.password_len > 0) {
+        out->password = pct_decode(p.password, p.password_len, "password", err, errlen);
+        if (out->password == NULL)
+            goto fail;
+    }
+    if (p.has_path && p.path_len > 0) {
+        if (!mysql_db_valid(p.path, p.path_len)) {
+            set_err(err, errlen,
+                    "database name must be 1..%d characters of A-Z a-z 0-9 _ $, got '%.*s'",
+                    MYSQL_DB_MAX, (int)(p.path_len < 80 ? p.path_len : 80), p.path);
+            goto fail;
+        }
+        out->db = strndup(p.path, p.path_len);
+    } else {
+        out->db = strdup("idpool");
+    }
+    if (out->db == NULL) {
+        set_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (hostport_split(p.hostport, p.hostport_len, MYSQL_DEFAULT_PORT, &out->host, &out->port, err,
+                       errlen) < 0)
+        goto fail;
+    return 0;
+
+fail:
+    mysql_url_free(out);
+    return -1;
+}
+
+/* ------------------------------------------------------------- loading */
+
+/*
+ * The "where" of an error: "--tick-ms", "IDPOOL_TICK_MS",
+ * "/etc/idpool.conf:7: tick-ms" or "tick-ms (default)".
+ */
+static void origin_prefix(const struct loader *ld, enum setting_id id, char *buf, size_t len)
+{
+    const struct setting *s = &settings[id];
+    const struct origin *o = &ld->origin[id];
+
+    switch (o->kind) {
+    case O_FLAG:
+        snprintf(buf, len, "--%s", s->name);
+        break;
+    case O_ENV:
+        snprintf(buf, len, "%s", s->env);
+        break;
+    case O_FILE:
+        snprintf(buf, len, "%s:%ld: %s", ld->cfg->config_file, o->line, s->name);
+        break;
+    default:
+        snprintf(buf, len, "%s (default)", s->name);
+        break;
+    }
+}
+
+/* Where a setting's value came from, for cross-setting errors. */
+static void origin_source(const struct loader *ld, enum setting_id id, char *buf, size_t len)
+{
+    const struct origin *o = &ld->origin[id];
+
+    switch (o->kind) {
+    case O_FLAG:
+        snprintf(buf, len, "--%s", settings[id].name);
+        break;
+    case O_ENV:
+        snprintf(buf, len, "%s", settings[id].env);
+        break;
+    case O_FILE:
+        snprintf(buf, len, "%s:%ld", ld->cfg->config_file, o->line);
+        break;
+    default:
+        snprintf(buf, len, "the default");
+        break;
+    }
+}
+
+static int fail(struct loader *ld, enum setting_id id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Write "<where>: <message>" into the caller's error buffer; returns -1. */
+static int fail(struct loader *ld, enum setting_id id, const char *fmt, ...)
+{
+    char where[CONFIG_ERR_MAX], msg[CONFIG_ERR_MAX];
+    va_list ap;
+
+    origin_prefix(ld, id, where, sizeof(where));
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    set_err(ld->err, ld->errlen, "%s: %s", where, msg);
+    return -1;
+}
+
+/* Replace a heap string field with a copy of value. */
+static int replace_str(struct loader *ld, enum setting_id id, char **field, const char *value)
+{
+    char *copy = strdup(value);
+
+    if (copy == NULL)
+        return fail(ld, id, "out of memory");
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+static bool key_prefix_valid(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > KEY_PREFIX_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("_.:-", s[i]))
+            return false;
+    return true;
+}
+
+/*
+ * Parse and validate one value of setting id from source o, replacing the
+ * previous value in ld->cfg only once the new one is known to be good.
+ */
+static int setting_apply(struct loader *ld, enum setting_id id, const char *value, struct origin o)
+{
+    const struct setting *s = &settings[id];
+    struct config *cfg = ld->cfg;
+    char msg[CONFIG_ERR_MAX];
+
+    ld->origin[id] = o;
+    switch (s->kind) {
+    case K_INT: {
+        long long v;
+
+        if (parse_int(value, s->min, s->max, &v) < 0)
+            return fail(ld, id, "must be an integer in %d..%d, got '%.64s'", s->min, s->max, value);
+        *(int *)(void *)((char *)cfg + s->offset) = (int)v;
+        return 0;
+    }
+    case K_REDIS_URL: {
+        struct redis_url u;
+
+        if (redis_url_parse(value, &u, msg, sizeof(msg)) < 0)
+            return fail(ld, id, "%s", msg);
+        if (replace_str(ld, id, &cfg->redis_url, value) < 0) {
+            redis_url_free(&u);
+            return -1;
+        }
+        redis_url_free(&cfg->redis);
+        cfg->redis = u;
+        return 0;
+    }
+    case K_MYSQL_URL: {
+        struct mysql_url u;
+
+        if (mysql_url_parse(value, &u, msg, sizeof(msg)) < 0)
+            return fail(ld, id, "%s", msg);
+        if (replace_str(ld, id, &cfg->mysql_url, value) < 0) {
+            mysql_url_free(&u);
+            return -1;
+        }
+        mysql_url_free(&cfg->mysql);
+        cfg->mysql = u;
+        return 0;
+    }
+    case K_SECRET: {
+        char **slot = id == S_REDIS_PASSWORD ? &ld->redis_password : &ld->mysql_password;
+
+        /* Empty means "not set", so IDPOOL_X_PASSWORD=${UNSET} is harmless. */
+        if (value[0] == '\0')
+            return 0;
+        return replace_str(ld, id, slot, value);
+    }
+    case K_HTTP: {
+        char *host = NULL;
+        int port = 0;
+
+        if (value[0] != '\0' && hostport_parse(value, &host, &port, msg, sizeof(msg)) < 0)
+            return fail(ld, id, "%s (an empty value disables HTTP)", msg);
+        if (replace_str(ld, id, &cfg->http_addr, value) < 0) {
+            free(host);
+            return -1;
+        }
+        free(cfg->http_host);
+        cfg->http_host = host;
+        cfg->http_port = port;
+        return 0;
+    }
+    case K_KEY_PREFIX:
+        if (strchr(value, '{') || strchr(value, '}'))
+            return fail(ld, id, "must not contain '{' or '}' (Redis Cluster hash tags)");
+        if (!key_prefix_valid(value))
+            return fail(ld, id, "must be 1..%d characters of A-Z a-z 0-9 _ . : -, got '%.80s'",
+                        KEY_PREFIX_MAX, value);
+        return replace_str(ld, id, &cfg->key_prefix, value);
+    case K_INSTANCE: {
+        size_t n = strlen(value);
+
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)value[i] < ' ' || value[i] == 0x7f)
+                n = 0;
+        if (n == 0 || n > INSTANCE_MAX)
+            return fail(ld, id, "must be 1..%d characters, no control characters", INSTANCE_MAX);
+        return replace_str(ld, id, &cfg->instance, value);
+    }
+    case K_LOG_LEVEL: {
+        int level = log_level_parse(value);
+
+        if (level < 0)
+            return fail(ld, id, "must be one of error, warn, info, debug; got '%.32s'", value);
+        cfg->log_level = (enum log_level)level;
+        return 0;
+    }
+    case K_PATH:
+        return replace_str(ld, id, &cfg->config_file, value);
+    }
+    return fail(ld, id, "internal error: unknown setting kind");
+}
+
+/* Built-in defaults, applied through setting_apply() like any other source. */
+static int defaults_apply(struct loader *ld)
+{
+    struct origin o = {O_DEFAULT, 0};
+    char host[HOSTNAME_MAX + 2], instance[sizeof(host) + 24];
+
+    for (int i = 0; i < S_COUNT; i++)
+        if (settings[i].def && setting_apply(ld, (enum setting_id)i, settings[i].def, o) < 0)
+            return -1;
+    if (gethostname(host, sizeof(host)) < 0 || host[0] == '\0')
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(instance, sizeof(instance), "%s:%ld", host, (long)getpid());
+    return setting_apply(ld, S_INSTANCE, instance, o);
+}
+
+static char *trim(char *s)
+{
+    char *end;
+
+    while (*s == ' ' || *s == '\t')
+        s++;
+    end = s + strlen(s);
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n'))
+        end--;
+    *end = '\0';
+    return s;
+}
+
+/*
+ * Read "key = value" lines from the config file cfg->config_file. '#' and ';'
+ * start comment lines (not trailing comments: a '#' may be part of a
+ * password); a value may be wrapped in double quotes.
+ */
+static int file_apply(struct loader *ld)
+{
+    const char *path = ld->cfg->config_file;
+    char *line = NULL, where[CONFIG_ERR_MAX];
+    size_t cap = 0;
+    ssize_t n;
+    long lineno = 0;
+    int rc = -1;
+    FILE *f;
+
+    origin_prefix(ld, S_CONFIG, where, sizeof(where));
+    f = fopen(path, "r");
+    if (f == NULL) {
+        set_err(ld->err, ld->errlen, "%s: cannot read %s: %s", where, path, strerror(errno));
+        return -1;
+    }
+    errno = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        char *key, *value, *eq;
+        size_t vlen;
+        int id;
+
+        lineno++;
+        if ((size_t)n != strlen(line)) {
+            set_err(ld->err, ld->errlen, "%s:%ld: line contains a NUL byte", path, lineno);
+            goto out;
+        }
+        key = trim(line);
+        if (*key == '\0' || *key == '#' || *key == ';')
+            continue;
+        eq = strchr(key, '=');
+        if (eq == NULL) {
+            set_err(ld->err, ld->errlen, "%s:%ld: expected 'name = value'", path, lineno);
+            goto out;
+        }
+        *eq = '\0';
+        key = trim(key);
+        value = trim(eq + 1);
+        id = setting_find(key, strlen(key));
+        if (id < 0 || !(settings[id].sources & FROM_FILE)) {
+            set_err(ld->err, ld->errlen, "%s:%ld: unknown setting '%.64s'%s", path, lineno, key,
+                    id == S_CONFIG ? " (a config file cannot name another)" : "");
+            goto out;
+        }
+        vlen = strlen(value);
+        if (value[0] == '"') {
+            if (vlen < 2 || value[vlen - 1] != '"') {
+                set_err(ld->err, ld->errlen, "%s:%ld: %s: missing closing '\"'", path, lineno, key);
+                goto out;
+            }
+            value[vlen - 1] = '\0';
+            value++;
+        }
+        if (setting_apply(ld, (enum setting_id)id, value, (struct origin){O_FILE, lineno}) < 0)
+            goto out;
+        errno = 0;
+    }
+    if (ferror(f)) {
+        set_err(ld->err, ld->errlen, "%s: cannot read %s: %s", where, path,
+                strerror(errno ? errno : EIO));
+        goto out;
+    }
+    rc = 0;
+out:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Every setting's environment variable, where set (an empty value counts). */
+static int env_apply(struct loader *ld, config_getenv_fn getenv_fn)
+{
+    for (int i = 0; i < S_COUNT; i++) {
+        const char *v;
+
+        if (i == S_CONFIG || !(settings[i].sources & FROM_ENV))
+            continue;
+        v = getenv_fn(settings[i].env);
+        if (v && setting_apply(ld, (enum setting_id)i, v, (struct origin){O_ENV, 0}) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/*
+ * Walk argv. With apply false it only checks the syntax (unknown flags,
+ * missing values, stray arguments), stops at --help / --version and notes
+ * the last --config; with apply true it applies every value except --config.
+ */
+static enum config_result flags_walk(struct loader *ld, int argc, char *const argv[], bool apply,
+                                     const char **config_path)
+{
+    for (int i = 1; i < argc && argv[i]; i++) {
+        const char *a = argv[i], *name, *eq, *value;
+        size_t len;
+        int id;
+
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 < argc && argv[i + 1]) {
+                set_err(ld->err, ld->errlen, "unexpected argument '%.64s'", argv[i + 1]);
+                return CONFIG_ERROR;
+            }
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            set_err(ld->err, ld->errlen, "unexpected argument '%.64s'", a);
+            return CONFIG_ERROR;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return CONFIG_HELP;
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0)
+            return CONFIG_VERSION;
+        if (a[1] != '-') {
+            set_err(ld->err, ld->errlen, "unknown option '%.32s' (see --help)", a);
+            return CONFIG_ERROR;
+        }
+        name = a + 2;
+        eq = strchr(name, '=');
+        len = eq ? (size_t)(eq - name) : strlen(name);
+        id = setting_find(name, len);
+        if (id < 0) {
+            set_err(ld->err, ld->errlen, "unknown option '--%.*s' (see --help)",
+                    (int)(len < 64 ? len : 64), name);
+            return CONFIG_ERROR;
+        }
+        if (!(settings[id].sources & FROM_FLAG)) {
+            set_err(ld->err, ld->errlen,
+                    "--%s: not accepted as a flag (it would show in ps); set %s or '%s' in the "
+                    "config file",
+                    settings[id].name, settings[id].env, settings[id].name);
+            return CONFIG_ERROR;
+        }
+        if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0) {
+            value = argv[++i];
+        } else {
+            set_err(ld->err, ld->errlen, "--%s: missing value", settings[id].name);
+            return CONFIG_ERROR;
+        }
+        if (id == S_CONFIG) {
+            if (config_path)
+                *config_path = value;
+        } else if (apply &&
+                   setting_apply(ld, (enum setting_id)id, value, (struct origin){O_FLAG, 0}) < 0) {
+            return CONFIG_ERROR;
+        }
+    }
+    return CONFIG_OK;
+}
+
+/*
+ * Checks across settings, done once every source is read: the lock must
+ * outlive two ticks, and password overrides replace the URLs' passwords.
+ */
+static int finish(struct loader *ld)
+{
+    struct config *cfg = ld->cfg;
+    char ttl_from[CONFIG_ERR_MAX / 2], tick_from[CONFIG_ERR_MAX / 2];
+
+    if ((long)cfg->lock_ttl_ms < 2L * cfg->tick_ms) {
+        origin_source(ld, S_LOCK_TTL, ttl_from, sizeof(ttl_from));
+        origin_source(ld, S_TICK, tick_from, sizeof(tick_from));
+        set_err(ld->err, ld->errlen,
+                "--lock-ttl-ms: must be at least 2 x --tick-ms (2 x %d = %d), got %d "
+                "(lock-ttl-ms from %s, tick-ms from %s)",
+                cfg->tick_ms, 2 * cfg->tick_ms, cfg->lock_ttl_ms, ttl_from, tick_from);
+        return -1;
+    }
+    if (ld->redis_password) {
+        free(cfg->redis.password);
+        cfg->redis.password = ld->redis_password;
+        ld->redis_password = NULL;
+    }
+    if (ld->mysql_password) {
+        free(cfg->mysql.password);
+        cfg->mysql.password = ld->mysql_password;
+        ld->mysql_password = NULL;
+    }
+    if (cfg->redis.user && cfg->redis.password == NULL)
+        return fail(ld, S_REDIS,
+                    "an ACL user needs a password: write user:password@ in the URL or set "
+                    "IDPOOL_REDIS_PASSWORD / redis-password (for a password alone write "
+                    "redis://:password@host)");
+    return 0;
+}
+
+static const char *real_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+/*
+ * Sources in increasing precedence: defaults, config file, environment,
+ * flags. argv is checked first so that --help works whatever the rest says
+ * and --config is known before the file is read. *out is built from scratch
+ * (the caller frees any previous config), so a reload can build a new struct
+ * and keep the old one when this fails. getenv_fn NULL means getenv(3).
+ */
+enum config_result config_load(struct config *out, int argc, char *const argv[],
+                               config_getenv_fn getenv_fn, char *err, size_t errlen)
+{
+    struct loader ld;
+    const char *path = NULL;
+    enum config_result r;
+
+    memset(out, 0, sizeof(*out));
+    memset(&ld, 0, sizeof(ld));
+    ld.cfg = out;
+    ld.err = err;
+    ld.errlen = errlen;
+    set_err(err, errlen, "%s", "");
+    if (getenv_fn == NULL)
+        getenv_fn = real_getenv;
+    if (argv == NULL)
+        argc = 0;
+
+    r = flags_walk(&ld, argc, argv, false, &path);
+    if (r != CONFIG_OK)
+        goto out;
+    r = CONFIG_ERROR;
+    if (defaults_apply(&ld) < 0)
+        goto out;
+    if (path) {
+        ld.config_origin = (struct origin){O_FLAG, 0};
+    } else {
+        path = getenv_fn(settings[S_CONFIG].env);
+        ld.config_origin = (struct origin){O_ENV, 0};
+    }
+    /* An empty path means no config file, like an unset one. */
+    if (path && path[0] != '\0') {
+        if (setting_apply(&ld, S_CONFIG, path, ld.config_origin) < 0 || file_apply(&ld) < 0)
+            goto out;
+    }
+    if (env_apply(&ld, getenv_fn) < 0)
+        goto out;
+    if (flags_walk(&ld, argc, argv, true, NULL) != CONFIG_OK)
+        goto out;
+    if (finish(&ld) < 0)
+        goto out;
+    r = CONFIG_OK;
+out:
+    free(ld.redis_password);
+    free(ld.mysql_password);
+    if (r != CONFIG_OK)
+        config_free(out);
+    return r;
+}
+
+void config_free(struct config *cfg)
+{
+    free(cfg->redis_url);
+    redis_url_free(&cfg->redis);
+    free(cfg->mysql_url);
+    mysql_url_free(&cfg->mysql);
+    free(cfg->http_addr);
+    free(cfg->http_host);
+    free(cfg->key_prefix);
+    free(cfg->config_file);
+    free(cfg->instance);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+/* One setting in --help: flag and help on the first line, env var below. */
+static void usage_setting(FILE *out, const struct setting *s)
+{
+    char lhs[64];
+    const char *help = s->help;
+    int line = 0;
+
+    for (;;) {
+        size_t n = strcspn(help, "\n");
+
+        if (line == 0 && (s->sources & FROM_FLAG))
+            snprintf(lhs, sizeof(lhs), "--%s %s", s->name, s->arg);
+        else if (line == 0)
+            snprintf(lhs, sizeof(lhs), "%s (no flag)", s->name);
+        else if (line == 1)
+            snprintf(lhs, sizeof(lhs), "  %s", s->env);
+        else
+            lhs[0] = '\0';
+        fprintf(out, "  %-28s %.*s\n", lhs, (int)n, help);
+        line++;
+        if (help[n] == '\0')
+            break;
+        help += n + 1;
+    }
+    if (line == 1)
+        snprintf(lhs, sizeof(lhs), "  %s", s->env);
+    else
+        lhs[0] = '\0';
+    if (s->kind == K_INT)
+        fprintf(out, "  %-28s default: %s, range %d..%d\n", lhs, s->shown ? s->shown : s->def,
+                s->min, s->max);
+    else
+        fprintf(out, "  %-28s default: %s\n", lhs, s->shown ? s->shown : s->def);
+}
+
+void config_usage(FILE *out, const char *progname)
+{
+    const char *group = NULL;
+
+    fprintf(out,
+            "Usage: %s [options]\n"
+            "\n"
+            "Keeps Redis ID pools filled from the application rows in MySQL/MariaDB.\n"
+            "\n"
+            "Every setting has a flag, an environment variable (shown below it) and a config\n"
+            "file key. Later sources win: defaults < config file < environment < flags.\n"
+            "Flags take '--name value' or '--name=value'. The config file holds 'name = value'\n"
+            "lines, where name is the flag name without the leading dashes (tick-ms = 250);\n"
+            "lines starting with '#' or ';' are comments, values may be in double quotes.\n"
+            "An empty --config or IDPOOL_CONFIG means no file. Passwords are best kept out of\n"
+            "URLs (see redis-password, mysql-password); config errors never show them.\n",
+            progname);
+    for (int i = 0; i < S_COUNT; i++) {
+        if (group == NULL || strcmp(group, settings[i].group) != 0) {
+            group = settings[i].group;
+            fprintf(out, "\n%s:\n", group);
+        }
+        usage_setting(out, &settings[i]);
+    }
+    fprintf(out, "  %-28s %s\n", "-h, --help", "show this help and exit");
+    fprintf(out, "  %-28s %s\n", "-V, --version", "show the version and exit");
+}

@@ -1,1 +1,253 @@
-/* stub */
+#include "gen.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void rng_seed(struct rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+void rng_seed_os(struct rng *r)
+{
+    size_t got = 0;
+
+    while (got < sizeof(r->s)) {
+        ssize_t n = getrandom((char *)r->s + got, sizeof(r->s) - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        got += (size_t)n;
+    }
+    if (got < sizeof(r->s)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        rng_seed(r, (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid());
+    }
+    /* xoshiro must not start from the all-zero state. */
+    if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3]))
+        rng_seed(r, 1);
+}
+
+uint64_t rng_next(struct rng *r)
+{
+    uint64_t *s = r->s;
+    const uint64_t result = rotl(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* Lemire's nearly divisionless method: uniform, no modulo bias. */
+uint64_t rng_below(struct rng *r, uint64_t n)
+{
+    unsigned __int128 m = (unsigned __int128)rng_next(r) * n;
+    uint64_t low = (uint64_t)m;
+
+    if (low < n) {
+        uint64_t threshold = -n % n;
+        while (low < threshold) {
+            m = (unsigned __int128)rng_next(r) * n;
+            low = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
+int lease_add(struct lease_state *st, uint64_t lo, uint64_t hi)
+{
+    if (lease_has_next(st) || hi <= lo || lo < lease_floor(st))
+        return -1;
+    st->nlo = lo;
+    st->nhi = hi;
+    return 0;
+}
+
+uint64_t lease_floor(const struct lease_state *st)
+{
+    uint64_t f = st->next;
+
+    if (st->hi > f)
+        f = st->hi;
+    if (st->nhi > f)
+        f = st->nhi;
+    return f;
+}
+
+uint64_t lease_remaining_span(const struct lease_state *st)
+{
+    uint64_t span = st->hi > st->next ? st->hi - st->next : 0;
+
+    if (lease_has_next(st))
+        span += st->nhi - st->nlo;
+    return span;
+}
+
+/* Smallest x >= v with x % delta == rem; 0 with *ok = 0 on overflow. */
+static uint64_t align_up(uint64_t v, uint64_t delta, uint64_t rem, int *ok)
+{
+    uint64_t x = v - v % delta + rem;
+
+    *ok = 1;
+    if (x < v) {
+        if (x > UINT64_MAX - delta) {
+            *ok = 0;
+            return 0;
+        }
+        x += delta;
+    }
+    return x;
+}
+
+/* Move to the prefetched lease; 0 when there is none. */
+static int lease_roll(struct lease_state *st)
+{
+    if (!lease_has_next(st))
+        return 0;
+    st->next = st->nlo;
+    st->hi = st->nhi;
+    st->nlo = st->nhi = 0;
+    return 1;
+}
+
+/*
+ * The first ID the current lease can give after `next` with `extra` more
+ * strides of delta, or 0 with *ok = 0 when it does not fit below hi.
+ * Everything stays below hi <= 2^63-1, so uint64 arithmetic cannot wrap
+ * once the bounds are checked.
+ */
+static uint64_t lease_pick(const struct app_cfg *cfg, const struct lease_state *st, uint64_t extra,
+                           int *ok)
+{
+    uint64_t from = st->next > cfg->start_offset ? st->next : cfg->start_offset;
+    uint64_t x;
+
+    *ok = 0;
+    if (from >= st->hi)
+        return 0;
+    x = align_up(from, cfg->delta, cfg->remainder, ok);
+    if (!*ok || x >= st->hi || (st->hi - x - 1) / cfg->delta < extra) {
+        *ok = 0;
+        return 0;
+    }
+    return x + extra * cfg->delta;
+}
+
+static size_t draw_monotonic(const struct app_cfg *cfg, struct lease_state *st, struct rng *r,
+                             uint64_t *out, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        int ok;
+        uint64_t gap = cfg->increment_max > 1 ? rng_below(r, cfg->increment_max) : 0;
+        uint64_t id = lease_pick(cfg, st, gap, &ok);
+
+        if (!ok) {
+            /* The rest of this lease is a gap; continue in the next one. */
+            st->next = st->hi;
+            if (!lease_roll(st))
+                break;
+            continue;
+        }
+        out[got++] = id;
+        st->next = id + 1;
+    }
+    return got;
+}
+
+static size_t draw_trend(const struct app_cfg *cfg, struct lease_state *st, struct rng *r,
+                         uint64_t *out, size_t n)
+{
+    size_t got = 0;
+
+    while (n - got >= cfg->step) {
+        int ok;
+        uint64_t first, last = lease_pick(cfg, st, cfg->step - 1, &ok);
+        uint64_t *blk = out + got;
+
+        if (!ok) {
+            /* A block never straddles two leases: it must stay contiguous. */
+            st->next = st->hi;
+            if (!lease_roll(st))
+                break;
+            continue;
+        }
+        first = last - (cfg->step - 1) * cfg->delta;
+        for (uint64_t i = 0; i < cfg->step; i++)
+            blk[i] = first + i * cfg->delta;
+        /* Fisher-Yates. */
+        for (uint64_t i = cfg->step - 1; i > 0; i--) {
+            uint64_t j = rng_below(r, i + 1), t = blk[i];
+            blk[i] = blk[j];
+            blk[j] = t;
+        }
+        got += cfg->step;
+        st->next = last + 1;
+    }
+    return got;
+}
+
+size_t gen_draw(const struct app_cfg *cfg, struct lease_state *st, struct rng *r, uint64_t *out,
+                size_t n)
+{
+    if (cfg->type == APP_TREND)
+        return draw_trend(cfg, st, r, out, n);
+    return draw_monotonic(cfg, st, r, out, n);
+}
+
+size_t u64_fmt(uint64_t v, char *buf)
+{
+    char tmp[20];
+    size_t n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+int u64_parse(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (len == 0 || len > 20)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}

@@ -43,8 +43,8 @@ static void log_vwrite(enum log_level level, const char *fmt, va_list ap)
 
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
-    n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ %-5s ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+    n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ %-5s ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                  (int)(tv.tv_usec / 1000), level_names[level]);
     vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
     /* One write per line so lines of concurrent processes do not interleave. */

@@ -1,1 +1,194 @@
-int main(void){return 0;}
+/*
+ * idpoold — keeps every application's Redis ID pool topped up.
+ *
+ * Boot: parse config -> open stores (MySQL worker, Redis connection) ->
+ * refill loop -> signals -> event loop -> teardown.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "build_config.h"
+#include "config.h"
+#include "log.h"
+#include "rds.h"
+#include "refill.h"
+#include "store.h"
+
+#define SHUTDOWN_GRACE_MS 1500
+
+struct daemon {
+    struct event_base *base;
+    struct config cfg; /* settings in force */
+    int argc;          /* kept for SIGHUP re-parsing */
+    char **argv;
+    struct store *store;
+    struct rds *rds;
+    struct refill *refill;
+    struct event *ev_term, *ev_int, *ev_hup;
+    struct event *ev_grace; /* bounds a graceful shutdown */
+    int stopping;
+};
+
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+static void on_redis_state(struct rds *r, int ready, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)r;
+    if (d->refill)
+        refill_redis_state(d->refill, ready);
+}
+
+static void on_stopped(void *arg)
+{
+    struct daemon *d = arg;
+
+    log_info("in-flight work finished and locks released");
+    event_base_loopbreak(d->base);
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)fd;
+    (void)what;
+    log_warn("shutdown: work still in flight after %d ms; exiting anyway (locks expire by "
+             "their TTL, unpushed leases become gaps)",
+             SHUTDOWN_GRACE_MS);
+    event_base_loopbreak(d->base);
+}
+
+/* SIGTERM/SIGINT: stop refilling, finish in-flight work, release locks. Twice: exit now. */
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+    struct timeval tv = {SHUTDOWN_GRACE_MS / 1000, (SHUTDOWN_GRACE_MS % 1000) * 1000};
+
+    (void)what;
+    if (d->stopping) {
+        log_warn("%s again: exiting at once", strsignal((int)sig));
+        _exit(1);
+    }
+    d->stopping = 1;
+    log_info("%s: stopping: finishing in-flight refills, releasing locks", strsignal((int)sig));
+    evtimer_add(d->ev_grace, &tv);
+    refill_shutdown(d->refill, on_stopped, d);
+}
+
+static void warn_restart_needed(const char *name, const char *a, const char *b)
+{
+    if (strcmp(a ? a : "", b ? b : "") != 0)
+        log_warn("reload: %s changed; the new value takes effect after a restart", name);
+}
+
+/* SIGHUP: re-read the configuration (a bad one is rejected) and the rows. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+    struct config nc;
+    char err[CONFIG_ERR_MAX];
+    enum config_result rc;
+
+    (void)sig;
+    (void)what;
+    log_info("SIGHUP: reloading configuration and applications");
+    rc = config_load(&nc, d->argc, d->argv, env_get, err, sizeof(err));
+    if (rc != CONFIG_OK) {
+        log_error("reload: configuration rejected, keeping the current one: %s",
+                  rc == CONFIG_ERROR ? err : "unexpected --help/--version");
+        if (rc != CONFIG_ERROR)
+            config_free(&nc);
+    } else {
+        warn_restart_needed("redis", d->cfg.redis_url, nc.redis_url);
+        warn_restart_needed("mysql", d->cfg.mysql_url, nc.mysql_url);
+        warn_restart_needed("key-prefix", d->cfg.key_prefix, nc.key_prefix);
+        warn_restart_needed("http", d->cfg.http_addr, nc.http_addr);
+        warn_restart_needed("instance", d->cfg.instance, nc.instance);
+        log_set_level(nc.log_level);
+        rds_set_timeout(d->rds, nc.redis_timeout_ms);
+        refill_configure(d->refill, &nc);
+        config_free(&d->cfg);
+        d->cfg = nc;
+    }
+    refill_reload(d->refill);
+}
+
+int main(int argc, char **argv)
+{
+    struct daemon d;
+    char err[CONFIG_ERR_MAX];
+
+    memset(&d, 0, sizeof(d));
+    d.argc = argc;
+    d.argv = argv;
+    switch (config_load(&d.cfg, argc, argv, env_get, err, sizeof(err))) {
+    case CONFIG_OK:
+        break;
+    case CONFIG_HELP:
+        config_usage(stdout, "idpoold");
+        config_free(&d.cfg);
+        return 0;
+    case CONFIG_VERSION:
+        printf("idpoold %s\n", IDPOOL_VERSION);
+        config_free(&d.cfg);
+        return 0;
+    case CONFIG_ERROR:
+        fprintf(stderr, "idpoold: %s\nTry 'idpoold --help'.\n", err);
+        return 2;
+    }
+    log_set_level(d.cfg.log_level);
+    signal(SIGPIPE, SIG_IGN);
+
+    log_info("idpoold %s starting: redis %s:%d db %d, mysql %s@%s:%d/%s, key prefix '%s', "
+             "tick %d ms, lock ttl %d ms, reload %d ms, instance %s",
+             IDPOOL_VERSION, d.cfg.redis.host, d.cfg.redis.port, d.cfg.redis.db, d.cfg.mysql.user,
+             d.cfg.mysql.host, d.cfg.mysql.port, d.cfg.mysql.db, d.cfg.key_prefix, d.cfg.tick_ms,
+             d.cfg.lock_ttl_ms, d.cfg.reload_ms, d.cfg.instance);
+
+    d.base = event_base_new();
+    if (!d.base)
+        die("cannot create the event loop");
+    d.store = store_new(d.base, &d.cfg);
+    if (!d.store)
+        die("cannot start the MySQL worker");
+    d.rds = rds_new(d.base, &d.cfg, on_redis_state, &d);
+    if (!d.rds)
+        die("cannot set up the Redis connection");
+    d.refill = refill_new(d.base, &d.cfg, d.rds, d.store);
+    if (!d.refill)
+        die("cannot set up the refill loop");
+
+    d.ev_term = evsignal_new(d.base, SIGTERM, on_stop_signal, &d);
+    d.ev_int = evsignal_new(d.base, SIGINT, on_stop_signal, &d);
+    d.ev_hup = evsignal_new(d.base, SIGHUP, on_hup, &d);
+    d.ev_grace = evtimer_new(d.base, on_grace, &d);
+    if (!d.ev_term || !d.ev_int || !d.ev_hup || !d.ev_grace || evsignal_add(d.ev_term, NULL) ||
+        evsignal_add(d.ev_int, NULL) || evsignal_add(d.ev_hup, NULL))
+        die("cannot install signal handlers");
+
+    event_base_dispatch(d.base);
+
+    /* Teardown: Redis first (pending callbacks see NULL replies), then MySQL. */
+    rds_free(d.rds);
+    store_free(d.store);
+    refill_free(d.refill);
+    event_free(d.ev_term);
+    event_free(d.ev_int);
+    event_free(d.ev_hup);
+    event_free(d.ev_grace);
+    event_base_free(d.base);
+    config_free(&d.cfg);
+    libevent_global_shutdown();
+    log_info("idpoold stopped");
+    return 0;
+}

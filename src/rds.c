@@ -1,1 +1,458 @@
-/* stub */
+#include "rds.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+
+#include "build_config.h"
+#include "clock.h"
+#include "log.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+enum rds_conn {
+    RDS_DOWN,       /* no connection; a reconnect is scheduled */
+    RDS_CONNECTING, /* TCP connect in progress */
+    RDS_HANDSHAKE,  /* AUTH/SELECT/INFO/FUNCTION LOAD in flight */
+    RDS_READY,      /* commands accepted */
+};
+
+struct rds {
+    struct event_base *base;
+    char *host; /* server address */
+    int port;
+    char *user;            /* ACL user or NULL */
+    char *password;        /* or NULL */
+    int db;                /* SELECT target */
+    int timeout_ms;        /* connect and command timeout */
+    redisAsyncContext *ac; /* current context, NULL when down */
+    enum rds_conn state;
+    uint64_t state_since_ms; /* when CONNECTING/HANDSHAKE began */
+    uint64_t progress_ms;    /* last reply, or first send after idle */
+    unsigned outstanding;    /* commands sent, not yet answered */
+    int backoff_ms;          /* next reconnect delay */
+    int failures;            /* consecutive failed attempts (log throttling) */
+    char run_id[64];         /* server run_id from INFO */
+    struct event *retry_ev;  /* reconnect timer */
+    struct event *watch_ev;  /* persistent timeout watchdog */
+    rds_state_fn *on_state;  /* owner notification */
+    void *arg;
+};
+
+/* Per-command context: counts outstanding commands for the timeout. */
+struct rds_cb {
+    struct rds *r;
+    rds_reply_fn *fn;
+    void *arg;
+};
+
+static void rds_connect(struct rds *r);
+
+const char *rds_errstr(const redisReply *reply)
+{
+    if (!reply)
+        return "connection lost";
+    if (reply->type == REDIS_REPLY_ERROR)
+        return reply->str;
+    return "unexpected reply type";
+}
+
+static void rds_schedule_retry(struct rds *r)
+{
+    struct timeval tv = {r->backoff_ms / 1000, (r->backoff_ms % 1000) * 1000};
+
+    evtimer_add(r->retry_ev, &tv);
+    r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
+}
+
+/*
+ * Forget the current context and schedule a reconnect. `ac` is freed by the
+ * caller (or by hiredis, when it is the one disconnecting).
+ */
+static void rds_lost(struct rds *r, const char *why)
+{
+    int was_ready = r->state == RDS_READY;
+
+    r->ac = NULL;
+    r->state = RDS_DOWN;
+    r->run_id[0] = '\0';
+    r->failures++;
+    if (was_ready)
+        log_warn("redis: connection to %s:%d lost: %s; reconnecting", r->host, r->port, why);
+    else if (r->failures == 1 || r->failures % 20 == 0)
+        log_warn("redis: cannot connect to %s:%d: %s (attempt %d, retrying with backoff)", r->host,
+                 r->port, why, r->failures);
+    rds_schedule_retry(r);
+    if (was_ready && r->on_state)
+        r->on_state(r, 0, r->arg);
+}
+
+/* Drop the connection on our initiative (timeout, bad handshake). */
+static void rds_drop(struct rds *r, const char *why)
+{
+    redisAsyncContext *ac = r->ac;
+
+    if (!ac)
+        return;
+    rds_lost(r, why);
+    /* Pending callbacks run now with NULL replies; safe inside a callback too. */
+    redisAsyncFree(ac);
+}
+
+static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct rds_cb *cb = privdata;
+    struct rds *r = cb->r;
+
+    (void)ac;
+    r->outstanding--;
+    r->progress_ms = clock_ms();
+    if (cb->fn)
+        cb->fn(r, reply, cb->arg);
+    free(cb);
+}
+
+static int rds_send(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
+                    const size_t *argvlen)
+{
+    struct rds_cb *cb;
+
+    if (!r->ac)
+        return -1;
+    cb = malloc(sizeof(*cb));
+    if (!cb)
+        return -1;
+    cb->r = r;
+    cb->fn = fn;
+    cb->arg = arg;
+    if (redisAsyncCommandArgv(r->ac, rds_reply, cb, argc, argv, argvlen) != REDIS_OK) {
+        free(cb);
+        return -1;
+    }
+    if (r->outstanding++ == 0)
+        r->progress_ms = clock_ms();
+    return 0;
+}
+
+int rds_command_argv(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
+                     const size_t *argvlen)
+{
+    if (r->state != RDS_READY)
+        return -1;
+    return rds_send(r, fn, arg, argc, argv, argvlen);
+}
+
+int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...)
+{
+    struct rds_cb *cb;
+    va_list ap;
+    int rc;
+
+    if (r->state != RDS_READY || !r->ac)
+        return -1;
+    cb = malloc(sizeof(*cb));
+    if (!cb)
+        return -1;
+    cb->r = r;
+    cb->fn = fn;
+    cb->arg = arg;
+    va_start(ap, fmt);
+    rc = redisvAsyncCommand(r->ac, rds_reply, cb, fmt, ap);
+    va_end(ap);
+    if (rc != REDIS_OK) {
+        free(cb);
+        return -1;
+    }
+    if (r->outstanding++ == 0)
+        r->progress_ms = clock_ms();
+    return 0;
+}
+
+/* --- handshake ----------------------------------------------------------- */
+
+static void hs_check_ok(struct rds *r, redisReply *reply, void *arg)
+{
+    const char *what = arg;
+
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char why[256];
+        snprintf(why, sizeof(why), "%s failed: %s", what, reply->str);
+        rds_drop(r, why);
+    }
+}
+
+static void hs_info(struct rds *r, redisReply *reply, void *arg)
+{
+    const char *p;
+
+    (void)arg;
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    if (reply->type != REDIS_REPLY_STRING || !(p = strstr(reply->str, "run_id:"))) {
+        rds_drop(r, "INFO server gave no run_id");
+        return;
+    }
+    p += 7;
+    size_t n = strcspn(p, "\r\n");
+    if (n == 0 || n >= sizeof(r->run_id)) {
+        rds_drop(r, "INFO server gave a malformed run_id");
+        return;
+    }
+    memcpy(r->run_id, p, n);
+    r->run_id[n] = '\0';
+}
+
+static void hs_policy(struct rds *r, redisReply *reply, void *arg)
+{
+    (void)arg;
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[1]->type == REDIS_REPLY_STRING) {
+        if (strcmp(reply->element[1]->str, "noeviction") != 0)
+            log_warn("redis: maxmemory-policy is '%s'; use 'noeviction' so that Redis never "
+                     "evicts pools, meta or locks (evicted meta is re-initialised from a fresh "
+                     "lease, losing the pool's IDs as a gap)",
+                     reply->element[1]->str);
+    } else {
+        log_info("redis: cannot read maxmemory-policy (%s); make sure it is 'noeviction'",
+                 rds_errstr(reply));
+    }
+}
+
+static void hs_function(struct rds *r, redisReply *reply, void *arg)
+{
+    (void)arg;
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "FUNCTION LOAD of the idpool library failed (Redis >= 7.0 needed): %s",
+                 reply->str);
+        rds_drop(r, why);
+        return;
+    }
+    r->state = RDS_READY;
+    r->backoff_ms = BACKOFF_MIN_MS;
+    log_info("redis: connected to %s:%d db %d (run_id %s)%s", r->host, r->port, r->db, r->run_id,
+             r->failures ? ", recovered" : "");
+    r->failures = 0;
+    if (r->on_state)
+        r->on_state(r, 1, r->arg);
+}
+
+static void rds_handshake(struct rds *r)
+{
+    char db[16];
+    int n = 0;
+    int ok = 0;
+
+    r->state = RDS_HANDSHAKE;
+    r->state_since_ms = clock_ms();
+    if (r->password) {
+        const char *argv[3] = {"AUTH"};
+        size_t len[3] = {4};
+        if (r->user) {
+            argv[1] = r->user;
+            argv[2] = r->password;
+            n = 3;
+        } else {
+            argv[1] = r->password;
+            n = 2;
+        }
+        len[1] = strlen(argv[1]);
+        len[2] = n == 3 ? strlen(argv[2]) : 0;
+        ok |= rds_send(r, hs_check_ok, "AUTH", n, argv, len);
+    }
+    snprintf(db, sizeof(db), "%d", r->db);
+    {
+        const char *argv[] = {"SELECT", db};
+        size_t len[] = {6, strlen(db)};
+        ok |= rds_send(r, hs_check_ok, "SELECT", 2, argv, len);
+    }
+    {
+        const char *argv[] = {"INFO", "server"};
+        size_t len[] = {4, 6};
+        ok |= rds_send(r, hs_info, NULL, 2, argv, len);
+    }
+    {
+        const char *argv[] = {"CONFIG", "GET", "maxmemory-policy"};
+        size_t len[] = {6, 3, 16};
+        ok |= rds_send(r, hs_policy, NULL, 3, argv, len);
+    }
+    {
+        static const char lib[] = IDPOOL_LUA_SOURCE;
+        const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", lib};
+        size_t len[] = {8, 4, 7, sizeof(lib) - 1};
+        ok |= rds_send(r, hs_function, NULL, 4, argv, len);
+    }
+    if (ok != 0)
+        rds_drop(r, "cannot queue handshake commands");
+}
+
+/* --- connection lifecycle ------------------------------------------------ */
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct rds *r = ac->data;
+
+    if (r->ac != ac)
+        return;
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this callback. */
+        rds_lost(r, ac->errstr[0] ? ac->errstr : "connect failed");
+        return;
+    }
+    rds_handshake(r);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct rds *r = ac->data;
+
+    (void)status;
+    if (r->ac != ac)
+        return; /* we dropped it ourselves: already handled */
+    rds_lost(r, ac->errstr[0] ? ac->errstr : "server closed the connection");
+}
+
+static void rds_connect(struct rds *r)
+{
+    redisAsyncContext *ac = redisAsyncConnect(r->host, r->port);
+
+    r->state_since_ms = clock_ms();
+    if (!ac) {
+        rds_lost(r, "out of memory");
+        return;
+    }
+    if (ac->err) {
+        char why[256];
+        snprintf(why, sizeof(why), "%s", ac->errstr);
+        redisAsyncFree(ac);
+        rds_lost(r, why);
+        return;
+    }
+    ac->data = r;
+    if (redisLibeventAttach(ac, r->base) != REDIS_OK) {
+        redisAsyncFree(ac);
+        rds_lost(r, "cannot attach to the event loop");
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    r->ac = ac;
+    r->state = RDS_CONNECTING;
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rds_connect(arg);
+}
+
+/* hiredis 0.14 has no timeouts: enforce connect and command timeouts here. */
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct rds *r = arg;
+    uint64_t now = clock_ms();
+
+    (void)fd;
+    (void)what;
+    if ((r->state == RDS_CONNECTING || r->state == RDS_HANDSHAKE) &&
+        now - r->state_since_ms > (uint64_t)r->timeout_ms) {
+        rds_drop(r, r->state == RDS_CONNECTING ? "connect timed out" : "handshake timed out");
+    } else if (r->state == RDS_READY && r->outstanding > 0 &&
+               now - r->progress_ms > (uint64_t)r->timeout_ms) {
+        char why[96];
+        snprintf(why, sizeof(why), "no reply for %d ms (%u commands pending)", r->timeout_ms,
+                 r->outstanding);
+        rds_drop(r, why);
+    }
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+struct rds *rds_new(struct event_base *base, const struct config *cfg, rds_state_fn *on_state,
+                    void *arg)
+{
+    struct rds *r = calloc(1, sizeof(*r));
+    struct timeval tv;
+    int period;
+
+    if (!r)
+        return NULL;
+    r->base = base;
+    r->host = strdup(cfg->redis.host);
+    r->port = cfg->redis.port;
+    r->user = dup_or_null(cfg->redis.user);
+    r->password = dup_or_null(cfg->redis.password);
+    r->db = cfg->redis.db;
+    r->timeout_ms = cfg->redis_timeout_ms;
+    r->backoff_ms = BACKOFF_MIN_MS;
+    r->on_state = on_state;
+    r->arg = arg;
+    r->retry_ev = evtimer_new(base, on_retry, r);
+    r->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, r);
+    if (!r->host || !r->retry_ev || !r->watch_ev) {
+        rds_free(r);
+        return NULL;
+    }
+    period = r->timeout_ms / 4 < 10 ? 10 : r->timeout_ms / 4 > 250 ? 250 : r->timeout_ms / 4;
+    tv.tv_sec = 0;
+    tv.tv_usec = period * 1000;
+    evtimer_add(r->watch_ev, &tv);
+    rds_connect(r);
+    return r;
+}
+
+void rds_free(struct rds *r)
+{
+    if (!r)
+        return;
+    if (r->ac) {
+        redisAsyncContext *ac = r->ac;
+        r->ac = NULL;
+        r->state = RDS_DOWN;
+        r->on_state = NULL;
+        redisAsyncFree(ac);
+    }
+    if (r->retry_ev)
+        event_free(r->retry_ev);
+    if (r->watch_ev)
+        event_free(r->watch_ev);
+    free(r->host);
+    free(r->user);
+    free(r->password);
+    free(r);
+}
+
+int rds_ready(const struct rds *r)
+{
+    return r->state == RDS_READY;
+}
+
+const char *rds_run_id(const struct rds *r)
+{
+    return r->run_id;
+}
+
+unsigned rds_outstanding(const struct rds *r)
+{
+    return r->outstanding;
+}
+
+void rds_set_timeout(struct rds *r, int timeout_ms)
+{
+    r->timeout_ms = timeout_ms;
+}

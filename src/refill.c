@@ -1,1 +1,990 @@
-/* stub */
+#include "refill.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "clock.h"
+#include "gen.h"
+#include "log.h"
+
+#define CHUNK_IDS       1000      /* IDs per idpool_push call: keeps Redis responsive */
+#define MAX_REFILL_IDS  (1 << 20) /* most IDs one refill draws; the next check continues */
+#define LEASE_TARGET_S  60        /* a lease should last about this long at the current rate */
+#define LEASE_MAX_IDS   (1ULL << 30)
+#define RATE_SAMPLE_MS  1000 /* minimum interval between consumption-rate samples */
+#define NUM_LEN         21   /* decimal uint64 + NUL */
+#define PUSH_FIXED_ARGS 13 /* FCALL idpool_push 3 pool meta lock token run_id exp next hi nlo nhi  \
+                            */
+
+enum app_state {
+    A_IDLE,     /* nothing in flight */
+    A_CHECK,    /* LLEN sent */
+    A_LOCK,     /* SET NX + LLEN + HGETALL sent */
+    A_RESERVE,  /* waiting for a lease the batch needs */
+    A_PUSH,     /* idpool_push calls in flight */
+    A_PREFETCH, /* waiting for the next lease (pool already refilled) */
+    A_INSTALL,  /* idpool_push storing the prefetched lease in meta */
+    A_UNLOCK,   /* idpool_unlock sent */
+};
+
+/* One push: IDs ids[off, off+n) and the lease state after them. */
+struct push_cmd {
+    size_t off, n;
+    struct lease_state after;
+};
+
+struct app {
+    struct refill *rf;
+    struct app_cfg cfg;     /* validated row being served */
+    struct app_cfg new_cfg; /* newer row, applied when idle */
+    int has_new_cfg;
+    char *k_pool, *k_meta, *k_lock; /* Redis keys (heap) */
+    enum app_state state;
+    int live;        /* served: present, not deleted, valid */
+    int dead;        /* gone from the table: freed when idle */
+    int seen;        /* reload sweep mark */
+    char *bad;       /* current validation error, logged once per change */
+    char *last_err;  /* last refill error, logged once per change */
+    uint64_t due_ms; /* next check */
+    /* the refill in progress */
+    char token[33];             /* random lock token of this acquisition */
+    int locked;                 /* SET NX succeeded */
+    int lock_step, lock_sent;   /* replies seen / commands sent in the lock phase */
+    int lock_err;               /* a lock-phase reply was missing or wrong */
+    uint64_t len;               /* pool length under the lock */
+    char expected[NUM_LEN + 2]; /* meta next as read ("" = no meta) */
+    int meta_bad;               /* meta present but unparseable */
+    uint64_t meta_pushed;       /* meta 'pushed' counter as read */
+    char meta_run_id[64];
+    struct lease_state plan; /* lease state after the IDs drawn so far */
+    uint64_t *ids;           /* drawn IDs (heap, per refill) */
+    size_t nids, want;
+    struct push_cmd *cmds; /* per-chunk lease states (heap, per refill) */
+    size_t ncmds, cmdcap;
+    unsigned inflight; /* push replies outstanding */
+    int push_err;      /* first push error seen */
+    /* consumption rate, from meta 'pushed' */
+    uint64_t rate_pushed, rate_at_ms;
+    double rate; /* IDs/s, smoothed */
+    /* counters */
+    uint64_t pushed, refills, lock_busy, fenced, leases, epochs;
+};
+
+struct refill {
+    struct event_base *base;
+    struct rds *rds;
+    struct store *store;
+    struct rng rng;
+    char *prefix; /* key prefix (heap) */
+    int tick_ms, reload_ms, lock_ttl_ms;
+    struct event *tick_ev;   /* persistent tick */
+    struct event *reload_ev; /* persistent reload timer */
+    struct app **apps;       /* all known applications */
+    size_t napps, capapps;
+    int loading;    /* a load job is in flight */
+    int loaded;     /* rows were loaded at least once */
+    char *load_err; /* last load error, logged once per change */
+    size_t last_live, last_bad;
+    int stopping;
+    void (*stop_done)(void *);
+    void *stop_arg;
+    struct event *stop_ev; /* fires stop_done from the loop */
+    /* scratch for building idpool_push argv */
+    const char **argv;
+    size_t *argvlen;
+    char *argbuf;
+};
+
+static void app_to_idle(struct app *a);
+static void app_unlock(struct app *a);
+static void app_push(struct app *a);
+
+/* --- helpers ------------------------------------------------------------- */
+
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *str_printf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* Log a refill problem once per distinct message; refill_ok() logs recovery. */
+static void app_fail(struct app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void app_fail(struct app *a, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (!a->last_err || strcmp(a->last_err, msg) != 0) {
+        log_warn("app=%s %s", a->cfg.key, msg);
+        free(a->last_err);
+        a->last_err = strdup(msg);
+    }
+}
+
+static void app_ok(struct app *a)
+{
+    if (a->last_err) {
+        log_info("app=%s refilling again (was: %s)", a->cfg.key, a->last_err);
+        free(a->last_err);
+        a->last_err = NULL;
+    }
+}
+
+static void app_free(struct app *a)
+{
+    free(a->k_pool);
+    free(a->k_meta);
+    free(a->k_lock);
+    free(a->bad);
+    free(a->last_err);
+    free(a->ids);
+    free(a->cmds);
+    free(a);
+}
+
+static struct app *app_new(struct refill *rf, const char *key)
+{
+    struct app *a = calloc(1, sizeof(*a));
+
+    if (!a)
+        return NULL;
+    a->rf = rf;
+    a->k_pool = str_printf("%s:{%s}:pool", rf->prefix, key);
+    a->k_meta = str_printf("%s:{%s}:meta", rf->prefix, key);
+    a->k_lock = str_printf("%s:{%s}:lock", rf->prefix, key);
+    if (!a->k_pool || !a->k_meta || !a->k_lock) {
+        app_free(a);
+        return NULL;
+    }
+    {
+        size_t n = strnlen(key, sizeof(a->cfg.key) - 1);
+        memcpy(a->cfg.key, key, n);
+        a->cfg.key[n] = '\0';
+    }
+    return a;
+}
+
+static int all_idle(const struct refill *rf)
+{
+    for (size_t i = 0; i < rf->napps; i++)
+        if (rf->apps[i]->state != A_IDLE)
+            return 0;
+    return !rf->loading;
+}
+
+static void maybe_stopped(struct refill *rf)
+{
+    if (rf->stopping && rf->stop_done && all_idle(rf))
+        event_active(rf->stop_ev, 0, 0);
+}
+
+/* Lease size in IDs: about LEASE_TARGET_S seconds of demand, at least a full pool. */
+static uint64_t lease_ids(const struct app *a)
+{
+    uint64_t min = a->cfg.max_pool > a->cfg.step ? a->cfg.max_pool : a->cfg.step;
+    double want = a->rate * LEASE_TARGET_S;
+
+    if (want < (double)min)
+        return min;
+    if (want > (double)LEASE_MAX_IDS)
+        return LEASE_MAX_IDS;
+    return (uint64_t)want;
+}
+
+static void rate_sample(struct app *a, uint64_t pushed)
+{
+    uint64_t now = clock_ms();
+
+    if (a->rate_at_ms == 0 || pushed < a->rate_pushed) {
+        a->rate_pushed = pushed;
+        a->rate_at_ms = now;
+        return;
+    }
+    if (now - a->rate_at_ms < RATE_SAMPLE_MS)
+        return;
+    {
+        double inst = (double)(pushed - a->rate_pushed) * 1000.0 / (double)(now - a->rate_at_ms);
+        a->rate = a->rate == 0 ? inst : 0.7 * a->rate + 0.3 * inst;
+    }
+    a->rate_pushed = pushed;
+    a->rate_at_ms = now;
+}
+
+static int reply_is_error(const redisReply *r, const char *prefix)
+{
+    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, prefix, strlen(prefix)) == 0;
+}
+
+/* --- the refill cycle ---------------------------------------------------- */
+
+/* Finish a refill: free per-refill buffers, apply a pending row, go idle. */
+static void app_to_idle(struct app *a)
+{
+    free(a->ids);
+    free(a->cmds);
+    a->ids = NULL;
+    a->cmds = NULL;
+    a->nids = a->want = a->ncmds = a->cmdcap = 0;
+    a->state = A_IDLE;
+    if (a->has_new_cfg) {
+        a->cfg = a->new_cfg;
+        a->has_new_cfg = 0;
+    }
+    maybe_stopped(a->rf);
+}
+
+static void on_unlock(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    (void)r;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        log_debug("app=%s lock release failed (%s); it expires by its TTL", a->cfg.key,
+                  rds_errstr(reply));
+    app_to_idle(a);
+}
+
+/* Compare-and-delete the lock: never releases another refiller's lock. */
+static void app_unlock(struct app *a)
+{
+    if (!a->locked) {
+        app_to_idle(a);
+        return;
+    }
+    a->locked = 0;
+    a->state = A_UNLOCK;
+    if (rds_command(a->rf->rds, on_unlock, a, "FCALL idpool_unlock 1 %s %s", a->k_lock, a->token) !=
+        0)
+        app_to_idle(a);
+}
+
+static int cmd_record(struct app *a, size_t off, size_t n)
+{
+    if (a->ncmds == a->cmdcap) {
+        size_t cap = a->cmdcap ? a->cmdcap * 2 : 64;
+        struct push_cmd *c = realloc(a->cmds, cap * sizeof(*c));
+        if (!c)
+            return -1;
+        a->cmds = c;
+        a->cmdcap = cap;
+    }
+    a->cmds[a->ncmds].off = off;
+    a->cmds[a->ncmds].n = n;
+    a->cmds[a->ncmds].after = a->plan;
+    a->ncmds++;
+    return 0;
+}
+
+/*
+ * Draw IDs into the batch until it is complete (0) or the leases run out (1),
+ * recording the lease state after each chunk so that every idpool_push call
+ * carries a consistent meta. Monotonic draws chunks of CHUNK_IDS; trend draws
+ * whole blocks of `step` (several small blocks per chunk). -1: out of memory.
+ */
+static int app_draw(struct app *a)
+{
+    uint64_t step = a->cfg.step;
+
+    while (a->nids < a->want) {
+        size_t left = a->want - a->nids, unit, got;
+
+        if (a->cfg.type == APP_TREND)
+            unit = step >= CHUNK_IDS ? step : (CHUNK_IDS / step) * step;
+        else
+            unit = CHUNK_IDS;
+        if (unit > left)
+            unit = a->cfg.type == APP_TREND ? left / step * step : left;
+        if (unit == 0)
+            break;
+        got = gen_draw(&a->cfg, &a->plan, &a->rf->rng, a->ids + a->nids, unit);
+        if (got && cmd_record(a, a->nids, got) < 0)
+            return -1;
+        a->nids += got;
+        if (got < unit)
+            return 1;
+    }
+    return 0;
+}
+
+static void on_install(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    (void)r;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        app_fail(a, "storing the prefetched lease in meta failed: %s (the lease becomes a gap)",
+                 rds_errstr(reply));
+    app_unlock(a);
+}
+
+/* Format and send one idpool_push call; ids may be empty (lease install). */
+static int push_send(struct app *a, const char *expected, const struct lease_state *st,
+                     const uint64_t *ids, size_t n, rds_reply_fn *fn)
+{
+    struct refill *rf = a->rf;
+    char *p = rf->argbuf;
+    size_t argc = 0;
+    const char *fixed[] = {"FCALL",  "idpool_push",       "3",     a->k_pool, a->k_meta, a->k_lock,
+                           a->token, rds_run_id(rf->rds), expected};
+    uint64_t nums[4] = {st->next, st->hi, st->nlo, st->nhi};
+
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+        rf->argv[argc] = fixed[i];
+        rf->argvlen[argc++] = strlen(fixed[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        rf->argv[argc] = p;
+        if (i >= 2 && !lease_has_next(st))
+            rf->argvlen[argc++] = 0; /* "" = no prefetched lease */
+        else {
+            size_t len = u64_fmt(nums[i], p);
+            rf->argvlen[argc++] = len;
+            p += len;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len = u64_fmt(ids[i], p);
+        rf->argv[argc] = p;
+        rf->argvlen[argc++] = len;
+        p += len;
+    }
+    return rds_command_argv(rf->rds, fn, a, (int)argc, rf->argv, rf->argvlen);
+}
+
+static void on_prefetch(void *arg, int status, const struct store_lease *lease, const char *err)
+{
+    struct app *a = arg;
+    char expected[NUM_LEN];
+
+    if (status != 0) {
+        app_fail(a, "prefetching the next lease failed: %s", err);
+        app_unlock(a);
+        return;
+    }
+    a->leases++;
+    if (lease->regression)
+        log_warn("app=%s offset_regression: current_offset %" PRIu64 " is below the %" PRIu64
+                 " already reserved; kept the higher value",
+                 a->cfg.key, lease->seen_offset, lease->max_leased);
+    if (a->rf->stopping || !rds_ready(a->rf->rds) || lease_add(&a->plan, lease->lo, lease->hi)) {
+        app_unlock(a);
+        return;
+    }
+    log_debug("app=%s prefetched lease [%" PRIu64 ", %" PRIu64 ")", a->cfg.key, lease->lo,
+              lease->hi);
+    expected[u64_fmt(a->plan.next, expected)] = '\0';
+    a->state = A_INSTALL;
+    if (push_send(a, expected, &a->plan, NULL, 0, on_install) != 0)
+        app_unlock(a);
+}
+
+/* After a successful push: reserve the next lease if the current one runs low. */
+static void app_after_push(struct app *a)
+{
+    uint64_t target = app_span_for(&a->cfg, lease_ids(a));
+
+    if (!a->rf->stopping && !lease_has_next(&a->plan) &&
+        lease_remaining_span(&a->plan) < target / 2) {
+        a->state = A_PREFETCH;
+        if (store_reserve(a->rf->store, a->cfg.id, target, lease_floor(&a->plan), on_prefetch, a) ==
+            0)
+            return;
+    }
+    app_unlock(a);
+}
+
+static void on_push(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    (void)r;
+    a->inflight--;
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+        if (!a->push_err) {
+            a->push_err = 1;
+            if (reply_is_error(reply, "IDPOOL_FENCED")) {
+                a->fenced++;
+                log_warn("app=%s push fenced off: lock lost (held past its %d ms TTL?); "
+                         "nothing was pushed by this refill",
+                         a->cfg.key, a->rf->lock_ttl_ms);
+            } else if (reply_is_error(reply, "IDPOOL_EPOCH")) {
+                a->epochs++;
+                log_warn("app=%s redis restart or failover detected (run_id changed): pool "
+                         "discarded, refilling from a fresh lease",
+                         a->cfg.key);
+            } else {
+                app_fail(a, "push failed: %s", rds_errstr(reply));
+            }
+        }
+    } else if (!a->push_err) {
+        a->len = reply->type == REDIS_REPLY_INTEGER ? (uint64_t)reply->integer : a->len;
+    }
+    if (a->inflight)
+        return;
+    if (a->push_err) {
+        app_unlock(a);
+        return;
+    }
+    a->refills++;
+    a->pushed += a->nids;
+    app_ok(a);
+    log_debug("app=%s pushed %zu IDs, pool now %" PRIu64, a->cfg.key, a->nids, a->len);
+    app_after_push(a);
+}
+
+/*
+ * Send the batch: one idpool_push per chunk, all pipelined. Each call's
+ * expected_next is the previous call's next, so a failure stops the rest.
+ */
+static void app_push(struct app *a)
+{
+    char prev[NUM_LEN + 2];
+
+    if (a->nids == 0) {
+        app_unlock(a);
+        return;
+    }
+    a->state = A_PUSH;
+    a->push_err = 0;
+    a->inflight = 0;
+    snprintf(prev, sizeof(prev), "%s", a->expected);
+    for (size_t c = 0; c < a->ncmds; c++) {
+        const struct push_cmd *cmd = &a->cmds[c];
+        char after[NUM_LEN];
+
+        after[u64_fmt(cmd->after.next, after)] = '\0';
+        /* A trend block larger than a chunk goes out in several calls; all but the
+         * first find meta already at the block's end. */
+        for (size_t off = 0; off < cmd->n; off += CHUNK_IDS) {
+            size_t n = cmd->n - off < CHUNK_IDS ? cmd->n - off : CHUNK_IDS;
+            if (push_send(a, prev, &cmd->after, a->ids + cmd->off + off, n, on_push) != 0) {
+                a->push_err = 1;
+                break;
+            }
+            a->inflight++;
+            snprintf(prev, sizeof(prev), "%s", after);
+        }
+        if (a->push_err)
+            break;
+    }
+    if (a->inflight == 0)
+        app_unlock(a);
+}
+
+static void on_reserve(void *arg, int status, const struct store_lease *lease, const char *err)
+{
+    struct app *a = arg;
+    int rc;
+
+    if (status != 0) {
+        app_fail(a, "cannot reserve a lease: %s", err);
+    } else {
+        a->leases++;
+        if (lease->regression)
+            log_warn("app=%s offset_regression: current_offset %" PRIu64 " is below the %" PRIu64
+                     " already reserved; kept the higher value",
+                     a->cfg.key, lease->seen_offset, lease->max_leased);
+        log_debug("app=%s reserved lease [%" PRIu64 ", %" PRIu64 ")", a->cfg.key, lease->lo,
+                  lease->hi);
+        if (lease_add(&a->plan, lease->lo, lease->hi) != 0) {
+            app_fail(a, "lease [%" PRIu64 ", %" PRIu64 ") is below the state; not used", lease->lo,
+                     lease->hi);
+        } else {
+            rc = app_draw(a);
+            if (rc < 0)
+                app_fail(a, "out of memory drawing IDs");
+            else if (rc > 0)
+                app_fail(a, "a fresh lease could not supply the batch");
+        }
+    }
+    if (a->rf->stopping || !rds_ready(a->rf->rds)) {
+        app_unlock(a);
+        return;
+    }
+    app_push(a); /* whatever was drawn is ours: push it */
+}
+
+static int parse_meta(struct app *a, const redisReply *reply)
+{
+    uint64_t *dst[4] = {&a->plan.next, &a->plan.hi, &a->plan.nlo, &a->plan.nhi};
+    static const char *const names[4] = {"next", "hi", "nlo", "nhi"};
+    int have_next = 0, bad = 0;
+
+    memset(&a->plan, 0, sizeof(a->plan));
+    a->expected[0] = '\0';
+    a->meta_run_id[0] = '\0';
+    a->meta_pushed = 0;
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+        const redisReply *f = reply->element[i], *v = reply->element[i + 1];
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        for (int k = 0; k < 4; k++)
+            if (strcmp(f->str, names[k]) == 0 && u64_parse(v->str, v->len, dst[k]) != 0)
+                bad = 1;
+        if (strcmp(f->str, "next") == 0) {
+            have_next = 1;
+            snprintf(a->expected, sizeof(a->expected), "%.*s", (int)v->len, v->str);
+            if (v->len > NUM_LEN)
+                bad = 1;
+        } else if (strcmp(f->str, "pushed") == 0) {
+            if (u64_parse(v->str, v->len, &a->meta_pushed) != 0)
+                a->meta_pushed = 0;
+        } else if (strcmp(f->str, "run_id") == 0) {
+            snprintf(a->meta_run_id, sizeof(a->meta_run_id), "%.*s", (int)v->len, v->str);
+        }
+    }
+    if (!have_next || bad || a->plan.hi < a->plan.next ||
+        (lease_has_next(&a->plan) && (a->plan.nlo < a->plan.hi || a->plan.nhi <= a->plan.nlo))) {
+        /* Unusable progress: start from a fresh lease (MySQL knows what was leased). */
+        memset(&a->plan, 0, sizeof(a->plan));
+        return have_next ? -1 : 0;
+    }
+    return 0;
+}
+
+/* Under the lock: decide how many IDs to add and draw them (or reserve first). */
+static void app_plan(struct app *a)
+{
+    uint64_t room, want, cap;
+    int rc;
+
+    if (a->len >= a->cfg.low_water) {
+        app_unlock(a); /* someone else refilled it */
+        return;
+    }
+    room = a->cfg.max_pool - a->len;
+    want = room / a->cfg.step * a->cfg.step;
+    if (want < a->cfg.step)
+        want = a->cfg.step;
+    cap = MAX_REFILL_IDS / a->cfg.step * a->cfg.step;
+    if (cap < a->cfg.step)
+        cap = a->cfg.step;
+    if (want > cap)
+        want = cap;
+    a->want = (size_t)want;
+    a->nids = 0;
+    a->ncmds = 0;
+    a->ids = malloc(a->want * sizeof(*a->ids));
+    if (!a->ids) {
+        app_fail(a, "out of memory for a batch of %zu IDs", a->want);
+        app_unlock(a);
+        return;
+    }
+    rc = app_draw(a);
+    if (rc < 0) {
+        app_fail(a, "out of memory drawing IDs");
+        app_unlock(a);
+        return;
+    }
+    if (rc == 0) {
+        app_push(a);
+        return;
+    }
+    /* The leases in meta cannot supply the batch: reserve one now. */
+    {
+        uint64_t need = app_span_for(&a->cfg, a->want - a->nids);
+        uint64_t span = app_span_for(&a->cfg, lease_ids(a));
+        a->state = A_RESERVE;
+        if (store_reserve(a->rf->store, a->cfg.id, span > need ? span : need, lease_floor(&a->plan),
+                          on_reserve, a) != 0)
+            app_push(a);
+    }
+}
+
+static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+    int step = a->lock_step++;
+
+    (void)r;
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+        if (!a->lock_err)
+            app_fail(a, "lock phase failed: %s", rds_errstr(reply));
+        a->lock_err = 1;
+    } else if (step == 0) {
+        a->locked = reply->type == REDIS_REPLY_STATUS;
+    } else if (step == 1) {
+        a->len = reply->type == REDIS_REPLY_INTEGER ? (uint64_t)reply->integer : 0;
+    } else if (step == 2 && reply->type == REDIS_REPLY_ARRAY) {
+        if (parse_meta(a, reply) != 0) {
+            log_warn("app=%s meta hash %s is corrupt; refilling from a fresh lease", a->cfg.key,
+                     a->k_meta);
+        }
+    }
+    if (a->lock_step < a->lock_sent)
+        return;
+    if (a->lock_err || a->lock_sent < 3 || !a->locked || a->rf->stopping) {
+        if (!a->locked && !a->lock_err)
+            a->lock_busy++;
+        app_unlock(a); /* no-op when not locked */
+        return;
+    }
+    rate_sample(a, a->meta_pushed);
+    app_plan(a);
+}
+
+static void app_lock(struct app *a)
+{
+    struct refill *rf = a->rf;
+    char ttl[16];
+    static const char hex[] = "0123456789abcdef";
+
+    for (int i = 0; i < 32; i++)
+        a->token[i] = hex[rng_next(&rf->rng) & 0xf];
+    a->token[32] = '\0';
+    snprintf(ttl, sizeof(ttl), "%d", rf->lock_ttl_ms);
+    a->state = A_LOCK;
+    a->locked = 0;
+    a->lock_err = 0;
+    a->lock_step = 0;
+    a->lock_sent = 0;
+    if (rds_command(rf->rds, on_lock_phase, a, "SET %s %s NX PX %s", a->k_lock, a->token, ttl) == 0)
+        a->lock_sent++;
+    if (a->lock_sent == 1 && rds_command(rf->rds, on_lock_phase, a, "LLEN %s", a->k_pool) == 0)
+        a->lock_sent++;
+    if (a->lock_sent == 2 && rds_command(rf->rds, on_lock_phase, a, "HGETALL %s", a->k_meta) == 0)
+        a->lock_sent++;
+    if (a->lock_sent == 0)
+        app_to_idle(a);
+}
+
+static void on_check(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    (void)r;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        if (reply)
+            app_fail(a, "LLEN %s failed: %s", a->k_pool, rds_errstr(reply));
+        app_to_idle(a);
+        return;
+    }
+    if ((uint64_t)reply->integer >= a->cfg.low_water || a->rf->stopping || !a->live) {
+        app_to_idle(a);
+        return;
+    }
+    app_lock(a);
+}
+
+/* Free applications that left the table once nothing of theirs is in flight. */
+static void sweep_dead(struct refill *rf)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < rf->napps; i++) {
+        struct app *a = rf->apps[i];
+        if (a->dead && a->state == A_IDLE)
+            app_free(a);
+        else
+            rf->apps[j++] = a;
+    }
+    rf->napps = j;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct refill *rf = arg;
+    uint64_t now = clock_ms();
+
+    (void)fd;
+    (void)what;
+    sweep_dead(rf);
+    if (rf->stopping || !rds_ready(rf->rds))
+        return;
+    /* Every due LLEN goes out in one write: hiredis buffers until the loop flushes. */
+    for (size_t i = 0; i < rf->napps; i++) {
+        struct app *a = rf->apps[i];
+        if (!a->live || a->dead || a->state != A_IDLE || now < a->due_ms)
+            continue;
+        a->due_ms = now + a->cfg.interval_ms;
+        a->state = A_CHECK;
+        if (rds_command(rf->rds, on_check, a, "LLEN %s", a->k_pool) != 0)
+            a->state = A_IDLE;
+    }
+}
+
+/* --- loading rows -------------------------------------------------------- */
+
+static struct app *find_app(struct refill *rf, const char *key)
+{
+    for (size_t i = 0; i < rf->napps; i++)
+        if (!rf->apps[i]->dead && strcmp(rf->apps[i]->cfg.key, key) == 0)
+            return rf->apps[i];
+    return NULL;
+}
+
+static int same_settings(const struct app_cfg *x, const struct app_cfg *y)
+{
+    return x->id == y->id && x->type == y->type && x->start_offset == y->start_offset &&
+           x->step == y->step && x->per_take == y->per_take && x->per_second == y->per_second &&
+           x->min_percent == y->min_percent && x->interval_ms == y->interval_ms &&
+           x->max_pool == y->max_pool && x->delta == y->delta && x->remainder == y->remainder &&
+           x->increment_max == y->increment_max && strcmp(x->name, y->name) == 0;
+}
+
+static void describe(const struct app_cfg *c, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "%s step=%" PRIu64 " max_pool_size=%" PRIu64 " low_water=%" PRIu64 " delta=%" PRIu64
+             " remainder=%" PRIu64 " increment_max=%" PRIu64 " start_offset=%" PRIu64
+             " interval=%" PRIu64 "ms",
+             c->type == APP_TREND ? "trend" : "monotonic", c->step, c->max_pool, c->low_water,
+             c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms);
+}
+
+static void apply_row(struct refill *rf, const struct app_row *row)
+{
+    struct app_cfg cfg;
+    char err[APP_ERR_MAX], desc[256];
+    struct app *a;
+    int valid;
+
+    if (!app_key_valid(row->entity_key) && row->deleted_at != 0)
+        return; /* a deleted row with a bad key: nothing to serve or report */
+    valid = app_validate(row, (uint64_t)rf->tick_ms, &cfg, err, sizeof(err)) == 0;
+    a = app_key_valid(row->entity_key) ? find_app(rf, row->entity_key) : NULL;
+    if (!valid && !a && !app_key_valid(row->entity_key)) {
+        /* Cannot even name a pool: report, keyed by the row id. */
+        log_error("%s; row not served", err);
+        return;
+    }
+    if (!a) {
+        if (rf->napps == rf->capapps) {
+            size_t cap = rf->capapps ? rf->capapps * 2 : 16;
+            struct app **v = realloc(rf->apps, cap * sizeof(*v));
+            if (!v)
+                return;
+            rf->apps = v;
+            rf->capapps = cap;
+        }
+        a = app_new(rf, row->entity_key);
+        if (!a)
+            return;
+        rf->apps[rf->napps++] = a;
+        a->cfg.id = row->id;
+    }
+    a->seen = 1;
+    if (row->deleted_at != 0) {
+        if (a->live)
+            log_info("app=%s soft-deleted (deleted_at=%" PRId64 "): no longer refilled", a->cfg.key,
+                     row->deleted_at);
+        a->live = 0;
+        free(a->bad);
+        a->bad = NULL;
+        return;
+    }
+    if (!valid) {
+        if (!a->bad || strcmp(a->bad, err) != 0) {
+            log_error("%s; application not served until the row is fixed", err);
+            free(a->bad);
+            a->bad = strdup(err);
+        }
+        a->live = 0;
+        return;
+    }
+    if (a->bad) {
+        log_info("app=%s row fixed; serving again", a->cfg.key);
+        free(a->bad);
+        a->bad = NULL;
+    }
+    if (cfg.space_warning)
+        log_warn("app=%s ID space nearly exhausted: current_offset %" PRIu64
+                 " is above 90%% of 2^63-1",
+                 cfg.key, cfg.current_offset);
+    describe(&cfg, desc, sizeof(desc));
+    if (!a->live) {
+        log_info("app=%s serving: %s", cfg.key, desc);
+        a->live = 1;
+        a->cfg = cfg;
+        a->due_ms = 0;
+        return;
+    }
+    if (!same_settings(&a->cfg, &cfg))
+        log_info("app=%s row changed: %s", cfg.key, desc);
+    if (a->state == A_IDLE) {
+        a->cfg = cfg;
+    } else {
+        a->new_cfg = cfg;
+        a->has_new_cfg = 1;
+    }
+}
+
+static void on_load(void *arg, int status, const struct app_row *rows, size_t n, const char *err)
+{
+    struct refill *rf = arg;
+    size_t live = 0, bad = 0;
+
+    rf->loading = 0;
+    if (status != 0) {
+        if (!rf->load_err || strcmp(rf->load_err, err) != 0) {
+            log_warn("cannot load applications: %s; keeping the %zu already loaded", err,
+                     rf->napps);
+            free(rf->load_err);
+            rf->load_err = strdup(err);
+        }
+        maybe_stopped(rf);
+        return;
+    }
+    if (rf->load_err) {
+        log_info("applications loaded again");
+        free(rf->load_err);
+        rf->load_err = NULL;
+    }
+    for (size_t i = 0; i < rf->napps; i++)
+        rf->apps[i]->seen = 0;
+    for (size_t i = 0; i < n; i++)
+        apply_row(rf, &rows[i]);
+    for (size_t i = 0; i < rf->napps; i++) {
+        struct app *a = rf->apps[i];
+        if (!a->seen && !a->dead) {
+            log_info("app=%s row removed from the table: no longer refilled", a->cfg.key);
+            a->live = 0;
+            a->dead = 1;
+        }
+        live += a->live;
+        bad += a->bad != NULL;
+    }
+    if (!rf->loaded || live != rf->last_live || bad != rf->last_bad)
+        log_info("applications: %zu served, %zu invalid, %zu rows read", live, bad, n);
+    rf->loaded = 1;
+    rf->last_live = live;
+    rf->last_bad = bad;
+    sweep_dead(rf);
+    maybe_stopped(rf);
+}
+
+void refill_reload(struct refill *rf)
+{
+    if (rf->loading || rf->stopping)
+        return;
+    if (store_load(rf->store, on_load, rf) == 0)
+        rf->loading = 1;
+}
+
+static void on_reload(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    refill_reload(arg);
+}
+
+/* --- lifecycle ----------------------------------------------------------- */
+
+static void set_timer(struct event *ev, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+    evtimer_add(ev, &tv);
+}
+
+void refill_configure(struct refill *rf, const struct config *cfg)
+{
+    rf->lock_ttl_ms = cfg->lock_ttl_ms;
+    if (rf->tick_ms != cfg->tick_ms) {
+        rf->tick_ms = cfg->tick_ms;
+        set_timer(rf->tick_ev, rf->tick_ms);
+    }
+    if (rf->reload_ms != cfg->reload_ms) {
+        rf->reload_ms = cfg->reload_ms;
+        set_timer(rf->reload_ev, rf->reload_ms);
+    }
+}
+
+void refill_redis_state(struct refill *rf, int ready)
+{
+    if (ready)
+        on_tick(-1, 0, rf); /* check every pool at once after (re)connecting */
+}
+
+static void on_stopped(evutil_socket_t fd, short what, void *arg)
+{
+    struct refill *rf = arg;
+
+    (void)fd;
+    (void)what;
+    if (rf->stop_done) {
+        void (*done)(void *) = rf->stop_done;
+        rf->stop_done = NULL;
+        done(rf->stop_arg);
+    }
+}
+
+void refill_shutdown(struct refill *rf, void (*done)(void *), void *arg)
+{
+    rf->stopping = 1;
+    rf->stop_done = done;
+    rf->stop_arg = arg;
+    evtimer_del(rf->tick_ev);
+    evtimer_del(rf->reload_ev);
+    maybe_stopped(rf);
+}
+
+struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
+                          struct store *store)
+{
+    struct refill *rf = calloc(1, sizeof(*rf));
+    size_t maxargs = PUSH_FIXED_ARGS + CHUNK_IDS;
+
+    if (!rf)
+        return NULL;
+    rf->base = base;
+    rf->rds = rds;
+    rf->store = store;
+    rf->prefix = strdup(cfg->key_prefix);
+    rf->tick_ms = cfg->tick_ms;
+    rf->reload_ms = cfg->reload_ms;
+    rf->lock_ttl_ms = cfg->lock_ttl_ms;
+    rng_seed_os(&rf->rng);
+    rf->argv = calloc(maxargs, sizeof(*rf->argv));
+    rf->argvlen = calloc(maxargs, sizeof(*rf->argvlen));
+    rf->argbuf = malloc(maxargs * NUM_LEN);
+    rf->tick_ev = event_new(base, -1, EV_PERSIST, on_tick, rf);
+    rf->reload_ev = event_new(base, -1, EV_PERSIST, on_reload, rf);
+    rf->stop_ev = event_new(base, -1, 0, on_stopped, rf);
+    if (!rf->prefix || !rf->argv || !rf->argvlen || !rf->argbuf || !rf->tick_ev || !rf->reload_ev ||
+        !rf->stop_ev) {
+        refill_free(rf);
+        return NULL;
+    }
+    set_timer(rf->tick_ev, rf->tick_ms);
+    set_timer(rf->reload_ev, rf->reload_ms);
+    refill_reload(rf);
+    return rf;
+}
+
+void refill_free(struct refill *rf)
+{
+    if (!rf)
+        return;
+    for (size_t i = 0; i < rf->napps; i++)
+        app_free(rf->apps[i]);
+    free(rf->apps);
+    if (rf->tick_ev)
+        event_free(rf->tick_ev);
+    if (rf->reload_ev)
+        event_free(rf->reload_ev);
+    if (rf->stop_ev)
+        event_free(rf->stop_ev);
+    free(rf->argv);
+    free(rf->argvlen);
+    free(rf->argbuf);
+    free(rf->prefix);
+    free(rf->load_err);
+    free(rf);
+}

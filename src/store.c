@@ -1,1 +1,542 @@
-/* stub */
+#define _GNU_SOURCE /* pipe2 */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <mysql.h>
+
+#include "clock.h"
+#include "log.h"
+
+#define BACKOFF_MIN_MS  100
+#define BACKOFF_MAX_MS  5000
+#define RESERVE_RETRIES 8
+
+enum job_kind { JOB_LOAD, JOB_RESERVE };
+
+struct job {
+    enum job_kind kind;
+    struct job *next;
+    void *fn;  /* store_load_fn or store_reserve_fn */
+    void *arg; /* caller's argument */
+    /* in (reserve) */
+    int64_t app_id;
+    uint64_t span;
+    uint64_t floor;
+    /* out */
+    int status;
+    char err[STORE_ERR_MAX];
+    struct app_row *rows; /* load: heap array */
+    size_t nrows;
+    struct store_lease lease;
+};
+
+struct store {
+    struct event_base *base;
+    char *host, *user, *password, *db, *instance; /* connection settings (heap) */
+    int port;
+    unsigned timeout_s; /* connect/read/write timeout, whole seconds */
+    pthread_t thread;   /* the worker */
+    int thread_started;
+    pthread_mutex_t mu; /* guards the queues, stopping and active_fd */
+    pthread_cond_t cv;  /* signals new work or stop */
+    struct job *todo, *todo_tail;
+    struct job *done, *done_tail;
+    int stopping;
+    int active_fd;         /* socket of the open connection, -1 if none */
+    int pipefd[2];         /* worker -> loop: "jobs done" */
+    struct event *done_ev; /* reads pipefd[0] */
+    unsigned pending;      /* loop thread: jobs queued and not yet delivered */
+    /* worker thread only */
+    MYSQL *conn;
+    uint64_t retry_at_ms; /* no connect attempt before this */
+    int backoff_ms;
+    int failures; /* consecutive connect failures */
+    char last_err[STORE_ERR_MAX];
+};
+
+static void set_err(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_err(struct job *j, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(j->err, sizeof(j->err), fmt, ap);
+    va_end(ap);
+    j->status = -1;
+}
+
+/* --- worker: connection ---------------------------------------------------- */
+
+static void conn_close(struct store *s)
+{
+    if (!s->conn)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->active_fd = -1;
+    pthread_mutex_unlock(&s->mu);
+    mysql_close(s->conn);
+    s->conn = NULL;
+}
+
+/* Open the connection if needed, honouring the backoff. 0 or -1 (j->err). */
+static int conn_open(struct store *s, struct job *j)
+{
+    MYSQL *m;
+    unsigned proto = MYSQL_PROTOCOL_TCP;
+    my_bool no = 0;
+    uint64_t now = clock_ms();
+
+    if (s->conn)
+        return 0;
+    if (now < s->retry_at_ms) {
+        set_err(j, "MySQL unavailable (%s); next attempt in %" PRIu64 " ms", s->last_err,
+                s->retry_at_ms - now);
+        return -1;
+    }
+    m = mysql_init(NULL);
+    if (!m) {
+        set_err(j, "mysql_init: out of memory");
+        return -1;
+    }
+    mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &s->timeout_s);
+    mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &s->timeout_s);
+    mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &s->timeout_s);
+    mysql_options(m, MYSQL_OPT_PROTOCOL, &proto);
+    mysql_options(m, MYSQL_OPT_RECONNECT, &no);
+    /* Reservations need fresh reads on retry: READ COMMITTED (brief §9). */
+    mysql_options(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    if (!mysql_real_connect(m, s->host, s->user, s->password, s->db, (unsigned)s->port, NULL, 0)) {
+        snprintf(s->last_err, sizeof(s->last_err), "%s", mysql_error(m));
+        mysql_close(m);
+        s->failures++;
+        s->retry_at_ms = now + (uint64_t)s->backoff_ms;
+        s->backoff_ms = s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
+        if (s->failures == 1 || s->failures % 20 == 0)
+            log_warn("mysql: cannot connect to %s:%d/%s: %s (attempt %d, retrying with backoff)",
+                     s->host, s->port, s->db, s->last_err, s->failures);
+        set_err(j, "cannot connect to MySQL: %s", s->last_err);
+        return -1;
+    }
+    if (s->failures)
+        log_info("mysql: connected to %s:%d/%s, recovered after %d failed attempts", s->host,
+                 s->port, s->db, s->failures);
+    else
+        log_info("mysql: connected to %s:%d/%s", s->host, s->port, s->db);
+    s->failures = 0;
+    s->backoff_ms = BACKOFF_MIN_MS;
+    s->conn = m;
+    pthread_mutex_lock(&s->mu);
+    s->active_fd = (int)mysql_get_socket(m);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* Run one statement; on error record it, drop the connection, return -1. */
+static int q(struct store *s, struct job *j, const char *sql)
+{
+    if (mysql_query(s->conn, sql) == 0)
+        return 0;
+    set_err(j, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+    conn_close(s);
+    return -1;
+}
+
+/* Run a query returning one row of integer columns into out[]. 1 row: 0; none: 1; error: -1. */
+static int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsigned ncols)
+{
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int rc = 1;
+
+    if (q(s, j, sql) < 0)
+        return -1;
+    res = mysql_store_result(s->conn);
+    if (!res) {
+        set_err(j, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+        conn_close(s);
+        return -1;
+    }
+    row = mysql_fetch_row(res);
+    if (row && mysql_num_fields(res) == ncols) {
+        for (unsigned i = 0; i < ncols; i++)
+            out[i] = row[i] ? strtoll(row[i], NULL, 10) : 0;
+        rc = 0;
+    }
+    mysql_free_result(res);
+    return rc;
+}
+
+/* --- worker: jobs ---------------------------------------------------------- */
+
+static void copy_col(char *dst, size_t cap, const char *src, unsigned long len)
+{
+    if (!src)
+        len = 0;
+    if (len > cap - 1)
+        len = cap - 1;
+    if (len)
+        memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+static void job_load(struct store *s, struct job *j)
+{
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    size_t cap;
+
+    if (q(s, j,
+          "SELECT id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
+          "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
+          "`interval`, max_pool_size, delta, remainder, increment_max, version "
+          "FROM application ORDER BY id") < 0)
+        return;
+    res = mysql_store_result(s->conn);
+    if (!res) {
+        set_err(j, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+        conn_close(s);
+        return;
+    }
+    cap = (size_t)mysql_num_rows(res);
+    j->rows = calloc(cap ? cap : 1, sizeof(*j->rows));
+    if (!j->rows) {
+        mysql_free_result(res);
+        set_err(j, "out of memory loading %zu rows", cap);
+        return;
+    }
+    while ((row = mysql_fetch_row(res)) && j->nrows < cap) {
+        unsigned long *len = mysql_fetch_lengths(res);
+        struct app_row *r = &j->rows[j->nrows++];
+        int64_t *nums[] = {&r->increasing_type,
+                           &r->start_offset,
+                           &r->step,
+                           &r->current_offset,
+                           &r->max_size_per_times,
+                           &r->max_size_per_second,
+                           &r->min_size_percent,
+                           &r->interval,
+                           &r->max_pool_size,
+                           &r->delta,
+                           &r->remainder,
+                           &r->increment_max,
+                           &r->version};
+
+        r->id = row[0] ? strtoll(row[0], NULL, 10) : 0;
+        r->deleted_at = row[1] ? strtoll(row[1], NULL, 10) : 0;
+        copy_col(r->entity_key, sizeof(r->entity_key), row[2], len[2]);
+        copy_col(r->entity_name, sizeof(r->entity_name), row[3], len[3]);
+        for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+            *nums[i] = row[4 + i] ? strtoll(row[4 + i], NULL, 10) : 0;
+    }
+    mysql_free_result(res);
+    j->status = 0;
+}
+
+static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+/*
+ * The write-ahead reservation (brief §4.1): in one READ COMMITTED
+ * transaction, read current_offset and the highest leased hi, choose
+ * lo above both (and above start_offset and the caller's floor), move
+ * current_offset to hi by compare-and-set, record the lease, commit. A lost
+ * compare-and-set retries from a fresh read; a failed commit is never
+ * reported as success.
+ */
+static void job_reserve(struct store *s, struct job *j)
+{
+    char sql[1024];
+    char inst[2 * 255 + 1];
+
+    mysql_real_escape_string(s->conn, inst, s->instance, (unsigned long)strnlen(s->instance, 255));
+    for (int attempt = 0; attempt < RESERVE_RETRIES; attempt++) {
+        int64_t app[3], leased = 0;
+        uint64_t cur, lo, hi, maxhi;
+        int rc;
+
+        if (q(s, j, "START TRANSACTION") < 0)
+            return;
+        snprintf(
+            sql, sizeof(sql),
+            "SELECT current_offset, start_offset, version FROM application WHERE id = %" PRId64,
+            j->app_id);
+        rc = q_ints(s, j, sql, app, 3);
+        if (rc != 0) {
+            if (rc > 0) {
+                set_err(j, "application id %" PRId64 " no longer exists", j->app_id);
+                (void)q(s, j, "ROLLBACK");
+                j->status = -1;
+            }
+            return;
+        }
+        snprintf(
+            sql, sizeof(sql),
+            "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = %" PRId64,
+            j->app_id);
+        if (q_ints(s, j, sql, &leased, 1) < 0)
+            return;
+        cur = app[0] > 0 ? (uint64_t)app[0] : 0;
+        maxhi = leased > 0 ? (uint64_t)leased : 0;
+        lo = max3(cur, maxhi, app[1] > 0 ? (uint64_t)app[1] : 0);
+        if (j->floor > lo)
+            lo = j->floor;
+        if (lo >= (uint64_t)INT64_MAX) {
+            (void)q(s, j, "ROLLBACK");
+            set_err(j, "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
+            return;
+        }
+        hi = lo + (j->span < (uint64_t)INT64_MAX - lo ? j->span : (uint64_t)INT64_MAX - lo);
+        snprintf(sql, sizeof(sql),
+                 "UPDATE application SET current_offset = %" PRIu64 ", version = version + 1 "
+                 "WHERE id = %" PRId64 " AND current_offset = %" PRId64,
+                 hi, j->app_id, app[0]);
+        if (q(s, j, sql) < 0)
+            return;
+        if (mysql_affected_rows(s->conn) != 1) {
+            /* Someone moved current_offset under us: re-read and try again. */
+            if (q(s, j, "ROLLBACK") < 0)
+                return;
+            continue;
+        }
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO application_lease (application_id, lo, hi, instance) "
+                 "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s')",
+                 j->app_id, lo, hi, inst);
+        if (q(s, j, sql) < 0)
+            return;
+        if (mysql_commit(s->conn) != 0) {
+            /* Outcome unknown: never use this range (brief §4.1). */
+            set_err(j, "commit of lease [%" PRIu64 ", %" PRIu64 ") failed (%s); range discarded",
+                    lo, hi, mysql_error(s->conn));
+            conn_close(s);
+            return;
+        }
+        j->lease.lo = lo;
+        j->lease.hi = hi;
+        j->lease.seen_offset = cur;
+        j->lease.max_leased = maxhi > j->floor ? maxhi : j->floor;
+        j->lease.regression = cur < j->lease.max_leased;
+        j->lease.version = app[2] + 1;
+        j->status = 0;
+        return;
+    }
+    set_err(j, "current_offset kept changing under %d reservation attempts", RESERVE_RETRIES);
+}
+
+static void *worker(void *arg)
+{
+    struct store *s = arg;
+
+    mysql_thread_init();
+    for (;;) {
+        struct job *j;
+        char byte = 'x';
+
+        pthread_mutex_lock(&s->mu);
+        while (!s->todo && !s->stopping)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->stopping) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        j = s->todo;
+        s->todo = j->next;
+        if (!s->todo)
+            s->todo_tail = NULL;
+        pthread_mutex_unlock(&s->mu);
+
+        j->next = NULL;
+        j->status = -1;
+        if (conn_open(s, j) == 0) {
+            if (j->kind == JOB_LOAD)
+                job_load(s, j);
+            else
+                job_reserve(s, j);
+        }
+
+        pthread_mutex_lock(&s->mu);
+        if (s->done_tail)
+            s->done_tail->next = j;
+        else
+            s->done = j;
+        s->done_tail = j;
+        pthread_mutex_unlock(&s->mu);
+        while (write(s->pipefd[1], &byte, 1) < 0 && errno == EINTR)
+            ;
+    }
+    conn_close(s);
+    mysql_thread_end();
+    return NULL;
+}
+
+/* --- loop thread ------------------------------------------------------------ */
+
+static void job_free(struct job *j)
+{
+    free(j->rows);
+    free(j);
+}
+
+/* Deliver finished jobs to their callbacks, on the loop thread. */
+static void on_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct store *s = arg;
+    struct job *list;
+    char buf[64];
+
+    (void)what;
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    pthread_mutex_lock(&s->mu);
+    list = s->done;
+    s->done = s->done_tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    while (list) {
+        struct job *j = list;
+        list = j->next;
+        s->pending--;
+        if (j->kind == JOB_LOAD)
+            ((store_load_fn *)j->fn)(j->arg, j->status, j->rows, j->nrows, j->err);
+        else
+            ((store_reserve_fn *)j->fn)(j->arg, j->status, &j->lease, j->err);
+        job_free(j);
+    }
+}
+
+static int store_queue(struct store *s, struct job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->todo_tail)
+        s->todo_tail->next = j;
+    else
+        s->todo = j;
+    s->todo_tail = j;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    s->pending++;
+    return 0;
+}
+
+int store_load(struct store *s, store_load_fn *fn, void *arg)
+{
+    struct job *j = calloc(1, sizeof(*j));
+
+    if (!j)
+        return -1;
+    j->kind = JOB_LOAD;
+    j->fn = (void *)fn;
+    j->arg = arg;
+    return store_queue(s, j);
+}
+
+int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor,
+                  store_reserve_fn *fn, void *arg)
+{
+    struct job *j = calloc(1, sizeof(*j));
+
+    if (!j)
+        return -1;
+    j->kind = JOB_RESERVE;
+    j->fn = (void *)fn;
+    j->arg = arg;
+    j->app_id = app_id;
+    j->span = span;
+    j->floor = floor;
+    return store_queue(s, j);
+}
+
+unsigned store_pending(const struct store *s)
+{
+    return s->pending;
+}
+
+struct store *store_new(struct event_base *base, const struct config *cfg)
+{
+    struct store *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    s->base = base;
+    s->pipefd[0] = s->pipefd[1] = -1;
+    s->active_fd = -1;
+    s->host = strdup(cfg->mysql.host);
+    s->user = strdup(cfg->mysql.user);
+    s->password = cfg->mysql.password ? strdup(cfg->mysql.password) : NULL;
+    s->db = strdup(cfg->mysql.db);
+    s->instance = strdup(cfg->instance);
+    s->port = cfg->mysql.port;
+    s->timeout_s = (unsigned)((cfg->mysql_timeout_ms + 999) / 1000);
+    s->backoff_ms = BACKOFF_MIN_MS;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (!s->host || !s->user || !s->db || !s->instance || pipe2(s->pipefd, O_CLOEXEC) < 0 ||
+        fcntl(s->pipefd[0], F_SETFL, O_NONBLOCK) < 0)
+        goto fail;
+    s->done_ev = event_new(base, s->pipefd[0], EV_READ | EV_PERSIST, on_done, s);
+    if (!s->done_ev || event_add(s->done_ev, NULL) < 0)
+        goto fail;
+    if (mysql_library_init(0, NULL, NULL) != 0)
+        goto fail;
+    if (pthread_create(&s->thread, NULL, worker, s) != 0)
+        goto fail;
+    s->thread_started = 1;
+    return s;
+fail:
+    store_free(s);
+    return NULL;
+}
+
+void store_free(struct store *s)
+{
+    struct job *j;
+
+    if (!s)
+        return;
+    if (s->thread_started) {
+        pthread_mutex_lock(&s->mu);
+        s->stopping = 1;
+        /* Cut off a query in progress; its outcome is unknown and unused. */
+        if (s->active_fd >= 0)
+            shutdown(s->active_fd, SHUT_RDWR);
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+        mysql_library_end();
+    }
+    while ((j = s->todo)) {
+        s->todo = j->next;
+        job_free(j);
+    }
+    while ((j = s->done)) {
+        s->done = j->next;
+        job_free(j);
+    }
+    if (s->done_ev)
+        event_free(s->done_ev);
+    if (s->pipefd[0] >= 0)
+        close(s->pipefd[0]);
+    if (s->pipefd[1] >= 0)
+        close(s->pipefd[1]);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->host);
+    free(s->user);
+    free(s->password);
+    free(s->db);
+    free(s->instance);
+    free(s);
+}

@@ -1,2 +1,832 @@
+/* Unit tests for app: row validation, defaults, span arithmetic. */
+#include "app.h"
 #include "unit.h"
-int main(void){return unit_done();}
+
+#include <stddef.h>
+
+#define TICK 100
+
+static char err[APP_ERR_MAX];
+
+/* A row as MySQL creates it with only the key set (schema column defaults). */
+static struct app_row row_default(void)
+{
+    struct app_row r;
+
+    memset(&r, 0, sizeof(r));
+    r.id = 3;
+    strcpy(r.entity_key, "user");
+    strcpy(r.entity_name, "user ids");
+    r.increasing_type = 1;
+    r.step = 1000;
+    r.delta = 1;
+    r.increment_max = 1;
+    return r;
+}
+
+static int validate(const struct app_row *r, struct app_cfg *c)
+{
+    memset(c, 0xA5, sizeof(*c));
+    memset(err, 0, sizeof(err));
+    return app_validate(r, TICK, c, err, sizeof(err));
+}
+
+/* The row is valid. */
+static int ok(const struct app_row *r)
+{
+    struct app_cfg c;
+    int rc = validate(r, &c);
+
+    if (rc != 0)
+        fprintf(stderr, "    unexpected error: %s\n", err);
+    return rc == 0;
+}
+
+/* The row is rejected, the message names the row and `field`. */
+static int bad(const struct app_row *r, const char *field)
+{
+    struct app_cfg c;
+    char want[80];
+
+    if (validate(r, &c) != -1)
+        return 0;
+    snprintf(want, sizeof(want), "): %s: ", field);
+    if (!strstr(err, want) || !strstr(err, "(id ")) {
+        fprintf(stderr, "    error '%s' does not name field '%s'\n", err, field);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_key_valid(void)
+{
+    char k[100];
+
+    CHECK(app_key_valid("a"));
+    CHECK(app_key_valid("user"));
+    CHECK(app_key_valid("AZaz09_.-"));
+    CHECK(app_key_valid("..."));
+    memset(k, 'x', 64);
+    k[64] = '\0';
+    CHECK(app_key_valid(k));
+    k[64] = 'x';
+    k[65] = '\0';
+    CHECK(!app_key_valid(k));
+    CHECK(!app_key_valid(""));
+    CHECK(!app_key_valid(NULL));
+    CHECK(!app_key_valid("a/b"));
+    CHECK(!app_key_valid("a b"));
+    CHECK(!app_key_valid(" a"));
+    CHECK(!app_key_valid("a\n"));
+    CHECK(!app_key_valid("caf\xc3\xa9"));
+    CHECK(!app_key_valid("\xff"));
+    CHECK(!app_key_valid("a:b"));
+    CHECK(!app_key_valid("{a}"));
+    CHECK(!app_key_valid("a*"));
+    CHECK(!app_key_valid("a'b"));
+}
+
+static void test_defaults(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.step = 0; /* 0 in a sizing column means the default, too */
+    r.delta = 0;
+    r.increment_max = 0;
+    r.version = 42;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(err[0] == '\0');
+    CHECK_EQ_U64(c.id, 3);
+    CHECK(strcmp(c.key, "user") == 0);
+    CHECK(strcmp(c.name, "user ids") == 0);
+    CHECK(c.type == APP_MONOTONIC);
+    CHECK_EQ_U64(c.start_offset, 0);
+    CHECK_EQ_U64(c.step, 1000);
+    CHECK_EQ_U64(c.current_offset, 0);
+    CHECK_EQ_U64(c.per_take, 1000);
+    CHECK_EQ_U64(c.per_second, 5000);
+    CHECK_EQ_U64(c.min_percent, 80);
+    CHECK_EQ_U64(c.interval_ms, TICK);
+    CHECK_EQ_U64(c.max_pool, 300000);
+    CHECK_EQ_U64(c.low_water, 240000);
+    CHECK_EQ_U64(c.delta, 1);
+    CHECK_EQ_U64(c.remainder, 0);
+    CHECK_EQ_U64(c.increment_max, 1);
+    CHECK_EQ_U64((uint64_t)c.version, 42);
+    CHECK(c.space_warning == 0);
+
+    /* interval 0 follows the tick argument */
+    CHECK(app_validate(&r, 250, &c, err, sizeof(err)) == 0);
+    CHECK_EQ_U64(c.interval_ms, 250);
+
+    /* max_pool_size 0 follows the resolved max_size_per_second */
+    r.max_size_per_second = 100;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.max_pool, 6000);
+    CHECK_EQ_U64(c.low_water, 4800);
+}
+
+static void test_explicit(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.id = 77;
+    r.increasing_type = 2;
+    r.start_offset = 1000000;
+    r.step = 500;
+    r.current_offset = 2000000;
+    r.max_size_per_times = 50;
+    r.max_size_per_second = 700;
+    r.min_size_percent = 50;
+    r.interval = 1500;
+    r.max_pool_size = 4000;
+    r.delta = 3;
+    r.remainder = 2;
+    r.increment_max = 9;
+    r.version = 5;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.id, 77);
+    CHECK(c.type == APP_TREND);
+    CHECK_EQ_U64(c.start_offset, 1000000);
+    CHECK_EQ_U64(c.step, 500);
+    CHECK_EQ_U64(c.current_offset, 2000000);
+    CHECK_EQ_U64(c.per_take, 50);
+    CHECK_EQ_U64(c.per_second, 700);
+    CHECK_EQ_U64(c.min_percent, 50);
+    CHECK_EQ_U64(c.interval_ms, 1500);
+    CHECK_EQ_U64(c.max_pool, 4000);
+    CHECK_EQ_U64(c.low_water, 2000);
+    CHECK_EQ_U64(c.delta, 3);
+    CHECK_EQ_U64(c.remainder, 2);
+    CHECK_EQ_U64(c.increment_max, 9);
+    CHECK_EQ_U64((uint64_t)c.version, 5);
+}
+
+/* The full message format, once, exactly. */
+static void test_message_format(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.step = -5;
+    CHECK(validate(&r, &c) == -1);
+    CHECK(
+        strcmp(err, "application 'user' (id 3): step: must be 1..1000000 (0 means 1000), got -5") ==
+        0);
+    CHECK_STR_CONTAINS(err, "application 'user' (id 3): step:");
+
+    r = row_default();
+    r.increasing_type = 0;
+    CHECK(validate(&r, &c) == -1);
+    CHECK(strcmp(err, "application 'user' (id 3): increasing_type: must be 1 (monotonic) or 2 "
+                      "(trend), got 0") == 0);
+}
+
+static void test_increasing_type(void)
+{
+    struct app_row r = row_default();
+
+    r.increasing_type = 1;
+    CHECK(ok(&r));
+    r.increasing_type = 2;
+    CHECK(ok(&r));
+    r.increasing_type = 0;
+    CHECK(bad(&r, "increasing_type"));
+    r.increasing_type = 3;
+    CHECK(bad(&r, "increasing_type"));
+    CHECK_STR_CONTAINS(err, "got 3");
+    r.increasing_type = -1;
+    CHECK(bad(&r, "increasing_type"));
+}
+
+static void test_step(void)
+{
+    struct app_row r = row_default();
+
+    r.step = 1;
+    CHECK(ok(&r));
+    r.step = 1000000;
+    r.min_size_percent = 50;
+    r.max_pool_size = 2000000;
+    CHECK(ok(&r));
+    r.step = 1000001;
+    CHECK(bad(&r, "step"));
+    CHECK_STR_CONTAINS(err, "'user'");
+    CHECK_STR_CONTAINS(err, "got 1000001");
+    r.step = -1;
+    CHECK(bad(&r, "step"));
+    CHECK_STR_CONTAINS(err, "got -1");
+}
+
+static void test_offsets(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.start_offset = -1;
+    CHECK(bad(&r, "start_offset"));
+    CHECK_STR_CONTAINS(err, "must be >= 0, got -1");
+    r.start_offset = 0;
+    r.current_offset = -1;
+    CHECK(bad(&r, "current_offset"));
+    CHECK_STR_CONTAINS(err, "got -1");
+    r.current_offset = INT64_MIN;
+    CHECK(bad(&r, "current_offset"));
+    CHECK_STR_CONTAINS(err, "got -9223372036854775808");
+    r.current_offset = 12345;
+    r.start_offset = 99;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.current_offset, 12345);
+    CHECK_EQ_U64(c.start_offset, 99);
+}
+
+static void test_per_take(void)
+{
+    struct app_row r = row_default();
+
+    r.max_size_per_times = 1;
+    CHECK(ok(&r));
+    r.max_size_per_times = -1;
+    CHECK(bad(&r, "max_size_per_times"));
+    /* must be <= max_pool_size (resolved) */
+    r.max_pool_size = 5000;
+    r.max_size_per_times = 5000;
+    CHECK(ok(&r));
+    r.max_size_per_times = 5001;
+    CHECK(bad(&r, "max_size_per_times"));
+    CHECK_STR_CONTAINS(err, "must be <= max_pool_size (5000), got 5001");
+    /* against a defaulted pool: 60 x 100 = 6000 */
+    r.max_pool_size = 0;
+    r.max_size_per_second = 100;
+    r.max_size_per_times = 6000;
+    CHECK(ok(&r));
+    r.max_size_per_times = 6001;
+    CHECK(bad(&r, "max_size_per_times"));
+    CHECK_STR_CONTAINS(err, "(6000)");
+    /* the default (1000) is checked too */
+    r.max_size_per_times = 0;
+    r.max_pool_size = 999;
+    r.step = 1;
+    CHECK(bad(&r, "max_size_per_times"));
+    CHECK_STR_CONTAINS(err, "got 1000");
+}
+
+static void test_per_second(void)
+{
+    struct app_row r = row_default();
+
+    r.max_pool_size = 100000;
+    r.max_size_per_second = 1;
+    CHECK(ok(&r));
+    r.max_size_per_second = 100000000;
+    CHECK(ok(&r));
+    r.max_size_per_second = 100000001;
+    CHECK(bad(&r, "max_size_per_second"));
+    CHECK_STR_CONTAINS(err, "got 100000001");
+    r.max_size_per_second = -1;
+    CHECK(bad(&r, "max_size_per_second"));
+}
+
+static void test_min_percent(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.max_pool_size = 100000; /* 100000 x 1% = 1000 = step: fits at 99% */
+    r.min_size_percent = 1;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.low_water, 1000);
+    r.min_size_percent = 99;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.low_water, 99000);
+    r.min_size_percent = 100;
+    CHECK(bad(&r, "min_size_percent"));
+    CHECK_STR_CONTAINS(err, "must be 1..99 (0 means 80), got 100");
+    r.min_size_percent = -1;
+    CHECK(bad(&r, "min_size_percent"));
+}
+
+static void test_interval(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.interval = 1;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.interval_ms, 1);
+    r.interval = 86400000;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.interval_ms, 86400000);
+    r.interval = 86400001;
+    CHECK(bad(&r, "interval"));
+    CHECK_STR_CONTAINS(err, "got 86400001");
+    r.interval = -1;
+    CHECK(bad(&r, "interval"));
+    CHECK_STR_CONTAINS(err, "0 means the tick");
+}
+
+static void test_max_pool(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.max_pool_size = 100000000;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.max_pool, 100000000);
+    CHECK_EQ_U64(c.low_water, 80000000);
+    r.max_pool_size = 100000001;
+    CHECK(bad(&r, "max_pool_size"));
+    CHECK_STR_CONTAINS(err, "got 100000001");
+    r.max_pool_size = -1;
+    CHECK(bad(&r, "max_pool_size"));
+    /* the resolved default is range-checked too: 60 x 10^8 is too big */
+    r.max_pool_size = 0;
+    r.max_size_per_second = 100000000;
+    CHECK(bad(&r, "max_pool_size"));
+    CHECK_STR_CONTAINS(err, "6000000000");
+    CHECK_STR_CONTAINS(err, "max_size_per_second");
+    r.max_size_per_second = 100000000 / 60; /* 60 x 1666666 = 99999960 */
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.max_pool, 99999960);
+
+    /* max_pool_size >= step (pool and per_take small so that rule fires first) */
+    r = row_default();
+    r.max_size_per_times = 10;
+    r.max_pool_size = 999;
+    CHECK(bad(&r, "max_pool_size"));
+    CHECK_STR_CONTAINS(err, "must be >= step (1000), got 999");
+}
+
+/* A refill must fit: max_pool_size * (100 - min_size_percent) / 100 >= step. */
+static void test_refill_fit(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.max_size_per_times = 10;
+    r.max_pool_size = 5000; /* 5000 x 20 / 100 = 1000 */
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.low_water, 4000);
+    r.max_pool_size = 4999; /* 4999 x 20 / 100 = 999 */
+    CHECK(bad(&r, "max_pool_size"));
+    CHECK_STR_CONTAINS(err, "'user' (id 3)");
+    CHECK_STR_CONTAINS(err, "must be >= 5000");
+    CHECK_STR_CONTAINS(err, "refill");
+    CHECK_STR_CONTAINS(err, "4999 * (100 - 80) / 100 = 999");
+    CHECK_STR_CONTAINS(err, "step (1000)");
+    CHECK_STR_CONTAINS(err, "got 4999");
+
+    /* min 99%: needs step x 100; rounding up when not exact: 7 x 100 / 3 -> 234 */
+    r.min_size_percent = 97;
+    r.step = 7;
+    r.max_pool_size = 234; /* 234 x 3 / 100 = 7 */
+    CHECK(ok(&r));
+    r.max_pool_size = 233; /* 233 x 3 / 100 = 6 */
+    CHECK(bad(&r, "max_pool_size"));
+    CHECK_STR_CONTAINS(err, "must be >= 234");
+
+    /* with the defaulted pool and a small per_second */
+    r = row_default();
+    r.max_size_per_second = 50; /* pool 3000, room 600 < 1000 */
+    r.max_size_per_times = 10;
+    CHECK(bad(&r, "max_pool_size"));
+    CHECK_STR_CONTAINS(err, "3000 * (100 - 80) / 100 = 600");
+}
+
+static void test_delta_remainder(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.delta = 4294967296LL;
+    r.remainder = 4294967295LL;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.delta, 4294967296ULL);
+    CHECK_EQ_U64(c.remainder, 4294967295ULL);
+    r.delta = 4294967297LL;
+    CHECK(bad(&r, "delta"));
+    CHECK_STR_CONTAINS(err, "got 4294967297");
+    r.delta = -1;
+    CHECK(bad(&r, "delta"));
+
+    r.delta = 10;
+    r.remainder = 9;
+    CHECK(ok(&r));
+    r.remainder = 10;
+    CHECK(bad(&r, "remainder"));
+    CHECK_STR_CONTAINS(err, "must be 0..9 (below delta 10), got 10");
+    r.remainder = -1;
+    CHECK(bad(&r, "remainder"));
+    CHECK_STR_CONTAINS(err, "got -1");
+    r.delta = 0; /* resolved to 1: only remainder 0 */
+    r.remainder = 0;
+    CHECK(ok(&r));
+    r.remainder = 1;
+    CHECK(bad(&r, "remainder"));
+}
+
+static void test_increment_max(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.increment_max = 1000000;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.increment_max, 1000000);
+    r.increment_max = 1000001;
+    CHECK(bad(&r, "increment_max"));
+    CHECK_STR_CONTAINS(err, "got 1000001");
+    r.increment_max = -1;
+    CHECK(bad(&r, "increment_max"));
+}
+
+/* An invalid key still identifies the row: id plus a sanitized key. */
+static void test_bad_key_message(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.id = 7;
+    strcpy(r.entity_key, "a/b");
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "application 'a?b' (id 7): entity_key:");
+    CHECK_STR_CONTAINS(err, "byte 0x2f at offset 1");
+
+    strcpy(r.entity_key, "");
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "application '' (id 7)");
+    CHECK_STR_CONTAINS(err, "empty");
+
+    strcpy(r.entity_key, "caf\xc3\xa9 'x'");
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "'caf????x?' (id 7)");
+    CHECK_STR_CONTAINS(err, "0xc3");
+
+    strcpy(r.entity_key, "a\nb");
+    CHECK(bad(&r, "entity_key"));
+    CHECK(strchr(err, '\n') == NULL);
+
+    /* 65 bytes: shown truncated to 64 and marked */
+    memset(r.entity_key, 'k', 65);
+    r.entity_key[65] = '\0';
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "more than 64 bytes");
+    {
+        char want[80];
+        memset(want, 'k', 64);
+        strcpy(want + 64, "...' (id 7)");
+        CHECK_STR_CONTAINS(err, want);
+    }
+
+    /* buffer entirely full, not terminated: no overread (valgrind) */
+    memset(r.entity_key, 'z', sizeof(r.entity_key));
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "zzz...'");
+
+    /* 64 bytes is fine and copied whole */
+    memset(r.entity_key, 'q', 64);
+    r.entity_key[64] = '\0';
+    CHECK(validate(&r, &c) == 0);
+    CHECK(strlen(c.key) == 64);
+    CHECK(memcmp(c.key, r.entity_key, 65) == 0);
+}
+
+static void test_name_copy(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    /* unterminated name: cut at 255 */
+    memset(r.entity_name, 'n', sizeof(r.entity_name));
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(strlen(c.name), 255);
+
+    /* exactly 255 bytes, terminated */
+    r.entity_name[255] = '\0';
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(strlen(c.name), 255);
+
+    /* the cut would split "é" (c3 a9 at 254..255): drop it whole */
+    memset(r.entity_name, 'n', sizeof(r.entity_name));
+    r.entity_name[254] = (char)0xc3;
+    r.entity_name[255] = (char)0xa9;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(strlen(c.name), 254);
+
+    /* a complete "é" at 253..254 is kept */
+    r.entity_name[253] = (char)0xc3;
+    r.entity_name[254] = (char)0xa9;
+    r.entity_name[255] = 'n';
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(strlen(c.name), 255);
+
+    /* a 3-byte sequence cut after 2 bytes */
+    memset(r.entity_name, 'n', sizeof(r.entity_name));
+    r.entity_name[253] = (char)0xe2;
+    r.entity_name[254] = (char)0x82;
+    r.entity_name[255] = (char)0xac;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(strlen(c.name), 253);
+
+    /* empty name is fine */
+    r.entity_name[0] = '\0';
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.name[0] == '\0');
+}
+
+/* The first broken column in table order is the one reported. */
+static void test_order(void)
+{
+    struct app_row r = row_default();
+
+    strcpy(r.entity_key, "bad key");
+    r.increasing_type = 9;
+    r.step = -1;
+    CHECK(bad(&r, "entity_key"));
+    strcpy(r.entity_key, "user");
+    CHECK(bad(&r, "increasing_type"));
+    r.increasing_type = 1;
+    r.start_offset = -1;
+    CHECK(bad(&r, "start_offset"));
+    r.start_offset = 0;
+    CHECK(bad(&r, "step"));
+    r.step = 1000;
+    r.current_offset = -1;
+    r.increment_max = -1;
+    r.delta = -1;
+    CHECK(bad(&r, "current_offset"));
+    r.current_offset = 0;
+    CHECK(bad(&r, "delta"));
+    r.delta = 1;
+    CHECK(bad(&r, "increment_max"));
+    r.increment_max = 1;
+    /* column checks come before relations */
+    r.max_size_per_times = 999999;
+    r.max_pool_size = 10;
+    r.interval = -3;
+    CHECK(bad(&r, "interval"));
+    r.interval = 0;
+    CHECK(bad(&r, "max_size_per_times"));
+    r.max_size_per_times = 5;
+    CHECK(bad(&r, "max_pool_size"));
+}
+
+/* Every numeric column at the extremes: rejected cleanly, never overflowed. */
+static void test_extremes(void)
+{
+    static const struct {
+        size_t off;
+        const char *field;
+    } cols[] = {
+        {offsetof(struct app_row, increasing_type), "increasing_type"},
+        {offsetof(struct app_row, step), "step"},
+        {offsetof(struct app_row, max_size_per_times), "max_size_per_times"},
+        {offsetof(struct app_row, max_size_per_second), "max_size_per_second"},
+        {offsetof(struct app_row, min_size_percent), "min_size_percent"},
+        {offsetof(struct app_row, interval), "interval"},
+        {offsetof(struct app_row, max_pool_size), "max_pool_size"},
+        {offsetof(struct app_row, delta), "delta"},
+        {offsetof(struct app_row, remainder), "remainder"},
+        {offsetof(struct app_row, increment_max), "increment_max"},
+        {offsetof(struct app_row, start_offset), "start_offset"},
+        {offsetof(struct app_row, current_offset), "current_offset"},
+    };
+    static const int64_t vals[] = {INT64_MAX, INT64_MIN, INT64_MIN + 1, -1, INT64_MAX - 1};
+
+    for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+        for (size_t j = 0; j < sizeof(vals) / sizeof(vals[0]); j++) {
+            struct app_row r = row_default();
+            char got[40];
+            memcpy((char *)&r + cols[i].off, &vals[j], sizeof(int64_t));
+            CHECK(bad(&r, cols[i].field));
+            snprintf(got, sizeof(got), "%" PRId64, vals[j]);
+            CHECK_STR_CONTAINS(err, got);
+        }
+    }
+
+    /* everything huge at once: the first column wins, nothing crashes */
+    {
+        struct app_row r = row_default();
+        r.increasing_type = 2;
+        r.start_offset = INT64_MAX;
+        r.step = INT64_MAX;
+        r.current_offset = INT64_MAX;
+        r.max_size_per_times = INT64_MAX;
+        r.max_size_per_second = INT64_MAX;
+        r.min_size_percent = INT64_MAX;
+        r.interval = INT64_MAX;
+        r.max_pool_size = INT64_MAX;
+        r.delta = INT64_MAX;
+        r.remainder = INT64_MAX;
+        r.increment_max = INT64_MAX;
+        CHECK(bad(&r, "step"));
+    }
+
+    /* the largest legal sizes: the pool's span saturates, so no offset works */
+    {
+        struct app_row r = row_default();
+        r.max_pool_size = 100000000;
+        r.delta = 4294967296LL;
+        r.increment_max = 1000000;
+        CHECK(bad(&r, "max_pool_size"));
+        CHECK_STR_CONTAINS(err, "2^63");
+        /* trend ignores increment_max: 10^8 x 2^32 + 2^32 fits */
+        r.increasing_type = 2;
+        CHECK(ok(&r));
+    }
+
+    /* small errlen: truncated and terminated; NULL err: no crash */
+    {
+        struct app_row r = row_default();
+        struct app_cfg c;
+        char small[10];
+        r.step = -1;
+        memset(small, 'x', sizeof(small));
+        CHECK(app_validate(&r, TICK, &c, small, sizeof(small)) == -1);
+        CHECK(strcmp(small, "applicati") == 0);
+        CHECK(app_validate(&r, TICK, &c, NULL, 0) == -1);
+        CHECK(app_validate(&r, TICK, &c, small, 0) == -1);
+        CHECK(small[0] == 'a');
+        r.step = 1000;
+        CHECK(app_validate(&r, TICK, &c, NULL, 0) == 0);
+    }
+
+    /* on failure *out is untouched */
+    {
+        struct app_row r = row_default();
+        struct app_cfg c, before;
+        memset(&c, 0x5a, sizeof(c));
+        before = c;
+        r.remainder = 5;
+        CHECK(app_validate(&r, TICK, &c, err, sizeof(err)) == -1);
+        CHECK(memcmp(&c, &before, sizeof(c)) == 0);
+    }
+}
+
+/* No ID can exceed 2^63-1: room for one full pool above max(start, current). */
+static void test_id_space(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+    int64_t span;
+
+    /* default pool 300000, delta 1, increment_max 1: span 300001 */
+    span = 300001;
+    r.current_offset = INT64_MAX - span;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 1);
+    r.current_offset = INT64_MAX - span + 1;
+    CHECK(bad(&r, "current_offset"));
+    CHECK_STR_CONTAINS(err, "ID space exhausted");
+    CHECK_STR_CONTAINS(err, "a full pool spans 300001");
+    CHECK_STR_CONTAINS(err, "must be <= 9223372036854475806");
+    r.current_offset = INT64_MAX;
+    CHECK(bad(&r, "current_offset"));
+
+    /* start_offset larger: it is the one named */
+    r.current_offset = 5;
+    r.start_offset = INT64_MAX - span + 1;
+    CHECK(bad(&r, "start_offset"));
+    CHECK_STR_CONTAINS(err, "ID space exhausted");
+    r.start_offset = INT64_MAX - span;
+    CHECK(ok(&r));
+
+    /* equal offsets: current_offset is named */
+    r.start_offset = INT64_MAX - 10;
+    r.current_offset = INT64_MAX - 10;
+    CHECK(bad(&r, "current_offset"));
+
+    /* the span grows with delta and increment_max (monotonic): 1000 x 7 x 3 + 7 */
+    r = row_default();
+    r.max_pool_size = 5000;
+    r.max_size_per_times = 10;
+    r.delta = 7;
+    r.increment_max = 3;
+    span = 5000 * 7 * 3 + 7;
+    r.current_offset = INT64_MAX - span;
+    CHECK(ok(&r));
+    r.current_offset++;
+    CHECK(bad(&r, "current_offset"));
+    /* trend: 5000 x 7 + 7 */
+    r.increasing_type = 2;
+    CHECK(ok(&r));
+    r.current_offset = INT64_MAX - (5000 * 7 + 7) + 1;
+    CHECK(bad(&r, "current_offset"));
+}
+
+static void test_space_warning(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+    const int64_t threshold = INT64_MAX / 10 * 9;
+
+    r.current_offset = threshold;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 0);
+    r.current_offset = threshold + 1;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 1);
+    /* the larger offset counts */
+    r.current_offset = 0;
+    r.start_offset = threshold + 1;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 1);
+    r.start_offset = 1000;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 0);
+}
+
+static void test_span_for(void)
+{
+    struct app_cfg c;
+
+    memset(&c, 0, sizeof(c));
+    c.type = APP_MONOTONIC;
+    c.delta = 3;
+    c.increment_max = 5;
+    CHECK_EQ_U64(app_span_for(&c, 10), 10 * 3 * 5 + 3);
+    CHECK_EQ_U64(app_span_for(&c, 0), 3);
+    CHECK_EQ_U64(app_span_for(&c, 1), 18);
+    c.type = APP_TREND;
+    CHECK_EQ_U64(app_span_for(&c, 10), 10 * 3 + 3);
+    CHECK_EQ_U64(app_span_for(&c, 0), 3);
+
+    c.delta = 1;
+    c.increment_max = 1;
+    CHECK_EQ_U64(app_span_for(&c, 1000), 1001);
+
+    /* exactly at the limit, and one past it */
+    c.type = APP_TREND;
+    CHECK_EQ_U64(app_span_for(&c, (uint64_t)INT64_MAX - 1), (uint64_t)INT64_MAX);
+    CHECK_EQ_U64(app_span_for(&c, (uint64_t)INT64_MAX), (uint64_t)INT64_MAX);
+    CHECK_EQ_U64(app_span_for(&c, UINT64_MAX), (uint64_t)INT64_MAX);
+
+    /* products that overflow 64 bits saturate instead of wrapping */
+    c.type = APP_MONOTONIC;
+    c.delta = 4294967296ULL;
+    c.increment_max = 1000000;
+    CHECK_EQ_U64(app_span_for(&c, 100000000), (uint64_t)INT64_MAX);
+    CHECK_EQ_U64(app_span_for(&c, UINT64_MAX), (uint64_t)INT64_MAX);
+    c.delta = UINT64_MAX;
+    CHECK_EQ_U64(app_span_for(&c, 0), (uint64_t)INT64_MAX);
+    c.increment_max = UINT64_MAX;
+    c.delta = 2;
+    CHECK_EQ_U64(app_span_for(&c, 1), (uint64_t)INT64_MAX);
+    /* 2^62 x 2 would be 2^63 (> INT64_MAX) */
+    c.increment_max = 1;
+    CHECK_EQ_U64(app_span_for(&c, 1ULL << 62), (uint64_t)INT64_MAX);
+    CHECK_EQ_U64(app_span_for(&c, (1ULL << 62) - 2), (1ULL << 63) - 2);
+}
+
+static void test_low_water(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+
+    r.step = 10;
+    r.max_size_per_times = 10;
+    r.max_pool_size = 1000;
+    r.min_size_percent = 80;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.low_water, 800);
+    r.max_pool_size = 1001; /* floor(800.8) */
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.low_water, 800);
+    r.max_pool_size = 199;
+    r.min_size_percent = 1; /* floor(1.99) */
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.low_water, 1);
+    r.max_pool_size = 99; /* floor(0.99): refill only when empty */
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.low_water, 0);
+}
+
+int main(void)
+{
+    RUN(test_key_valid);
+    RUN(test_defaults);
+    RUN(test_explicit);
+    RUN(test_message_format);
+    RUN(test_increasing_type);
+    RUN(test_step);
+    RUN(test_offsets);
+    RUN(test_per_take);
+    RUN(test_per_second);
+    RUN(test_min_percent);
+    RUN(test_interval);
+    RUN(test_max_pool);
+    RUN(test_refill_fit);
+    RUN(test_delta_remainder);
+    RUN(test_increment_max);
+    RUN(test_bad_key_message);
+    RUN(test_name_copy);
+    RUN(test_order);
+    RUN(test_extremes);
+    RUN(test_id_space);
+    RUN(test_space_warning);
+    RUN(test_span_for);
+    RUN(test_low_water);
+    return unit_done();
+}

@@ -1,2 +1,983 @@
+/*
+ * Unit tests of config: defaults, precedence (defaults < file < environment <
+ * flags), URL and address parsing, error messages naming setting and source,
+ * and memory ownership (run under valgrind).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config.h"
 #include "unit.h"
-int main(void){return unit_done();}
+
+/* A fake environment: a NULL-terminated table read by fake_getenv(). */
+struct envvar {
+    const char *name;
+    const char *value;
+};
+
+static const struct envvar *fake_env;
+
+static const char *fake_getenv(const char *name)
+{
+    for (const struct envvar *e = fake_env; e && e->name; e++)
+        if (strcmp(e->name, name) == 0)
+            return e->value;
+    return NULL;
+}
+
+#define ENV(...)  ((const struct envvar[]){__VA_ARGS__, {NULL, NULL}})
+#define ARGV(...) ((char *[]){"idpoold", __VA_ARGS__, NULL})
+
+static char *no_args[] = {"idpoold", NULL};
+static char err[CONFIG_ERR_MAX];
+
+/* config_load() with argv (NULL-terminated) and the fake environment env. */
+static enum config_result load(struct config *cfg, const struct envvar *env, char **argv)
+{
+    int argc = 0;
+
+    while (argv[argc])
+        argc++;
+    fake_env = env;
+    return config_load(cfg, argc, argv, fake_getenv, err, sizeof(err));
+}
+
+/* True when every byte of *cfg is zero (nothing left to free). */
+static int config_is_zero(const struct config *cfg)
+{
+    static const struct config zero;
+
+    return memcmp(cfg, &zero, sizeof(zero)) == 0;
+}
+
+/* Load expecting CONFIG_ERROR, check that the message contains want. */
+static void expect_error(const struct envvar *env, char **argv, const char *want)
+{
+    struct config cfg;
+
+    memset(&cfg, 0xa5, sizeof(cfg)); /* config_load must overwrite it */
+    CHECK_EQ_U64((uint64_t)load(&cfg, env, argv), (uint64_t)CONFIG_ERROR);
+    CHECK_STR_CONTAINS(err, want);
+    CHECK(config_is_zero(&cfg));
+    config_free(&cfg);
+}
+
+/* Write content to a new temp file; its path goes to path (>= 32 bytes). */
+static void write_tmp(char *path, const char *content)
+{
+    int fd;
+    size_t n = strlen(content);
+
+    strcpy(path, "/tmp/idpool-config-XXXXXX");
+    fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    CHECK(write(fd, content, n) == (ssize_t)n);
+    close(fd);
+}
+
+static void test_defaults(void)
+{
+    struct config cfg;
+    char pid[32];
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, no_args), (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis_url, "redis://127.0.0.1:6379/0") == 0);
+    CHECK(strcmp(cfg.redis.host, "127.0.0.1") == 0);
+    CHECK_EQ_U64(cfg.redis.port, 6379);
+    CHECK_EQ_U64(cfg.redis.db, 0);
+    CHECK(cfg.redis.user == NULL);
+    CHECK(cfg.redis.password == NULL);
+    CHECK(strcmp(cfg.mysql_url, "mysql://root@127.0.0.1:3306/idpool") == 0);
+    CHECK(strcmp(cfg.mysql.host, "127.0.0.1") == 0);
+    CHECK_EQ_U64(cfg.mysql.port, 3306);
+    CHECK(strcmp(cfg.mysql.user, "root") == 0);
+    CHECK(cfg.mysql.password == NULL);
+    CHECK(strcmp(cfg.mysql.db, "idpool") == 0);
+    CHECK(strcmp(cfg.http_addr, "127.0.0.1:9471") == 0);
+    CHECK(strcmp(cfg.http_host, "127.0.0.1") == 0);
+    CHECK_EQ_U64(cfg.http_port, 9471);
+    CHECK(strcmp(cfg.key_prefix, "idpool") == 0);
+    CHECK_EQ_U64(cfg.tick_ms, 100);
+    CHECK_EQ_U64(cfg.lock_ttl_ms, 1000);
+    CHECK_EQ_U64(cfg.reload_ms, 5000);
+    CHECK_EQ_U64(cfg.redis_timeout_ms, 2000);
+    CHECK_EQ_U64(cfg.mysql_timeout_ms, 5000);
+    CHECK_EQ_U64(cfg.log_level, LOG_INFO);
+    CHECK(cfg.config_file == NULL);
+    snprintf(pid, sizeof(pid), ":%ld", (long)getpid());
+    CHECK_STR_CONTAINS(cfg.instance, pid);
+    CHECK(cfg.instance[0] != ':');
+    CHECK(strcmp(err, "") == 0);
+    config_free(&cfg);
+    CHECK(config_is_zero(&cfg));
+}
+
+/* A config file changes every setting it names; comments, quotes, spacing. */
+static void test_file_overrides_defaults(void)
+{
+    struct config cfg;
+    char path[64];
+
+    write_tmp(path, "# idpool test config\n"
+                    "; another comment style\n"
+                    "\n"
+                    "   \t\n"
+                    "redis = redis://r.example:7000/2\n"
+                    "mysql=mysql://app:pw@db.example/ids\n"
+                    "  http   =   \"0.0.0.0:8080\"  \n"
+                    "key-prefix = \"pfx\"\n"
+                    "tick-ms = 50\r\n"
+                    "lock-ttl-ms=300\n"
+                    "reload-ms = 1000\n"
+                    "redis-timeout-ms = 10\n"
+                    "mysql-timeout-ms = 1500\n"
+                    "log-level = debug\n"
+                    "instance = worker-1\n"
+                    "tick-ms = 60\n"); /* a later line wins */
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--config", path)), (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.config_file, path) == 0);
+    CHECK(strcmp(cfg.redis.host, "r.example") == 0);
+    CHECK_EQ_U64(cfg.redis.port, 7000);
+    CHECK_EQ_U64(cfg.redis.db, 2);
+    CHECK(strcmp(cfg.mysql.host, "db.example") == 0);
+    CHECK(strcmp(cfg.mysql.user, "app") == 0);
+    CHECK(strcmp(cfg.mysql.password, "pw") == 0);
+    CHECK(strcmp(cfg.mysql.db, "ids") == 0);
+    CHECK(strcmp(cfg.http_addr, "0.0.0.0:8080") == 0);
+    CHECK(strcmp(cfg.http_host, "0.0.0.0") == 0);
+    CHECK_EQ_U64(cfg.http_port, 8080);
+    CHECK(strcmp(cfg.key_prefix, "pfx") == 0);
+    CHECK_EQ_U64(cfg.tick_ms, 60);
+    CHECK_EQ_U64(cfg.lock_ttl_ms, 300);
+    CHECK_EQ_U64(cfg.reload_ms, 1000);
+    CHECK_EQ_U64(cfg.redis_timeout_ms, 10);
+    CHECK_EQ_U64(cfg.mysql_timeout_ms, 1500);
+    CHECK_EQ_U64(cfg.log_level, LOG_DEBUG);
+    CHECK(strcmp(cfg.instance, "worker-1") == 0);
+    config_free(&cfg);
+    unlink(path);
+}
+
+static void test_env_overrides_file(void)
+{
+    struct config cfg;
+    char path[64];
+
+    write_tmp(path, "tick-ms = 50\nreload-ms = 1000\nkey-prefix = fromfile\n");
+    CHECK_EQ_U64((uint64_t)load(
+                     &cfg,
+                     ENV({"IDPOOL_CONFIG", path}, {"IDPOOL_TICK_MS", "70"},
+                         {"IDPOOL_KEY_PREFIX", "fromenv"}, {"IDPOOL_REDIS_URL", "redis://envhost"},
+                         {"IDPOOL_MYSQL_URL", "mysql://envdb"}, {"IDPOOL_HTTP_ADDR", "[::1]:9000"},
+                         {"IDPOOL_LOCK_TTL_MS", "2000"}, {"IDPOOL_RELOAD_MS", "200"},
+                         {"IDPOOL_REDIS_TIMEOUT_MS", "11"}, {"IDPOOL_MYSQL_TIMEOUT_MS", "1001"},
+                         {"IDPOOL_LOG_LEVEL", "warn"}, {"IDPOOL_INSTANCE", "env-inst"}),
+                     no_args),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.config_file, path) == 0);
+    CHECK_EQ_U64(cfg.tick_ms, 70);
+    CHECK_EQ_U64(cfg.reload_ms, 200);
+    CHECK(strcmp(cfg.key_prefix, "fromenv") == 0);
+    CHECK(strcmp(cfg.redis.host, "envhost") == 0);
+    CHECK(strcmp(cfg.mysql.host, "envdb") == 0);
+    CHECK(strcmp(cfg.http_host, "::1") == 0);
+    CHECK_EQ_U64(cfg.http_port, 9000);
+    CHECK_EQ_U64(cfg.lock_ttl_ms, 2000);
+    CHECK_EQ_U64(cfg.redis_timeout_ms, 11);
+    CHECK_EQ_U64(cfg.mysql_timeout_ms, 1001);
+    CHECK_EQ_U64(cfg.log_level, LOG_WARN);
+    CHECK(strcmp(cfg.instance, "env-inst") == 0);
+    config_free(&cfg);
+
+    /* Settings the environment leaves alone keep the file's value. */
+    CHECK_EQ_U64(
+        (uint64_t)load(&cfg, ENV({"IDPOOL_CONFIG", path}, {"IDPOOL_TICK_MS", "70"}), no_args),
+        (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cfg.tick_ms, 70);
+    CHECK_EQ_U64(cfg.reload_ms, 1000);
+    CHECK(strcmp(cfg.key_prefix, "fromfile") == 0);
+    config_free(&cfg);
+    unlink(path);
+}
+
+static void test_flags_override_env(void)
+{
+    struct config cfg;
+    char path[64];
+
+    write_tmp(path, "tick-ms = 50\nlog-level = error\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg,
+                                ENV({"IDPOOL_TICK_MS", "70"}, {"IDPOOL_LOG_LEVEL", "warn"},
+                                    {"IDPOOL_REDIS_URL", "redis://envhost"}),
+                                ARGV("--config", path, "--tick-ms", "80", "--log-level=debug",
+                                     "--redis=redis://flaghost:1", "--mysql", "mysql://flagdb",
+                                     "--http", "localhost:1", "--key-prefix=k", "--lock-ttl-ms",
+                                     "500", "--reload-ms=100", "--redis-timeout-ms", "600000",
+                                     "--mysql-timeout-ms=600000", "--instance", "flag-inst")),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cfg.tick_ms, 80);
+    CHECK_EQ_U64(cfg.log_level, LOG_DEBUG);
+    CHECK(strcmp(cfg.redis.host, "flaghost") == 0);
+    CHECK_EQ_U64(cfg.redis.port, 1);
+    CHECK(strcmp(cfg.redis_url, "redis://flaghost:1") == 0);
+    CHECK(strcmp(cfg.mysql.host, "flagdb") == 0);
+    CHECK(strcmp(cfg.http_host, "localhost") == 0);
+    CHECK_EQ_U64(cfg.http_port, 1);
+    CHECK(strcmp(cfg.key_prefix, "k") == 0);
+    CHECK_EQ_U64(cfg.lock_ttl_ms, 500);
+    CHECK_EQ_U64(cfg.reload_ms, 100);
+    CHECK_EQ_U64(cfg.redis_timeout_ms, 600000);
+    CHECK_EQ_U64(cfg.mysql_timeout_ms, 600000);
+    CHECK(strcmp(cfg.instance, "flag-inst") == 0);
+    config_free(&cfg);
+
+    /* A repeated flag: the last one wins. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--tick-ms", "5", "--tick-ms=6")),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cfg.tick_ms, 6);
+    config_free(&cfg);
+    unlink(path);
+}
+
+/* --config beats IDPOOL_CONFIG; an empty path means no file. */
+static void test_config_path_sources(void)
+{
+    struct config cfg;
+    char a[64], b[64];
+
+    write_tmp(a, "tick-ms = 11\n");
+    write_tmp(b, "tick-ms = 22\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_CONFIG", a}), ARGV("--config", b)),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cfg.tick_ms, 22);
+    CHECK(strcmp(cfg.config_file, b) == 0);
+    config_free(&cfg);
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_CONFIG", ""}), no_args), (uint64_t)CONFIG_OK);
+    CHECK(cfg.config_file == NULL);
+    CHECK_EQ_U64(cfg.tick_ms, 100);
+    config_free(&cfg);
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_CONFIG", a}), ARGV("--config=")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(cfg.config_file == NULL);
+    CHECK_EQ_U64(cfg.tick_ms, 100);
+    config_free(&cfg);
+    unlink(a);
+    unlink(b);
+}
+
+static void test_redis_url_forms(void)
+{
+    struct redis_url u;
+    char e[CONFIG_ERR_MAX];
+
+    CHECK(redis_url_parse("redis://h", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.host, "h") == 0);
+    CHECK_EQ_U64(u.port, 6379);
+    CHECK_EQ_U64(u.db, 0);
+    CHECK(u.user == NULL && u.password == NULL);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("redis://cache-1.example.com:7000/3", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.host, "cache-1.example.com") == 0);
+    CHECK_EQ_U64(u.port, 7000);
+    CHECK_EQ_U64(u.db, 3);
+    redis_url_free(&u);
+
+    /* Password only: classic AUTH. */
+    CHECK(redis_url_parse("redis://:pw@h:1/2", &u, e, sizeof(e)) == 0);
+    CHECK(u.user == NULL);
+    CHECK(strcmp(u.password, "pw") == 0);
+    CHECK_EQ_U64(u.port, 1);
+    CHECK_EQ_U64(u.db, 2);
+    redis_url_free(&u);
+
+    /* ACL user, percent-decoded user and password. */
+    CHECK(redis_url_parse("redis://%61lice:s3cr%40t%3a%2F@h", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.user, "alice") == 0);
+    CHECK(strcmp(u.password, "s3cr@t:/") == 0);
+    redis_url_free(&u);
+
+    /* The last '@' ends the userinfo; a ':' in the password is kept. */
+    CHECK(redis_url_parse("redis://u:p@s:s@h", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.user, "u") == 0);
+    CHECK(strcmp(u.password, "p@s:s") == 0);
+    CHECK(strcmp(u.host, "h") == 0);
+    redis_url_free(&u);
+
+    /* A user without a password parses (the password may come from env). */
+    CHECK(redis_url_parse("redis://bob@h", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.user, "bob") == 0);
+    CHECK(u.password == NULL);
+    redis_url_free(&u);
+
+    /* An empty password is no password. */
+    CHECK(redis_url_parse("redis://:@h", &u, e, sizeof(e)) == 0);
+    CHECK(u.user == NULL && u.password == NULL);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("redis://[::1]:6380/1", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.host, "::1") == 0);
+    CHECK_EQ_U64(u.port, 6380);
+    CHECK_EQ_U64(u.db, 1);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("redis://:pw@[2001:db8::1]", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.host, "2001:db8::1") == 0);
+    CHECK_EQ_U64(u.port, 6379);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("REDIS://h/", &u, e, sizeof(e)) == 0);
+    CHECK_EQ_U64(u.db, 0);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("redis://h/1000000", &u, e, sizeof(e)) == 0);
+    CHECK_EQ_U64(u.db, 1000000);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("redis://h:65535", &u, e, sizeof(e)) == 0);
+    CHECK_EQ_U64(u.port, 65535);
+    redis_url_free(&u);
+
+    /* redis_url_free is safe on a zeroed struct and twice. */
+    redis_url_free(&u);
+}
+
+/* redis_url_parse must fail with a message containing want, leaving u empty. */
+static void redis_bad(const char *url, const char *want)
+{
+    struct redis_url u;
+    char e[CONFIG_ERR_MAX] = "";
+
+    memset(&u, 0xa5, sizeof(u));
+    CHECK(redis_url_parse(url, &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, want);
+    CHECK(u.host == NULL && u.user == NULL && u.password == NULL);
+    if (strstr(e, "topsecret")) {
+        fprintf(stderr, "password leaked into error for %s: %s\n", url, e);
+        CHECK(0);
+    }
+    redis_url_free(&u);
+}
+
+static void test_redis_url_errors(void)
+{
+    redis_bad("rediss://h", "TLS");
+    redis_bad("http://h", "unsupported scheme 'http://'");
+    redis_bad("mysql://h", "unsupported scheme 'mysql://'");
+    redis_bad("h:6379", "not a URL");
+    redis_bad("", "not a URL");
+    redis_bad("redis://", "missing host");
+    redis_bad("redis://:topsecret@", "missing host");
+    redis_bad("redis://:topsecret@/0", "missing host");
+    redis_bad("redis://h:0", "port must be an integer in 1..65535, got '0'");
+    redis_bad("redis://h:65536", "got '65536'");
+    redis_bad("redis://h:abc", "got 'abc'");
+    redis_bad("redis://h:-1", "port");
+    redis_bad("redis://h:99999999999999999999999", "port");
+    redis_bad("redis://:topsecret@h:", "missing port after ':'");
+    redis_bad("redis://h/abc", "database must be an integer in 0..1000000, got 'abc'");
+    redis_bad("redis://h/-1", "database");
+    redis_bad("redis://h/1000001", "database");
+    redis_bad("redis://h/0/1", "database");
+    redis_bad("redis://h/0?timeout=1", "query strings");
+    redis_bad("redis://h?x", "query strings");
+    redis_bad("redis://h/0#frag", "fragments");
+    redis_bad("redis://:top#secret@h", "fragments");
+    redis_bad("redis://:top/secret@h", "'@' after the host");
+    redis_bad("redis://::1:6379", "brackets");
+    redis_bad("redis://[::1:6379", "missing ']'");
+    redis_bad("redis://[zz::1]:1", "bad IPv6 address 'zz::1'");
+    redis_bad("redis://[]:1", "bad IPv6 address");
+    redis_bad("redis://[::1]x", "expected ':PORT' after ']'");
+    redis_bad("redis://ho!st", "bad host name 'ho!st'");
+    redis_bad("redis://:topsecret%zz@h", "bad percent-escape in the password");
+    redis_bad("redis://:topsecret%4@h", "bad percent-escape");
+    redis_bad("redis://:topsecret%@h", "bad percent-escape");
+    redis_bad("redis://us%00er:topsecret@h", "bad percent-escape in the user");
+    redis_bad("redis://:top secret@h", "space or control character");
+    redis_bad("redis://h\n", "space or control character");
+}
+
+static void test_mysql_urls(void)
+{
+    struct mysql_url u;
+    char e[CONFIG_ERR_MAX] = "";
+
+    CHECK(mysql_url_parse("mysql://h", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.host, "h") == 0);
+    CHECK_EQ_U64(u.port, 3306);
+    CHECK(strcmp(u.user, "root") == 0);
+    CHECK(u.password == NULL);
+    CHECK(strcmp(u.db, "idpool") == 0);
+    mysql_url_free(&u);
+
+    CHECK(mysql_url_parse("mariadb://app:p%40ss@db.local:3307/Db_1$", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.host, "db.local") == 0);
+    CHECK_EQ_U64(u.port, 3307);
+    CHECK(strcmp(u.user, "app") == 0);
+    CHECK(strcmp(u.password, "p@ss") == 0);
+    CHECK(strcmp(u.db, "Db_1$") == 0);
+    mysql_url_free(&u);
+
+    CHECK(mysql_url_parse("mysql://u@[2001:db8::5]/x", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.host, "2001:db8::5") == 0);
+    CHECK(strcmp(u.user, "u") == 0);
+    CHECK(u.password == NULL);
+    CHECK(strcmp(u.db, "x") == 0);
+    mysql_url_free(&u);
+
+    /* Password without user: user defaults to root. */
+    CHECK(mysql_url_parse("mysql://:pw@h/", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.user, "root") == 0);
+    CHECK(strcmp(u.password, "pw") == 0);
+    CHECK(strcmp(u.db, "idpool") == 0);
+    mysql_url_free(&u);
+
+    /* 64 characters is the longest database name. */
+    CHECK(mysql_url_parse(
+              "mysql://h/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &u, e,
+              sizeof(e)) == 0);
+    CHECK_EQ_U64(strlen(u.db), 64);
+    mysql_url_free(&u);
+
+    memset(&u, 0xa5, sizeof(u));
+    CHECK(mysql_url_parse("mysql://h/bad-name", &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "database name must be 1..64 characters of A-Z a-z 0-9 _ $, got "
+                          "'bad-name'");
+    CHECK(u.host == NULL && u.user == NULL && u.db == NULL);
+    CHECK(mysql_url_parse(
+              "mysql://h/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &u, e,
+              sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "database name");
+    CHECK(mysql_url_parse("postgres://h", &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "unsupported scheme 'postgres://', expected mysql://");
+    CHECK(mysql_url_parse("mysql://h:99999", &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "port must be an integer in 1..65535, got '99999'");
+    CHECK(mysql_url_parse("mysql://u:topsecret@h/db?ssl=1", &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "query strings");
+    CHECK(strstr(e, "topsecret") == NULL);
+    CHECK(mysql_url_parse("mysql://u:bad%g1@h", &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "bad percent-escape in the password");
+    CHECK(u.host == NULL && u.user == NULL && u.db == NULL && u.password == NULL);
+    mysql_url_free(&u);
+}
+
+static void test_hostport(void)
+{
+    char e[CONFIG_ERR_MAX] = "", *host = NULL;
+    int port = 0;
+
+    CHECK(hostport_parse("127.0.0.1:9471", &host, &port, e, sizeof(e)) == 0);
+    CHECK(strcmp(host, "127.0.0.1") == 0);
+    CHECK_EQ_U64(port, 9471);
+    free(host);
+    CHECK(hostport_parse("[::1]:80", &host, &port, e, sizeof(e)) == 0);
+    CHECK(strcmp(host, "::1") == 0);
+    CHECK_EQ_U64(port, 80);
+    free(host);
+    CHECK(hostport_parse("[::]:1", &host, &port, e, sizeof(e)) == 0);
+    CHECK(strcmp(host, "::") == 0);
+    free(host);
+    CHECK(hostport_parse("localhost:65535", &host, &port, e, sizeof(e)) == 0);
+    CHECK(strcmp(host, "localhost") == 0);
+    CHECK_EQ_U64(port, 65535);
+    free(host);
+
+    CHECK(hostport_parse("localhost", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "missing port");
+    CHECK(host == NULL);
+    CHECK(hostport_parse("[::1]", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "missing port");
+    CHECK(hostport_parse(":80", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "missing host");
+    CHECK(hostport_parse("", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "missing host");
+    CHECK(hostport_parse("h:0", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "port must be an integer in 1..65535, got '0'");
+    CHECK(hostport_parse("h:80x", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "got '80x'");
+    CHECK(hostport_parse("h: 80", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "port");
+    CHECK(hostport_parse("::1:80", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "brackets");
+    CHECK(hostport_parse("h/x:80", &host, &port, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "bad host name 'h/x'");
+    CHECK(host == NULL);
+}
+
+/* The HTTP listener: empty disables it; a bad address names --http. */
+static void test_http_addr(void)
+{
+    struct config cfg;
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--http", "")), (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.http_addr, "") == 0);
+    CHECK(cfg.http_host == NULL);
+    CHECK_EQ_U64(cfg.http_port, 0);
+    config_free(&cfg);
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_HTTP_ADDR", ""}), no_args), (uint64_t)CONFIG_OK);
+    CHECK(cfg.http_host == NULL);
+    config_free(&cfg);
+
+    /* A flag re-enables what the environment disabled. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_HTTP_ADDR", ""}), ARGV("--http=[::]:81")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.http_host, "::") == 0);
+    CHECK_EQ_U64(cfg.http_port, 81);
+    config_free(&cfg);
+
+    expect_error(NULL, ARGV("--http", "localhost"), "--http: missing port");
+    expect_error(ENV({"IDPOOL_HTTP_ADDR", "h:0"}), no_args, "IDPOOL_HTTP_ADDR: port must be");
+}
+
+/* URL errors through config_load name the source and never the password. */
+static void test_url_errors_in_config(void)
+{
+    char path[64], want[128];
+
+    expect_error(NULL, ARGV("--redis", "rediss://h"), "--redis: rediss:// (TLS) is not supported");
+    expect_error(ENV({"IDPOOL_MYSQL_URL", "mysql://h:0"}), no_args,
+                 "IDPOOL_MYSQL_URL: port must be an integer in 1..65535");
+    write_tmp(path, "\nredis = redis://:topsecret@h:x\n");
+    snprintf(want, sizeof(want), "%s:2: redis: port must be", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    CHECK(strstr(err, "topsecret") == NULL);
+    unlink(path);
+}
+
+/* Integer settings: strict parsing, exact ranges, errors naming the source. */
+static void test_int_settings(void)
+{
+    static const struct {
+        const char *flag, *env;
+        int min, max;
+        size_t off;
+    } ints[] = {
+        {"--tick-ms", "IDPOOL_TICK_MS", 1, 60000, offsetof(struct config, tick_ms)},
+        {"--lock-ttl-ms", "IDPOOL_LOCK_TTL_MS", 100, 600000, offsetof(struct config, lock_ttl_ms)},
+        {"--reload-ms", "IDPOOL_RELOAD_MS", 100, 3600000, offsetof(struct config, reload_ms)},
+        {"--redis-timeout-ms", "IDPOOL_REDIS_TIMEOUT_MS", 10, 600000,
+         offsetof(struct config, redis_timeout_ms)},
+        {"--mysql-timeout-ms", "IDPOOL_MYSQL_TIMEOUT_MS", 1000, 600000,
+         offsetof(struct config, mysql_timeout_ms)},
+    };
+    static const char *const junk[] = {
+        "abc", "", "10x", " 10", "10 ", "+10", "1e3", "0x10", "99999999999999999999"};
+
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        struct config cfg;
+        char lo[16], hi[16], below[16], above[16], want[128];
+
+        snprintf(lo, sizeof(lo), "%d", ints[i].min);
+        snprintf(hi, sizeof(hi), "%d", ints[i].max);
+        snprintf(below, sizeof(below), "%d", ints[i].min - 1);
+        snprintf(above, sizeof(above), "%d", ints[i].max + 1);
+        /* tick-ms 1 keeps the lock-ttl >= 2 x tick rule out of the way. */
+        CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--tick-ms", "1", (char *)ints[i].flag, lo)),
+                     (uint64_t)CONFIG_OK);
+        CHECK_EQ_U64(*(int *)(void *)((char *)&cfg + ints[i].off), ints[i].min);
+        config_free(&cfg);
+        CHECK_EQ_U64(
+            (uint64_t)load(&cfg, NULL, ARGV("--lock-ttl-ms", "600000", (char *)ints[i].flag, hi)),
+            (uint64_t)CONFIG_OK);
+        CHECK_EQ_U64(*(int *)(void *)((char *)&cfg + ints[i].off), ints[i].max);
+        config_free(&cfg);
+
+        snprintf(want, sizeof(want), "%s: must be an integer in %d..%d, got '%s'", ints[i].flag,
+                 ints[i].min, ints[i].max, below);
+        expect_error(NULL, ARGV((char *)ints[i].flag, below), want);
+        snprintf(want, sizeof(want), "%s: must be an integer in %d..%d, got '%s'", ints[i].env,
+                 ints[i].min, ints[i].max, above);
+        expect_error(ENV({ints[i].env, above}), no_args, want);
+        for (size_t j = 0; j < sizeof(junk) / sizeof(junk[0]); j++) {
+            snprintf(want, sizeof(want), "%s: must be an integer", ints[i].env);
+            expect_error(ENV({ints[i].env, junk[j]}), no_args, want);
+        }
+    }
+    expect_error(NULL, ARGV("--tick-ms", "abc"),
+                 "--tick-ms: must be an integer in 1..60000, got 'abc'");
+    CHECK(strcmp(err, "--tick-ms: must be an integer in 1..60000, got 'abc'") == 0);
+    expect_error(NULL, ARGV("--tick-ms=-5"), "--tick-ms: must be an integer in 1..60000, got '-5'");
+}
+
+/* A bad value in the config file names FILE:LINE and the key. */
+static void test_file_value_errors(void)
+{
+    char path[64], want[160];
+
+    write_tmp(path, "# comment\n\n; comment\ntick-ms = 10\n\n\ntick-ms = abc\n");
+    snprintf(want, sizeof(want), "%s:7: tick-ms: must be an integer in 1..60000, got 'abc'", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    CHECK(strcmp(err, want) == 0);
+    /* Checked where it is read, even though a flag would override it. */
+    expect_error(NULL, ARGV("--config", path, "--tick-ms", "5"), want);
+    unlink(path);
+
+    write_tmp(path, "log-level = loud\n");
+    snprintf(want, sizeof(want), "%s:1: log-level: must be one of error, warn, info, debug", path);
+    expect_error(ENV({"IDPOOL_CONFIG", path}), no_args, want);
+    unlink(path);
+}
+
+static void test_file_syntax_errors(void)
+{
+    char path[64], want[256];
+
+    write_tmp(path, "tick-ms = 10\nfoo = 1\n");
+    snprintf(want, sizeof(want), "%s:2: unknown setting 'foo'", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    unlink(path);
+
+    write_tmp(path, "# ok\njust a line\n");
+    snprintf(want, sizeof(want), "%s:2: expected 'name = value'", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    unlink(path);
+
+    write_tmp(path, "key-prefix = \"abc\n");
+    snprintf(want, sizeof(want), "%s:1: key-prefix: missing closing '\"'", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    unlink(path);
+
+    /* --config is not a file key; nor are keys spelled with dashes. */
+    write_tmp(path, "config = /etc/other.conf\n");
+    snprintf(want, sizeof(want), "%s:1: unknown setting 'config'", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    unlink(path);
+    write_tmp(path, "--tick-ms = 5\n");
+    snprintf(want, sizeof(want), "%s:1: unknown setting '--tick-ms'", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    unlink(path);
+
+    /* Unreadable: the message names the source, the path and strerror. */
+    snprintf(want, sizeof(want), "--config: cannot read /nonexistent/idpool.conf: %s",
+             strerror(ENOENT));
+    expect_error(NULL, ARGV("--config", "/nonexistent/idpool.conf"), want);
+    snprintf(want, sizeof(want), "IDPOOL_CONFIG: cannot read /nonexistent/x.conf: %s",
+             strerror(ENOENT));
+    expect_error(ENV({"IDPOOL_CONFIG", "/nonexistent/x.conf"}), no_args, want);
+    snprintf(want, sizeof(want), "--config: cannot read /tmp: %s", strerror(EISDIR));
+    expect_error(NULL, ARGV("--config=/tmp"), want);
+}
+
+static void test_lock_ttl_rule(void)
+{
+    struct config cfg;
+    char path[64], want[256];
+
+    /* Default lock-ttl 1000 is too short for a 600 ms tick. */
+    expect_error(NULL, ARGV("--tick-ms", "600"),
+                 "--lock-ttl-ms: must be at least 2 x --tick-ms (2 x 600 = 1200), got 1000 "
+                 "(lock-ttl-ms from the default, tick-ms from --tick-ms)");
+    expect_error(ENV({"IDPOOL_LOCK_TTL_MS", "199"}), no_args,
+                 "(lock-ttl-ms from IDPOOL_LOCK_TTL_MS, tick-ms from the default)");
+    write_tmp(path, "tick-ms = 501\n");
+    snprintf(want, sizeof(want), "tick-ms from %s:1)", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    unlink(path);
+
+    /* Exactly 2 x tick is fine; a later source can fix an earlier clash. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--tick-ms", "500")), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cfg.lock_ttl_ms, 1000);
+    config_free(&cfg);
+    CHECK_EQ_U64(
+        (uint64_t)load(&cfg, ENV({"IDPOOL_TICK_MS", "1000"}), ARGV("--lock-ttl-ms", "2000")),
+        (uint64_t)CONFIG_OK);
+    config_free(&cfg);
+}
+
+static void test_bad_flags(void)
+{
+    expect_error(NULL, ARGV("--frobnicate"), "unknown option '--frobnicate'");
+    expect_error(NULL, ARGV("--frobnicate=1"), "unknown option '--frobnicate'");
+    expect_error(NULL, ARGV("-x"), "unknown option '-x'");
+    expect_error(NULL, ARGV("-tick-ms", "5"), "unknown option '-tick-ms'");
+    expect_error(NULL, ARGV("--tick-ms"), "--tick-ms: missing value");
+    expect_error(NULL, ARGV("--redis", "--tick-ms", "5"), "--redis: missing value");
+    expect_error(NULL, ARGV("extra"), "unexpected argument 'extra'");
+    expect_error(NULL, ARGV("--tick-ms", "5", "extra"), "unexpected argument 'extra'");
+    expect_error(NULL, ARGV("-"), "unexpected argument '-'");
+    expect_error(NULL, ARGV("--", "x"), "unexpected argument 'x'");
+    expect_error(NULL, ARGV("--redis-password=topsecret"), "--redis-password: not accepted");
+    CHECK(strstr(err, "topsecret") == NULL);
+    expect_error(NULL, ARGV("--mysql-password", "x"), "IDPOOL_MYSQL_PASSWORD");
+    expect_error(NULL, ARGV("--log-level", "loud"),
+                 "--log-level: must be one of error, warn, info, debug; got 'loud'");
+
+    /* A trailing "--" alone is fine. */
+    struct config cfg;
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--tick-ms", "5", "--")), (uint64_t)CONFIG_OK);
+    config_free(&cfg);
+}
+
+static void test_help_version(void)
+{
+    struct config cfg;
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("-h")), (uint64_t)CONFIG_HELP);
+    CHECK(config_is_zero(&cfg));
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--help")), (uint64_t)CONFIG_HELP);
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("-V")), (uint64_t)CONFIG_VERSION);
+    CHECK(config_is_zero(&cfg));
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--version")), (uint64_t)CONFIG_VERSION);
+    /* Help works whatever the values, the file or the environment say. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_TICK_MS", "bad"}),
+                                ARGV("--tick-ms", "abc", "--config", "/nonexistent", "--help")),
+                 (uint64_t)CONFIG_HELP);
+    CHECK(config_is_zero(&cfg));
+    config_free(&cfg);
+    /* ...but an unknown option before it is still an error. */
+    expect_error(NULL, ARGV("--nope", "--help"), "unknown option '--nope'");
+}
+
+static void test_password_overrides(void)
+{
+    struct config cfg;
+    char path[64];
+
+    CHECK_EQ_U64(
+        (uint64_t)load(&cfg,
+                       ENV({"IDPOOL_REDIS_URL", "redis://:urlpw@h"},
+                           {"IDPOOL_REDIS_PASSWORD", "envpw"}, {"IDPOOL_MYSQL_PASSWORD", "dbpw"}),
+                       ARGV("--mysql", "mysql://app:urlpw@db/x")),
+        (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis.password, "envpw") == 0);
+    CHECK(cfg.redis.user == NULL);
+    CHECK(strcmp(cfg.mysql.password, "dbpw") == 0);
+    CHECK(strcmp(cfg.mysql.user, "app") == 0);
+    /* The URL is kept as given. */
+    CHECK(strcmp(cfg.redis_url, "redis://:urlpw@h") == 0);
+    config_free(&cfg);
+
+    /* From the config file; the environment beats the file. */
+    write_tmp(path, "redis-password = \" file pw \"\nmysql-password = filedb\n");
+    CHECK_EQ_U64(
+        (uint64_t)load(&cfg, ENV({"IDPOOL_MYSQL_PASSWORD", "envdb"}), ARGV("--config", path)),
+        (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis.password, " file pw ") == 0);
+    CHECK(strcmp(cfg.mysql.password, "envdb") == 0);
+    config_free(&cfg);
+
+    /* An empty variable is no override. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_REDIS_PASSWORD", ""}),
+                                ARGV("--config", path, "--redis", "redis://:urlpw@h")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis.password, " file pw ") == 0);
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_REDIS_PASSWORD", ""}),
+                                ARGV("--redis", "redis://:urlpw@h")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis.password, "urlpw") == 0);
+    config_free(&cfg);
+    unlink(path);
+
+    /* An ACL user with the password from the environment. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_REDIS_PASSWORD", "acl"}),
+                                ARGV("--redis", "redis://bob@h")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis.user, "bob") == 0);
+    CHECK(strcmp(cfg.redis.password, "acl") == 0);
+    config_free(&cfg);
+
+    /* ...and without any password: an error that does not echo the user. */
+    expect_error(NULL, ARGV("--redis", "redis://topsecret@h"),
+                 "--redis: an ACL user needs a password");
+    CHECK(strstr(err, "topsecret") == NULL);
+}
+
+static void test_prefix_instance_loglevel(void)
+{
+    struct config cfg;
+    char long_prefix[66];
+
+    CHECK_EQ_U64(
+        (uint64_t)load(&cfg, NULL, ARGV("--key-prefix", "a.b:c-d_E9", "--log-level", "error")),
+        (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.key_prefix, "a.b:c-d_E9") == 0);
+    CHECK_EQ_U64(cfg.log_level, LOG_ERROR);
+    config_free(&cfg);
+
+    memset(long_prefix, 'p', 64);
+    long_prefix[64] = '\0';
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--key-prefix", long_prefix)),
+                 (uint64_t)CONFIG_OK);
+    config_free(&cfg);
+    long_prefix[64] = 'p';
+    long_prefix[65] = '\0';
+    expect_error(NULL, ARGV("--key-prefix", long_prefix), "--key-prefix: must be 1..64");
+    expect_error(NULL, ARGV("--key-prefix", ""), "--key-prefix: must be 1..64");
+    expect_error(NULL, ARGV("--key-prefix", "a{b}"), "--key-prefix: must not contain '{' or '}'");
+    expect_error(ENV({"IDPOOL_KEY_PREFIX", "a b"}), no_args, "IDPOOL_KEY_PREFIX: must be 1..64");
+    expect_error(NULL, ARGV("--instance", ""), "--instance: must be 1..255");
+    expect_error(NULL, ARGV("--instance", "a\tb"), "--instance: must be 1..255");
+    expect_error(ENV({"IDPOOL_LOG_LEVEL", "INFO"}), no_args, "IDPOOL_LOG_LEVEL: must be one of");
+}
+
+/* Nothing is left to free after an error; config_free is idempotent. */
+static void test_free_after_error(void)
+{
+    struct config cfg;
+    char path[64];
+
+    memset(&cfg, 0, sizeof(cfg));
+    config_free(&cfg);
+    CHECK(config_is_zero(&cfg));
+
+    /* Fails late (cross-check), after every string has been allocated. */
+    write_tmp(path, "redis = redis://u:p@h\nhttp = [::1]:1\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_REDIS_PASSWORD", "x"}),
+                                ARGV("--config", path, "--tick-ms", "1000")),
+                 (uint64_t)CONFIG_ERROR);
+    CHECK(config_is_zero(&cfg));
+    config_free(&cfg);
+    config_free(&cfg);
+    unlink(path);
+
+    /* Success, free, free again. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, no_args), (uint64_t)CONFIG_OK);
+    config_free(&cfg);
+    config_free(&cfg);
+    CHECK(config_is_zero(&cfg));
+}
+
+/* A SIGHUP reload builds a new struct; a failed one leaves the old intact. */
+static void test_reload(void)
+{
+    struct config cur, next;
+    char path[64];
+
+    write_tmp(path, "tick-ms = 40\nkey-prefix = one\n");
+    CHECK_EQ_U64((uint64_t)load(&cur, NULL, ARGV("--config", path)), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cur.tick_ms, 40);
+    unlink(path);
+
+    write_tmp(path, "tick-ms = 60\nkey-prefix = two\n");
+    CHECK_EQ_U64((uint64_t)load(&next, NULL, ARGV("--config", path)), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(next.tick_ms, 60);
+    CHECK(strcmp(next.key_prefix, "two") == 0);
+    CHECK(strcmp(cur.key_prefix, "one") == 0);
+    config_free(&cur);
+    cur = next;
+    unlink(path);
+
+    write_tmp(path, "tick-ms = nope\n");
+    CHECK_EQ_U64((uint64_t)load(&next, NULL, ARGV("--config", path)), (uint64_t)CONFIG_ERROR);
+    CHECK_EQ_U64(cur.tick_ms, 60);
+    CHECK(strcmp(cur.key_prefix, "two") == 0);
+    config_free(&next);
+    config_free(&cur);
+    unlink(path);
+}
+
+/* A NULL getenv_fn reads the real environment. */
+static void test_real_getenv(void)
+{
+    struct config cfg;
+    char *argv[] = {"idpoold", NULL};
+
+    setenv("IDPOOL_RELOAD_MS", "777", 1);
+    CHECK_EQ_U64((uint64_t)config_load(&cfg, 1, argv, NULL, err, sizeof(err)), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cfg.reload_ms, 777);
+    config_free(&cfg);
+    unsetenv("IDPOOL_RELOAD_MS");
+
+    /* argc 0 / argv NULL: no flags. */
+    CHECK_EQ_U64((uint64_t)config_load(&cfg, 0, NULL, fake_getenv, err, sizeof(err)),
+                 (uint64_t)CONFIG_OK);
+    config_free(&cfg);
+}
+
+/* The --help text lists every flag and variable, and how the file works. */
+static void test_usage(void)
+{
+    static const char *const want[] = {
+        "Usage: idpoold",
+        "--redis URL",
+        "IDPOOL_REDIS_URL",
+        "redis://127.0.0.1:6379/0",
+        "IDPOOL_REDIS_PASSWORD",
+        "--redis-timeout-ms MS",
+        "IDPOOL_REDIS_TIMEOUT_MS",
+        "--key-prefix",
+        "IDPOOL_KEY_PREFIX",
+        "--mysql URL",
+        "IDPOOL_MYSQL_URL",
+        "mysql://root@127.0.0.1:3306/idpool",
+        "IDPOOL_MYSQL_PASSWORD",
+        "--mysql-timeout-ms",
+        "IDPOOL_MYSQL_TIMEOUT_MS",
+        "rounded up",
+        "--tick-ms",
+        "IDPOOL_TICK_MS",
+        "--lock-ttl-ms",
+        "IDPOOL_LOCK_TTL_MS",
+        "2 x tick-ms",
+        "--reload-ms",
+        "IDPOOL_RELOAD_MS",
+        "--instance",
+        "IDPOOL_INSTANCE",
+        "--http HOST:PORT",
+        "IDPOOL_HTTP_ADDR",
+        "127.0.0.1:9471",
+        "--log-level",
+        "IDPOOL_LOG_LEVEL",
+        "--config FILE",
+        "IDPOOL_CONFIG",
+        "without the leading dashes",
+        "defaults < config file < environment < flags",
+        "-h, --help",
+        "-V, --version",
+    };
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    CHECK(f != NULL);
+    if (f == NULL)
+        return;
+    config_usage(f, "idpoold");
+    fclose(f);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        CHECK_STR_CONTAINS(text, want[i]);
+    /* No line wider than 100 columns. */
+    for (char *line = text, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (nl == NULL)
+            break;
+        CHECK(nl - line <= 100);
+    }
+    free(text);
+}
+
+int main(void)
+{
+    RUN(test_defaults);
+    RUN(test_file_overrides_defaults);
+    RUN(test_env_overrides_file);
+    RUN(test_flags_override_env);
+    RUN(test_config_path_sources);
+    RUN(test_redis_url_forms);
+    RUN(test_redis_url_errors);
+    RUN(test_mysql_urls);
+    RUN(test_hostport);
+    RUN(test_http_addr);
+    RUN(test_url_errors_in_config);
+    RUN(test_int_settings);
+    RUN(test_file_value_errors);
+    RUN(test_file_syntax_errors);
+    RUN(test_lock_ttl_rule);
+    RUN(test_bad_flags);
+    RUN(test_help_version);
+    RUN(test_password_overrides);
+    RUN(test_prefix_instance_loglevel);
+    RUN(test_free_after_error);
+    RUN(test_reload);
+    RUN(test_real_getenv);
+    RUN(test_usage);
+    return unit_done();
+}

@@ -1,2 +1,209 @@
+/* Unit tests of the generator: invariants M and A on generated batches. */
+#include <stdlib.h>
+
+#include "gen.h"
 #include "unit.h"
-int main(void){return unit_done();}
+
+static struct app_cfg mono_cfg(uint64_t delta, uint64_t rem, uint64_t inc_max, uint64_t start)
+{
+    struct app_cfg c;
+
+    memset(&c, 0, sizeof(c));
+    strcpy(c.key, "t");
+    c.type = APP_MONOTONIC;
+    c.step = 1000;
+    c.delta = delta;
+    c.remainder = rem;
+    c.increment_max = inc_max;
+    c.start_offset = start;
+    c.max_pool = 60000;
+    return c;
+}
+
+static void test_rng_bounds_and_spread(void)
+{
+    struct rng r;
+    unsigned hist[10] = {0};
+
+    rng_seed(&r, 42);
+    for (int i = 0; i < 100000; i++) {
+        uint64_t v = rng_below(&r, 10);
+        CHECK(v < 10);
+        if (v < 10)
+            hist[v]++;
+    }
+    /* Each bucket expects 10000; a broken generator is far off. */
+    for (int i = 0; i < 10; i++)
+        CHECK(hist[i] > 9000 && hist[i] < 11000);
+    CHECK_EQ_U64(rng_below(&r, 1), 0);
+}
+
+static void test_rng_seeds(void)
+{
+    struct rng a, b, c;
+
+    rng_seed(&a, 7);
+    rng_seed(&b, 7);
+    CHECK_EQ_U64(rng_next(&a), rng_next(&b));
+    rng_seed_os(&a);
+    rng_seed_os(&c);
+    CHECK(rng_next(&a) != rng_next(&c));
+}
+
+static void test_monotonic_gaps_and_remainder(void)
+{
+    struct app_cfg c = mono_cfg(7, 3, 5, 1000);
+    struct lease_state st = {.next = 0, .hi = 0};
+    struct rng r;
+    static uint64_t out[20000];
+    size_t n;
+    int gaps_seen[6] = {0};
+
+    rng_seed(&r, 1);
+    CHECK(lease_add(&st, 500, 1000000) == 0);
+    n = gen_draw(&c, &st, &r, out, 20000);
+    CHECK_EQ_U64(n, 20000);
+    CHECK(out[0] >= 1000); /* start_offset above the lease start */
+    for (size_t i = 0; i < n; i++) {
+        CHECK(out[i] % 7 == 3);
+        CHECK(out[i] < 1000000);
+        if (i) {
+            uint64_t g = (out[i] - out[i - 1]) / 7;
+            CHECK(out[i] > out[i - 1]);
+            CHECK((out[i] - out[i - 1]) % 7 == 0);
+            CHECK(g >= 1 && g <= 5);
+            if (g >= 1 && g <= 5)
+                gaps_seen[g]++;
+        }
+    }
+    for (int g = 1; g <= 5; g++)
+        CHECK(gaps_seen[g] > 0); /* gaps really are random over the range */
+    CHECK(st.next == out[n - 1] + 1);
+}
+
+static void test_monotonic_rolls_over_and_runs_out(void)
+{
+    struct app_cfg c = mono_cfg(1, 0, 1, 0);
+    struct lease_state st = {.next = 10, .hi = 15};
+    struct rng r;
+    uint64_t out[100];
+    size_t n;
+
+    rng_seed(&r, 2);
+    CHECK(lease_add(&st, 100, 103) == 0);
+    CHECK(lease_add(&st, 200, 300) == -1); /* only one prefetched lease */
+    n = gen_draw(&c, &st, &r, out, 100);
+    CHECK_EQ_U64(n, 8); /* 10..14 then 100..102 */
+    CHECK_EQ_U64(out[0], 10);
+    CHECK_EQ_U64(out[4], 14);
+    CHECK_EQ_U64(out[5], 100);
+    CHECK_EQ_U64(out[7], 102);
+    CHECK(!lease_has_next(&st));
+    CHECK_EQ_U64(lease_remaining_span(&st), 0);
+    /* A new lease below the state would break M: refused. */
+    CHECK(lease_add(&st, 50, 60) == -1);
+    CHECK(lease_add(&st, 103, 110) == 0);
+    n = gen_draw(&c, &st, &r, out, 100);
+    CHECK_EQ_U64(n, 7);
+    CHECK_EQ_U64(out[0], 103);
+}
+
+static void test_trend_blocks(void)
+{
+    struct app_cfg c = mono_cfg(3, 1, 1, 0);
+    struct lease_state st = {0};
+    struct rng r;
+    static uint64_t out[5000];
+    static uint64_t sorted[1000];
+    size_t n;
+    int shuffled = 0;
+
+    c.type = APP_TREND;
+    c.step = 1000;
+    rng_seed(&r, 3);
+    /* Room for exactly 2 blocks of 1000 with stride 3 in the first lease. */
+    CHECK(lease_add(&st, 0, 6005) == 0);
+    n = gen_draw(&c, &st, &r, out, 5000);
+    CHECK_EQ_U64(n, 2000);
+    for (int b = 0; b < 2; b++) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        memcpy(sorted, out + b * 1000, sizeof(sorted));
+        for (int i = 0; i < 1000; i++) {
+            CHECK(sorted[i] % 3 == 1);
+            if (sorted[i] < lo)
+                lo = sorted[i];
+            if (sorted[i] > hi)
+                hi = sorted[i];
+            if (i && sorted[i] < sorted[i - 1])
+                shuffled = 1;
+        }
+        /* 1000 distinct values, stride 3, span 999 strides: a permutation of a block. */
+        CHECK_EQ_U64(hi - lo, 999 * 3);
+        CHECK(hi < 6005);
+    }
+    CHECK(shuffled);
+    /* Blocks do not overlap: the second starts above the first. */
+    {
+        uint64_t max0 = 0, min1 = UINT64_MAX;
+        for (int i = 0; i < 1000; i++) {
+            if (out[i] > max0)
+                max0 = out[i];
+            if (out[1000 + i] < min1)
+                min1 = out[1000 + i];
+        }
+        CHECK(min1 > max0);
+    }
+    /* The tail (6001..6004) cannot hold a block: next lease needed, no straddling. */
+    CHECK(lease_add(&st, 10000, 20000) == 0);
+    n = gen_draw(&c, &st, &r, out, 1000);
+    CHECK_EQ_U64(n, 1000);
+    for (int i = 0; i < 1000; i++)
+        CHECK(out[i] >= 10000 && out[i] < 20000);
+}
+
+static void test_near_id_space_end(void)
+{
+    struct app_cfg c = mono_cfg(1, 0, 1, 0);
+    struct lease_state st = {0};
+    struct rng r;
+    uint64_t out[200];
+    size_t n;
+
+    rng_seed(&r, 4);
+    CHECK(lease_add(&st, (uint64_t)INT64_MAX - 100, (uint64_t)INT64_MAX) == 0);
+    n = gen_draw(&c, &st, &r, out, 200);
+    CHECK_EQ_U64(n, 100);
+    CHECK_EQ_U64(out[99], (uint64_t)INT64_MAX - 1);
+    CHECK_EQ_U64(lease_floor(&st), (uint64_t)INT64_MAX);
+}
+
+static void test_fmt_parse(void)
+{
+    char buf[21];
+    uint64_t v;
+    const uint64_t cases[] = {0, 9, 10, 1234567890123ULL, (uint64_t)INT64_MAX, UINT64_MAX};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = u64_fmt(cases[i], buf);
+        CHECK(u64_parse(buf, n, &v) == 0);
+        CHECK_EQ_U64(v, cases[i]);
+    }
+    CHECK_EQ_U64(u64_fmt(UINT64_MAX, buf), 20);
+    CHECK(memcmp(buf, "18446744073709551615", 20) == 0);
+    CHECK(u64_parse("18446744073709551616", 20, &v) == -1);
+    CHECK(u64_parse("", 0, &v) == -1);
+    CHECK(u64_parse("12a", 3, &v) == -1);
+    CHECK(u64_parse("-1", 2, &v) == -1);
+}
+
+int main(void)
+{
+    RUN(test_rng_bounds_and_spread);
+    RUN(test_rng_seeds);
+    RUN(test_monotonic_gaps_and_remainder);
+    RUN(test_monotonic_rolls_over_and_runs_out);
+    RUN(test_trend_blocks);
+    RUN(test_near_id_space_end);
+    RUN(test_fmt_parse);
+    return unit_done();
+}

@@ -1,0 +1,53 @@
+/*
+ * rds — the daemon's one Redis connection: hiredis async on the libevent
+ * loop, with what hiredis 0.14 lacks: a connect timeout, a command timeout
+ * (a connection whose oldest outstanding command is older than the timeout
+ * is dropped, failing every pending command with a NULL reply), and
+ * reconnection with exponential backoff.
+ *
+ * After connecting it runs a handshake (AUTH, SELECT, INFO for the server's
+ * run_id, a maxmemory-policy check, FUNCTION LOAD REPLACE of the idpool
+ * library) and only then reports itself ready. Commands are refused while
+ * the connection is not ready.
+ */
+#ifndef IDPOOL_RDS_H
+#define IDPOOL_RDS_H
+
+#include <stddef.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+
+struct rds;
+
+/* reply is NULL when the connection failed or was dropped. */
+typedef void rds_reply_fn(struct rds *r, redisReply *reply, void *arg);
+
+/* Called when the connection becomes ready (ready = 1) or is lost (0). */
+typedef void rds_state_fn(struct rds *r, int ready, void *arg);
+
+struct rds *rds_new(struct event_base *base, const struct config *cfg, rds_state_fn *on_state,
+                    void *arg);
+/* Drops the connection (pending callbacks get NULL) and frees everything. */
+void rds_free(struct rds *r);
+
+int rds_ready(const struct rds *r);
+/* run_id of the Redis process we are connected to ("" before the handshake). */
+const char *rds_run_id(const struct rds *r);
+/* Number of commands sent and not yet answered. */
+unsigned rds_outstanding(const struct rds *r);
+/* Change the command timeout (config reload). */
+void rds_set_timeout(struct rds *r, int timeout_ms);
+
+/* Send a command; 0, or -1 (not ready / out of memory: fn is not called). */
+int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...)
+    __attribute__((warn_unused_result));
+int rds_command_argv(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
+                     const size_t *argvlen) __attribute__((warn_unused_result));
+
+/* "ERR ..." text of an error reply, or a fixed string for NULL/other types. */
+const char *rds_errstr(const redisReply *reply);
+
+#endif

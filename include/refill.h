@@ -1,0 +1,44 @@
+/*
+ * refill — the refill cycle (design brief §5). Owns the applications loaded
+ * from MySQL and, every tick, for each application that is due:
+ *
+ *   LLEN pool (all due applications in one pipelined write)
+ *   below low water -> SET lock token NX PX ttl + LLEN + HGETALL meta
+ *   draw IDs from the lease in meta (reserving a lease in MySQL first if
+ *   the leases in meta cannot supply the batch), push them through the
+ *   fenced idpool_push function in chunks, prefetch the next lease when the
+ *   current one runs low, release the lock.
+ *
+ * Rows are re-read every reload interval and on refill_reload() (SIGHUP).
+ */
+#ifndef IDPOOL_REFILL_H
+#define IDPOOL_REFILL_H
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "rds.h"
+#include "store.h"
+
+struct refill;
+
+struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
+                          struct store *store);
+void refill_free(struct refill *rf);
+
+/* Re-read application rows now (SIGHUP). */
+void refill_reload(struct refill *rf);
+
+/* Apply the settings that can change without a restart (tick, reload, lock TTL). */
+void refill_configure(struct refill *rf, const struct config *cfg);
+
+/* Redis became ready (1) or was lost (0). */
+void refill_redis_state(struct refill *rf, int ready);
+
+/*
+ * Stop starting new work; when everything in flight has finished and every
+ * lock this daemon holds is released, call done(arg) (from the event loop).
+ */
+void refill_shutdown(struct refill *rf, void (*done)(void *), void *arg);
+
+#endif

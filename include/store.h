@@ -1,0 +1,66 @@
+/*
+ * store — MySQL/MariaDB, off the event loop. One worker thread owns the
+ * connection and runs jobs in order; results come back to the libevent loop
+ * through a pipe, so callbacks run on the loop thread. The connection is
+ * (re)opened on demand with timeouts and backoff; an outage fails jobs
+ * quickly instead of blocking the loop.
+ *
+ * Reservation is the write-ahead step of the design (brief §4): a range
+ * [lo, hi) is reserved by compare-and-set on application.current_offset,
+ * with version + 1 and an application_lease row, in one transaction. A
+ * reservation whose commit outcome is unknown is reported as failed: its
+ * range is never used (it becomes a gap).
+ */
+#ifndef IDPOOL_STORE_H
+#define IDPOOL_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "app.h"
+#include "config.h"
+
+#define STORE_ERR_MAX 256
+
+struct store;
+
+/* A reserved lease. */
+struct store_lease {
+    uint64_t lo, hi;      /* the range [lo, hi), recorded in application_lease */
+    uint64_t seen_offset; /* current_offset before the reservation */
+    uint64_t max_leased;  /* highest hi ever recorded for the application */
+    int regression;       /* 1: current_offset was below what was already reserved */
+    int64_t version;      /* application.version after the reservation */
+};
+
+/* status 0: ok; -1: failed, err says why. Called on the loop thread. */
+typedef void store_load_fn(void *arg, int status, const struct app_row *rows, size_t n,
+                           const char *err);
+typedef void store_reserve_fn(void *arg, int status, const struct store_lease *lease,
+                              const char *err);
+
+struct store *store_new(struct event_base *base, const struct config *cfg);
+/*
+ * Stop the worker: queued jobs are dropped without callbacks, a query in
+ * progress is cut off by shutting its socket down. Then free.
+ */
+void store_free(struct store *s);
+
+/* Read every row of `application`. 0, or -1 if the job cannot be queued. */
+int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((warn_unused_result));
+
+/*
+ * Reserve `span` units of ID space for application `app_id` at or above
+ * max(current_offset, every recorded lease's hi, start_offset, floor).
+ * `floor` is what Redis knows was already leased; it protects uniqueness even
+ * if an operator lowers current_offset (the higher value is written back).
+ */
+int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor,
+                  store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));
+
+/* Jobs queued or running. */
+unsigned store_pending(const struct store *s);
+
+#endif
