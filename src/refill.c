@@ -11,14 +11,14 @@
 #include "gen.h"
 #include "log.h"
 
-#define CHUNK_IDS       1000      /* IDs per idpool_push call: keeps Redis responsive */
-#define MAX_REFILL_IDS  (1 << 20) /* most IDs one refill draws; the next check continues */
-#define LEASE_TARGET_S  60        /* a lease should last about this long at the current rate */
-#define LEASE_MAX_IDS   (1ULL << 30)
-#define RATE_SAMPLE_MS  1000 /* minimum interval between consumption-rate samples */
-#define NUM_LEN         21   /* decimal uint64 + NUL */
-#define PUSH_FIXED_ARGS 13 /* FCALL idpool_push 3 pool meta lock token run_id exp next hi nlo nhi  \
-                            */
+#define CHUNK_IDS      1000      /* IDs per idpool_push call: keeps Redis responsive */
+#define MAX_REFILL_IDS (1 << 20) /* most IDs one refill draws; the next check continues */
+#define LEASE_TARGET_S 60        /* a lease should last about this long at the current rate */
+#define LEASE_MAX_IDS  (1ULL << 30)
+#define RATE_SAMPLE_MS 1000 /* minimum interval between consumption-rate samples */
+#define NUM_LEN        21   /* decimal uint64 + NUL */
+/* FCALL idpool_push 3 pool meta lock token run_id expected next hi nlo nhi */
+#define PUSH_FIXED_ARGS 13
 
 enum app_state {
     A_IDLE,     /* nothing in flight */
