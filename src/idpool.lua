@@ -58,6 +58,22 @@ local function push(keys, args)
     return len
 end
 
+-- idpool_epoch: discard a pool that was filled while connected to another
+-- Redis process (restart with a restored dataset, or failover), so that IDs
+-- the old process already handed out are never served again. The daemon
+-- calls it for every application after each (re)connect, because a pool
+-- above its low-water mark would otherwise not be pushed to (and so not be
+-- checked by idpool_push) for a long time.
+--   FCALL idpool_epoch 2 <pool> <meta> run_id   -> 1 discarded, 0 kept
+local function epoch(keys, args)
+    local cur = redis.call('HMGET', keys[2], 'next', 'run_id')
+    if cur[1] and cur[2] ~= args[1] then
+        redis.call('DEL', keys[1], keys[2])
+        return 1
+    end
+    return 0
+end
+
 -- idpool_unlock: release the lock only if the caller still holds it.
 --   FCALL idpool_unlock 1 <lock> token   -> 1 released, 0 not held
 local function unlock(keys, args)
@@ -68,4 +84,5 @@ local function unlock(keys, args)
 end
 
 redis.register_function('idpool_push', push)
+redis.register_function('idpool_epoch', epoch)
 redis.register_function('idpool_unlock', unlock)

@@ -15,6 +15,8 @@
 #define MAX_REFILL_IDS (1 << 20) /* most IDs one refill draws; the next check continues */
 #define LEASE_TARGET_S 60        /* a lease should last about this long at the current rate */
 #define LEASE_MAX_IDS  (1ULL << 30)
+#define LEASE_MAX_SPAN                                                                             \
+    (1ULL << 48)            /* never reserve more ID space at once (unless a pool needs it) */
 #define RATE_SAMPLE_MS 1000 /* minimum interval between consumption-rate samples */
 #define NUM_LEN        21   /* decimal uint64 + NUL */
 /* FCALL idpool_push 3 pool meta lock token run_id expected next hi nlo nhi */
@@ -44,12 +46,13 @@ struct app {
     int has_new_cfg;
     char *k_pool, *k_meta, *k_lock; /* Redis keys (heap) */
     enum app_state state;
-    int live;        /* served: present, not deleted, valid */
-    int dead;        /* gone from the table: freed when idle */
-    int seen;        /* reload sweep mark */
-    char *bad;       /* current validation error, logged once per change */
-    char *last_err;  /* last refill error, logged once per change */
-    uint64_t due_ms; /* next check */
+    int live;              /* served: present, not deleted, valid */
+    int dead;              /* gone from the table: freed when idle */
+    int seen;              /* reload sweep mark */
+    char *bad;             /* current validation error, logged once per change */
+    char *last_err;        /* last refill error, logged once per change */
+    uint64_t due_ms;       /* next check */
+    char epoch_run_id[64]; /* Redis run_id the pool was last checked against */
     /* the refill in progress */
     char token[33];             /* random lock token of this acquisition */
     int locked;                 /* SET NX succeeded */
@@ -205,6 +208,20 @@ static uint64_t lease_ids(const struct app *a)
     if (want > (double)LEASE_MAX_IDS)
         return LEASE_MAX_IDS;
     return (uint64_t)want;
+}
+
+/*
+ * The ID space to reserve for a lease: lease_ids() worth, but no more than
+ * LEASE_MAX_SPAN unless one full pool needs more, so that a large delta x
+ * increment_max cannot swallow the whole ID space in one reservation.
+ */
+static uint64_t lease_span(const struct app *a)
+{
+    uint64_t span = app_span_for(&a->cfg, lease_ids(a));
+    uint64_t floor = app_span_for(&a->cfg, a->cfg.max_pool);
+    uint64_t cap = floor > LEASE_MAX_SPAN ? floor : LEASE_MAX_SPAN;
+
+    return span < cap ? span : cap;
 }
 
 static void rate_sample(struct app *a, uint64_t pushed)
@@ -397,7 +414,7 @@ static void on_prefetch(void *arg, int status, const struct store_lease *lease, 
 /* After a successful push: reserve the next lease if the current one runs low. */
 static void app_after_push(struct app *a)
 {
-    uint64_t target = app_span_for(&a->cfg, lease_ids(a));
+    uint64_t target = lease_span(a);
 
     if (!a->rf->stopping && !lease_has_next(&a->plan) &&
         lease_remaining_span(&a->plan) < target / 2) {
@@ -599,7 +616,7 @@ static void app_plan(struct app *a)
     /* The leases in meta cannot supply the batch: reserve one now. */
     {
         uint64_t need = app_span_for(&a->cfg, a->want - a->nids);
-        uint64_t span = app_span_for(&a->cfg, lease_ids(a));
+        uint64_t span = lease_span(a);
         a->state = A_RESERVE;
         if (store_reserve(a->rf->store, a->cfg.id, span > need ? span : need, lease_floor(&a->plan),
                           on_reserve, a) != 0)
@@ -664,6 +681,24 @@ static void app_lock(struct app *a)
         app_to_idle(a);
 }
 
+static void on_epoch(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        if (reply)
+            app_fail(a, "epoch check failed: %s", rds_errstr(reply));
+        return;
+    }
+    if (reply->integer == 1) {
+        a->epochs++;
+        log_warn("app=%s redis restart or failover detected (run_id changed to %s): pool "
+                 "discarded, refilling from a fresh lease",
+                 a->cfg.key, rds_run_id(r));
+    }
+    snprintf(a->epoch_run_id, sizeof(a->epoch_run_id), "%s", rds_run_id(r));
+}
+
 static void on_check(struct rds *r, redisReply *reply, void *arg)
 {
     struct app *a = arg;
@@ -714,6 +749,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             continue;
         a->due_ms = now + a->cfg.interval_ms;
         a->state = A_CHECK;
+        /* First check on this Redis process: discard a pool from another epoch. */
+        if (strcmp(a->epoch_run_id, rds_run_id(rf->rds)) != 0 &&
+            rds_command(rf->rds, on_epoch, a, "FCALL idpool_epoch 2 %s %s %s", a->k_pool, a->k_meta,
+                        rds_run_id(rf->rds)) != 0) {
+            a->state = A_IDLE;
+            continue;
+        }
         if (rds_command(rf->rds, on_check, a, "LLEN %s", a->k_pool) != 0)
             a->state = A_IDLE;
     }
@@ -832,6 +874,8 @@ static void on_load(void *arg, int status, const struct app_row *rows, size_t n,
 
     rf->loading = 0;
     if (status != 0) {
+        if (!err)
+            err = "unknown error";
         if (!rf->load_err || strcmp(rf->load_err, err) != 0) {
             log_warn("cannot load applications: %s; keeping the %zu already loaded", err,
                      rf->napps);

@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# Runs idpool end to end on a fresh Debian 12 machine:
+#
+#   scripts/quickstart.sh         install what is missing, build, start
+#                                 Redis + MariaDB + idpoold, pop a few IDs
+#   scripts/quickstart.sh stop    stop idpoold and the servers it started
+#   scripts/quickstart.sh clean   stop, then delete run/ (data and logs)
+#
+# Everything runs from run/ in the repository (git-ignored), on free
+# loopback ports; system services are not touched. Safe to run again: it
+# rebuilds, keeps the data and restarts idpoold. To use your own servers
+# instead, set both IDPOOL_REDIS_URL and IDPOOL_MYSQL_URL (the schema and
+# two demo rows are then created in that database).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUN=$ROOT/run
+BUILD=$ROOT/build
+SERVERS=$ROOT/scripts/servers.sh
+PIDFILE=$RUN/idpoold.pid
+LOG=$RUN/idpoold.log
+WAIT_S=${QUICKSTART_WAIT_S:-20}
+mapfile -t PACKAGES < <(grep -Ev '^(#|$)' "$ROOT/scripts/packages.txt")
+
+say() {
+    if [[ -t 2 ]]; then
+        printf '\033[1m==> %s\033[0m\n' "$*" >&2
+    else
+        printf '==> %s\n' "$*" >&2
+    fi
+}
+die() {
+    printf 'quickstart: error: %s\n' "$*" >&2
+    exit 1
+}
+
+# ------------------------------------------------------------- packages ---
+
+install_packages() {
+    local p missing=()
+    if ! command -v dpkg-query >/dev/null; then
+        say "not a Debian system: make sure these are installed: ${PACKAGES[*]}"
+        return 0
+    fi
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+            missing+=("$p")
+    done
+    ((${#missing[@]})) || return 0
+    say "installing ${missing[*]}"
+    local sudo=()
+    if ((EUID != 0)); then
+        command -v sudo >/dev/null ||
+            die "not root and no sudo; run as root: apt-get install -y ${missing[*]}"
+        sudo=(sudo)
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+}
+
+# -------------------------------------------------------------- servers ---
+
+# Sets RCLI and MYSQL (command arrays) from IDPOOL_REDIS_URL / _MYSQL_URL.
+clients_from_urls() {
+    local re_redis='^redis://(([^:@]*)(:([^@]*))?@)?([^:/@]+)(:([0-9]+))?(/([0-9]+))?/?$'
+    local re_mysql='^mysql://([^:@/]+)(:([^@]*))?@([^:/@]+)(:([0-9]+))?/([A-Za-z0-9_]+)$'
+    [[ $IDPOOL_REDIS_URL =~ $re_redis ]] || die "cannot parse IDPOOL_REDIS_URL=$IDPOOL_REDIS_URL"
+    RHOST=${BASH_REMATCH[5]} RPORT=${BASH_REMATCH[7]:-6379}
+    RCLI=(redis-cli -h "$RHOST" -p "$RPORT" -n "${BASH_REMATCH[9]:-0}")
+    if [[ -n ${BASH_REMATCH[4]} ]]; then
+        export REDISCLI_AUTH=${BASH_REMATCH[4]}
+    fi
+    [[ $IDPOOL_MYSQL_URL =~ $re_mysql ]] || die "cannot parse IDPOOL_MYSQL_URL=$IDPOOL_MYSQL_URL"
+    MYSQL=(mariadb --no-defaults -h "${BASH_REMATCH[4]}" -P "${BASH_REMATCH[6]:-3306}"
+        -u "${BASH_REMATCH[1]}")
+    MYSQL_DB=${BASH_REMATCH[7]}
+    if [[ -n ${BASH_REMATCH[3]} ]]; then
+        export MYSQL_PWD=${BASH_REMATCH[3]}
+    fi
+}
+
+start_servers() {
+    if [[ -n ${IDPOOL_REDIS_URL:-} && -n ${IDPOOL_MYSQL_URL:-} ]]; then
+        say "using your servers: $IDPOOL_REDIS_URL and $IDPOOL_MYSQL_URL"
+    else
+        say "starting Redis and MariaDB in run/"
+        mkdir -p "$RUN"
+        SERVERS_DETACH=1 "$SERVERS" start "$RUN" >/dev/null
+        # shellcheck source=/dev/null
+        source "$RUN/env"
+    fi
+    clients_from_urls
+    "${RCLI[@]}" PING >/dev/null || die "Redis at $IDPOOL_REDIS_URL does not answer"
+}
+
+load_schema_and_demo() {
+    say "loading sql/schema.sql and the demo applications"
+    "${MYSQL[@]}" -e "CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\`" 2>/dev/null || true
+    "${MYSQL[@]}" "$MYSQL_DB" <"$ROOT/sql/schema.sql"
+    "${MYSQL[@]}" "$MYSQL_DB" <<'EOF'
+INSERT INTO application
+    (entity_key, entity_name, increasing_type, start_offset, step,
+     max_size_per_second, increment_max)
+VALUES
+    ('demo_mono', 'quickstart: monotonic IDs', 1, 1000000, 1000, 1000, 3),
+    ('demo_trend', 'quickstart: trend IDs (shuffled blocks)', 2, 0, 1000, 1000, 1)
+ON DUPLICATE KEY UPDATE
+    entity_name = VALUES(entity_name), increasing_type = VALUES(increasing_type),
+    start_offset = VALUES(start_offset), step = VALUES(step),
+    max_size_per_second = VALUES(max_size_per_second),
+    increment_max = VALUES(increment_max), deleted_at = 0;
+EOF
+}
+
+# -------------------------------------------------------------- idpoold ---
+
+daemon_pid() { # pid of our running idpoold, or nothing
+    local pid
+    [[ -r $PIDFILE ]] || return 0
+    pid=$(tr -dc 0-9 <"$PIDFILE")
+    if [[ -n $pid && $(cat "/proc/$pid/comm" 2>/dev/null) == idpoold ]]; then
+        echo "$pid"
+    fi
+}
+
+running() { # PID is alive and not a zombie
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [[ ${stat%% *} != Z ]]
+}
+
+stop_daemon() {
+    local pid i
+    pid=$(daemon_pid)
+    if [[ -n $pid ]]; then
+        say "stopping idpoold (pid $pid)"
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do
+            running "$pid" || break
+            sleep 0.1
+        done
+        if running "$pid"; then
+            say "idpoold did not exit within 10 s; killing it"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    rm -f "$PIDFILE"
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+start_daemon() {
+    HTTP_PORT=9471 # the daemon's default, if nobody else has it
+    if ! port_free "$HTTP_PORT"; then
+        HTTP_PORT=$(python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+    fi
+    mkdir -p "$RUN"
+    say "starting idpoold (log: run/idpoold.log)"
+    printf '\n--- %s quickstart: starting idpoold ---\n' "$(date '+%F %T')" >>"$LOG"
+    setsid "$BUILD/idpoold" --redis "$IDPOOL_REDIS_URL" --mysql "$IDPOOL_MYSQL_URL" \
+        --http "127.0.0.1:$HTTP_PORT" </dev/null >>"$LOG" 2>&1 &
+    DAEMON=$!
+    echo "$DAEMON" >"$PIDFILE"
+}
+
+# Waits (bounded) until KEY's pool holds IDs; explains what to look at if not.
+wait_pool() {
+    local key=$1 deadline n st=0
+    deadline=$((${EPOCHREALTIME/[,.]/} + WAIT_S * 1000000))
+    while :; do
+        n=$("${RCLI[@]}" LLEN "idpool:{$key}:pool" 2>/dev/null || true)
+        if [[ $n =~ ^[0-9]+$ ]] && ((n > 0)); then
+            return 0
+        fi
+        if ! running "$DAEMON"; then
+            wait "$DAEMON" || st=$?
+            rm -f "$PIDFILE"
+            tail -n 20 "$LOG" >&2
+            die "idpoold exited with status $st; see run/idpoold.log (last lines above)"
+        fi
+        if ((${EPOCHREALTIME/[,.]/} >= deadline)); then
+            tail -n 20 "$LOG" >&2
+            die "no IDs in idpool:{$key}:pool after ${WAIT_S} s; see run/idpoold.log (last lines above). idpoold is still running: scripts/quickstart.sh stop"
+        fi
+        sleep 0.2
+    done
+}
+
+show_ids() {
+    local key
+    for key in demo_mono demo_trend; do
+        printf '\n$ redis-cli LPOP idpool:{%s}:pool 5\n' "$key"
+        "${RCLI[@]}" LPOP "idpool:{$key}:pool" 5
+    done
+    local cli="redis-cli -h $RHOST -p $RPORT"
+    cat <<EOF
+
+idpool is running.
+  Pop more IDs:        $cli LPOP 'idpool:{demo_mono}:pool' 100
+  With the limits:     $cli FCALL idpool_take 2 'idpool:{demo_mono}:pool' 'idpool:{demo_mono}:meta' 100
+  Status and metrics:  curl http://127.0.0.1:$HTTP_PORT/v1/apps   (and /metrics, /healthz)
+  Applications (SQL):  ${MYSQL[*]} $MYSQL_DB -e 'SELECT * FROM application\\G'
+  Daemon log:          run/idpoold.log   (pid $DAEMON in run/idpoold.pid)
+  Stop everything:     scripts/quickstart.sh stop
+EOF
+}
+
+# ----------------------------------------------------------------- main ---
+
+cmd_stop() {
+    stop_daemon
+    if [[ -f $RUN/env ]]; then
+        say "stopping Redis and MariaDB in run/"
+        "$SERVERS" stop "$RUN"
+    fi
+}
+
+cmd_start() {
+    install_packages
+    say "building into build/"
+    if [[ ! -f $BUILD/build.ninja ]]; then
+        meson setup "$BUILD" "$ROOT"
+    fi
+    ninja -C "$BUILD"
+    start_servers
+    load_schema_and_demo
+    stop_daemon # a previous run's, so the new build is the one running
+    start_daemon
+    say "waiting up to ${WAIT_S} s for the pools to fill"
+    wait_pool demo_mono
+    wait_pool demo_trend
+    show_ids
+}
+
+cd "$ROOT"
+case ${1:-start} in
+start) cmd_start ;;
+stop) cmd_stop ;;
+clean)
+    cmd_stop
+    rm -rf "$RUN"
+    ;;
+*)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,430 @@
+#!/usr/bin/env bash
+# Throwaway redis-server + mariadbd for the quickstart and the integration
+# tests. Everything lives in one directory; nothing touches system services.
+#
+#   scripts/servers.sh start  DIR [redis|mysql]  start (or reuse) the servers
+#   scripts/servers.sh stop   DIR [redis|mysql]  TERM, bounded wait, then KILL
+#   scripts/servers.sh kill   DIR [redis|mysql]  SIGKILL at once (crash test)
+#   scripts/servers.sh status DIR                which servers are running
+#
+# `start DIR` picks free loopback ports, writes DIR/env (IDPOOL_REDIS_URL,
+# IDPOOL_MYSQL_URL, REDIS_PORT, MYSQL_PORT, MYSQL_SOCKET) and prints it.
+# It is idempotent: a server already running from DIR is left alone, and a
+# stopped one is started again on the port and data recorded in DIR/env, so
+# `stop DIR redis; start DIR redis` is a Redis restart that keeps its AOF.
+#
+# MariaDB: root has no password and may connect over TCP from 127.0.0.1 and
+# ::1 (users root@localhost, root@127.0.0.1, root@::1; --skip-name-resolve).
+# An initialised datadir is cached once per MariaDB version and copied.
+#
+# Environment: SERVERS_DETACH=1 starts the servers in their own session
+# (setsid; used by the quickstart so that Ctrl-C does not reach them),
+# SERVERS_START_TIMEOUT / SERVERS_STOP_TIMEOUT (seconds, default 30 / 20).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SCHEMA=$ROOT/sql/schema.sql
+START_TIMEOUT=${SERVERS_START_TIMEOUT:-30}
+STOP_TIMEOUT=${SERVERS_STOP_TIMEOUT:-20}
+# Bump when the template recipe below changes, to invalidate old caches.
+TEMPLATE_RECIPE=1
+
+say() { printf 'servers: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+}
+
+# Finds a binary on PATH or in the sbin directories a non-root PATH lacks.
+find_bin() {
+    local name
+    for name in "$@"; do
+        if command -v "$name" >/dev/null 2>&1; then
+            command -v "$name"
+            return 0
+        fi
+        local d
+        for d in /usr/sbin /usr/local/sbin /sbin /usr/local/bin /usr/bin; do
+            if [[ -x $d/$name ]]; then
+                echo "$d/$name"
+                return 0
+            fi
+        done
+    done
+    return 1
+}
+
+now() { echo "${EPOCHREALTIME/[,.]/}"; } # microseconds
+
+# True if PID is a live (non-zombie) process whose name is COMM.
+alive() {
+    local pid=$1 comm=$2 stat
+    [[ -n $pid && -r /proc/$pid/comm ]] || return 1
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$comm" ]] || return 1
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [[ ${stat%% *} != Z ]]
+}
+
+pid_of() { # pidfile -> pid or empty
+    if [[ -r $1 ]]; then tr -dc 0-9 <"$1"; fi
+}
+
+# A port nobody listens on: ask the kernel for one, fall back to probing.
+free_port() {
+    local p
+    if p=$(python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])' 2>/dev/null) && [[ -n $p ]]; then
+        echo "$p"
+        return 0
+    fi
+    for _ in $(seq 200); do
+        p=$((20000 + RANDOM % 10000))
+        if port_free "$p"; then
+            echo "$p"
+            return 0
+        fi
+    done
+    die "no free TCP port found"
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# ---------------------------------------------------------------- paths ---
+
+setup_paths() {
+    mkdir -p "$1"
+    DIR=$(cd "$1" && pwd)
+    ENV_FILE=$DIR/env
+    REDIS_PIDFILE=$DIR/redis.pid
+    REDIS_LOG=$DIR/redis.log
+    MYSQL_PIDFILE=$DIR/mysql.pid
+    MYSQL_LOG=$DIR/mysql.err
+    REDIS_PORT='' MYSQL_PORT='' MYSQL_SOCKET=''
+    if [[ -r $ENV_FILE ]]; then
+        REDIS_PORT=$(sed -n 's/^export REDIS_PORT=//p' "$ENV_FILE")
+        MYSQL_PORT=$(sed -n 's/^export MYSQL_PORT=//p' "$ENV_FILE")
+        MYSQL_SOCKET=$(sed -n 's/^export MYSQL_SOCKET=//p' "$ENV_FILE")
+    fi
+    if [[ -z $MYSQL_SOCKET ]]; then
+        # sun_path holds 108 bytes: fall back to a short path for deep DIRs.
+        MYSQL_SOCKET=$DIR/mysql.sock
+        if ((${#MYSQL_SOCKET} > 100)); then
+            MYSQL_SOCKET=${TMPDIR:-/tmp}/idpool-$(printf %s "$DIR" | md5sum | cut -c1-12).sock
+        fi
+    fi
+}
+
+write_env() {
+    local tmp=$ENV_FILE.tmp
+    cat >"$tmp" <<EOF
+export IDPOOL_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+export IDPOOL_MYSQL_URL=mysql://root@127.0.0.1:$MYSQL_PORT/idpool
+export REDIS_PORT=$REDIS_PORT
+export MYSQL_PORT=$MYSQL_PORT
+export MYSQL_SOCKET=$MYSQL_SOCKET
+export SERVERS_DIR=$DIR
+EOF
+    mv -f "$tmp" "$ENV_FILE"
+}
+
+# Runs a server in the background with no terminal I/O; prints its pid.
+launch() {
+    local log=$1
+    shift
+    if [[ ${SERVERS_DETACH:-0} == 1 ]]; then
+        setsid "$@" </dev/null >>"$log" 2>&1 &
+    else
+        "$@" </dev/null >>"$log" 2>&1 &
+    fi
+    echo $!
+}
+
+log_tail() {
+    say "last lines of $1:"
+    tail -n "${2:-30}" "$1" >&2 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------- redis ---
+
+redis_cli() { "$REDIS_CLI" -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+start_redis() {
+    local pid
+    pid=$(pid_of "$REDIS_PIDFILE")
+    if alive "$pid" redis-server; then
+        say "redis already running (pid $pid, port $REDIS_PORT)"
+        return 0
+    fi
+    choose_port REDIS_PORT
+    mkdir -p "$DIR/redis"
+    pid=$(launch "$REDIS_LOG" "$REDIS_SERVER" \
+        --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DIR/redis" \
+        --save '' --appendonly yes --appendfsync everysec \
+        --maxmemory-policy noeviction --daemonize no \
+        --enable-debug-command local \
+        --pidfile "$REDIS_PIDFILE" --logfile "$REDIS_LOG")
+    echo "$pid" >"$REDIS_PIDFILE"
+    REDIS_STARTED=$pid
+}
+
+wait_redis() {
+    local deadline=$(($(now) + START_TIMEOUT * 1000000))
+    while (($(now) < deadline)); do
+        if [[ $(redis_cli ping 2>/dev/null) == PONG ]]; then
+            return 0
+        fi
+        if ! alive "$REDIS_STARTED" redis-server; then
+            log_tail "$REDIS_LOG"
+            die "redis-server exited during start-up"
+        fi
+        sleep 0.05
+    done
+    log_tail "$REDIS_LOG"
+    die "redis-server not answering on 127.0.0.1:$REDIS_PORT after ${START_TIMEOUT}s"
+}
+
+# ---------------------------------------------------------------- mysql ---
+
+# Options shared by the template bootstrap and every start: small and fast.
+# flush_log_at_trx_commit=2 still survives kill -9 of mariadbd (the log is
+# written to the OS at each commit), only not a machine crash.
+mysqld_common() {
+    MYSQLD_OPTS=(--no-defaults
+        --skip-name-resolve
+        --innodb-buffer-pool-size=32M --innodb-log-file-size=8M
+        --innodb-flush-log-at-trx-commit=2 --innodb-use-native-aio=0
+        --performance-schema=OFF
+        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci)
+    if ((EUID == 0)); then
+        MYSQLD_OPTS+=(--user=root)
+    fi
+}
+
+mysql_client() { "$MYSQL" --no-defaults -h 127.0.0.1 -P "$MYSQL_PORT" -u root "$@"; }
+
+# Returns the cached, initialised datadir, building it once if needed.
+ensure_template() {
+    local version cache tmp sock pid i lockfd=''
+    version=$("$MARIADBD" --version | sed -n 's/.* Ver \([^ ]*\).*/\1/p')
+    [[ -n $version ]] || die "cannot read the version of $MARIADBD"
+    cache=${XDG_CACHE_HOME:-$HOME/.cache}/idpool
+    TEMPLATE=$cache/mariadb-template-$version-r$TEMPLATE_RECIPE
+    [[ -d $TEMPLATE ]] && return 0
+    mkdir -p "$cache"
+    if command -v flock >/dev/null; then
+        exec {lockfd}>"$cache/.template.lock"
+        flock -w 120 "$lockfd" || die "timed out waiting for $cache/.template.lock"
+    fi
+    if [[ ! -d $TEMPLATE ]]; then
+        say "initialising a MariaDB template datadir (once) in $TEMPLATE"
+        tmp=$(mktemp -d "$cache/.template.XXXXXX")
+        sock=$(mktemp -u "${TMPDIR:-/tmp}/idpool-tpl-XXXXXX.sock")
+        if ! "$INSTALL_DB" "${MYSQLD_OPTS[@]}" --datadir="$tmp/data" \
+            --auth-root-authentication-method=normal --skip-test-db \
+            >"$tmp/install.log" 2>&1; then
+            log_tail "$tmp/install.log"
+            rm -rf "$tmp"
+            die "mariadb-install-db failed"
+        fi
+        # Boot it once without networking to pin down who root may be.
+        pid=$(launch "$tmp/boot.err" "$MARIADBD" "${MYSQLD_OPTS[@]}" \
+            --datadir="$tmp/data" --skip-networking --socket="$sock" \
+            --pid-file="$tmp/boot.pid" --log-error="$tmp/boot.err")
+        for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+            "$MYSQL" --no-defaults -S "$sock" -u root -e 'SELECT 1' >/dev/null 2>&1 && break
+            alive "$pid" mariadbd || break
+            sleep 0.1
+        done
+        if ! "$MYSQL" --no-defaults -S "$sock" -u root >"$tmp/setup.log" 2>&1 <<'EOF'; then
+-- root without a password, over the socket and over loopback TCP only.
+CREATE USER IF NOT EXISTS 'root'@'localhost' IDENTIFIED BY '';
+CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+CREATE USER IF NOT EXISTS 'root'@'::1' IDENTIFIED BY '';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'localhost' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'::1' WITH GRANT OPTION;
+-- root@<hostname> only draws warnings under --skip-name-resolve.
+DELETE FROM mysql.global_priv WHERE User = 'root' AND Host NOT IN ('localhost', '127.0.0.1', '::1');
+DELETE FROM mysql.proxies_priv WHERE Host NOT IN ('localhost', '127.0.0.1', '::1', '');
+FLUSH PRIVILEGES;
+SHUTDOWN;
+EOF
+            cat "$tmp/setup.log" >&2
+            log_tail "$tmp/boot.err"
+            kill -KILL "$pid" 2>/dev/null || true
+            rm -rf "$tmp"
+            die "could not set up the template's users"
+        fi
+        for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+            alive "$pid" mariadbd || break
+            sleep 0.1
+        done
+        if alive "$pid" mariadbd; then
+            kill -KILL "$pid" 2>/dev/null || true
+            rm -rf "$tmp"
+            die "template server did not shut down"
+        fi
+        mv -T "$tmp/data" "$TEMPLATE"
+        rm -rf "$tmp"
+    fi
+    if [[ -n $lockfd ]]; then
+        exec {lockfd}>&-
+    fi
+}
+
+start_mysql() {
+    local pid
+    pid=$(pid_of "$MYSQL_PIDFILE")
+    if alive "$pid" mariadbd; then
+        say "mariadbd already running (pid $pid, port $MYSQL_PORT)"
+        return 0
+    fi
+    if [[ ! -d $DIR/mysql ]]; then
+        ensure_template
+        cp -a "$TEMPLATE" "$DIR/mysql.tmp"
+        mv -T "$DIR/mysql.tmp" "$DIR/mysql"
+    fi
+    choose_port MYSQL_PORT
+    pid=$(launch "$MYSQL_LOG" "$MARIADBD" "${MYSQLD_OPTS[@]}" \
+        --datadir="$DIR/mysql" --port="$MYSQL_PORT" --bind-address=127.0.0.1 \
+        --socket="$MYSQL_SOCKET" --pid-file="$MYSQL_PIDFILE" \
+        --log-error="$MYSQL_LOG")
+    echo "$pid" >"$MYSQL_PIDFILE"
+    MYSQL_STARTED=$pid
+}
+
+wait_mysql() {
+    local deadline=$(($(now) + START_TIMEOUT * 1000000))
+    while (($(now) < deadline)); do
+        if mysql_client -e 'SELECT 1' >/dev/null 2>&1; then
+            return 0
+        fi
+        if ! alive "$MYSQL_STARTED" mariadbd; then
+            log_tail "$MYSQL_LOG"
+            die "mariadbd exited during start-up"
+        fi
+        sleep 0.05
+    done
+    log_tail "$MYSQL_LOG"
+    die "mariadbd not answering on 127.0.0.1:$MYSQL_PORT after ${START_TIMEOUT}s"
+}
+
+load_schema() {
+    [[ -r $SCHEMA ]] || die "schema not found: $SCHEMA"
+    mysql_client -e 'CREATE DATABASE IF NOT EXISTS idpool CHARACTER SET utf8mb4'
+    mysql_client idpool <"$SCHEMA"
+}
+
+# --------------------------------------------------------------- common ---
+
+# Keeps the port recorded in DIR/env when it is free; else picks a new one
+# (a restart of a single server must keep its port, so that is an error).
+choose_port() {
+    local var=$1
+    if [[ -n ${!var} ]]; then
+        port_free "${!var}" && return 0
+        [[ -z $ONLY ]] || die "port ${!var} ($var) is taken by another process"
+        say "port ${!var} is taken, picking another"
+    fi
+    local p
+    p=$(free_port)
+    while [[ $p == "$REDIS_PORT" || $p == "$MYSQL_PORT" ]]; do
+        p=$(free_port)
+    done
+    printf -v "$var" %s "$p"
+}
+
+# Stops the server in PIDFILE: SIGNAL, bounded wait, then KILL.
+stop_one() {
+    local pidfile=$1 comm=$2 sig=$3 pid i
+    pid=$(pid_of "$pidfile")
+    if ! alive "$pid" "$comm"; then
+        rm -f "$pidfile"
+        return 0
+    fi
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for ((i = 0; i < STOP_TIMEOUT * 20; i++)); do
+        alive "$pid" "$comm" || break
+        sleep 0.05
+    done
+    if alive "$pid" "$comm"; then
+        say "$comm (pid $pid) ignored SIG$sig for ${STOP_TIMEOUT}s, killing it"
+        kill -KILL "$pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do
+            alive "$pid" "$comm" || break
+            sleep 0.05
+        done
+    fi
+    alive "$pid" "$comm" && die "$comm (pid $pid) will not die"
+    rm -f "$pidfile"
+}
+
+wants() { [[ -z $ONLY || $ONLY == "$1" ]]; }
+
+cmd_start() {
+    local t0 redis_up=0 mysql_up=0
+    t0=$(now)
+    REDIS_SERVER=$(find_bin redis-server) || die "redis-server not found (apt-get install redis-server)"
+    REDIS_CLI=$(find_bin redis-cli) || die "redis-cli not found (apt-get install redis-tools)"
+    MARIADBD=$(find_bin mariadbd mysqld) || die "mariadbd not found (apt-get install mariadb-server)"
+    INSTALL_DB=$(find_bin mariadb-install-db mysql_install_db) || die "mariadb-install-db not found"
+    MYSQL=$(find_bin mariadb mysql) || die "mariadb client not found (apt-get install mariadb-client)"
+    mysqld_common
+    REDIS_STARTED='' MYSQL_STARTED=''
+    # Both start in parallel; then wait for each.
+    if wants redis; then start_redis; fi
+    if wants mysql; then start_mysql; fi
+    write_env
+    if [[ -n $REDIS_STARTED ]]; then wait_redis; redis_up=1; fi
+    if [[ -n $MYSQL_STARTED ]]; then wait_mysql; mysql_up=1; fi
+    if wants mysql; then load_schema; fi
+    say "ready in $((($(now) - t0) / 1000)) ms (started: redis=$redis_up mysql=$mysql_up) in $DIR"
+    cat "$ENV_FILE"
+}
+
+cmd_stop() {
+    local sig=$1
+    if wants redis; then stop_one "$REDIS_PIDFILE" redis-server "$sig"; fi
+    if wants mysql; then stop_one "$MYSQL_PIDFILE" mariadbd "$sig"; fi
+}
+
+cmd_status() {
+    local rc=0 pid
+    pid=$(pid_of "$REDIS_PIDFILE")
+    if alive "$pid" redis-server; then
+        echo "redis: running, pid $pid, port $REDIS_PORT"
+    else
+        echo "redis: stopped"
+        rc=3
+    fi
+    pid=$(pid_of "$MYSQL_PIDFILE")
+    if alive "$pid" mariadbd; then
+        echo "mysql: running, pid $pid, port $MYSQL_PORT"
+    else
+        echo "mysql: stopped"
+        rc=3
+    fi
+    return "$rc"
+}
+
+main() {
+    (($# >= 2)) || usage
+    local cmd=$1
+    setup_paths "$2"
+    ONLY=${3:-}
+    case $ONLY in '' | redis | mysql) ;; *) usage ;; esac
+    case $cmd in
+    start) cmd_start ;;
+    stop) cmd_stop TERM ;;
+    kill) cmd_stop KILL ;;
+    status) cmd_status ;;
+    *) usage ;;
+    esac
+}
+
+main "$@"

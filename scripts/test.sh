@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The test command: builds build/ and build-asan/ (ASan + UBSan), runs the
+# unit and integration suites in build/, then the integration suite in
+# build-asan/, and ends with one line "N passed, M failed". Exits non-zero
+# if anything failed. Under CI=true a skipped test counts as failed (CI
+# installs Redis and MariaDB, so nothing may skip there).
+#
+#   scripts/test.sh              everything
+#   TEST_ASAN=0 scripts/test.sh  skip the sanitizer build and run
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+PASSED=0 FAILED=0 SKIPPED=0
+NOTES=()
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/idpool-test-logs.XXXXXX")
+trap 'rm -rf "$LOGS"' EXIT
+
+say() { printf '\n==> %s\n' "$*" >&2; }
+
+# build DIR [meson options]: configures DIR once, then compiles it.
+build() {
+    local dir=$1
+    shift
+    say "building $dir/"
+    if [[ ! -f $dir/build.ninja ]]; then
+        meson setup "$dir" "$@" || return 1
+    fi
+    ninja -C "$dir"
+}
+
+# count LOG FIELD: the number on meson's summary line "FIELD:   N".
+count() {
+    sed -n "s/^$2: *\([0-9][0-9]*\) *\$/\1/p" "$1" | tail -n 1
+}
+
+# run_suite LABEL DIR [meson test options]: runs the tests and adds meson's
+# summary counts to the totals. A run that ends without a summary, or fails
+# without counting a failure, counts as one failure.
+run_suite() {
+    local label=$1 dir=$2 log st=0 ok xfail fail xpass skip timeout
+    shift 2
+    log=$LOGS/$label.log
+    say "meson test -C $dir $*"
+    meson test -C "$dir" --print-errorlogs "$@" 2>&1 | tee "$log" || st=${PIPESTATUS[0]}
+    ok=$(count "$log" Ok)
+    if [[ -z $ok ]]; then
+        if grep -q 'No suitable tests defined' "$log"; then
+            NOTES+=("$label: no tests")
+            return 0
+        fi
+        FAILED=$((FAILED + 1))
+        NOTES+=("$label: meson test exited with status $st and no summary")
+        return 0
+    fi
+    xfail=$(count "$log" 'Expected Fail')
+    fail=$(count "$log" Fail)
+    xpass=$(count "$log" 'Unexpected Pass')
+    skip=$(count "$log" Skipped)
+    timeout=$(count "$log" Timeout)
+    local p=$((ok + ${xfail:-0}))
+    local f=$((${fail:-0} + ${xpass:-0} + ${timeout:-0}))
+    if [[ ${CI:-} == true ]]; then
+        f=$((f + ${skip:-0}))
+    else
+        SKIPPED=$((SKIPPED + ${skip:-0}))
+    fi
+    if ((st != 0 && f == 0)); then
+        f=1
+        NOTES+=("$label: meson test exited with status $st")
+    fi
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    NOTES+=("$label: $p passed, $f failed${skip:+, $skip skipped}")
+}
+
+t0=$SECONDS
+
+if build build; then
+    run_suite normal build
+else
+    FAILED=$((FAILED + 1))
+    NOTES+=("build/: build failed")
+fi
+
+if [[ ${TEST_ASAN:-1} != 0 ]]; then
+    # Stop at the first report; leaks and UB fail the daemon's exit status,
+    # which the integration harness checks (and greps the logs for).
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+    # Leaks inside system libraries we cannot fix go in test/lsan.supp.
+    if [[ -f test/lsan.supp && -z ${LSAN_OPTIONS:-} ]]; then
+        export LSAN_OPTIONS=suppressions=$ROOT/test/lsan.supp:print_suppressions=0
+    fi
+    if build build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
+        run_suite asan build-asan --suite integration --timeout-multiplier 2
+    else
+        FAILED=$((FAILED + 1))
+        NOTES+=("build-asan/: build failed")
+    fi
+fi
+
+say "summary ($((SECONDS - t0)) s)"
+for n in "${NOTES[@]}"; do
+    printf '  %s\n' "$n"
+done
+if ((SKIPPED)); then
+    printf '  %d skipped (Redis or MariaDB not installed?)\n' "$SKIPPED"
+fi
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))
