@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# placeholder
+exit 77
