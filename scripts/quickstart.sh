@@ -201,8 +201,8 @@ show_ids() {
 
 idpool is running.
   Pop more IDs:        $cli LPOP 'idpool:{demo_mono}:pool' 100
-  With the limits:     $cli FCALL idpool_take 2 'idpool:{demo_mono}:pool' 'idpool:{demo_mono}:meta' 100
-  Status and metrics:  curl http://127.0.0.1:$HTTP_PORT/v1/apps   (and /metrics, /healthz)
+  Trend IDs:           $cli LPOP 'idpool:{demo_trend}:pool' 100
+  Progress (meta):     $cli HGETALL 'idpool:{demo_mono}:meta'
   Applications (SQL):  ${MYSQL[*]} $MYSQL_DB -e 'SELECT * FROM application\\G'
   Daemon log:          run/idpoold.log   (pid $DAEMON in run/idpoold.pid)
   Stop everything:     scripts/quickstart.sh stop
