@@ -87,6 +87,8 @@ struct refill {
     struct event *tick_ev;   /* persistent tick */
     struct event *reload_ev; /* persistent reload timer */
     struct app **apps;       /* all known applications */
+    struct app **index;      /* open-addressing hash of the apps by key, rebuilt per load */
+    size_t index_cap;        /* its size: a power of two, at least twice the entries */
     size_t napps, capapps;
     int loading;    /* a load job is in flight */
     int loaded;     /* rows were loaded at least once */
@@ -763,11 +765,51 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* --- loading rows -------------------------------------------------------- */
 
+static size_t key_hash(const char *key)
+{
+    size_t h = 14695981039346656037ULL; /* FNV-1a */
+
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 1099511628211ULL;
+    return h;
+}
+
+static void index_insert(struct refill *rf, struct app *a)
+{
+    size_t i = key_hash(a->cfg.key) & (rf->index_cap - 1);
+
+    while (rf->index[i])
+        i = (i + 1) & (rf->index_cap - 1);
+    rf->index[i] = a;
+}
+
+/* Size the index for the apps we have plus `incoming` rows; -1 on OOM. */
+static int index_rebuild(struct refill *rf, size_t incoming)
+{
+    size_t cap = 16;
+
+    while (cap < 2 * (rf->napps + incoming))
+        cap *= 2;
+    free(rf->index);
+    rf->index = calloc(cap, sizeof(*rf->index));
+    if (!rf->index) {
+        rf->index_cap = 0;
+        return -1;
+    }
+    rf->index_cap = cap;
+    for (size_t i = 0; i < rf->napps; i++)
+        if (!rf->apps[i]->dead)
+            index_insert(rf, rf->apps[i]);
+    return 0;
+}
+
 static struct app *find_app(struct refill *rf, const char *key)
 {
-    for (size_t i = 0; i < rf->napps; i++)
-        if (!rf->apps[i]->dead && strcmp(rf->apps[i]->cfg.key, key) == 0)
-            return rf->apps[i];
+    size_t i = key_hash(key) & (rf->index_cap - 1);
+
+    for (; rf->index[i]; i = (i + 1) & (rf->index_cap - 1))
+        if (strcmp(rf->index[i]->cfg.key, key) == 0)
+            return rf->index[i];
     return NULL;
 }
 
@@ -819,6 +861,7 @@ static void apply_row(struct refill *rf, const struct app_row *row)
         if (!a)
             return;
         rf->apps[rf->napps++] = a;
+        index_insert(rf, a);
         a->cfg.id = row->id;
     }
     a->seen = 1;
@@ -889,6 +932,11 @@ static void on_load(void *arg, int status, const struct app_row *rows, size_t n,
         log_info("applications loaded again");
         free(rf->load_err);
         rf->load_err = NULL;
+    }
+    if (index_rebuild(rf, n) < 0) {
+        log_error("out of memory indexing %zu applications; keeping the current ones", n);
+        maybe_stopped(rf);
+        return;
     }
     for (size_t i = 0; i < rf->napps; i++)
         rf->apps[i]->seen = 0;
@@ -1019,6 +1067,7 @@ void refill_free(struct refill *rf)
     for (size_t i = 0; i < rf->napps; i++)
         app_free(rf->apps[i]);
     free(rf->apps);
+    free(rf->index);
     if (rf->tick_ev)
         event_free(rf->tick_ev);
     if (rf->reload_ev)
