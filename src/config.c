@@ -126,8 +126,8 @@ static const struct setting settings[S_COUNT] = {
                     FROM_ALL, 0, 0, 0},
     [S_HTTP] = {"http", "IDPOOL_HTTP_ADDR", "Status and metrics", "HOST:PORT", "127.0.0.1:9471",
                 NULL,
-                "HTTP listen address for /status and /metrics ([IPv6]:PORT ok);\n"
-                "empty disables it",
+                "HTTP listen address for the status server ([IPv6]:PORT ok);\n"
+                "empty disables it (reserved: not served yet)",
                 K_HTTP, FROM_ALL, 0, 0, 0},
     [S_LOG_LEVEL] = {"log-level", "IDPOOL_LOG_LEVEL", "General", "LEVEL", "info", NULL,
                      "error, warn, info or debug", K_LOG_LEVEL, FROM_ALL, 0, 0, 0},

@@ -74,6 +74,15 @@ local function epoch(keys, args)
     return 0
 end
 
+-- idpool_renew: extend the lock only if the caller still holds it.
+--   FCALL idpool_renew 1 <lock> token ttl_ms   -> 1 renewed, 0 not held
+local function renew(keys, args)
+    if redis.call('GET', keys[1]) == args[1] then
+        return redis.call('PEXPIRE', keys[1], args[2])
+    end
+    return 0
+end
+
 -- idpool_unlock: release the lock only if the caller still holds it.
 --   FCALL idpool_unlock 1 <lock> token   -> 1 released, 0 not held
 local function unlock(keys, args)
@@ -85,4 +94,5 @@ end
 
 redis.register_function('idpool_push', push)
 redis.register_function('idpool_epoch', epoch)
+redis.register_function('idpool_renew', renew)
 redis.register_function('idpool_unlock', unlock)

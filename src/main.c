@@ -114,6 +114,14 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         warn_restart_needed("key-prefix", d->cfg.key_prefix, nc.key_prefix);
         warn_restart_needed("http", d->cfg.http_addr, nc.http_addr);
         warn_restart_needed("instance", d->cfg.instance, nc.instance);
+        if (d->cfg.mysql_timeout_ms != nc.mysql_timeout_ms)
+            log_warn("reload: mysql-timeout-ms changed; the new value takes effect after a "
+                     "restart");
+        if (strcmp(d->cfg.redis.password ? d->cfg.redis.password : "",
+                   nc.redis.password ? nc.redis.password : "") != 0 ||
+            strcmp(d->cfg.mysql.password ? d->cfg.mysql.password : "",
+                   nc.mysql.password ? nc.mysql.password : "") != 0)
+            log_warn("reload: a password changed; the new one is used after a restart");
         log_set_level(nc.log_level);
         rds_set_timeout(d->rds, nc.redis_timeout_ms);
         refill_configure(d->refill, &nc);

@@ -53,15 +53,18 @@ struct app {
     char *last_err;        /* last refill error, logged once per change */
     uint64_t due_ms;       /* next check */
     char epoch_run_id[64]; /* Redis run_id the pool was last checked against */
+    int space_warned;      /* the ID-space warning was logged for this row */
+    uint64_t lock_at_ms;   /* when the lock was taken or last renewed */
+    unsigned renewing;     /* lock renewals in flight (the app is not freed meanwhile) */
     /* the refill in progress */
-    char token[33];             /* random lock token of this acquisition */
-    int locked;                 /* SET NX succeeded */
-    int lock_step, lock_sent;   /* replies seen / commands sent in the lock phase */
-    int lock_err;               /* a lock-phase reply was missing or wrong */
-    uint64_t len;               /* pool length under the lock */
-    char expected[NUM_LEN + 2]; /* meta next as read ("" = no meta) */
-    int meta_bad;               /* meta present but unparseable */
-    uint64_t meta_pushed;       /* meta 'pushed' counter as read */
+    char token[33];           /* random lock token of this acquisition */
+    int locked;               /* SET NX succeeded */
+    int lock_step, lock_sent; /* replies seen / commands sent in the lock phase */
+    int lock_err;             /* a lock-phase reply was missing or wrong */
+    uint64_t len;             /* pool length under the lock */
+    char *expected;           /* meta next as read, verbatim (heap; NULL = no meta) */
+    int meta_bad;             /* meta present but unparseable */
+    uint64_t meta_pushed;     /* meta 'pushed' counter as read */
     char meta_run_id[64];
     struct lease_state plan; /* lease state after the IDs drawn so far */
     uint64_t *ids;           /* drawn IDs (heap, per refill) */
@@ -160,6 +163,7 @@ static void app_free(struct app *a)
     free(a->last_err);
     free(a->ids);
     free(a->cmds);
+    free(a->expected);
     free(a);
 }
 
@@ -257,8 +261,10 @@ static void app_to_idle(struct app *a)
 {
     free(a->ids);
     free(a->cmds);
+    free(a->expected);
     a->ids = NULL;
     a->cmds = NULL;
+    a->expected = NULL;
     a->nids = a->want = a->ncmds = a->cmdcap = 0;
     a->state = A_IDLE;
     if (a->has_new_cfg) {
@@ -440,7 +446,7 @@ static void on_push(struct rds *r, redisReply *reply, void *arg)
             if (reply_is_error(reply, "IDPOOL_FENCED")) {
                 a->fenced++;
                 log_warn("app=%s push fenced off: lock lost (held past its %d ms TTL?); "
-                         "nothing was pushed by this refill",
+                         "the rest of this refill was rejected",
                          a->cfg.key, a->rf->lock_ttl_ms);
             } else if (reply_is_error(reply, "IDPOOL_EPOCH")) {
                 a->epochs++;
@@ -473,7 +479,8 @@ static void on_push(struct rds *r, redisReply *reply, void *arg)
  */
 static void app_push(struct app *a)
 {
-    char prev[NUM_LEN + 2];
+    const char *prev = a->expected ? a->expected : "";
+    char prevbuf[NUM_LEN];
 
     if (a->nids == 0) {
         app_unlock(a);
@@ -482,7 +489,6 @@ static void app_push(struct app *a)
     a->state = A_PUSH;
     a->push_err = 0;
     a->inflight = 0;
-    snprintf(prev, sizeof(prev), "%s", a->expected);
     for (size_t c = 0; c < a->ncmds; c++) {
         const struct push_cmd *cmd = &a->cmds[c];
         char after[NUM_LEN];
@@ -497,7 +503,8 @@ static void app_push(struct app *a)
                 break;
             }
             a->inflight++;
-            snprintf(prev, sizeof(prev), "%s", after);
+            memcpy(prevbuf, after, sizeof(prevbuf));
+            prev = prevbuf;
         }
         if (a->push_err)
             break;
@@ -546,7 +553,8 @@ static int parse_meta(struct app *a, const redisReply *reply)
     int have_next = 0, bad = 0;
 
     memset(&a->plan, 0, sizeof(a->plan));
-    a->expected[0] = '\0';
+    free(a->expected);
+    a->expected = NULL;
     a->meta_run_id[0] = '\0';
     a->meta_pushed = 0;
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
@@ -558,8 +566,9 @@ static int parse_meta(struct app *a, const redisReply *reply)
                 bad = 1;
         if (strcmp(f->str, "next") == 0) {
             have_next = 1;
-            snprintf(a->expected, sizeof(a->expected), "%.*s", (int)v->len, v->str);
-            if (v->len > NUM_LEN)
+            /* Kept verbatim, however long: the fence compares it byte for byte. */
+            a->expected = strndup(v->str, v->len);
+            if (!a->expected)
                 bad = 1;
         } else if (strcmp(f->str, "pushed") == 0) {
             if (u64_parse(v->str, v->len, &a->meta_pushed) != 0)
@@ -638,6 +647,7 @@ static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
         a->lock_err = 1;
     } else if (step == 0) {
         a->locked = reply->type == REDIS_REPLY_STATUS;
+        a->lock_at_ms = clock_ms();
     } else if (step == 1) {
         a->len = reply->type == REDIS_REPLY_INTEGER ? (uint64_t)reply->integer : 0;
     } else if (step == 2 && reply->type == REDIS_REPLY_ARRAY) {
@@ -726,12 +736,46 @@ static void sweep_dead(struct refill *rf)
 
     for (size_t i = 0; i < rf->napps; i++) {
         struct app *a = rf->apps[i];
-        if (a->dead && a->state == A_IDLE)
+        if (a->dead && a->state == A_IDLE && !a->renewing)
             app_free(a);
         else
             rf->apps[j++] = a;
     }
     rf->napps = j;
+}
+
+static void on_renew(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    (void)r;
+    a->renewing--;
+    if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
+        log_debug("app=%s lock expired while waiting for MySQL; the push will be fenced off",
+                  a->cfg.key);
+}
+
+/*
+ * Keep the lock while a lease reservation is in flight: a slow MySQL is not
+ * a reason to let another refiller in (its push would be fenced off and the
+ * lease wasted). Compare-and-pexpire, so a lock already lost stays lost.
+ */
+static void renew_locks(struct refill *rf, uint64_t now)
+{
+    for (size_t i = 0; i < rf->napps; i++) {
+        struct app *a = rf->apps[i];
+        char ttl[16];
+
+        if (!a->locked || (a->state != A_RESERVE && a->state != A_PREFETCH) ||
+            now - a->lock_at_ms < (uint64_t)rf->lock_ttl_ms / 3)
+            continue;
+        snprintf(ttl, sizeof(ttl), "%d", rf->lock_ttl_ms);
+        if (rds_command(rf->rds, on_renew, a, "FCALL idpool_renew 1 %s %s %s", a->k_lock, a->token,
+                        ttl) == 0) {
+            a->renewing++;
+            a->lock_at_ms = now;
+        }
+    }
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -742,19 +786,25 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     sweep_dead(rf);
-    if (rf->stopping || !rds_ready(rf->rds))
+    if (!rds_ready(rf->rds))
+        return;
+    renew_locks(rf, now);
+    if (rf->stopping)
         return;
     /* Every due LLEN goes out in one write: hiredis buffers until the loop flushes. */
     for (size_t i = 0; i < rf->napps; i++) {
         struct app *a = rf->apps[i];
-        if (!a->live || a->dead || a->state != A_IDLE || now < a->due_ms)
+        /* First look at a pool on this Redis process: discard it if it was filled under
+         * another one, at once and even if the row is not served (clients may still pop). */
+        int epoch_due = strcmp(a->epoch_run_id, rds_run_id(rf->rds)) != 0;
+
+        if (a->dead || a->state != A_IDLE || (!a->live && !epoch_due) ||
+            (now < a->due_ms && !epoch_due))
             continue;
         a->due_ms = now + a->cfg.interval_ms;
         a->state = A_CHECK;
-        /* First check on this Redis process: discard a pool from another epoch. */
-        if (strcmp(a->epoch_run_id, rds_run_id(rf->rds)) != 0 &&
-            rds_command(rf->rds, on_epoch, a, "FCALL idpool_epoch 2 %s %s %s", a->k_pool, a->k_meta,
-                        rds_run_id(rf->rds)) != 0) {
+        if (epoch_due && rds_command(rf->rds, on_epoch, a, "FCALL idpool_epoch 2 %s %s %s",
+                                     a->k_pool, a->k_meta, rds_run_id(rf->rds)) != 0) {
             a->state = A_IDLE;
             continue;
         }
@@ -888,10 +938,11 @@ static void apply_row(struct refill *rf, const struct app_row *row)
         free(a->bad);
         a->bad = NULL;
     }
-    if (cfg.space_warning)
+    if (cfg.space_warning && !a->space_warned)
         log_warn("app=%s ID space nearly exhausted: current_offset %" PRIu64
                  " is above 90%% of 2^63-1",
                  cfg.key, cfg.current_offset);
+    a->space_warned = cfg.space_warning;
     describe(&cfg, desc, sizeof(desc));
     if (!a->live) {
         log_info("app=%s serving: %s", cfg.key, desc);

@@ -20,6 +20,7 @@
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
 #define RESERVE_RETRIES 8
+#define JOIN_TIMEOUT_MS 300 /* at shutdown, how long to wait for the worker */
 
 enum job_kind { JOB_LOAD, JOB_RESERVE };
 
@@ -500,6 +501,18 @@ fail:
     return NULL;
 }
 
+/* Join the worker, waiting at most JOIN_TIMEOUT_MS; 0 or -1. */
+static int store_join(struct store *s)
+{
+    struct timespec deadline;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_nsec += (JOIN_TIMEOUT_MS % 1000) * 1000000L;
+    deadline.tv_sec += JOIN_TIMEOUT_MS / 1000 + deadline.tv_nsec / 1000000000L;
+    deadline.tv_nsec %= 1000000000L;
+    return pthread_timedjoin_np(s->thread, NULL, &deadline) == 0 ? 0 : -1;
+}
+
 void store_free(struct store *s)
 {
     struct job *j;
@@ -514,7 +527,13 @@ void store_free(struct store *s)
             shutdown(s->active_fd, SHUT_RDWR);
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
-        pthread_join(s->thread, NULL);
+        if (store_join(s) != 0) {
+            /* Stuck in a connect with no socket to cut: do not hold up the exit
+             * for the connect timeout; the worker still uses *s, so keep it. */
+            log_warn("mysql: worker still busy after %d ms (connecting?); exiting without it",
+                     JOIN_TIMEOUT_MS);
+            return;
+        }
         mysql_library_end();
     }
     while ((j = s->todo)) {
