@@ -7,6 +7,61 @@
 -- IDs and offsets are passed and stored as decimal strings and only ever
 -- compared as strings: Lua numbers are doubles, exact only below 2^53.
 
+-- Alerts: the state of each alert kind of an application lives in its meta
+-- hash (field alert:<kind> = "firing", absent when resolved), so that any
+-- number of daemons and clients agree on it and a transition is published
+-- to <prefix>:alerts exactly once.
+
+-- "2026-11-22T06:34:13.123Z" from Redis TIME (Lua here has no os.date).
+local function iso8601(t)
+    local secs = tonumber(t[1])
+    local days = math.floor(secs / 86400)
+    local rem = secs - days * 86400
+    -- civil_from_days (H. Hinnant), for days since 1970-01-01
+    local z = days + 719468
+    local era = math.floor(z / 146097)
+    local doe = z - era * 146097
+    local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) -
+                            math.floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+    local mp = math.floor((5 * doy + 2) / 153)
+    local d = doy - math.floor((153 * mp + 2) / 5) + 1
+    local m = mp < 10 and mp + 3 or mp - 9
+    local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+    return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d,
+                         math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60,
+                         math.floor(tonumber(t[2]) / 1000))
+end
+
+-- prefix and entity key from "<prefix>:{<key>}:meta" (or :pool)
+local function app_of(key)
+    return string.match(key, '^(.*):{([^}]*)}:%a+$')
+end
+
+-- Move alert `kind` of the application whose meta is `meta` to firing or
+-- resolved; publish the JSON event only when the state really changes.
+-- Returns 1 when it changed, 0 when it already was in that state.
+local function alert_transition(meta, kind, firing, message, extra)
+    local field = 'alert:' .. kind
+    local was = redis.call('HGET', meta, field) == 'firing'
+    if was == firing then
+        return 0
+    end
+    if firing then
+        redis.call('HSET', meta, field, 'firing')
+    else
+        redis.call('HDEL', meta, field)
+    end
+    local prefix, app = app_of(meta)
+    local event = {alert = kind, app = app, state = firing and 'firing' or 'resolved',
+                   message = message, at = iso8601(redis.call('TIME'))}
+    for k, v in pairs(extra or {}) do
+        event[k] = v
+    end
+    redis.call('PUBLISH', prefix .. ':alerts', cjson.encode(event))
+    return 1
+end
+
 -- idpool_push: the fenced push, the only writer of an application's pool
 -- and meta hash.
 --
@@ -83,6 +138,82 @@ local function renew(keys, args)
     return 0
 end
 
+-- idpool_take: the client's take, with the application's limits enforced
+-- inside Redis (they hold across any number of clients).
+--
+--   FCALL idpool_take 2 <pool> <meta> COUNT   -> array of up to COUNT IDs
+--
+-- Errors: IDPOOL_BADARG (COUNT not an integer >= 1), IDPOOL_NOAPP (no limits
+-- in meta: the daemon does not serve this application), IDPOOL_LIMIT (COUNT
+-- above max_size_per_times), IDPOOL_RATE (max_size_per_second IDs already
+-- granted in this second; says how long to wait). A short or empty reply
+-- counts an underflow in meta and fires the underflow alert.
+local function take(keys, args)
+    local pool, meta = keys[1], keys[2]
+    local raw = args[1] or ''
+    if not string.match(raw, '^%d+$') or #raw > 9 or tonumber(raw) < 1 then
+        return redis.error_reply('IDPOOL_BADARG count must be an integer >= 1, got ' ..
+                                 string.format('%q', raw))
+    end
+    local n = tonumber(raw)
+    local cfg = redis.call('HMGET', meta, 'per_take', 'per_second', 'rl_sec', 'rl_used')
+    if not cfg[1] or not cfg[2] then
+        return redis.error_reply('IDPOOL_NOAPP no such application: ' .. meta ..
+                                 ' has no limits (not served by idpoold)')
+    end
+    local per_take, per_second = tonumber(cfg[1]), tonumber(cfg[2])
+    if n > per_take then
+        redis.call('HINCRBY', meta, 'refused_limit', 1)
+        return redis.error_reply('IDPOOL_LIMIT count ' .. n .. ' exceeds max_size_per_times ' ..
+                                 per_take)
+    end
+    local t = redis.call('TIME')
+    local used = (cfg[3] == t[1]) and tonumber(cfg[4]) or 0
+    if used + n > per_second then
+        redis.call('HINCRBY', meta, 'refused_rate', 1)
+        local wait = 1000 - math.floor(tonumber(t[2]) / 1000)
+        return redis.error_reply('IDPOOL_RATE max_size_per_second ' .. per_second ..
+                                 ' reached (' .. used .. ' granted this second); retry in ' ..
+                                 wait .. ' ms')
+    end
+    local ids = redis.call('LPOP', pool, n)
+    if not ids then
+        ids = {}
+    end
+    redis.call('HSET', meta, 'rl_sec', t[1], 'rl_used', used + #ids)
+    if #ids > 0 then
+        redis.call('HINCRBY', meta, 'taken', #ids)
+    end
+    if #ids < n then
+        redis.call('HINCRBY', meta, 'underflows', 1)
+        alert_transition(meta, 'underflow', true,
+                         'take of ' .. n .. ' got ' .. #ids .. ': the pool ran dry',
+                         {requested = n, granted = #ids})
+    end
+    return ids
+end
+
+-- idpool_status: what the daemon checks every interval, in one round trip.
+--   FCALL_RO idpool_status 2 <pool> <meta>
+--   -> {LLEN, underflows, refused_limit, refused_rate, taken, underflow alert firing 0/1}
+local function status(keys, args)
+    local m = redis.call('HMGET', keys[2], 'underflows', 'refused_limit', 'refused_rate', 'taken',
+                         'alert:underflow')
+    return {redis.call('LLEN', keys[1]), tonumber(m[1] or 0), tonumber(m[2] or 0),
+            tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0}
+end
+
+-- idpool_alert: a daemon moves an alert to firing or resolved.
+--   FCALL idpool_alert 1 <meta> kind firing|resolved message [json-object-of-extras]
+--   -> 1 if the state changed (the caller logs and calls the webhook), else 0
+local function alert(keys, args)
+    local extra = nil
+    if args[4] and args[4] ~= '' then
+        extra = cjson.decode(args[4])
+    end
+    return alert_transition(keys[1], args[1], args[2] == 'firing', args[3], extra)
+end
+
 -- idpool_unlock: release the lock only if the caller still holds it.
 --   FCALL idpool_unlock 1 <lock> token   -> 1 released, 0 not held
 local function unlock(keys, args)
@@ -96,3 +227,6 @@ redis.register_function('idpool_push', push)
 redis.register_function('idpool_epoch', epoch)
 redis.register_function('idpool_renew', renew)
 redis.register_function('idpool_unlock', unlock)
+redis.register_function('idpool_take', take)
+redis.register_function{function_name = 'idpool_status', callback = status, flags = {'no-writes'}}
+redis.register_function('idpool_alert', alert)
