@@ -80,6 +80,13 @@ struct app {
     uint64_t pushed, refills, lock_busy, fenced, leases, epochs;
 };
 
+/* A row whose entity_key is invalid, remembered by id so it is logged once per change. */
+struct bad_key {
+    int64_t id;
+    char *err;
+    int seen; /* present in the load being applied */
+};
+
 struct refill {
     struct event_base *base;
     struct rds *rds;
@@ -93,9 +100,11 @@ struct refill {
     struct app **index;      /* open-addressing hash of the apps by key, rebuilt per load */
     size_t index_cap;        /* its size: a power of two, at least twice the entries */
     size_t napps, capapps;
-    int loading;    /* a load job is in flight */
-    int loaded;     /* rows were loaded at least once */
-    char *load_err; /* last load error, logged once per change */
+    int loading;              /* a load job is in flight */
+    int loaded;               /* rows were loaded at least once */
+    char *load_err;           /* last load error, logged once per change */
+    struct bad_key *bad_keys; /* rows whose entity_key is invalid (no app to hold the error) */
+    size_t nbad_keys;
     size_t last_live, last_bad;
     int stopping;
     void (*stop_done)(void *);
@@ -882,6 +891,48 @@ static void describe(const struct app_cfg *c, char *buf, size_t len)
              c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms);
 }
 
+static void bad_key_report(struct refill *rf, int64_t id, const char *err)
+{
+    struct bad_key *b = NULL, *v;
+
+    for (size_t i = 0; i < rf->nbad_keys; i++)
+        if (rf->bad_keys[i].id == id)
+            b = &rf->bad_keys[i];
+    if (b && strcmp(b->err, err) == 0) {
+        b->seen = 1;
+        return;
+    }
+    log_error("%s; application not served until the row is fixed", err);
+    if (b) {
+        free(b->err);
+    } else {
+        v = realloc(rf->bad_keys, (rf->nbad_keys + 1) * sizeof(*v));
+        if (!v)
+            return;
+        rf->bad_keys = v;
+        b = &rf->bad_keys[rf->nbad_keys++];
+        b->id = id;
+    }
+    b->err = strdup(err);
+    b->seen = b->err != NULL;
+}
+
+/* Forget rows with a bad key that were fixed or removed (not seen in this load). */
+static void bad_key_sweep(struct refill *rf)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < rf->nbad_keys; i++) {
+        if (rf->bad_keys[i].seen) {
+            rf->bad_keys[i].seen = 0;
+            rf->bad_keys[j++] = rf->bad_keys[i];
+        } else {
+            free(rf->bad_keys[i].err);
+        }
+    }
+    rf->nbad_keys = j;
+}
+
 static void apply_row(struct refill *rf, const struct app_row *row)
 {
     struct app_cfg cfg;
@@ -895,7 +946,7 @@ static void apply_row(struct refill *rf, const struct app_row *row)
     a = app_key_valid(row->entity_key) ? find_app(rf, row->entity_key) : NULL;
     if (!valid && !a && !app_key_valid(row->entity_key)) {
         /* Cannot even name a pool: report, keyed by the row id. */
-        log_error("%s; row not served", err);
+        bad_key_report(rf, row->id, err);
         return;
     }
     if (!a) {
@@ -993,6 +1044,7 @@ static void on_load(void *arg, int status, const struct app_row *rows, size_t n,
         rf->apps[i]->seen = 0;
     for (size_t i = 0; i < n; i++)
         apply_row(rf, &rows[i]);
+    bad_key_sweep(rf);
     for (size_t i = 0; i < rf->napps; i++) {
         struct app *a = rf->apps[i];
         if (!a->seen && !a->dead) {
@@ -1003,6 +1055,7 @@ static void on_load(void *arg, int status, const struct app_row *rows, size_t n,
         live += a->live;
         bad += a->bad != NULL;
     }
+    bad += rf->nbad_keys;
     if (!rf->loaded || live != rf->last_live || bad != rf->last_bad)
         log_info("applications: %zu served, %zu invalid, %zu rows read", live, bad, n);
     rf->loaded = 1;
@@ -1130,5 +1183,8 @@ void refill_free(struct refill *rf)
     free(rf->argbuf);
     free(rf->prefix);
     free(rf->load_err);
+    for (size_t i = 0; i < rf->nbad_keys; i++)
+        free(rf->bad_keys[i].err);
+    free(rf->bad_keys);
     free(rf);
 }

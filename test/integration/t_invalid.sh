@@ -1,3 +1,115 @@
 #!/usr/bin/env bash
-# placeholder
-exit 77
+# Invalid rows (brief §3): a row that breaks a rule is not served; the error
+# names the row and the field and is logged once, not on every reload; every
+# other application keeps working. Fixing a row serves it again; breaking a
+# served row stops its refills but leaves its pool alone.
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+setup
+
+log_count() { grep -cE -- "$2" "$DIR/$1.log" 2>/dev/null || true; }
+meta_pushed() { rcli HGET "$(meta_key "$1")" pushed; }
+
+# The valid application, next to the broken ones.
+add_app good max_size_per_second=100 # pool 6000, low water 4800
+# KEY FIELD (the field the error must name) and the row's columns.
+declare -A FIELD=(
+    [b_step]=step
+    [b_type]=increasing_type
+    [b_pct]=min_size_percent
+    [b_small]=max_pool_size
+    [b_rem]=remainder
+    [b_fit]=max_pool_size
+    [b_take]=max_size_per_times
+    [b_start]=start_offset
+    [b_inc]=increment_max
+    ['bad key']=entity_key
+    ['a/b']=entity_key
+)
+add_app b_step step=-5
+add_app b_type increasing_type=3
+add_app b_pct min_size_percent=100
+add_app b_small max_pool_size=500 max_size_per_times=100 # < step 1000
+add_app b_rem delta=5 remainder=5
+add_app b_fit max_pool_size=1100 # > step, but 1100 * 20% = 220 < step: a refill cannot fit
+add_app b_take max_size_per_times=7000 max_pool_size=6000
+add_app b_start start_offset=-1
+add_app b_inc increment_max=1000001
+add_app 'bad key'
+add_app 'a/b'
+# The rendering of a key in messages: bytes outside the alphabet become '?'.
+shown() { local k=${1// /?}; echo "${k//\//?}"; }
+
+start_daemon a --tick-ms 20 --reload-ms 150
+wait_until 10 pool_ge good 6000 || fail "the valid application was not served"
+for key in "${!FIELD[@]}"; do
+    id=$(app_col "$key" id)
+    re="application '$(shown "$key" | sed 's/[?.]/\\&/g')' \\(id $id\\): ${FIELD[$key]}: must "
+    wait_until 3 log_has a "$re" || fail "no error naming row '$key' (id $id) and field ${FIELD[$key]}"
+done
+# Exact format of one message.
+id=$(app_col b_step id)
+log_has a "error +application 'b_step' \(id $id\): step: must be 1\.\.1000000 \(0 means 1000\), got -5; application not served until the row is fixed$" ||
+    fail "message for b_step not in the documented format"
+log_has a "applications: 1 served, [0-9]+ invalid, 12 rows read" || fail "no summary line"
+
+# Over many reloads (150 ms), each error is logged exactly once. (Rows with a
+# bad entity_key are checked at the end, so that a failure there does not
+# hide the rest.)
+sleep 1.5
+declare -A TIMES=()
+for key in "${!FIELD[@]}"; do
+    id=$(app_col "$key" id)
+    TIMES[$key]=$(log_count a "application '$(shown "$key" | sed 's/[?.]/\\&/g')' \\(id $id\\): ")
+    [[ ${FIELD[$key]} == entity_key ]] ||
+        assert_eq 1 "${TIMES[$key]}" "times the error of row '$key' was logged over ~10 reloads"
+done
+
+# None of them got anything in Redis.
+keys=$(rcli --scan --pattern 'idpool:*' | sort | tr '\n' ' ')
+assert_eq "idpool:{good}:meta idpool:{good}:pool " "$keys" "Redis keys"
+pass "${#FIELD[@]} invalid rows: each reported with key and field, none served, field errors logged once"
+
+# The valid application is served normally meanwhile.
+rcli LPOP "$(pool_key good)" 2000 >/dev/null
+wait_until 3 pool_ge good 6000 || fail "good not refilled"
+pass "the valid application is refilled next to invalid rows"
+
+# --- fixing a row ------------------------------------------------------------
+set_app b_step step=500
+wait_until 3 log_has a "app=b_step row fixed; serving again" || fail "no 'row fixed' line"
+wait_until 3 log_has a "app=b_step serving: monotonic step=500" || fail "no 'serving' line"
+wait_until 5 pool_ge b_step 4800 || fail "fixed row did not get a pool"
+set_app b_rem remainder=4
+wait_until 3 log_has a "app=b_rem row fixed; serving again" || fail "no 'row fixed' line for b_rem"
+wait_until 5 pool_ge b_rem 4800 || fail "fixed row b_rem did not get a pool"
+sleep 0.5
+assert_eq 1 "$(log_count a 'app=b_step row fixed')" "'row fixed' lines for b_step"
+pass "fixed rows are served again"
+
+# --- breaking a served row ----------------------------------------------------
+wait_until 3 pool_ge good 6000 || fail "good not full"
+set_app good min_size_percent=0 step=-1
+id=$(app_col good id)
+wait_until 3 log_has a "application 'good' \(id $id\): step: must be 1\.\.1000000 .*, got -1; application not served until the row is fixed" ||
+    fail "breaking a served row was not reported"
+rcli LPOP "$(pool_key good)" 5000 >/dev/null # 1000 left, far below low water
+pushed=$(meta_pushed good)
+sleep 1
+assert_eq 1000 "$(llen good)" "broken row's pool: kept, not refilled"
+assert_eq "$pushed" "$(meta_pushed good)" "broken row's pushes"
+assert_eq 1 "$(log_count a "application 'good' \(id $id\): ")" "times the broken row was logged"
+# Fixing it again resumes refills from where it was.
+set_app good step=1000
+wait_until 3 log_has a "app=good row fixed; serving again" || fail "no 'row fixed' for good"
+wait_until 5 pool_ge good 4800 || fail "good not refilled after the fix"
+rcli LRANGE "$(pool_key good)" 0 -1 >"$DIR/good.txt"
+assert_increasing "$DIR/good.txt"
+daemon_alive a || fail "daemon died"
+stop_daemon a
+pass "a broken served row keeps its pool but is not refilled; fixed again, refilled"
+
+for key in 'bad key' 'a/b'; do
+    assert_eq 1 "${TIMES[$key]}" "times the error of row '$key' (bad entity_key) was logged over ~10 reloads"
+done
+pass "invalid"
