@@ -35,23 +35,34 @@ struct mysql_url {
     char *db;       /* heap; default "idpool" */
 };
 
+/* http://host[:port][/path] */
+struct webhook_url {
+    char *host; /* heap; without brackets */
+    int port;   /* default 80 */
+    char *path; /* heap; starts with '/' */
+};
+
 struct config {
-    char *redis_url;          /* as given (password included: never log it) */
-    struct redis_url redis;   /* parsed redis_url */
-    char *mysql_url;          /* as given (never log it) */
-    struct mysql_url mysql;   /* parsed mysql_url */
-    char *http_addr;          /* host:port for status/metrics, "" disables */
-    char *http_host;          /* parsed http_addr host (heap) */
-    int http_port;            /* parsed http_addr port */
-    char *key_prefix;         /* Redis key prefix, default "idpool" */
-    int tick_ms;              /* refill timer period */
-    int lock_ttl_ms;          /* per-application lock TTL */
-    int reload_ms;            /* how often application rows are re-read */
-    int redis_timeout_ms;     /* Redis connect and command timeout */
-    int mysql_timeout_ms;     /* MySQL connect/read/write timeout */
-    enum log_level log_level; /* error|warn|info|debug */
-    char *config_file;        /* file read, or NULL */
-    char *instance;           /* name recorded in application_lease; default host:pid */
+    char *redis_url;            /* as given (password included: never log it) */
+    struct redis_url redis;     /* parsed redis_url */
+    char *mysql_url;            /* as given (never log it) */
+    struct mysql_url mysql;     /* parsed mysql_url */
+    char *http_addr;            /* host:port for status/metrics, "" disables */
+    char *http_host;            /* parsed http_addr host (heap) */
+    int http_port;              /* parsed http_addr port */
+    char *alert_webhook;        /* alert webhook URL as given, or NULL */
+    struct webhook_url webhook; /* parsed alert_webhook */
+    int stall_ms;               /* 'stalled' fires after a needy pool got nothing this long */
+    int alert_resolve_ms;       /* an alert resolves after its condition is clear this long */
+    char *key_prefix;           /* Redis key prefix, default "idpool" */
+    int tick_ms;                /* refill timer period */
+    int lock_ttl_ms;            /* per-application lock TTL */
+    int reload_ms;              /* how often application rows are re-read */
+    int redis_timeout_ms;       /* Redis connect and command timeout */
+    int mysql_timeout_ms;       /* MySQL connect/read/write timeout */
+    enum log_level log_level;   /* error|warn|info|debug */
+    char *config_file;          /* file read, or NULL */
+    char *instance;             /* name recorded in application_lease; default host:pid */
 };
 
 enum config_result {
@@ -87,6 +98,9 @@ void redis_url_free(struct redis_url *u);
 int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void mysql_url_free(struct mysql_url *u);
+int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void webhook_url_free(struct webhook_url *u);
 /* "host:port" or "[v6]:port"; host is heap-allocated. */
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -47,6 +47,13 @@ int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...
 int rds_command_argv(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
                      const size_t *argvlen) __attribute__((warn_unused_result));
 
+/* Connection counters for /metrics. */
+struct rds_stats {
+    uint64_t errors;     /* failed connection attempts and lost connections */
+    uint64_t reconnects; /* times the connection became ready again after a loss */
+};
+void rds_get_stats(const struct rds *r, struct rds_stats *out);
+
 /* "ERR ..." text of an error reply, or a fixed string for NULL/other types. */
 const char *rds_errstr(const redisReply *reply);
 

@@ -16,14 +16,16 @@
 
 #include <event2/event.h>
 
+#include "alerts.h"
 #include "config.h"
 #include "rds.h"
+#include "status.h"
 #include "store.h"
 
 struct refill;
 
 struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
-                          struct store *store);
+                          struct store *store, struct alerts *alerts);
 void refill_free(struct refill *rf);
 
 /* Re-read application rows now (SIGHUP). */
@@ -31,6 +33,9 @@ void refill_reload(struct refill *rf);
 
 /* Apply the settings that can change without a restart (tick, reload, lock TTL). */
 void refill_configure(struct refill *rf, const struct config *cfg);
+
+/* Views of every application and of the daemon, for HTTP and /metrics. */
+void refill_status_source(struct refill *rf, struct status_source *out);
 
 /* Redis became ready (1) or was lost (0). */
 void refill_redis_state(struct refill *rf, int ready);

@@ -60,6 +60,14 @@ int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((war
 int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));
 
+/* Counters for /metrics and /healthz. */
+struct store_stats {
+    uint64_t errors;     /* failed jobs */
+    uint64_t reconnects; /* connections opened after a previous one was lost */
+    int up;              /* the last job succeeded */
+};
+void store_get_stats(const struct store *s, struct store_stats *out);
+
 /* Jobs queued or running. */
 unsigned store_pending(const struct store *s);
 

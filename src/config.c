@@ -43,6 +43,9 @@ enum setting_id {
     S_RELOAD,
     S_INSTANCE,
     S_HTTP,
+    S_ALERT_WEBHOOK,
+    S_STALL,
+    S_ALERT_RESOLVE,
     S_LOG_LEVEL,
     S_CONFIG,
     S_COUNT,
@@ -56,6 +59,7 @@ enum setting_kind {
     K_KEY_PREFIX,
     K_INSTANCE,
     K_HTTP,
+    K_WEBHOOK,
     K_LOG_LEVEL,
     K_PATH, /* --config: read before everything else, see config_load() */
 };
@@ -129,6 +133,16 @@ static const struct setting settings[S_COUNT] = {
                 "HTTP listen address for the status server ([IPv6]:PORT ok);\n"
                 "empty disables it (reserved: not served yet)",
                 K_HTTP, FROM_ALL, 0, 0, 0},
+    [S_ALERT_WEBHOOK] = {"alert-webhook", "IDPOOL_ALERT_WEBHOOK", "Alerts", "URL", NULL, "none",
+                         "POST every alert event (JSON) to http://host[:port][/path];\n"
+                         "retried with backoff; https is not supported",
+                         K_WEBHOOK, FROM_ALL, 0, 0, 0},
+    [S_STALL] = {"stall-ms", "IDPOOL_STALL_MS", "Alerts", "MS", "10000", NULL,
+                 "'stalled' fires when a pool that needs IDs got none for this long",
+                 INT_SETTING(100, 3600000, stall_ms)},
+    [S_ALERT_RESOLVE] = {"alert-resolve-ms", "IDPOOL_ALERT_RESOLVE_MS", "Alerts", "MS", "5000",
+                         NULL, "an alert resolves once its condition stayed clear this long",
+                         INT_SETTING(0, 3600000, alert_resolve_ms)},
     [S_LOG_LEVEL] = {"log-level", "IDPOOL_LOG_LEVEL", "General", "LEVEL", "info", NULL,
                      "error, warn, info or debug", K_LOG_LEVEL, FROM_ALL, 0, 0, 0},
     [S_CONFIG] = {"config", "IDPOOL_CONFIG", "General", "FILE", NULL, "none",
@@ -469,6 +483,47 @@ int hostport_parse(const char *s, char **host, int *port, char *err, size_t errl
     return hostport_split(s, strlen(s), -1, host, port, err, errlen);
 }
 
+/* http://host[:port][/path]: where alerts are POSTed. No userinfo, query or TLS. */
+int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
+{
+    static const char *const schemes[] = {"http", NULL};
+    struct url_parts p;
+    const char *rest;
+
+    memset(out, 0, sizeof(*out));
+    if (strncasecmp(s, "https://", 8) == 0) {
+        set_err(err, errlen, "https:// is not supported, use http:// (e.g. to a local relay)");
+        return -1;
+    }
+    rest = url_scheme(s, schemes, "http://host[:port][/path]", err, errlen);
+    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+        return -1;
+    if (p.has_userinfo) {
+        set_err(err, errlen, "user:password@ is not supported in the webhook URL");
+        return -1;
+    }
+    if (hostport_split(p.hostport, p.hostport_len, 80, &out->host, &out->port, err, errlen) < 0)
+        return -1;
+    out->path = malloc(p.path_len + 2);
+    if (out->path == NULL) {
+        webhook_url_free(out);
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    out->path[0] = '/';
+    if (p.has_path)
+        memcpy(out->path + 1, p.path, p.path_len);
+    out->path[p.has_path ? p.path_len + 1 : 1] = '\0';
+    return 0;
+}
+
+void webhook_url_free(struct webhook_url *u)
+{
+    free(u->host);
+    free(u->path);
+    memset(u, 0, sizeof(*u));
+}
+
 void redis_url_free(struct redis_url *u)
 {
     free(u->host);
@@ -753,6 +808,25 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
         free(cfg->http_host);
         cfg->http_host = host;
         cfg->http_port = port;
+        return 0;
+    }
+    case K_WEBHOOK: {
+        struct webhook_url w;
+
+        if (value[0] == '\0') {
+            webhook_url_free(&cfg->webhook);
+            free(cfg->alert_webhook);
+            cfg->alert_webhook = NULL;
+            return 0;
+        }
+        if (webhook_url_parse(value, &w, msg, sizeof(msg)) < 0)
+            return fail(ld, id, "%s", msg);
+        if (replace_str(ld, id, &cfg->alert_webhook, value) < 0) {
+            webhook_url_free(&w);
+            return -1;
+        }
+        webhook_url_free(&cfg->webhook);
+        cfg->webhook = w;
         return 0;
     }
     case K_KEY_PREFIX:
@@ -1077,6 +1151,8 @@ void config_free(struct config *cfg)
     mysql_url_free(&cfg->mysql);
     free(cfg->http_addr);
     free(cfg->http_host);
+    free(cfg->alert_webhook);
+    webhook_url_free(&cfg->webhook);
     free(cfg->key_prefix);
     free(cfg->config_file);
     free(cfg->instance);

@@ -195,23 +195,36 @@ end
 
 -- idpool_status: what the daemon checks every interval, in one round trip.
 --   FCALL_RO idpool_status 2 <pool> <meta>
---   -> {LLEN, underflows, refused_limit, refused_rate, taken, underflow alert firing 0/1}
+--   -> {LLEN, underflows, refused_limit, refused_rate, taken,
+--       underflow alert firing 0/1, per_take or nil, per_second or nil}
+-- The limits come back so the daemon can restore them when meta was lost.
 local function status(keys, args)
     local m = redis.call('HMGET', keys[2], 'underflows', 'refused_limit', 'refused_rate', 'taken',
-                         'alert:underflow')
+                         'alert:underflow', 'per_take', 'per_second')
     return {redis.call('LLEN', keys[1]), tonumber(m[1] or 0), tonumber(m[2] or 0),
-            tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0}
+            tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0, m[6], m[7]}
 end
 
 -- idpool_alert: a daemon moves an alert to firing or resolved.
 --   FCALL idpool_alert 1 <meta> kind firing|resolved message [json-object-of-extras]
---   -> 1 if the state changed (the caller logs and calls the webhook), else 0
+--   -> 1: this caller is the one to notify (log, webhook); 0: another
+--   instance already did (or there is nothing to say).
+-- Publishing happens here, on the state change. Notifying is claimed with a
+-- second field, because an underflow fired by idpool_take inside Redis
+-- still needs one daemon to log it and call the webhook.
 local function alert(keys, args)
+    local meta, kind, firing = keys[1], args[1], args[2] == 'firing'
     local extra = nil
     if args[4] and args[4] ~= '' then
         extra = cjson.decode(args[4])
     end
-    return alert_transition(keys[1], args[1], args[2] == 'firing', args[3], extra)
+    local changed = alert_transition(meta, kind, firing, args[3], extra)
+    local claim = 'alert:' .. kind .. ':notified'
+    if firing then
+        return redis.call('HSETNX', meta, claim, '1')
+    end
+    redis.call('HDEL', meta, claim)
+    return changed
 end
 
 -- idpool_unlock: release the lock only if the caller still holds it.

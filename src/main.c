@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "build_config.h"
+#include "alerts.h"
 #include "config.h"
 #include "log.h"
 #include "rds.h"
@@ -28,6 +29,7 @@ struct daemon {
     char **argv;
     struct store *store;
     struct rds *rds;
+    struct alerts *alerts;
     struct refill *refill;
     struct event *ev_term, *ev_int, *ev_hup;
     struct event *ev_grace; /* bounds a graceful shutdown */
@@ -114,6 +116,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         warn_restart_needed("key-prefix", d->cfg.key_prefix, nc.key_prefix);
         warn_restart_needed("http", d->cfg.http_addr, nc.http_addr);
         warn_restart_needed("instance", d->cfg.instance, nc.instance);
+        warn_restart_needed("alert-webhook", d->cfg.alert_webhook, nc.alert_webhook);
         if (d->cfg.mysql_timeout_ms != nc.mysql_timeout_ms)
             log_warn("reload: mysql-timeout-ms changed; the new value takes effect after a "
                      "restart");
@@ -172,7 +175,10 @@ int main(int argc, char **argv)
     d.rds = rds_new(d.base, &d.cfg, on_redis_state, &d);
     if (!d.rds)
         die("cannot set up the Redis connection");
-    d.refill = refill_new(d.base, &d.cfg, d.rds, d.store);
+    d.alerts = alerts_new(d.base, &d.cfg, d.rds);
+    if (!d.alerts)
+        die("cannot set up alerting");
+    d.refill = refill_new(d.base, &d.cfg, d.rds, d.store, d.alerts);
     if (!d.refill)
         die("cannot set up the refill loop");
 
@@ -190,6 +196,7 @@ int main(int argc, char **argv)
     rds_free(d.rds);
     store_free(d.store);
     refill_free(d.refill);
+    alerts_free(d.alerts);
     event_free(d.ev_term);
     event_free(d.ev_int);
     event_free(d.ev_hup);

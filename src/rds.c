@@ -37,6 +37,8 @@ struct rds {
     int backoff_ms;          /* next reconnect delay */
     int failures;            /* consecutive failed attempts (log throttling) */
     char run_id[64];         /* server run_id from INFO */
+    int ever_ready;          /* was ready at least once */
+    struct rds_stats stats;  /* for /metrics */
     struct event *retry_ev;  /* reconnect timer */
     struct event *watch_ev;  /* persistent timeout watchdog */
     rds_state_fn *on_state;  /* owner notification */
@@ -81,6 +83,7 @@ static void rds_lost(struct rds *r, const char *why)
     r->state = RDS_DOWN;
     r->run_id[0] = '\0';
     r->failures++;
+    r->stats.errors++;
     if (was_ready)
         log_warn("redis: connection to %s:%d lost: %s; reconnecting", r->host, r->port, why);
     else if (r->failures == 1 || r->failures % 20 == 0)
@@ -241,6 +244,9 @@ static void hs_function(struct rds *r, redisReply *reply, void *arg)
     }
     r->state = RDS_READY;
     r->backoff_ms = BACKOFF_MIN_MS;
+    if (r->ever_ready)
+        r->stats.reconnects++;
+    r->ever_ready = 1;
     log_info("redis: connected to %s:%d db %d (run_id %s)%s", r->host, r->port, r->db, r->run_id,
              r->failures ? ", recovered" : "");
     r->failures = 0;
@@ -435,6 +441,11 @@ void rds_free(struct rds *r)
     free(r->user);
     free(r->password);
     free(r);
+}
+
+void rds_get_stats(const struct rds *r, struct rds_stats *out)
+{
+    *out = r->stats;
 }
 
 int rds_ready(const struct rds *r)

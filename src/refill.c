@@ -5,11 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
+#include "alert.h"
+#include "alerts.h"
 #include "app.h"
+#include "build_config.h"
 #include "clock.h"
 #include "gen.h"
 #include "log.h"
+#include "status.h"
 
 #define CHUNK_IDS      1000      /* IDs per idpool_push call: keeps Redis responsive */
 #define MAX_REFILL_IDS (1 << 20) /* most IDs one refill draws; the next check continues */
@@ -46,16 +51,31 @@ struct app {
     int has_new_cfg;
     char *k_pool, *k_meta, *k_lock; /* Redis keys (heap) */
     enum app_state state;
-    int live;              /* served: present, not deleted, valid */
-    int dead;              /* gone from the table: freed when idle */
-    int seen;              /* reload sweep mark */
-    char *bad;             /* current validation error, logged once per change */
-    char *last_err;        /* last refill error, logged once per change */
-    uint64_t due_ms;       /* next check */
-    char epoch_run_id[64]; /* Redis run_id the pool was last checked against */
-    int space_warned;      /* the ID-space warning was logged for this row */
-    uint64_t lock_at_ms;   /* when the lock was taken or last renewed */
-    unsigned renewing;     /* lock renewals in flight (the app is not freed meanwhile) */
+    int live;               /* served: present, not deleted, valid */
+    int dead;               /* gone from the table: freed when idle */
+    int seen;               /* reload sweep mark */
+    char *bad;              /* current validation error, logged once per change */
+    char *last_err;         /* last refill error, logged once per change */
+    uint64_t due_ms;        /* next check */
+    char epoch_run_id[64];  /* Redis run_id the pool was last checked against */
+    int space_warned;       /* the ID-space warning was logged for this row */
+    uint64_t lock_at_ms;    /* when the lock was taken or last renewed */
+    unsigned side_calls;    /* renewals, limit syncs in flight (the app is not freed meanwhile) */
+    int deleted;            /* soft-deleted row */
+    uint64_t live_since_ms; /* when it became served */
+    /* from the last idpool_status check */
+    int len_known;      /* seen_len is valid */
+    uint64_t seen_len;  /* pool length */
+    int counters_known; /* the meta counters below were read at least once */
+    uint64_t underflows, refused_limit, refused_rate, taken;
+    int lease_known;               /* seen_lease is valid */
+    struct lease_state seen_lease; /* leases as last read or written */
+    /* alerts */
+    struct alert_track alert[ALERT_COUNT];
+    uint64_t last_ok_ms;      /* last time the pool was at/above low water or got IDs (0: never) */
+    int space_exhausted;      /* the last reservation found no ID space left */
+    uint64_t refill_start_ms; /* lock taken: for the refill latency histogram */
+    uint64_t last_refill_unix_ms;
     /* the refill in progress */
     char token[33];           /* random lock token of this acquisition */
     int locked;               /* SET NX succeeded */
@@ -91,6 +111,13 @@ struct refill {
     struct event_base *base;
     struct rds *rds;
     struct store *store;
+    struct alerts *alerts;
+    char *instance; /* for the status views (heap) */
+    uint64_t started_unix_ms;
+    int stall_ms, resolve_ms;          /* alert timings */
+    uint64_t lat[STATUS_NLATENCY + 1]; /* refill latency histogram (non-cumulative) */
+    double lat_sum;
+    uint64_t lat_count;
     struct rng rng;
     char *prefix; /* key prefix (heap) */
     int tick_ms, reload_ms, lock_ttl_ms;
@@ -161,6 +188,95 @@ static void app_ok(struct app *a)
         free(a->last_err);
         a->last_err = NULL;
     }
+}
+
+static uint64_t unix_ms(void)
+{
+    struct timeval tv;
+
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* What an operator wants to read when an alert resolves. */
+static void resolve_message(const struct app *a, enum alert_kind kind, char *buf, size_t len)
+{
+    switch (kind) {
+    case ALERT_UNDERFLOW:
+        snprintf(buf, len, "pool holds IDs again (%" PRIu64 ") and takes are served in full",
+                 a->seen_len);
+        break;
+    case ALERT_LOW:
+        snprintf(buf, len, "pool back at or above its low-water mark (%" PRIu64 " >= %" PRIu64 ")",
+                 a->seen_len, a->cfg.low_water);
+        break;
+    case ALERT_STALLED:
+        snprintf(buf, len, "refilling again");
+        break;
+    case ALERT_OFFSET_REGRESSION:
+        snprintf(buf, len, "current_offset is above every reserved lease again");
+        break;
+    case ALERT_INVALID_CONFIG:
+        snprintf(buf, len, a->deleted ? "row soft-deleted" : "row fixed; served again");
+        break;
+    default:
+        snprintf(buf, len, "condition cleared");
+        break;
+    }
+}
+
+/*
+ * Feed one observation of an alert condition; on a transition, announce it
+ * (alerts.c dedups across daemons through meta). fire_after_ms: how long the
+ * condition must hold; it resolves after alert-resolve-ms clear.
+ */
+static void app_alert(struct app *a, enum alert_kind kind, int cond, uint64_t fire_after_ms,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void app_alert(struct app *a, enum alert_kind kind, int cond, uint64_t fire_after_ms,
+                      const char *fmt, ...)
+{
+    struct refill *rf = a->rf;
+    enum alert_change ch =
+        alert_observe(&a->alert[kind], cond, clock_ms(), fire_after_ms, (uint64_t)rf->resolve_ms);
+    char msg[384], extra[160];
+    va_list ap;
+
+    if (ch == ALERT_NONE)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (a->len_known)
+        snprintf(extra, sizeof(extra),
+                 "{\"pool_length\":%" PRIu64 ",\"low_water\":%" PRIu64 ",\"max_pool_size\":%" PRIu64
+                 "}",
+                 a->seen_len, a->cfg.low_water, a->cfg.max_pool);
+    else
+        snprintf(extra, sizeof(extra), "{}");
+    if (ch == ALERT_RESOLVE)
+        resolve_message(a, kind, msg, sizeof(msg));
+    alerts_emit(rf->alerts, a->cfg.key, a->k_meta, kind, ch == ALERT_FIRE, msg, extra);
+}
+
+/* Resolve every firing alert at once (the row is gone). */
+static void app_alerts_clear(struct app *a, const char *why)
+{
+    for (int k = 0; k < ALERT_COUNT; k++) {
+        if (!a->alert[k].firing)
+            continue;
+        a->alert[k].firing = 0;
+        a->alert[k].cond = 0;
+        alerts_emit(a->rf->alerts, a->cfg.key, a->k_meta, (enum alert_kind)k, 0, why, NULL);
+    }
+}
+
+/* The pool-health alerts of an application that is not served: nothing to watch. */
+static void app_alerts_idle(struct app *a)
+{
+    app_alert(a, ALERT_UNDERFLOW, 0, 0, "-");
+    app_alert(a, ALERT_LOW, 0, 0, "-");
+    app_alert(a, ALERT_STALLED, 0, 0, "-");
 }
 
 static void app_free(struct app *a)
@@ -401,6 +517,17 @@ static int push_send(struct app *a, const char *expected, const struct lease_sta
     return rds_command_argv(rf->rds, fn, a, (int)argc, rf->argv, rf->argvlen);
 }
 
+/* After a successful reservation: offset_regression, and ID space no longer exhausted. */
+static void lease_alerts(struct app *a, const struct store_lease *lease)
+{
+    a->space_exhausted = 0;
+    if (lease->regression)
+        app_alert(a, ALERT_OFFSET_REGRESSION, 1, 0,
+                  "current_offset %" PRIu64 " is below the %" PRIu64
+                  " already reserved; kept the higher value",
+                  lease->seen_offset, lease->max_leased);
+}
+
 static void on_prefetch(void *arg, int status, const struct store_lease *lease, const char *err)
 {
     struct app *a = arg;
@@ -408,10 +535,15 @@ static void on_prefetch(void *arg, int status, const struct store_lease *lease, 
 
     if (status != 0) {
         app_fail(a, "prefetching the next lease failed: %s", err);
+        if (strstr(err, "ID space exhausted")) {
+            a->space_exhausted = 1;
+            app_alert(a, ALERT_ID_SPACE_EXHAUSTION, 1, 0, "%s", err);
+        }
         app_unlock(a);
         return;
     }
     a->leases++;
+    lease_alerts(a, lease);
     if (lease->regression)
         log_warn("app=%s offset_regression: current_offset %" PRIu64 " is below the %" PRIu64
                  " already reserved; kept the higher value",
@@ -441,6 +573,24 @@ static void app_after_push(struct app *a)
             return;
     }
     app_unlock(a);
+}
+
+/* Record one refill's duration (lock to last push reply) in the histogram. */
+static void refill_latency(struct refill *rf, uint64_t ms)
+{
+    static const double bounds[STATUS_NLATENCY] = {
+#define B(x) x,
+        STATUS_LATENCY_BUCKETS(B)
+#undef B
+    };
+    double sec = (double)ms / 1000.0;
+    int i = 0;
+
+    while (i < STATUS_NLATENCY && sec > bounds[i])
+        i++;
+    rf->lat[i]++;
+    rf->lat_sum += sec;
+    rf->lat_count++;
 }
 
 static void on_push(struct rds *r, redisReply *reply, void *arg)
@@ -477,6 +627,13 @@ static void on_push(struct rds *r, redisReply *reply, void *arg)
     }
     a->refills++;
     a->pushed += a->nids;
+    a->last_ok_ms = clock_ms();
+    a->last_refill_unix_ms = unix_ms();
+    a->seen_lease = a->plan;
+    a->lease_known = 1;
+    a->seen_len = a->len;
+    a->len_known = 1;
+    refill_latency(a->rf, a->last_ok_ms - a->refill_start_ms);
     app_ok(a);
     log_debug("app=%s pushed %zu IDs, pool now %" PRIu64, a->cfg.key, a->nids, a->len);
     app_after_push(a);
@@ -529,8 +686,13 @@ static void on_reserve(void *arg, int status, const struct store_lease *lease, c
 
     if (status != 0) {
         app_fail(a, "cannot reserve a lease: %s", err);
+        if (strstr(err, "ID space exhausted")) {
+            a->space_exhausted = 1;
+            app_alert(a, ALERT_ID_SPACE_EXHAUSTION, 1, 0, "%s", err);
+        }
     } else {
         a->leases++;
+        lease_alerts(a, lease);
         if (lease->regression)
             log_warn("app=%s offset_regression: current_offset %" PRIu64 " is below the %" PRIu64
                      " already reserved; kept the higher value",
@@ -657,6 +819,7 @@ static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
     } else if (step == 0) {
         a->locked = reply->type == REDIS_REPLY_STATUS;
         a->lock_at_ms = clock_ms();
+        a->refill_start_ms = a->lock_at_ms;
     } else if (step == 1) {
         a->len = reply->type == REDIS_REPLY_INTEGER ? (uint64_t)reply->integer : 0;
     } else if (step == 2 && reply->type == REDIS_REPLY_ARRAY) {
@@ -720,18 +883,106 @@ static void on_epoch(struct rds *r, redisReply *reply, void *arg)
     snprintf(a->epoch_run_id, sizeof(a->epoch_run_id), "%s", rds_run_id(r));
 }
 
-static void on_check(struct rds *r, redisReply *reply, void *arg)
+static void on_side_call(struct rds *r, redisReply *reply, void *arg)
 {
     struct app *a = arg;
 
     (void)r;
-    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+    a->side_calls--;
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        log_warn("app=%s %s", a->cfg.key, reply->str);
+}
+
+static uint64_t reply_u64(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? (uint64_t)r->integer : 0;
+}
+
+/*
+ * idpool_take reads the limits from meta: keep them equal to the row (also
+ * after meta was lost), and remove them when the row is not served, so that
+ * takes answer IDPOOL_NOAPP.
+ */
+static void sync_limits(struct app *a, const redisReply *per_take, const redisReply *per_second)
+{
+    struct refill *rf = a->rf;
+    char t[NUM_LEN], p[NUM_LEN];
+    int have = per_take->type == REDIS_REPLY_STRING && per_second->type == REDIS_REPLY_STRING;
+
+    if (!a->live) {
+        if (have &&
+            rds_command(rf->rds, on_side_call, a, "HDEL %s per_take per_second", a->k_meta) == 0)
+            a->side_calls++;
+        return;
+    }
+    t[u64_fmt(a->cfg.per_take, t)] = '\0';
+    p[u64_fmt(a->cfg.per_second, p)] = '\0';
+    if (have && strcmp(per_take->str, t) == 0 && strcmp(per_second->str, p) == 0)
+        return;
+    if (rds_command(rf->rds, on_side_call, a, "HSET %s per_take %s per_second %s", a->k_meta, t,
+                    p) == 0)
+        a->side_calls++;
+}
+
+/* The row is no longer served: takes must answer IDPOOL_NOAPP. */
+static void drop_limits(struct app *a)
+{
+    if (rds_ready(a->rf->rds) &&
+        rds_command(a->rf->rds, on_side_call, a, "HDEL %s per_take per_second", a->k_meta) == 0)
+        a->side_calls++;
+}
+
+/* The pool-health alerts, from one check of a served application. */
+static void check_alerts(struct app *a, uint64_t prev_underflows, int uf_firing_in_meta)
+{
+    struct refill *rf = a->rf;
+    uint64_t now = clock_ms(), len = a->seen_len, lw = a->cfg.low_water;
+    uint64_t ref = a->last_ok_ms > a->live_since_ms ? a->last_ok_ms : a->live_since_ms;
+    int new_underflows = a->counters_known && a->underflows > prev_underflows;
+
+    if (len >= lw)
+        a->last_ok_ms = now;
+    app_alert(a, ALERT_UNDERFLOW,
+              (a->last_ok_ms && len == 0) || new_underflows ||
+                  (uf_firing_in_meta && !a->alert[ALERT_UNDERFLOW].firing),
+              0, "pool ran dry: %s (pool %" PRIu64 ", low water %" PRIu64 ")",
+              new_underflows ? "takes got short or empty replies" : "the pool is empty", len, lw);
+    app_alert(a, ALERT_LOW, a->last_ok_ms && len < lw, 1000 + 2 * a->cfg.interval_ms,
+              "pool stays below its low-water mark after refilling: %" PRIu64 " < %" PRIu64
+              " (refill cannot keep up with consumption)",
+              len, lw);
+    app_alert(a, ALERT_STALLED, len < lw && now - ref > (uint64_t)rf->stall_ms, 0,
+              "no IDs pushed for %" PRIu64 " ms while the pool needs them (%" PRIu64
+              " < low water %" PRIu64 ")%s%s",
+              now - ref, len, lw, a->last_err ? ": " : "", a->last_err ? a->last_err : "");
+    app_alert(a, ALERT_OFFSET_REGRESSION, 0, 0, "-");
+}
+
+static void on_check(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+    uint64_t prev_underflows = a->underflows;
+    redisReply **e;
+
+    (void)r;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 8) {
         if (reply)
-            app_fail(a, "LLEN %s failed: %s", a->k_pool, rds_errstr(reply));
+            app_fail(a, "idpool_status %s failed: %s", a->k_pool, rds_errstr(reply));
         app_to_idle(a);
         return;
     }
-    if ((uint64_t)reply->integer >= a->cfg.low_water || a->rf->stopping || !a->live) {
+    e = reply->element;
+    a->seen_len = reply_u64(e[0]);
+    a->len_known = 1;
+    a->underflows = reply_u64(e[1]);
+    a->refused_limit = reply_u64(e[2]);
+    a->refused_rate = reply_u64(e[3]);
+    a->taken = reply_u64(e[4]);
+    sync_limits(a, e[6], e[7]);
+    if (a->live)
+        check_alerts(a, prev_underflows, reply_u64(e[5]) == 1);
+    a->counters_known = 1;
+    if (a->seen_len >= a->cfg.low_water || a->rf->stopping || !a->live) {
         app_to_idle(a);
         return;
     }
@@ -745,7 +996,7 @@ static void sweep_dead(struct refill *rf)
 
     for (size_t i = 0; i < rf->napps; i++) {
         struct app *a = rf->apps[i];
-        if (a->dead && a->state == A_IDLE && !a->renewing)
+        if (a->dead && a->state == A_IDLE && !a->side_calls)
             app_free(a);
         else
             rf->apps[j++] = a;
@@ -758,7 +1009,7 @@ static void on_renew(struct rds *r, redisReply *reply, void *arg)
     struct app *a = arg;
 
     (void)r;
-    a->renewing--;
+    a->side_calls--;
     if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
         log_debug("app=%s lock expired while waiting for MySQL; the push will be fenced off",
                   a->cfg.key);
@@ -781,7 +1032,7 @@ static void renew_locks(struct refill *rf, uint64_t now)
         snprintf(ttl, sizeof(ttl), "%d", rf->lock_ttl_ms);
         if (rds_command(rf->rds, on_renew, a, "FCALL idpool_renew 1 %s %s %s", a->k_lock, a->token,
                         ttl) == 0) {
-            a->renewing++;
+            a->side_calls++;
             a->lock_at_ms = now;
         }
     }
@@ -795,8 +1046,17 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     sweep_dead(rf);
-    if (!rds_ready(rf->rds))
+    if (!rds_ready(rf->rds)) {
+        /* Nothing can be pushed: a pool that needed IDs stalls. */
+        for (size_t i = 0; i < rf->napps; i++) {
+            struct app *a = rf->apps[i];
+            uint64_t ref = a->last_ok_ms > a->live_since_ms ? a->last_ok_ms : a->live_since_ms;
+            if (a->live && !a->dead && !rf->stopping)
+                app_alert(a, ALERT_STALLED, now - ref > (uint64_t)rf->stall_ms, 0,
+                          "no IDs pushed for %" PRIu64 " ms: Redis is unreachable", now - ref);
+        }
         return;
+    }
     renew_locks(rf, now);
     if (rf->stopping)
         return;
@@ -817,7 +1077,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             a->state = A_IDLE;
             continue;
         }
-        if (rds_command(rf->rds, on_check, a, "LLEN %s", a->k_pool) != 0)
+        if (rds_command(rf->rds, on_check, a, "FCALL_RO idpool_status 2 %s %s", a->k_pool,
+                        a->k_meta) != 0)
             a->state = A_IDLE;
     }
 }
@@ -864,9 +1125,11 @@ static int index_rebuild(struct refill *rf, size_t incoming)
 
 static struct app *find_app(struct refill *rf, const char *key)
 {
-    size_t i = key_hash(key) & (rf->index_cap - 1);
+    size_t i;
 
-    for (; rf->index[i]; i = (i + 1) & (rf->index_cap - 1))
+    if (!rf->index_cap)
+        return NULL;
+    for (i = key_hash(key) & (rf->index_cap - 1); rf->index[i]; i = (i + 1) & (rf->index_cap - 1))
         if (strcmp(rf->index[i]->cfg.key, key) == 0)
             return rf->index[i];
     return NULL;
@@ -967,23 +1230,34 @@ static void apply_row(struct refill *rf, const struct app_row *row)
     }
     a->seen = 1;
     if (row->deleted_at != 0) {
-        if (a->live)
+        if (a->live) {
             log_info("app=%s soft-deleted (deleted_at=%" PRId64 "): no longer refilled", a->cfg.key,
                      row->deleted_at);
+            drop_limits(a);
+        }
         a->live = 0;
+        a->deleted = 1;
         free(a->bad);
         a->bad = NULL;
+        app_alerts_idle(a);
+        app_alert(a, ALERT_INVALID_CONFIG, 0, 0, "-");
         return;
     }
+    a->deleted = 0;
     if (!valid) {
         if (!a->bad || strcmp(a->bad, err) != 0) {
             log_error("%s; application not served until the row is fixed", err);
             free(a->bad);
             a->bad = strdup(err);
         }
+        if (a->live)
+            drop_limits(a);
         a->live = 0;
+        app_alerts_idle(a);
+        app_alert(a, ALERT_INVALID_CONFIG, 1, 0, "%s", err);
         return;
     }
+    app_alert(a, ALERT_INVALID_CONFIG, 0, 0, "-");
     if (a->bad) {
         log_info("app=%s row fixed; serving again", a->cfg.key);
         free(a->bad);
@@ -994,10 +1268,14 @@ static void apply_row(struct refill *rf, const struct app_row *row)
                  " is above 90%% of 2^63-1",
                  cfg.key, cfg.current_offset);
     a->space_warned = cfg.space_warning;
+    app_alert(a, ALERT_ID_SPACE_EXHAUSTION, cfg.space_warning || a->space_exhausted, 0,
+              "current_offset %" PRIu64 " is above 90%% of 2^63-1: the ID space will run out",
+              cfg.current_offset);
     describe(&cfg, desc, sizeof(desc));
     if (!a->live) {
         log_info("app=%s serving: %s", cfg.key, desc);
         a->live = 1;
+        a->live_since_ms = clock_ms();
         a->cfg = cfg;
         a->due_ms = 0;
         return;
@@ -1049,6 +1327,9 @@ static void on_load(void *arg, int status, const struct app_row *rows, size_t n,
         struct app *a = rf->apps[i];
         if (!a->seen && !a->dead) {
             log_info("app=%s row removed from the table: no longer refilled", a->cfg.key);
+            if (a->live)
+                drop_limits(a);
+            app_alerts_clear(a, "application row removed from the table");
             a->live = 0;
             a->dead = 1;
         }
@@ -1080,6 +1361,118 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
     refill_reload(arg);
 }
 
+/* --- status views -------------------------------------------------------- */
+
+static void fill_view(const struct app *a, struct app_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->key = a->cfg.key;
+    v->cfg = &a->cfg;
+    v->id = a->cfg.id;
+    v->served = a->live;
+    v->deleted = a->deleted;
+    v->invalid = a->bad;
+    v->len_known = a->len_known;
+    v->pool_len = a->seen_len;
+    v->fill_pct = a->cfg.max_pool ? (double)a->seen_len * 100.0 / (double)a->cfg.max_pool : 0;
+    v->rate = a->rate;
+    v->lease_known = a->lease_known;
+    v->lease = a->seen_lease;
+    v->lease_remaining = a->lease_known ? lease_remaining_span(&a->seen_lease) : 0;
+    v->pushed = a->pushed;
+    v->refills = a->refills;
+    v->lock_busy = a->lock_busy;
+    v->fenced = a->fenced;
+    v->leases = a->leases;
+    v->epochs = a->epochs;
+    v->underflows = a->underflows;
+    v->refused_limit = a->refused_limit;
+    v->refused_rate = a->refused_rate;
+    v->taken = a->taken;
+    v->last_refill_unix_ms = a->last_refill_unix_ms;
+    v->last_error = a->last_err;
+    for (int k = 0; k < ALERT_COUNT; k++)
+        v->alerts[k] = a->alert[k].firing;
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+    return strcmp((*(struct app *const *)x)->cfg.key, (*(struct app *const *)y)->cfg.key);
+}
+
+static void src_each(void *ctx, status_app_fn *fn, void *arg)
+{
+    struct refill *rf = ctx;
+    struct app **v = malloc((rf->napps ? rf->napps : 1) * sizeof(*v));
+    size_t n = 0;
+    struct app_view view;
+
+    if (!v)
+        return;
+    for (size_t i = 0; i < rf->napps; i++)
+        if (!rf->apps[i]->dead)
+            v[n++] = rf->apps[i];
+    qsort(v, n, sizeof(*v), cmp_key);
+    for (size_t i = 0; i < n; i++) {
+        fill_view(v[i], &view);
+        fn(&view, arg);
+    }
+    free(v);
+}
+
+static int src_one(void *ctx, const char *key, status_app_fn *fn, void *arg)
+{
+    struct app *a = find_app(ctx, key);
+    struct app_view view;
+
+    if (!a || a->dead)
+        return -1;
+    fill_view(a, &view);
+    fn(&view, arg);
+    return 0;
+}
+
+static void src_daemon(void *ctx, struct daemon_view *out)
+{
+    struct refill *rf = ctx;
+    struct rds_stats rs;
+    struct store_stats ss;
+
+    memset(out, 0, sizeof(*out));
+    rds_get_stats(rf->rds, &rs);
+    store_get_stats(rf->store, &ss);
+    out->version = IDPOOL_VERSION;
+    out->instance = rf->instance;
+    out->started_unix_ms = rf->started_unix_ms;
+    out->redis_up = rds_ready(rf->rds);
+    out->mysql_up = ss.up;
+    out->rows_loaded = rf->loaded;
+    out->redis_errors = rs.errors;
+    out->redis_reconnects = rs.reconnects;
+    out->mysql_errors = ss.errors;
+    out->mysql_reconnects = ss.reconnects;
+    for (size_t i = 0; i < rf->napps; i++) {
+        const struct app *a = rf->apps[i];
+        if (a->dead)
+            continue;
+        out->apps_served += a->live;
+        out->apps_invalid += a->bad != NULL;
+        out->apps_deleted += a->deleted;
+    }
+    out->apps_invalid += rf->nbad_keys;
+    memcpy(out->refill_latency, rf->lat, sizeof(rf->lat));
+    out->refill_latency_sum = rf->lat_sum;
+    out->refill_latency_count = rf->lat_count;
+}
+
+void refill_status_source(struct refill *rf, struct status_source *out)
+{
+    out->ctx = rf;
+    out->each_app = src_each;
+    out->one_app = src_one;
+    out->daemon = src_daemon;
+}
+
 /* --- lifecycle ----------------------------------------------------------- */
 
 static void set_timer(struct event *ev, int ms)
@@ -1092,6 +1485,8 @@ static void set_timer(struct event *ev, int ms)
 void refill_configure(struct refill *rf, const struct config *cfg)
 {
     rf->lock_ttl_ms = cfg->lock_ttl_ms;
+    rf->stall_ms = cfg->stall_ms;
+    rf->resolve_ms = cfg->alert_resolve_ms;
     if (rf->tick_ms != cfg->tick_ms) {
         rf->tick_ms = cfg->tick_ms;
         set_timer(rf->tick_ev, rf->tick_ms);
@@ -1132,7 +1527,7 @@ void refill_shutdown(struct refill *rf, void (*done)(void *), void *arg)
 }
 
 struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
-                          struct store *store)
+                          struct store *store, struct alerts *alerts)
 {
     struct refill *rf = calloc(1, sizeof(*rf));
     size_t maxargs = PUSH_FIXED_ARGS + CHUNK_IDS;
@@ -1142,6 +1537,11 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     rf->base = base;
     rf->rds = rds;
     rf->store = store;
+    rf->alerts = alerts;
+    rf->instance = strdup(cfg->instance);
+    rf->started_unix_ms = unix_ms();
+    rf->stall_ms = cfg->stall_ms;
+    rf->resolve_ms = cfg->alert_resolve_ms;
     rf->prefix = strdup(cfg->key_prefix);
     rf->tick_ms = cfg->tick_ms;
     rf->reload_ms = cfg->reload_ms;
@@ -1153,8 +1553,8 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     rf->tick_ev = event_new(base, -1, EV_PERSIST, on_tick, rf);
     rf->reload_ev = event_new(base, -1, EV_PERSIST, on_reload, rf);
     rf->stop_ev = event_new(base, -1, 0, on_stopped, rf);
-    if (!rf->prefix || !rf->argv || !rf->argvlen || !rf->argbuf || !rf->tick_ev || !rf->reload_ev ||
-        !rf->stop_ev) {
+    if (!rf->prefix || !rf->instance || !rf->argv || !rf->argvlen || !rf->argbuf || !rf->tick_ev ||
+        !rf->reload_ev || !rf->stop_ev) {
         refill_free(rf);
         return NULL;
     }
@@ -1182,6 +1582,7 @@ void refill_free(struct refill *rf)
     free(rf->argvlen);
     free(rf->argbuf);
     free(rf->prefix);
+    free(rf->instance);
     free(rf->load_err);
     for (size_t i = 0; i < rf->nbad_keys; i++)
         free(rf->bad_keys[i].err);

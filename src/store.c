@@ -63,6 +63,10 @@ struct store {
     int backoff_ms;
     int failures; /* consecutive connect failures */
     char last_err[STORE_ERR_MAX];
+    int ever_connected;
+    /* counters, written by the worker, read by the loop */
+    _Atomic uint64_t errors, reconnects;
+    _Atomic int up;
 };
 
 static void set_err(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -137,6 +141,9 @@ static int conn_open(struct store *s, struct job *j)
     s->failures = 0;
     s->backoff_ms = BACKOFF_MIN_MS;
     s->conn = m;
+    if (s->ever_connected)
+        s->reconnects++;
+    s->ever_connected = 1;
     pthread_mutex_lock(&s->mu);
     s->active_fd = (int)mysql_get_socket(m);
     pthread_mutex_unlock(&s->mu);
@@ -369,6 +376,9 @@ static void *worker(void *arg)
                 job_reserve(s, j);
         }
 
+        if (j->status != 0)
+            s->errors++;
+        s->up = j->status == 0;
         pthread_mutex_lock(&s->mu);
         if (s->done_tail)
             s->done_tail->next = j;
@@ -458,6 +468,13 @@ int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor
     j->span = span;
     j->floor = floor;
     return store_queue(s, j);
+}
+
+void store_get_stats(const struct store *s, struct store_stats *out)
+{
+    out->errors = s->errors;
+    out->reconnects = s->reconnects;
+    out->up = s->up;
 }
 
 unsigned store_pending(const struct store *s)

@@ -954,6 +954,48 @@ static void test_usage(void)
     free(text);
 }
 
+static void test_alert_settings(void)
+{
+    struct config cfg;
+    struct webhook_url w;
+
+    CHECK(load(&cfg, NULL, no_args) == CONFIG_OK);
+    CHECK(cfg.alert_webhook == NULL);
+    CHECK_EQ_U64(cfg.stall_ms, 10000);
+    CHECK_EQ_U64(cfg.alert_resolve_ms, 5000);
+    config_free(&cfg);
+
+    CHECK(load(&cfg, ENV({"IDPOOL_ALERT_WEBHOOK", "http://127.0.0.1:8080/hooks/idpool"}),
+               ARGV("--stall-ms", "2500", "--alert-resolve-ms=0")) == CONFIG_OK);
+    CHECK(cfg.alert_webhook &&
+          strcmp(cfg.alert_webhook, "http://127.0.0.1:8080/hooks/idpool") == 0);
+    CHECK(cfg.webhook.host && strcmp(cfg.webhook.host, "127.0.0.1") == 0);
+    CHECK_EQ_U64(cfg.webhook.port, 8080);
+    CHECK(cfg.webhook.path && strcmp(cfg.webhook.path, "/hooks/idpool") == 0);
+    CHECK_EQ_U64(cfg.stall_ms, 2500);
+    CHECK_EQ_U64(cfg.alert_resolve_ms, 0);
+    config_free(&cfg);
+
+    /* Defaults: port 80, path "/"; IPv6 literal; an empty value disables. */
+    CHECK(webhook_url_parse("http://[::1]", &w, err, sizeof(err)) == 0);
+    CHECK(w.host && strcmp(w.host, "::1") == 0);
+    CHECK_EQ_U64(w.port, 80);
+    CHECK(w.path && strcmp(w.path, "/") == 0);
+    webhook_url_free(&w);
+    CHECK(load(&cfg, ENV({"IDPOOL_ALERT_WEBHOOK", "http://h/x"}), ARGV("--alert-webhook", "")) ==
+          CONFIG_OK);
+    CHECK(cfg.alert_webhook == NULL && cfg.webhook.host == NULL);
+    config_free(&cfg);
+
+    expect_error(NULL, ARGV("--alert-webhook", "https://example.invalid/"),
+                 "https:// is not supported");
+    expect_error(NULL, ARGV("--alert-webhook", "ftp://h/"), "--alert-webhook: unsupported scheme");
+    expect_error(NULL, ARGV("--alert-webhook", "http://u:p@h/"), "user:password@ is not supported");
+    expect_error(NULL, ARGV("--alert-webhook", "http://h:99999/"), "--alert-webhook");
+    expect_error(NULL, ARGV("--stall-ms", "50"), "--stall-ms: must be an integer in 100..3600000");
+    expect_error(ENV({"IDPOOL_ALERT_RESOLVE_MS", "-1"}), no_args, "IDPOOL_ALERT_RESOLVE_MS");
+}
+
 int main(void)
 {
     RUN(test_defaults);
@@ -979,5 +1021,6 @@ int main(void)
     RUN(test_reload);
     RUN(test_real_getenv);
     RUN(test_usage);
+    RUN(test_alert_settings);
     return unit_done();
 }

@@ -1,0 +1,79 @@
+/*
+ * status — read-only views of the daemon's state, for the HTTP status
+ * server, /metrics and idpoolctl. The refill loop fills them in; consumers
+ * only read them, on the event loop thread, inside the callback.
+ */
+#ifndef IDPOOL_STATUS_H
+#define IDPOOL_STATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alert.h"
+#include "app.h"
+#include "gen.h"
+
+/* Refill latency histogram bucket upper bounds, seconds (+Inf is implicit). */
+#define STATUS_LATENCY_BUCKETS(X)                                                                  \
+    X(0.001) X(0.0025) X(0.005) X(0.01) X(0.025) X(0.05) X(0.1) X(0.25) X(0.5) X(1.0) X(2.5)
+#define STATUS_NLATENCY 11
+
+/* One application, as the daemon sees it now. */
+struct app_view {
+    const char *key;              /* entity_key */
+    const struct app_cfg *cfg;    /* the row in force (valid rows; for invalid ones only key/id) */
+    int64_t id;                   /* row id */
+    int served;                   /* 1: refilled; 0: soft-deleted or invalid */
+    int deleted;                  /* soft-deleted */
+    const char *invalid;          /* validation error, or NULL */
+    int len_known;                /* pool_len was observed */
+    uint64_t pool_len;            /* LLEN at the last check */
+    double fill_pct;              /* pool_len / max_pool_size x 100 */
+    double rate;                  /* consumption, IDs/s, smoothed */
+    int lease_known;              /* lease was read from meta */
+    struct lease_state lease;     /* current (next, hi) and prefetched (nlo, nhi) lease */
+    uint64_t lease_remaining;     /* ID space left in the leases: (hi - next) + (nhi - nlo) */
+    uint64_t pushed;              /* IDs pushed by this daemon */
+    uint64_t refills;             /* successful refills by this daemon */
+    uint64_t lock_busy;           /* refills skipped: another instance held the lock */
+    uint64_t fenced;              /* pushes rejected by the fence */
+    uint64_t leases;              /* lease reservations by this daemon */
+    uint64_t epochs;              /* pools discarded after a Redis restart/failover */
+    uint64_t underflows;          /* short/empty takes or empty checks (from meta) */
+    uint64_t refused_limit;       /* takes refused: count > max_size_per_times (from meta) */
+    uint64_t refused_rate;        /* takes refused: max_size_per_second (from meta) */
+    uint64_t taken;               /* IDs granted by idpool_take (from meta) */
+    uint64_t last_refill_unix_ms; /* wall clock of the last successful refill, 0 = never */
+    const char *last_error;       /* last refill problem, NULL when fine */
+    int alerts[ALERT_COUNT];      /* 1 = firing */
+};
+
+/* The daemon as a whole. */
+struct daemon_view {
+    const char *version;
+    const char *instance;
+    uint64_t started_unix_ms;
+    int redis_up;                 /* connection ready */
+    int mysql_up;                 /* last MySQL job succeeded */
+    int rows_loaded;              /* application rows loaded at least once */
+    uint64_t redis_errors;        /* failed commands and lost connections */
+    uint64_t redis_reconnects;    /* successful (re)connects after the first */
+    uint64_t mysql_errors;        /* failed jobs */
+    uint64_t mysql_reconnects;    /* successful (re)connects after the first */
+    size_t apps_served, apps_invalid, apps_deleted;
+    uint64_t refill_latency[STATUS_NLATENCY + 1]; /* non-cumulative counts; last = +Inf */
+    double refill_latency_sum;    /* seconds */
+    uint64_t refill_latency_count;
+};
+
+typedef void status_app_fn(const struct app_view *v, void *arg);
+
+/* Where views come from (implemented by the refill loop; a fake in unit tests). */
+struct status_source {
+    void *ctx;
+    void (*each_app)(void *ctx, status_app_fn *fn, void *arg); /* sorted by key */
+    int (*one_app)(void *ctx, const char *key, status_app_fn *fn, void *arg); /* 0 or -1 unknown */
+    void (*daemon)(void *ctx, struct daemon_view *out);
+};
+
+#endif
