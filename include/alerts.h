@@ -29,6 +29,14 @@ void alerts_free(struct alerts *al);
 void alerts_emit(struct alerts *al, const char *app, const char *meta_key, enum alert_kind kind,
                  int firing, const char *message, const char *extra_json);
 
+/*
+ * Publish an alert that this daemon already announced while Redis was
+ * unreachable: it reaches pub/sub and the shared state in meta, without a
+ * second log line or webhook call.
+ */
+void alerts_sync(struct alerts *al, const char *app, const char *meta_key, enum alert_kind kind,
+                 const char *message);
+
 /* Webhook deliveries queued or in flight, and given up on. */
 unsigned alerts_webhook_pending(const struct alerts *al);
 unsigned long alerts_webhook_dropped(const struct alerts *al);

@@ -57,6 +57,7 @@ struct emit_ctx {
     int firing;
     char *event; /* JSON */
     char *message;
+    int quiet; /* already announced: only publish and record in meta */
 };
 
 static void hook_kick(struct alerts *al);
@@ -295,7 +296,9 @@ static void on_alert_reply(struct rds *r, redisReply *reply, void *arg)
     struct emit_ctx *c = arg;
 
     (void)r;
-    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+    if (c->quiet) {
+        /* nothing more to announce */
+    } else if (reply && reply->type == REDIS_REPLY_INTEGER) {
         /* 1: ours to announce. 0: another daemon did, unless we announced the firing. */
         if (reply->integer == 1 || (!c->firing && was_notified(c->al, c->app, c->kind)))
             deliver(c->al, c->app, c->kind, c->firing, c->message, c->event);
@@ -310,8 +313,8 @@ static void on_alert_reply(struct rds *r, redisReply *reply, void *arg)
     emit_ctx_free(c);
 }
 
-void alerts_emit(struct alerts *al, const char *app, const char *meta_key, enum alert_kind kind,
-                 int firing, const char *message, const char *extra_json)
+static void emit(struct alerts *al, const char *app, const char *meta_key, enum alert_kind kind,
+                 int firing, const char *message, const char *extra_json, int quiet)
 {
     char *event = event_json(al, app, kind, firing, message, extra_json);
     struct emit_ctx *c;
@@ -320,6 +323,7 @@ void alerts_emit(struct alerts *al, const char *app, const char *meta_key, enum 
         c->al = al;
         c->kind = kind;
         c->firing = firing;
+        c->quiet = quiet;
         c->app = strdup(app);
         c->message = strdup(message);
         c->event = event;
@@ -331,9 +335,21 @@ void alerts_emit(struct alerts *al, const char *app, const char *meta_key, enum 
         c->event = NULL;
         emit_ctx_free(c);
     }
-    if (firing || was_notified(al, app, kind))
+    if (!quiet && (firing || was_notified(al, app, kind)))
         deliver(al, app, kind, firing, message, event);
     free(event);
+}
+
+void alerts_emit(struct alerts *al, const char *app, const char *meta_key, enum alert_kind kind,
+                 int firing, const char *message, const char *extra_json)
+{
+    emit(al, app, meta_key, kind, firing, message, extra_json, 0);
+}
+
+void alerts_sync(struct alerts *al, const char *app, const char *meta_key, enum alert_kind kind,
+                 const char *message)
+{
+    emit(al, app, meta_key, kind, 1, message, NULL, 1);
 }
 
 unsigned alerts_webhook_pending(const struct alerts *al)

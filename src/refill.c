@@ -72,6 +72,8 @@ struct app {
     struct lease_state seen_lease; /* leases as last read or written */
     /* alerts */
     struct alert_track alert[ALERT_COUNT];
+    unsigned alert_unsynced;      /* 1 << kind: fired while Redis was unreachable */
+    char *alert_msg[ALERT_COUNT]; /* message of each firing alert (heap), for a later sync */
     uint64_t last_ok_ms;      /* last time the pool was at/above low water or got IDs (0: never) */
     int space_exhausted;      /* the last reservation found no ID space left */
     uint64_t refill_start_ms; /* lock taken: for the refill latency histogram */
@@ -256,6 +258,12 @@ static void app_alert(struct app *a, enum alert_kind kind, int cond, uint64_t fi
         snprintf(extra, sizeof(extra), "{}");
     if (ch == ALERT_RESOLVE)
         resolve_message(a, kind, msg, sizeof(msg));
+    free(a->alert_msg[kind]);
+    a->alert_msg[kind] = ch == ALERT_FIRE ? strdup(msg) : NULL;
+    if (ch == ALERT_FIRE && !rds_ready(rf->rds))
+        a->alert_unsynced |= 1u << kind;
+    else
+        a->alert_unsynced &= ~(1u << kind);
     alerts_emit(rf->alerts, a->cfg.key, a->k_meta, kind, ch == ALERT_FIRE, msg, extra);
 }
 
@@ -281,6 +289,8 @@ static void app_alerts_idle(struct app *a)
 
 static void app_free(struct app *a)
 {
+    for (int k = 0; k < ALERT_COUNT; k++)
+        free(a->alert_msg[k]);
     free(a->k_pool);
     free(a->k_meta);
     free(a->k_lock);
@@ -1499,6 +1509,15 @@ void refill_configure(struct refill *rf, const struct config *cfg)
 
 void refill_redis_state(struct refill *rf, int ready)
 {
+    /* Alerts announced while Redis was unreachable reach pub/sub and meta now. */
+    for (size_t i = 0; ready && i < rf->napps; i++) {
+        struct app *a = rf->apps[i];
+        for (int k = 0; k < ALERT_COUNT; k++)
+            if ((a->alert_unsynced & (1u << k)) && a->alert[k].firing)
+                alerts_sync(rf->alerts, a->cfg.key, a->k_meta, (enum alert_kind)k,
+                            a->alert_msg[k] ? a->alert_msg[k] : "");
+        a->alert_unsynced = 0;
+    }
     if (ready)
         on_tick(-1, 0, rf); /* check every pool at once after (re)connecting */
 }

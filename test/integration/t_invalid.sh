@@ -60,14 +60,26 @@ sleep 1.5
 declare -A TIMES=()
 for key in "${!FIELD[@]}"; do
     id=$(app_col "$key" id)
-    TIMES[$key]=$(log_count a "application '$(shown "$key" | sed 's/[?.]/\\&/g')' \\(id $id\\): ")
+    # The validation error itself (level "error"), not the invalid_config alert that quotes it.
+    TIMES[$key]=$(log_count a "Z error +application '$(shown "$key" | sed 's/[?.]/\\&/g')' \\(id $id\\): ")
     [[ ${FIELD[$key]} == entity_key ]] ||
         assert_eq 1 "${TIMES[$key]}" "times the error of row '$key' was logged over ~10 reloads"
 done
 
-# None of them got anything in Redis.
-keys=$(rcli --scan --pattern 'idpool:*' | sort | tr '\n' ' ')
-assert_eq "idpool:{good}:meta idpool:{good}:pool " "$keys" "Redis keys"
+# None of them got a pool, nor limits (a take answers IDPOOL_NOAPP); their
+# meta hash holds only the invalid_config alert, firing.
+keys=$(rcli --scan --pattern 'idpool:*:pool' | sort | tr '\n' ' ')
+assert_eq "idpool:{good}:pool " "$keys" "pools in Redis"
+for key in "${!FIELD[@]}"; do
+    [[ ${FIELD[$key]} == entity_key ]] && continue
+    assert_eq "alert:invalid_config alert:invalid_config:notified" \
+        "$(rcli HKEYS "$(meta_key "$key")" | sort | tr '\n' ' ' | sed 's/ $//')" \
+        "meta fields of invalid row '$key'"
+    [[ $(rcli FCALL idpool_take 2 "$(pool_key "$key")" "$(meta_key "$key")" 1 2>&1) == IDPOOL_NOAPP* ]] ||
+        fail "take from invalid row '$key' did not answer IDPOOL_NOAPP"
+done
+assert_eq 1 "$(log_count a "alert invalid_config firing app=b_step: application 'b_step'")" \
+    "invalid_config alert announced once for b_step"
 pass "${#FIELD[@]} invalid rows: each reported with key and field, none served, field errors logged once"
 
 # The valid application is served normally meanwhile.
@@ -98,7 +110,7 @@ pushed=$(meta_pushed good)
 sleep 1
 assert_eq 1000 "$(llen good)" "broken row's pool: kept, not refilled"
 assert_eq "$pushed" "$(meta_pushed good)" "broken row's pushes"
-assert_eq 1 "$(log_count a "application 'good' \(id $id\): ")" "times the broken row was logged"
+assert_eq 1 "$(log_count a "Z error +application 'good' \(id $id\): ")" "times the broken row was logged"
 # Fixing it again resumes refills from where it was.
 set_app good step=1000
 wait_until 3 log_has a "app=good row fixed; serving again" || fail "no 'row fixed' for good"
