@@ -130,8 +130,8 @@ static const struct setting settings[S_COUNT] = {
                     FROM_ALL, 0, 0, 0},
     [S_HTTP] = {"http", "IDPOOL_HTTP_ADDR", "Status and metrics", "HOST:PORT", "127.0.0.1:9471",
                 NULL,
-                "HTTP listen address for the status server ([IPv6]:PORT ok);\n"
-                "empty disables it (reserved: not served yet)",
+                "status server: /metrics, /healthz, /v1/apps ([IPv6]:PORT ok);\n"
+                "empty disables it",
                 K_HTTP, FROM_ALL, 0, 0, 0},
     [S_ALERT_WEBHOOK] = {"alert-webhook", "IDPOOL_ALERT_WEBHOOK", "Alerts", "URL", NULL, "none",
                          "POST every alert event (JSON) to http://host[:port][/path];\n"

@@ -15,6 +15,7 @@
 #include "build_config.h"
 #include "alerts.h"
 #include "config.h"
+#include "http.h"
 #include "log.h"
 #include "rds.h"
 #include "refill.h"
@@ -31,6 +32,7 @@ struct daemon {
     struct rds *rds;
     struct alerts *alerts;
     struct refill *refill;
+    struct http *http;
     struct event *ev_term, *ev_int, *ev_hup;
     struct event *ev_grace; /* bounds a graceful shutdown */
     int stopping;
@@ -181,6 +183,13 @@ int main(int argc, char **argv)
     d.refill = refill_new(d.base, &d.cfg, d.rds, d.store, d.alerts);
     if (!d.refill)
         die("cannot set up the refill loop");
+    {
+        struct status_source src;
+        refill_status_source(d.refill, &src);
+        d.http = http_new(d.base, &d.cfg, &src);
+        if (!d.http)
+            die("cannot start the HTTP status server on %s", d.cfg.http_addr);
+    }
 
     d.ev_term = evsignal_new(d.base, SIGTERM, on_stop_signal, &d);
     d.ev_int = evsignal_new(d.base, SIGINT, on_stop_signal, &d);
@@ -193,6 +202,7 @@ int main(int argc, char **argv)
     event_base_dispatch(d.base);
 
     /* Teardown: Redis first (pending callbacks see NULL replies), then MySQL. */
+    http_free(d.http);
     rds_free(d.rds);
     store_free(d.store);
     refill_free(d.refill);

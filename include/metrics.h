@@ -1,0 +1,148 @@
+/*
+ * metrics — the Prometheus text exposition (format 0.0.4) of the daemon's
+ * status views (status.h), for GET /metrics. Pure: renders into a memory
+ * buffer, no sockets, so it is unit-tested with a fake status source.
+ *
+ * Every metric is defined once, in the lists below (twemproxy nc_stats.h
+ * style); the renderer and the /v1/apps counters are generated from them.
+ * The names are an interface: the Prometheus rules in deploy/ use them.
+ */
+#ifndef IDPOOL_METRICS_H
+#define IDPOOL_METRICS_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+/*
+ * Process-wide metrics: X(id, name, type, help, shape, labels, value)
+ *   type    COUNTER | GAUGE | HISTOGRAM
+ *   shape   ONE:   one series, with `labels` (label pairs as text, "" for none);
+ *           BUILD: one series labelled version="..." and instance="...";
+ *           HIST:  the refill latency histogram (buckets STATUS_LATENCY_BUCKETS,
+ *                  from d->refill_latency[] and d->refill_latency_sum; `value` is
+ *                  the _count, which is also the +Inf bucket)
+ *   value   read from `d` (const struct daemon_view *): U(x) an integer, F(x) a float
+ * Entries with the same name must be adjacent: they are one family (help and
+ * type of the first).
+ */
+#define METRICS_DAEMON(X)                                                                          \
+    X(build_info, "idpool_build_info", GAUGE,                                                      \
+      "Always 1; the labels give the idpoold version and instance name.", BUILD, "", U(1))         \
+    X(start_time, "idpool_start_time_seconds", GAUGE, "When idpoold started, Unix time.", ONE, "", \
+      F((double)d->started_unix_ms / 1000.0))                                                      \
+    X(redis_up, "idpool_redis_up", GAUGE, "1 when the Redis connection is ready.", ONE, "",        \
+      U(d->redis_up != 0))                                                                         \
+    X(mysql_up, "idpool_mysql_up", GAUGE, "1 when the last MySQL job succeeded.", ONE, "",         \
+      U(d->mysql_up != 0))                                                                         \
+    X(redis_errors, "idpool_redis_errors_total", COUNTER,                                          \
+      "Failed Redis commands and lost connections.", ONE, "", U(d->redis_errors))                  \
+    X(redis_reconnects, "idpool_redis_reconnects_total", COUNTER,                                  \
+      "Successful Redis reconnects after the first connect.", ONE, "", U(d->redis_reconnects))     \
+    X(mysql_errors, "idpool_mysql_errors_total", COUNTER, "Failed MySQL jobs.", ONE, "",           \
+      U(d->mysql_errors))                                                                          \
+    X(mysql_reconnects, "idpool_mysql_reconnects_total", COUNTER,                                  \
+      "Successful MySQL reconnects after the first connect.", ONE, "", U(d->mysql_reconnects))     \
+    X(apps_served, "idpool_applications", GAUGE,                                                   \
+      "Application rows by state: served, invalid (not served) or soft-deleted.", ONE,             \
+      "state=\"served\"", U(d->apps_served))                                                       \
+    X(apps_invalid, "idpool_applications", GAUGE, "", ONE, "state=\"invalid\"",                    \
+      U(d->apps_invalid))                                                                          \
+    X(apps_deleted, "idpool_applications", GAUGE, "", ONE, "state=\"deleted\"",                    \
+      U(d->apps_deleted))                                                                          \
+    X(refill_duration, "idpool_refill_duration_seconds", HISTOGRAM,                                \
+      "How long refills took, seconds.", HIST, "", U(d->refill_latency_count))
+
+/*
+ * Per-application metrics, labelled app="<entity_key>":
+ * X(id, name, type, help, shape, labels, when, value)
+ *   shape   ONE, or ALERTS: one series per alert kind (ALERT_KINDS), labelled
+ *           alert="<name>", with `k` the kind
+ *   when    whether the application has the series; VALID(v): the row is
+ *           valid (an invalid row has only app_served and the alerts)
+ *   value   read from `v` (const struct app_view *): U(x) an integer, F(x) a float
+ * The ids of the COUNTER entries are the keys of "counters" in /v1/apps.
+ */
+#define METRICS_APP(X)                                                                             \
+    X(pool_length, "idpool_pool_length", GAUGE, "IDs in the pool at the last check.", ONE, "",     \
+      VALID(v) && v->len_known, U(v->pool_len))                                                    \
+    X(pool_capacity, "idpool_pool_capacity", GAUGE, "Pool capacity (max_pool_size).", ONE, "",     \
+      VALID(v), U(v->cfg->max_pool))                                                               \
+    X(pool_low_water, "idpool_pool_low_water", GAUGE,                                              \
+      "The pool is refilled when it holds fewer IDs than this.", ONE, "", VALID(v),                \
+      U(v->cfg->low_water))                                                                        \
+    X(pool_fill_ratio, "idpool_pool_fill_ratio", GAUGE,                                            \
+      "Pool length / capacity at the last check, 0..1.", ONE, "", VALID(v) && v->len_known,        \
+      F(v->fill_pct / 100.0))                                                                      \
+    X(rate, "idpool_consumption_ids_per_second", GAUGE, "IDs taken per second, smoothed.", ONE,    \
+      "", VALID(v), F(v->rate))                                                                    \
+    X(lease_remaining, "idpool_lease_remaining", GAUGE,                                            \
+      "ID space left in the current and prefetched leases.", ONE, "", VALID(v) && v->lease_known,  \
+      U(v->lease_remaining))                                                                       \
+    X(pushed, "idpool_ids_pushed_total", COUNTER, "IDs pushed into the pool by this daemon.", ONE, \
+      "", VALID(v), U(v->pushed))                                                                  \
+    X(refills, "idpool_refills_total", COUNTER, "Successful refills by this daemon.", ONE, "",     \
+      VALID(v), U(v->refills))                                                                     \
+    X(lock_busy, "idpool_lock_contention_total", COUNTER,                                          \
+      "Refills skipped because another instance held the lock.", ONE, "", VALID(v),                \
+      U(v->lock_busy))                                                                             \
+    X(fenced, "idpool_fenced_pushes_total", COUNTER,                                               \
+      "Pushes rejected by the fence (a stale refiller).", ONE, "", VALID(v), U(v->fenced))         \
+    X(leases, "idpool_leases_total", COUNTER, "Lease reservations in MySQL by this daemon.", ONE,  \
+      "", VALID(v), U(v->leases))                                                                  \
+    X(discards, "idpool_pool_discards_total", COUNTER,                                             \
+      "Pools discarded after a Redis restart or failover (epoch change).", ONE, "", VALID(v),      \
+      U(v->epochs))                                                                                \
+    X(underflows, "idpool_underflows_total", COUNTER,                                              \
+      "Short or empty takes and empty pool checks.", ONE, "", VALID(v), U(v->underflows))          \
+    X(refused_limit, "idpool_takes_refused_total", COUNTER,                                        \
+      "Takes refused by idpool_take: limit (count > max_size_per_times) or rate "                  \
+      "(max_size_per_second).",                                                                    \
+      ONE, "reason=\"limit\"", VALID(v), U(v->refused_limit))                                      \
+    X(refused_rate, "idpool_takes_refused_total", COUNTER, "", ONE, "reason=\"rate\"", VALID(v),   \
+      U(v->refused_rate))                                                                          \
+    X(taken, "idpool_ids_taken_total", COUNTER, "IDs granted by idpool_take.", ONE, "", VALID(v),  \
+      U(v->taken))                                                                                 \
+    X(last_refill, "idpool_last_refill_timestamp_seconds", GAUGE,                                  \
+      "When the last successful refill ended, Unix time.", ONE, "",                                \
+      VALID(v) && v->last_refill_unix_ms != 0, F((double)v->last_refill_unix_ms / 1000.0))         \
+    X(served, "idpool_app_served", GAUGE,                                                          \
+      "1 when the application is refilled, 0 when soft-deleted or invalid.", ONE, "", 1,           \
+      U(v->served != 0))                                                                           \
+    X(alert_firing, "idpool_alert_firing", GAUGE, "1 while the alert is firing.", ALERTS, "", 1,   \
+      U(v->alerts[k] != 0))
+
+/*
+ * A growable, NUL-terminated text buffer. Errors are sticky: after a failed
+ * allocation every append does nothing and `failed` is 1, so a renderer
+ * checks once at the end.
+ */
+struct sbuf {
+    char *p;    /* heap, NUL-terminated; NULL until the first append */
+    size_t len; /* bytes of text, without the NUL */
+    size_t cap; /* bytes allocated */
+    int failed; /* an allocation failed: the text is incomplete */
+};
+
+void sbuf_init(struct sbuf *b);
+void sbuf_free(struct sbuf *b);
+void sbuf_append(struct sbuf *b, const char *s, size_t n);
+void sbuf_puts(struct sbuf *b, const char *s);
+void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s (NULL = "") with every byte that is not part of valid UTF-8 replaced by U+FFFD. */
+void sbuf_put_utf8(struct sbuf *b, const char *s);
+/*
+ * Hand the text over to the caller (free() it; "" when empty) and reset b.
+ * NULL when an append failed (b is then freed).
+ */
+char *sbuf_detach(struct sbuf *b) __attribute__((warn_unused_result));
+
+/*
+ * Render the whole /metrics text from src (one daemon() call, one
+ * each_app() pass), appending to out. Families without series are left
+ * out. Returns 0, or -1 when out of memory (out then holds partial text).
+ */
+int metrics_render(const struct status_source *src, struct sbuf *out)
+    __attribute__((warn_unused_result));
+
+#endif
