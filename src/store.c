@@ -105,8 +105,8 @@ static int conn_open(struct store *s, struct job *j)
     if (s->conn)
         return 0;
     if (now < s->retry_at_ms) {
-        set_err(j, "MySQL unavailable (%s); next attempt in %" PRIu64 " ms", s->last_err,
-                s->retry_at_ms - now);
+        /* No countdown in the text: callers log each distinct message once. */
+        set_err(j, "cannot connect to MySQL: %s", s->last_err);
         return -1;
     }
     m = mysql_init(NULL);

@@ -89,6 +89,14 @@ proc_alive() {
     [[ ${stat%% *} != Z ]]
 }
 
+# True if PID is stopped (SIGSTOP, state T).
+proc_stopped() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [[ ${stat%% *} == T ]]
+}
+
 # ---------------------------------------------------------- set up/down ---
 
 # Starts throwaway servers in a fresh $DIR and loads their DIR/env
@@ -192,7 +200,10 @@ kill_daemon() {
     local name=$1 sig=${2:-KILL} timeout=${3:-5} pid st=0
     pid=${DAEMON_PID[$name]:?no daemon $name}
     kill "-$sig" "$pid" 2>/dev/null || true
-    kill -CONT "$pid" 2>/dev/null || true # a stopped process keeps TERM pending
+    # A stopped process keeps TERM pending: continue it, but only if it is
+    # stopped. A stray SIGCONT while an ASan build exits cancels the SIGSTOP
+    # LeakSanitizer's ptrace attach waits for, and the exit hangs for good.
+    if proc_stopped "$pid"; then kill -CONT "$pid" 2>/dev/null || true; fi
     if ! wait_until "$timeout" eval "! proc_alive $pid" 2>/dev/null; then
         info "$name (pid $pid) still running ${timeout}s after SIG$sig; killing it"
         kill -KILL "$pid" 2>/dev/null || true
