@@ -202,7 +202,10 @@ show_ids() {
 idpool is running.
   Pop more IDs:        $cli LPOP 'idpool:{demo_mono}:pool' 100
   Trend IDs:           $cli LPOP 'idpool:{demo_trend}:pool' 100
-  Progress (meta):     $cli HGETALL 'idpool:{demo_mono}:meta'
+  With the limits:     $cli FCALL idpool_take 2 'idpool:{demo_mono}:pool' 'idpool:{demo_mono}:meta' 100
+  Status:              build/idpoolctl --http 127.0.0.1:$HTTP_PORT --redis $IDPOOL_REDIS_URL --mysql $IDPOOL_MYSQL_URL status
+  Metrics:             curl http://127.0.0.1:$HTTP_PORT/metrics   (and /healthz, /v1/apps)
+  Alerts:              $cli SUBSCRIBE idpool:alerts
   Applications (SQL):  ${MYSQL[*]} $MYSQL_DB -e 'SELECT * FROM application\\G'
   Daemon log:          run/idpoold.log   (pid $DAEMON in run/idpoold.pid)
   Stop everything:     scripts/quickstart.sh stop
