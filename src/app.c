@@ -116,8 +116,12 @@ __attribute__((format(printf, 3, 4))) static int fail(const struct vctx *v, cons
     if (!v->err || v->errlen == 0)
         return -1;
     key_render(v->row, key);
-    n = snprintf(v->err, v->errlen, "application '%s' (id %" PRId64 "): %s: ", key, v->row->id,
-                 field);
+    /* id 0: a row not inserted yet (idpoolctl checks rows before writing them). */
+    if (v->row->id)
+        n = snprintf(v->err, v->errlen, "application '%s' (id %" PRId64 "): %s: ", key, v->row->id,
+                     field);
+    else
+        n = snprintf(v->err, v->errlen, "application '%s': %s: ", key, field);
     if (n < 0) {
         v->err[0] = '\0';
         return -1;

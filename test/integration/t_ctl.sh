@@ -161,20 +161,20 @@ err_has "application 'user' already exists \\(id [0-9]+\\)"
 expect 1 apps add USER
 err_has "application 'USER'.*'user'"
 expect 1 apps add neg --step -5
-err_has "application 'neg' .*step: must be 1\\.\\.1000000"
+err_has "application 'neg'.*step: must be 1\\.\\.1000000"
 expect 1 apps add fit --step 1000 --max-pool 1100
-err_has "application 'fit' .*max_pool_size: must be >= 5000"
+err_has "application 'fit'.*max_pool_size: must be >= 5000"
 expect 1 apps add rem --delta 4 --remainder 4
-err_has "application 'rem' .*remainder: must be"
+err_has "application 'rem'.*remainder: must be"
 expect 1 apps add taker --per-take 7000 --max-pool 6000
-err_has "application 'taker' .*max_size_per_times: must be <= max_pool_size"
+err_has "application 'taker'.*max_size_per_times: must be <= max_pool_size"
 expect 1 apps add 'a b'
 err_has "entity_key: must match"
 expect 1 apps add 'k{x}'
 err_has "entity_key: must match"
 expect 1 --json apps add neg --type 3
 json_ok
-err_has "application 'neg' .*increasing_type: must be 1 \\(monotonic\\) or 2 \\(trend\\), got 3"
+err_has "application 'neg'.*increasing_type: must be 1 \\(monotonic\\) or 2 \\(trend\\), got 3"
 assert_eq 1 "$(jget 'd["exit_code"]')" "exit_code in the --json error"
 assert_eq 0 "$(sql "SELECT COUNT(*) FROM application WHERE entity_key IN ('neg','fit','rem','taker','a b','k{x}')")" \
     "rows written by failed adds"
@@ -264,7 +264,7 @@ err_has "application 'late' \\(id [0-9]+\\): max_pool_size: must be"
 err_has "nothing changed"
 assert_eq 200 "$(app_col late step)" "late step after a refused edit"
 expect 1 apps set late min_size_percent=100
-err_has "application 'late' .*min_size_percent: must be 1\\.\\.99"
+err_has "application 'late'.*min_size_percent: must be 1\\.\\.99"
 expect 1 apps set nokey step=10
 err_has "no application 'nokey'"
 # current_offset only with --force.
