@@ -156,7 +156,7 @@ local function take(keys, args)
                                  string.format('%q', raw))
     end
     local n = tonumber(raw)
-    local cfg = redis.call('HMGET', meta, 'per_take', 'per_second', 'rl_sec', 'rl_used')
+    local cfg = redis.call('HMGET', meta, 'per_take', 'per_second', 'rl_sec', 'rl_used', 'taken')
     if not cfg[1] or not cfg[2] then
         return redis.error_reply('IDPOOL_NOAPP no such application: ' .. meta ..
                                  ' has no limits (not served by idpoold)')
@@ -180,10 +180,9 @@ local function take(keys, args)
     if not ids then
         ids = {}
     end
-    redis.call('HSET', meta, 'rl_sec', t[1], 'rl_used', used + #ids)
-    if #ids > 0 then
-        redis.call('HINCRBY', meta, 'taken', #ids)
-    end
+    -- One write for the rate window and the counter (counts stay far below 2^53).
+    redis.call('HSET', meta, 'rl_sec', t[1], 'rl_used', used + #ids, 'taken',
+               (tonumber(cfg[5]) or 0) + #ids)
     if #ids < n then
         redis.call('HINCRBY', meta, 'underflows', 1)
         alert_transition(meta, 'underflow', true,
