@@ -68,6 +68,16 @@ alive() {
     [[ ${stat%% *} != Z ]]
 }
 
+# starting PID: a process this script just launched still exists (and is
+# no zombie). Unlike alive(), no name check: between fork and exec the
+# child still has the shell's name, and it is ours, so pid reuse is moot.
+starting() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [[ ${stat%% *} != Z ]]
+}
+
 pid_of() { # pidfile -> pid or empty
     if [[ -r $1 ]]; then tr -dc 0-9 <"$1"; fi
 }
@@ -178,7 +188,7 @@ wait_redis() {
         if [[ $(redis_cli ping 2>/dev/null) == PONG ]]; then
             return 0
         fi
-        if ! alive "$REDIS_STARTED" redis-server; then
+        if ! starting "$REDIS_STARTED"; then
             log_tail "$REDIS_LOG"
             die "redis-server exited during start-up"
         fi
@@ -304,7 +314,7 @@ wait_mysql() {
         if mysql_client -e 'SELECT 1' >/dev/null 2>&1; then
             return 0
         fi
-        if ! alive "$MYSQL_STARTED" mariadbd; then
+        if ! starting "$MYSQL_STARTED"; then
             log_tail "$MYSQL_LOG"
             die "mariadbd exited during start-up"
         fi

@@ -119,26 +119,39 @@ static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
     free(cb);
 }
 
-static int rds_send(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
-                    const size_t *argvlen)
+/* A callback context for one command; NULL when there is no connection or memory. */
+static struct rds_cb *cb_new(struct rds *r, rds_reply_fn *fn, void *arg)
 {
     struct rds_cb *cb;
 
-    if (!r->ac)
-        return -1;
-    cb = malloc(sizeof(*cb));
-    if (!cb)
-        return -1;
+    if (!r->ac || !(cb = malloc(sizeof(*cb))))
+        return NULL;
     cb->r = r;
     cb->fn = fn;
     cb->arg = arg;
-    if (redisAsyncCommandArgv(r->ac, rds_reply, cb, argc, argv, argvlen) != REDIS_OK) {
+    return cb;
+}
+
+/* Account for a queued command (for the command timeout), or drop its context. */
+static int cb_queued(struct rds *r, struct rds_cb *cb, int status)
+{
+    if (status != REDIS_OK) {
         free(cb);
         return -1;
     }
     if (r->outstanding++ == 0)
         r->progress_ms = clock_ms();
     return 0;
+}
+
+static int rds_send(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
+                    const size_t *argvlen)
+{
+    struct rds_cb *cb = cb_new(r, fn, arg);
+
+    if (!cb)
+        return -1;
+    return cb_queued(r, cb, redisAsyncCommandArgv(r->ac, rds_reply, cb, argc, argv, argvlen));
 }
 
 int rds_command_argv(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
@@ -155,24 +168,12 @@ int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...
     va_list ap;
     int rc;
 
-    if (r->state != RDS_READY || !r->ac)
+    if (r->state != RDS_READY || !(cb = cb_new(r, fn, arg)))
         return -1;
-    cb = malloc(sizeof(*cb));
-    if (!cb)
-        return -1;
-    cb->r = r;
-    cb->fn = fn;
-    cb->arg = arg;
     va_start(ap, fmt);
     rc = redisvAsyncCommand(r->ac, rds_reply, cb, fmt, ap);
     va_end(ap);
-    if (rc != REDIS_OK) {
-        free(cb);
-        return -1;
-    }
-    if (r->outstanding++ == 0)
-        r->progress_ms = clock_ms();
-    return 0;
+    return cb_queued(r, cb, rc);
 }
 
 /* --- handshake ----------------------------------------------------------- */

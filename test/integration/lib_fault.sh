@@ -198,8 +198,14 @@ check_leases_upward() {
     bad=$(sql "SELECT l.id, l.lo, l.hi FROM application_lease l
                JOIN application a ON a.id = l.application_id
                WHERE a.entity_key = $(sql_value "$1") ORDER BY l.id" |
-        awk '{ if (NR > 1 && $2 < top) { print "lease #" $1 " [" $2 "," $3 ") starts below " top; exit }
-               if ($3 > top) top = $3 }')
+        python3 -c 'import sys
+top = None
+for line in sys.stdin:
+    i, lo, hi = map(int, line.split())
+    if top is not None and lo < top:
+        print(f"lease #{i} [{lo},{hi}) starts below {top}, the end of an earlier one")
+        break
+    top = hi if top is None else max(top, hi)')
     [[ -z $bad ]] || fail "$1: $bad"
 }
 
