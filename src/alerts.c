@@ -276,6 +276,15 @@ static void deliver(struct alerts *al, const char *app, enum alert_kind kind, in
         hook_enqueue(al, event);
 }
 
+/* Another instance announced the resolution of an alert we announced. */
+static void forget(struct alerts *al, const char *app, enum alert_kind kind)
+{
+    unsigned *mask = notified_mask(al, app);
+
+    if (mask)
+        *mask &= ~(1u << kind);
+}
+
 static int was_notified(struct alerts *al, const char *app, enum alert_kind kind)
 {
     unsigned *mask = notified_mask(al, app);
@@ -299,9 +308,11 @@ static void on_alert_reply(struct rds *r, redisReply *reply, void *arg)
     if (c->quiet) {
         /* nothing more to announce */
     } else if (reply && reply->type == REDIS_REPLY_INTEGER) {
-        /* 1: ours to announce. 0: another daemon did, unless we announced the firing. */
-        if (reply->integer == 1 || (!c->firing && was_notified(c->al, c->app, c->kind)))
+        /* 1: ours to announce; 0: another instance announced it. */
+        if (reply->integer == 1)
             deliver(c->al, c->app, c->kind, c->firing, c->message, c->event);
+        else if (!c->firing)
+            forget(c->al, c->app, c->kind);
     } else {
         /* No deduplication possible: announce it ourselves. */
         if (reply)

@@ -38,27 +38,28 @@ local function app_of(key)
     return string.match(key, '^(.*):{([^}]*)}:%a+$')
 end
 
--- Move alert `kind` of the application whose meta is `meta` to firing or
--- resolved; publish the JSON event only when the state really changes.
--- Returns 1 when it changed, 0 when it already was in that state.
-local function alert_transition(meta, kind, firing, message, extra)
-    local field = 'alert:' .. kind
-    local was = redis.call('HGET', meta, field) == 'firing'
-    if was == firing then
-        return 0
-    end
-    if firing then
-        redis.call('HSET', meta, field, 'firing')
-    else
-        redis.call('HDEL', meta, field)
-    end
+-- Publish one alert event on <prefix>:alerts.
+local function publish(meta, kind, state, message, extra)
     local prefix, app = app_of(meta)
-    local event = {alert = kind, app = app, state = firing and 'firing' or 'resolved',
-                   message = message, at = iso8601(redis.call('TIME'))}
+    local event = {alert = kind, app = app, state = state, message = message,
+                   at = iso8601(redis.call('TIME'))}
     for k, v in pairs(extra or {}) do
         event[k] = v
     end
     redis.call('PUBLISH', prefix .. ':alerts', cjson.encode(event))
+end
+
+-- Fire alert `kind` of the application whose meta is `meta`, publishing the
+-- event only if it was not already firing. The state field stays after a
+-- resolution ("resolved"), so that a second instance resolving the same
+-- alert can tell it was already announced. Returns 1 when it fired now.
+local function alert_fire(meta, kind, message, extra)
+    local field = 'alert:' .. kind
+    if redis.call('HGET', meta, field) == 'firing' then
+        return 0
+    end
+    redis.call('HSET', meta, field, 'firing')
+    publish(meta, kind, 'firing', message, extra)
     return 1
 end
 
@@ -151,7 +152,7 @@ end
 local function take(keys, args)
     local pool, meta = keys[1], keys[2]
     local raw = args[1] or ''
-    if not string.match(raw, '^%d+$') or #raw > 9 or tonumber(raw) < 1 then
+    if not string.match(raw, '^%d+$') or tonumber(raw) < 1 then
         return redis.error_reply('IDPOOL_BADARG count must be an integer >= 1, got ' ..
                                  string.format('%q', raw))
     end
@@ -162,10 +163,14 @@ local function take(keys, args)
                                  ' has no limits (not served by idpoold)')
     end
     local per_take, per_second = tonumber(cfg[1]), tonumber(cfg[2])
-    if n > per_take then
+    if n > per_take or n > per_second then
         redis.call('HINCRBY', meta, 'refused_limit', 1)
-        return redis.error_reply('IDPOOL_LIMIT count ' .. n .. ' exceeds max_size_per_times ' ..
-                                 per_take)
+        if n > per_take then
+            return redis.error_reply('IDPOOL_LIMIT count ' .. raw ..
+                                     ' exceeds max_size_per_times ' .. per_take)
+        end
+        return redis.error_reply('IDPOOL_LIMIT count ' .. raw .. ' exceeds max_size_per_second ' ..
+                                 per_second .. ': it can never be granted within one second')
     end
     local t = redis.call('TIME')
     local used = (cfg[3] == t[1]) and tonumber(cfg[4]) or 0
@@ -185,9 +190,8 @@ local function take(keys, args)
                (tonumber(cfg[5]) or 0) + #ids)
     if #ids < n then
         redis.call('HINCRBY', meta, 'underflows', 1)
-        alert_transition(meta, 'underflow', true,
-                         'take of ' .. n .. ' got ' .. #ids .. ': the pool ran dry',
-                         {requested = n, granted = #ids})
+        alert_fire(meta, 'underflow', 'take of ' .. n .. ' got ' .. #ids .. ': the pool ran dry',
+                   {requested = n, granted = #ids})
     end
     return ids
 end
@@ -206,24 +210,32 @@ end
 
 -- idpool_alert: a daemon moves an alert to firing or resolved.
 --   FCALL idpool_alert 1 <meta> kind firing|resolved message [json-object-of-extras]
---   -> 1: this caller is the one to notify (log, webhook); 0: another
---   instance already did (or there is nothing to say).
--- Publishing happens here, on the state change. Notifying is claimed with a
+--   -> 1: this caller is the one to announce it (log, webhook); 0: another
+--   instance already did.
+-- Firing: published on the state change; announcing is claimed with a
 -- second field, because an underflow fired by idpool_take inside Redis
--- still needs one daemon to log it and call the webhook.
+-- still needs one daemon to log it and call the webhook. Resolving: the
+-- first instance to resolve publishes and announces; "resolved" stays in
+-- the state field so later ones stay quiet. A state Redis lost meanwhile
+-- (FLUSHALL, restart) counts as still firing: the resolution still goes out.
 local function alert(keys, args)
     local meta, kind, firing = keys[1], args[1], args[2] == 'firing'
+    local field, claim = 'alert:' .. kind, 'alert:' .. kind .. ':notified'
     local extra = nil
     if args[4] and args[4] ~= '' then
         extra = cjson.decode(args[4])
     end
-    local changed = alert_transition(meta, kind, firing, args[3], extra)
-    local claim = 'alert:' .. kind .. ':notified'
     if firing then
+        alert_fire(meta, kind, args[3], extra)
         return redis.call('HSETNX', meta, claim, '1')
     end
+    if redis.call('HGET', meta, field) == 'resolved' then
+        return 0
+    end
+    redis.call('HSET', meta, field, 'resolved')
     redis.call('HDEL', meta, claim)
-    return changed
+    publish(meta, kind, 'resolved', args[3], extra)
+    return 1
 end
 
 -- idpool_unlock: release the lock only if the caller still holds it.

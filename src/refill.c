@@ -961,7 +961,9 @@ static void check_alerts(struct app *a, uint64_t prev_underflows, int uf_firing_
               "pool stays below its low-water mark after refilling: %" PRIu64 " < %" PRIu64
               " (refill cannot keep up with consumption)",
               len, lw);
-    app_alert(a, ALERT_STALLED, len < lw && now - ref > (uint64_t)rf->stall_ms, 0,
+    /* A check interval longer than stall-ms must not look like a stall by itself. */
+    app_alert(a, ALERT_STALLED, len < lw && now - ref > (uint64_t)rf->stall_ms + a->cfg.interval_ms,
+              0,
               "no IDs pushed for %" PRIu64 " ms while the pool needs them (%" PRIu64
               " < low water %" PRIu64 ")%s%s",
               now - ref, len, lw, a->last_err ? ": " : "", a->last_err ? a->last_err : "");
