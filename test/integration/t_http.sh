@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# The HTTP status server (issue 3), --http 127.0.0.1:PORT:
+#
+#   /healthz   200 JSON status ok; 503 naming redis while redis-server is
+#              killed and back to 200 after it restarts; 503 naming mysql
+#              while MySQL is down, 200 again after it returns
+#   /metrics   text format 0.0.4 that passes `promtool check metrics`
+#              (skipped only if promtool is missing) with the per-app series
+#   /v1/apps   JSON array sorted by key: config as in the rows, pool length
+#              as in Redis, 64-bit lease values as exact strings, counters
+#              that follow takes, invalid and soft-deleted rows flagged
+#   /v1/apps/KEY  one object; unknown key, /nope -> 404 JSON
+#   POST /metrics -> 405 with Allow; HEAD answers the headers of GET
+#   --http on a port in use -> the daemon exits non-zero at start naming it
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+setup
+
+HTTP_PORT=$(free_port)
+BASE=http://127.0.0.1:$HTTP_PORT
+
+# get [curl options] PATH: body in $DIR/body, headers in $DIR/headers,
+# status code in $CODE.
+get() {
+    local path=${*: -1}
+    CODE=$(curl -sS -o "$DIR/body" -D "$DIR/headers" -w '%{http_code}' "${@:1:$#-1}" "$BASE$path") ||
+        fail "curl $*: no answer"
+}
+header() { tr -d '\r' <"$DIR/headers" | sed -n "s/^$1: //Ip" | tail -n 1; }
+# json PYTHON-EXPRESSIONS...: each must be true of d = the body as JSON.
+json() {
+    python3 - "$DIR/body" "$@" <<'EOF' || fail "JSON check failed on: $(head -c 3000 "$DIR/body")"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+for expr in sys.argv[2:]:
+    if not eval(expr):
+        sys.exit("false: %s" % expr)
+EOF
+}
+healthz_is() {
+    get /healthz
+    [[ $CODE == "$1" ]]
+}
+
+# The big application's offsets are above 2^53: only strings keep them exact.
+BIG_START=9007199254740993
+add_app h1 entity_name='Users of the app' step=500 max_pool_size=5000 max_size_per_times=50 \
+    max_size_per_second=100 min_size_percent=50 start_offset=1000
+add_app h2 increasing_type=2 step=100 max_pool_size=1000
+add_app big start_offset=$BIG_START step=100 max_pool_size=1000
+add_app hdel step=100 max_pool_size=1000 deleted_at=1
+add_app hbad step=-1
+# lib.sh passes --http '' before these flags: the last one wins.
+start_daemon a --tick-ms 50 --reload-ms 300 --http "127.0.0.1:$HTTP_PORT"
+wait_until 5 log_has a "http: listening on 127.0.0.1:$HTTP_PORT" || fail "no 'listening on 127.0.0.1:$HTTP_PORT' in the log"
+for k in h1:5000 h2:1000 big:1000; do
+    wait_until 10 pool_ge "${k%:*}" "${k#*:}" || fail "${k%:*} never filled"
+done
+"$IDPOOLD" --help | grep -q 'default: 127.0.0.1:9471' || fail "--help: the default HTTP address is not loopback"
+
+# --- /healthz ----------------------------------------------------------------------------
+wait_until 5 healthz_is 200 || fail "/healthz: $CODE $(cat "$DIR/body")"
+[[ $(header Content-Type) == application/json* ]] || fail "/healthz Content-Type: $(header Content-Type)"
+json 'd["status"] == "ok"' 'd["redis_up"] is True and d["mysql_up"] is True and d["rows_loaded"] is True' \
+    'd["apps"] == {"served": 3, "invalid": 1, "deleted": 1}' '"reasons" not in d'
+pass "/healthz: 200, JSON, status ok, 3 served / 1 invalid / 1 deleted"
+
+# --- /metrics ------------------------------------------------------------------------------
+get /metrics
+assert_eq 200 "$CODE" "/metrics status"
+[[ $(header Content-Type) == 'text/plain; version=0.0.4'* ]] || fail "/metrics Content-Type: $(header Content-Type)"
+cp "$DIR/body" "$DIR/metrics.txt"
+if command -v promtool >/dev/null 2>&1; then
+    promtool check metrics <"$DIR/metrics.txt" >"$DIR/promtool.out" 2>&1 ||
+        fail "promtool check metrics: $(cat "$DIR/promtool.out")"
+    pass "/metrics passes promtool check metrics"
+else
+    info "promtool not installed: 'promtool check metrics' skipped (CI installs the prometheus package)"
+fi
+m_has() { grep -qE -- "^$1\$" "$DIR/metrics.txt" || fail "/metrics lacks a line matching '$1'"; }
+for k in h1 h2 big; do
+    for m in idpool_pool_length idpool_pool_capacity idpool_pool_low_water idpool_pool_fill_ratio \
+        idpool_consumption_ids_per_second idpool_lease_remaining idpool_ids_pushed_total \
+        idpool_refills_total idpool_lock_contention_total idpool_fenced_pushes_total \
+        idpool_underflows_total idpool_ids_taken_total idpool_last_refill_timestamp_seconds; do
+        m_has "$m\\{app=\"$k\"\\} [0-9.e+]+"
+    done
+    m_has "idpool_takes_refused_total\\{app=\"$k\",reason=\"limit\"\\} [0-9]+"
+    m_has "idpool_takes_refused_total\\{app=\"$k\",reason=\"rate\"\\} [0-9]+"
+    m_has "idpool_app_served\\{app=\"$k\"\\} 1"
+    for al in underflow low stalled offset_regression invalid_config id_space_exhaustion; do
+        m_has "idpool_alert_firing\\{app=\"$k\",alert=\"$al\"\\} 0"
+    done
+done
+m_has 'idpool_pool_length\{app="h1"\} 5000'
+m_has 'idpool_pool_capacity\{app="h1"\} 5000'
+m_has 'idpool_pool_low_water\{app="h1"\} 2500'
+m_has 'idpool_pool_fill_ratio\{app="h1"\} 1'
+m_has 'idpool_app_served\{app="hdel"\} 0'
+m_has 'idpool_app_served\{app="hbad"\} 0'
+m_has 'idpool_alert_firing\{app="hbad",alert="invalid_config"\} 1'
+m_has 'idpool_build_info\{version="[^"]+",instance="[^"]+"\} 1'
+m_has 'idpool_redis_up 1'
+m_has 'idpool_mysql_up 1'
+m_has 'idpool_applications\{state="served"\} 3'
+m_has 'idpool_refill_duration_seconds_bucket\{le="\+Inf"\} [1-9][0-9]*'
+m_has 'idpool_refill_duration_seconds_count [1-9][0-9]*'
+pass "/metrics holds the per-application series for h1, h2, big, hdel, hbad and the process-wide ones"
+
+# --- /v1/apps ------------------------------------------------------------------------------
+rcli FCALL idpool_take 2 "$(pool_key h1)" "$(meta_key h1)" 10 >/dev/null
+assert_eq 4990 "$(llen h1)" "h1 after a take of 10 (above low water: no refill)"
+taken_10() {
+    get /v1/apps/h1
+    python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); sys.exit(not (d["counters"]["taken"] == 10 and d["pool"]["length"] == 4990))' "$DIR/body"
+}
+wait_until 5 taken_10 || fail "/v1/apps/h1 did not show counters.taken 10 and pool length 4990: $(cat "$DIR/body")"
+get /v1/apps
+assert_eq 200 "$CODE" "/v1/apps status"
+[[ $(header Content-Type) == application/json* ]] || fail "/v1/apps Content-Type: $(header Content-Type)"
+sql "SELECT entity_key, id, current_offset FROM application ORDER BY entity_key" >"$DIR/rows"
+python3 - "$DIR/body" "$DIR/rows" "$(llen h1)" "$BIG_START" <<'EOF' || fail "/v1/apps: $(head -c 4000 "$DIR/body")"
+import json, re, sys
+apps = json.load(open(sys.argv[1]))
+rows = {l.split("\t")[0]: l.rstrip("\n").split("\t") for l in open(sys.argv[2])}
+h1_len, big_start = int(sys.argv[3]), int(sys.argv[4])
+def check(cond, what):
+    if not cond:
+        sys.exit("/v1/apps: " + what)
+check(isinstance(apps, list), "not an array")
+keys = [a["key"] for a in apps]
+check(keys == sorted(keys) == ["big", "h1", "h2", "hbad", "hdel"], "keys %s" % keys)
+fields = {"key", "id", "served", "deleted", "invalid", "config", "pool", "rate_ids_per_s",
+          "lease", "counters", "last_refill", "last_error", "alerts"}
+by = {a["key"]: a for a in apps}
+for a in apps:
+    check(fields <= set(a), "%s lacks %s" % (a["key"], fields - set(a)))
+    check(a["id"] == int(rows[a["key"]][1]), "%s id %s, row %s" % (a["key"], a["id"], rows[a["key"]][1]))
+    check(isinstance(a["alerts"], list), "alerts not a list")
+    check(isinstance(a["counters"], dict), "counters not an object")
+rfc3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+for k in ("h1", "h2", "big"):
+    a = by[k]
+    check(a["served"] is True and a["deleted"] is False and a["invalid"] is None, "%s state" % k)
+    check(a["alerts"] == [], "%s alerts %s" % (k, a["alerts"]))
+    check(isinstance(a["rate_ids_per_s"], (int, float)) and a["rate_ids_per_s"] >= 0, "%s rate" % k)
+    check(isinstance(a["last_refill"], str) and rfc3339.match(a["last_refill"]), "%s last_refill %r" % (k, a["last_refill"]))
+    L = a["lease"]
+    for f in ("next", "hi", "remaining"):
+        check(isinstance(L[f], str) and re.match(r"^\d+$", L[f]), "%s lease.%s %r is not a decimal string" % (k, f, L[f]))
+    for f in ("next_lo", "next_hi"):
+        check(L[f] is None or (isinstance(L[f], str) and re.match(r"^\d+$", L[f])), "%s lease.%s %r" % (k, f, L[f]))
+    nxt, hi = int(L["next"]), int(L["hi"])
+    check(nxt <= hi, "%s lease next %d > hi %d" % (k, nxt, hi))
+    check(hi <= int(rows[k][2]), "%s lease hi %d above current_offset %s" % (k, hi, rows[k][2]))
+    rem = (hi - nxt) + ((int(L["next_hi"]) - int(L["next_lo"])) if L["next_lo"] else 0)
+    check(int(L["remaining"]) == rem, "%s lease remaining %s, expected %d" % (k, L["remaining"], rem))
+    for name, v in a["counters"].items():
+        check(isinstance(v, (int, float)) and v >= 0, "%s counter %s = %r" % (k, name, v))
+    for name in ("underflows", "taken", "pushed", "refills"):
+        check(name in a["counters"], "%s counters lack %s" % (k, name))
+c = by["h1"]["config"]
+want = {"name": "Users of the app", "type": "monotonic", "start_offset": "1000", "step": 500,
+        "max_pool_size": 5000, "low_water": 2500, "min_size_percent": 50, "max_size_per_times": 50,
+        "max_size_per_second": 100, "interval_ms": 50, "delta": 1, "remainder": 0, "increment_max": 1}
+for f, v in want.items():
+    check(c.get(f) == v, "h1 config.%s = %r, row says %r" % (f, c.get(f), v))
+check(c["current_offset"] == rows["h1"][2], "h1 config.current_offset %r, row %s" % (c["current_offset"], rows["h1"][2]))
+p = by["h1"]["pool"]
+check(p["length"] == h1_len == 4990, "h1 pool length %r, LLEN %d" % (p["length"], h1_len))
+check(p["fill_pct"] == 99.8, "h1 fill_pct %r (4990 of 5000)" % p["fill_pct"])
+check(by["h1"]["counters"]["taken"] == 10, "h1 counters.taken %r" % by["h1"]["counters"]["taken"])
+check(by["h2"]["config"]["type"] == "trend", "h2 type")
+check(0 < by["h2"]["pool"]["length"] <= 1000, "h2 pool length")
+# 2^53 + 1 and above: exact only as strings
+b = by["big"]
+check(b["config"]["start_offset"] == str(big_start), "big start_offset %r" % b["config"]["start_offset"])
+check(int(b["lease"]["next"]) >= big_start and int(b["lease"]["hi"]) > big_start, "big lease %r" % b["lease"])
+check(int(b["config"]["current_offset"]) > big_start, "big current_offset")
+d = by["hdel"]
+check(d["served"] is False and d["deleted"] is True, "hdel state")
+x = by["hbad"]
+check(x["served"] is False and isinstance(x["invalid"], str) and "step" in x["invalid"], "hbad invalid %r" % x["invalid"])
+check(x["alerts"] == ["invalid_config"], "hbad alerts %r" % x["alerts"])
+EOF
+pass "/v1/apps: sorted array, config as in the rows, pool length = LLEN, lease values exact strings, counters follow takes"
+
+get /v1/apps/h1
+assert_eq 200 "$CODE" "/v1/apps/h1 status"
+json 'isinstance(d, dict)' 'd["key"] == "h1"' 'd["config"]["step"] == 500'
+get /v1/apps/big
+json 'd["key"] == "big"' "d[\"config\"][\"start_offset\"] == \"$BIG_START\""
+get /v1/apps/nosuch
+assert_eq 404 "$CODE" "/v1/apps/nosuch status"
+[[ $(header Content-Type) == application/json* ]] || fail "404 Content-Type: $(header Content-Type)"
+json 'isinstance(d.get("error"), str)' 'd.get("key") == "nosuch"'
+for p in /nope / /v1/apps/ /v1 /metricsx /healthz/x; do
+    get "$p"
+    assert_eq 404 "$CODE" "GET $p status"
+    json 'isinstance(d.get("error"), str)'
+done
+pass "/v1/apps/KEY: one object; unknown key and bad paths -> 404 JSON"
+
+# --- methods -------------------------------------------------------------------------------
+for p in /metrics /healthz /v1/apps /v1/apps/h1; do
+    for m in POST PUT DELETE; do
+        get -X "$m" "$p"
+        assert_eq 405 "$CODE" "$m $p status"
+        [[ $(header Allow) == *GET* && $(header Allow) == *HEAD* ]] || fail "$m $p: Allow is '$(header Allow)'"
+        json 'isinstance(d.get("error"), str)'
+    done
+done
+# head_req PATH: "STATUS CONTENT-LENGTH BODY-BYTES CONTENT-TYPE" of a raw HEAD request
+# (HTTP/1.0, read to the end: any body bytes after the headers are counted).
+head_req() {
+    python3 - "$HTTP_PORT" "$1" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(("HEAD %s HTTP/1.0\r\nHost: x\r\n\r\n" % sys.argv[2]).encode())
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+head, _, body = data.partition(b"\r\n\r\n")
+lines = head.decode().split("\r\n")
+hdr = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+print(lines[0].split()[1], hdr.get("content-length", "-"), len(body), hdr.get("content-type", "-").replace(" ", ""))
+EOF
+}
+get /healthz
+glen=$(wc -c <"$DIR/body")
+assert_eq "200 $glen 0 application/json" "$(head_req /healthz)" "HEAD /healthz: status, Content-Length (= GET's), body bytes, type"
+read -r code clen blen ctype <<<"$(head_req /metrics)"
+assert_eq "200 0" "$code $blen" "HEAD /metrics: status and body bytes"
+[[ $ctype == text/plain* && $clen =~ ^[1-9][0-9]*$ ]] || fail "HEAD /metrics: Content-Type '$ctype', Content-Length '$clen'"
+read -r code clen blen ctype <<<"$(head_req /nope)"
+assert_eq "404 0" "$code $blen" "HEAD /nope: status and body bytes"
+pass "POST/PUT/DELETE -> 405 with Allow: GET, HEAD; HEAD answers headers only, Content-Length as GET"
+
+# --- /healthz follows Redis and MySQL --------------------------------------------------------
+redis_kill
+t0=$(now_us)
+wait_until 5 healthz_is 503 || fail "/healthz still $CODE with redis-server killed: $(cat "$DIR/body")"
+json 'd["status"] != "ok"' 'any("redis" in r for r in d["reasons"])' 'd["redis_up"] is False'
+info "/healthz 503 $((($(now_us) - t0) / 1000)) ms after redis-server was killed: $(cat "$DIR/body")"
+get /metrics
+assert_eq 200 "$CODE" "/metrics while Redis is down"
+grep -qx 'idpool_redis_up 0' "$DIR/body" || fail "/metrics: idpool_redis_up not 0 while Redis is down"
+redis_start
+t0=$(now_us)
+wait_until 10 healthz_is 200 || fail "/healthz still $CODE after redis-server restarted: $(cat "$DIR/body")"
+info "/healthz 200 again $((($(now_us) - t0) / 1000)) ms after redis-server restarted"
+pass "/healthz: 503 naming redis while redis-server is killed, 200 again after it restarts"
+
+mysql_stop
+t0=$(now_us)
+wait_until 5 healthz_is 503 || fail "/healthz still $CODE with MySQL stopped: $(cat "$DIR/body")"
+json 'd["status"] != "ok"' 'any("mysql" in r for r in d["reasons"])' 'd["mysql_up"] is False'
+info "/healthz 503 $((($(now_us) - t0) / 1000)) ms after MySQL stopped: $(cat "$DIR/body")"
+mysql_start
+t0=$(now_us)
+wait_until 15 healthz_is 200 || fail "/healthz still $CODE after MySQL restarted: $(cat "$DIR/body")"
+info "/healthz 200 again $((($(now_us) - t0) / 1000)) ms after MySQL restarted"
+pass "/healthz: 503 naming mysql while MySQL is down, 200 again after it returns"
+
+# --- a port in use ------------------------------------------------------------------------------
+start_daemon b --http "127.0.0.1:$HTTP_PORT"
+wait_until 5 eval '! daemon_alive b' || fail "a second daemon on the same --http port keeps running"
+kill_daemon b TERM
+st=${DAEMON_STATUS[b]}
+[[ $st != 0 && $st != timeout ]] || fail "daemon b exit status '$st' with its HTTP port in use"
+log_has b "127\\.0\\.0\\.1:$HTTP_PORT" || fail "b's error does not name the address: $(cat "$DIR/b.log")"
+log_has b 'in use' || fail "b's error does not say the address is in use: $(cat "$DIR/b.log")"
+info "b: $(grep -E 'error|fatal' "$DIR/b.log" | head -n 3)"
+get /healthz
+assert_eq 200 "$CODE" "a still answers"
+stop_daemon a
+pass "http"
