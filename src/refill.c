@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include <cjson/cJSON.h>
+
 #include "alert.h"
 #include "alerts.h"
 #include "app.h"
@@ -241,7 +243,8 @@ static void app_alert(struct app *a, enum alert_kind kind, int cond, uint64_t fi
     struct refill *rf = a->rf;
     enum alert_change ch =
         alert_observe(&a->alert[kind], cond, clock_ms(), fire_after_ms, (uint64_t)rf->resolve_ms);
-    char msg[384], extra[160];
+    char msg[384], *extra = NULL;
+    cJSON *x;
     va_list ap;
 
     if (ch == ALERT_NONE)
@@ -249,13 +252,14 @@ static void app_alert(struct app *a, enum alert_kind kind, int cond, uint64_t fi
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (a->len_known)
-        snprintf(extra, sizeof(extra),
-                 "{\"pool_length\":%" PRIu64 ",\"low_water\":%" PRIu64 ",\"max_pool_size\":%" PRIu64
-                 "}",
-                 a->seen_len, a->cfg.low_water, a->cfg.max_pool);
-    else
-        snprintf(extra, sizeof(extra), "{}");
+    /* The pool's state goes along with the event (sizes are far below 2^53). */
+    if (a->len_known && (x = cJSON_CreateObject())) {
+        cJSON_AddNumberToObject(x, "pool_length", (double)a->seen_len);
+        cJSON_AddNumberToObject(x, "low_water", (double)a->cfg.low_water);
+        cJSON_AddNumberToObject(x, "max_pool_size", (double)a->cfg.max_pool);
+        extra = cJSON_PrintUnformatted(x);
+        cJSON_Delete(x);
+    }
     if (ch == ALERT_RESOLVE)
         resolve_message(a, kind, msg, sizeof(msg));
     free(a->alert_msg[kind]);
@@ -265,6 +269,7 @@ static void app_alert(struct app *a, enum alert_kind kind, int cond, uint64_t fi
     else
         a->alert_unsynced &= ~(1u << kind);
     alerts_emit(rf->alerts, a->cfg.key, a->k_meta, kind, ch == ALERT_FIRE, msg, extra);
+    cJSON_free(extra);
 }
 
 /* Resolve every firing alert at once (the row is gone). */
