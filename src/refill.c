@@ -148,6 +148,7 @@ struct refill {
 };
 
 static void app_to_idle(struct app *a);
+static void mysql_back(struct refill *rf);
 static void app_unlock(struct app *a);
 static void app_push(struct app *a);
 
@@ -559,6 +560,7 @@ static void on_prefetch(void *arg, int status, const struct store_lease *lease, 
     }
     a->leases++;
     lease_alerts(a, lease);
+    mysql_back(a->rf);
     if (lease->regression)
         log_warn("app=%s offset_regression: current_offset %" PRIu64 " is below the %" PRIu64
                  " already reserved; kept the higher value",
@@ -708,6 +710,7 @@ static void on_reserve(void *arg, int status, const struct store_lease *lease, c
     } else {
         a->leases++;
         lease_alerts(a, lease);
+        mysql_back(a->rf);
         if (lease->regression)
             log_warn("app=%s offset_regression: current_offset %" PRIu64 " is below the %" PRIu64
                      " already reserved; kept the higher value",
@@ -1361,6 +1364,18 @@ static void on_load(void *arg, int status, const struct app_row *rows, size_t n,
     rf->last_bad = bad;
     sweep_dead(rf);
     maybe_stopped(rf);
+}
+
+/*
+ * A MySQL job succeeded: if loading rows had failed, load them now. That
+ * refreshes the rows as soon as an outage ends, and clears the load error,
+ * so that the next outage is logged again even if it starts before the
+ * next periodic reload.
+ */
+static void mysql_back(struct refill *rf)
+{
+    if (rf->load_err)
+        refill_reload(rf);
 }
 
 void refill_reload(struct refill *rf)
