@@ -72,6 +72,26 @@ struct app_cfg {
     int space_warning;      /* 1 when the ID space is nearly exhausted */
 };
 
+/*
+ * The columns of `application` that make a struct app_row, in the order
+ * app_row_from_text() reads them; a query may select more columns after.
+ */
+#define APP_ROW_COLUMNS                                                                            \
+    "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "               \
+    "current_offset, max_size_per_times, max_size_per_second, min_size_percent, `interval`, "      \
+    "max_pool_size, delta, remainder, increment_max, version"
+#define APP_ROW_NCOLUMNS 17
+
+/*
+ * Fill *row from the text of one result row (a MYSQL_ROW and its lengths)
+ * whose first APP_ROW_NCOLUMNS columns are APP_ROW_COLUMNS. NULL columns
+ * read as 0 / empty; overlong strings are cut (validation then rejects them).
+ */
+void app_row_from_text(struct app_row *row, char *const *cols, const unsigned long *lens);
+
+/* Copy a column of len bytes (src may be NULL) into dst[cap], cut and terminated. */
+void app_copy_col(char *dst, size_t cap, const char *src, unsigned long len);
+
 /* 1 when `key` matches [A-Za-z0-9_.-]{1,64}. */
 int app_key_valid(const char *key);
 

@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define APP_MAX_PER_SECOND 100000000LL
@@ -55,6 +56,41 @@ static int key_char_ok(unsigned char c)
 }
 
 /* Reads at most APP_KEY_MAX + 1 bytes, so a 65-byte unterminated buffer is safe. */
+void app_copy_col(char *dst, size_t cap, const char *src, unsigned long len)
+{
+    if (!src)
+        len = 0;
+    if (len > cap - 1)
+        len = cap - 1;
+    if (len)
+        memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+void app_row_from_text(struct app_row *row, char *const *cols, const unsigned long *lens)
+{
+    int64_t *nums[] = {&row->increasing_type,
+                       &row->start_offset,
+                       &row->step,
+                       &row->current_offset,
+                       &row->max_size_per_times,
+                       &row->max_size_per_second,
+                       &row->min_size_percent,
+                       &row->interval,
+                       &row->max_pool_size,
+                       &row->delta,
+                       &row->remainder,
+                       &row->increment_max,
+                       &row->version};
+
+    row->id = cols[0] ? strtoll(cols[0], NULL, 10) : 0;
+    row->deleted_at = cols[1] ? strtoll(cols[1], NULL, 10) : 0;
+    app_copy_col(row->entity_key, sizeof(row->entity_key), cols[2], lens[2]);
+    app_copy_col(row->entity_name, sizeof(row->entity_name), cols[3], lens[3]);
+    for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+        *nums[i] = cols[4 + i] ? strtoll(cols[4 + i], NULL, 10) : 0;
+}
+
 int app_key_valid(const char *key)
 {
     size_t i;

@@ -22,10 +22,8 @@
 #define MAX_ASSIGN 64
 
 /* The columns read, in this order (idpoold's loader reads the same ones). */
-#define ROW_COLUMNS                                                                                \
-    "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "               \
-    "current_offset, max_size_per_times, max_size_per_second, min_size_percent, `interval`, "      \
-    "max_pool_size, delta, remainder, increment_max, version, create_time, update_time"
+/* The daemon's row columns, then the audit times. */
+#define ROW_COLUMNS APP_ROW_COLUMNS ", create_time, update_time"
 
 enum field_kind {
     F_INT,     /* a BIGINT column */
@@ -102,17 +100,6 @@ static const struct field *field_find(const char *name, size_t n)
 
 /* ----------------------------------------------------------------- rows */
 
-static void copy_col(char *dst, size_t cap, const char *src, unsigned long len)
-{
-    if (!src)
-        len = 0;
-    if (len > cap - 1)
-        len = cap - 1;
-    if (len)
-        memcpy(dst, src, len);
-    dst[len] = '\0';
-}
-
 static void row_validate(struct ctl *c, struct ctl_row *r)
 {
     r->valid =
@@ -150,30 +137,14 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
     while ((mrow = mysql_fetch_row(res)) && *n < cap) {
         unsigned long *len = mysql_fetch_lengths(res);
         struct ctl_row *r = &(*rows)[(*n)++];
-        int64_t *nums[] = {&r->row.increasing_type,
-                           &r->row.start_offset,
-                           &r->row.step,
-                           &r->row.current_offset,
-                           &r->row.max_size_per_times,
-                           &r->row.max_size_per_second,
-                           &r->row.min_size_percent,
-                           &r->row.interval,
-                           &r->row.max_pool_size,
-                           &r->row.delta,
-                           &r->row.remainder,
-                           &r->row.increment_max,
-                           &r->row.version};
 
-        r->row.id = mrow[0] ? strtoll(mrow[0], NULL, 10) : 0;
-        r->row.deleted_at = mrow[1] ? strtoll(mrow[1], NULL, 10) : 0;
-        copy_col(r->row.entity_key, sizeof(r->row.entity_key), mrow[2], len[2]);
-        copy_col(r->key, sizeof(r->key), mrow[2], len[2]);
-        copy_col(r->row.entity_name, sizeof(r->row.entity_name), mrow[3], len[3]);
-        copy_col(r->name, sizeof(r->name), mrow[3], len[3]);
-        for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
-            *nums[i] = mrow[4 + i] ? strtoll(mrow[4 + i], NULL, 10) : 0;
-        copy_col(r->create_time, sizeof(r->create_time), mrow[17], len[17]);
-        copy_col(r->update_time, sizeof(r->update_time), mrow[18], len[18]);
+        app_row_from_text(&r->row, mrow, len);
+        app_copy_col(r->key, sizeof(r->key), mrow[2], len[2]);
+        app_copy_col(r->name, sizeof(r->name), mrow[3], len[3]);
+        app_copy_col(r->create_time, sizeof(r->create_time), mrow[APP_ROW_NCOLUMNS],
+                     len[APP_ROW_NCOLUMNS]);
+        app_copy_col(r->update_time, sizeof(r->update_time), mrow[APP_ROW_NCOLUMNS + 1],
+                     len[APP_ROW_NCOLUMNS + 1]);
         row_validate(c, r);
     }
     mysql_free_result(res);

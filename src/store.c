@@ -187,28 +187,13 @@ static int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out,
 
 /* --- worker: jobs ---------------------------------------------------------- */
 
-static void copy_col(char *dst, size_t cap, const char *src, unsigned long len)
-{
-    if (!src)
-        len = 0;
-    if (len > cap - 1)
-        len = cap - 1;
-    if (len)
-        memcpy(dst, src, len);
-    dst[len] = '\0';
-}
-
 static void job_load(struct store *s, struct job *j)
 {
     MYSQL_RES *res;
     MYSQL_ROW row;
     size_t cap;
 
-    if (q(s, j,
-          "SELECT id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
-          "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
-          "`interval`, max_pool_size, delta, remainder, increment_max, version "
-          "FROM application ORDER BY id") < 0)
+    if (q(s, j, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") < 0)
         return;
     res = mysql_store_result(s->conn);
     if (!res) {
@@ -223,30 +208,8 @@ static void job_load(struct store *s, struct job *j)
         set_err(j, "out of memory loading %zu rows", cap);
         return;
     }
-    while ((row = mysql_fetch_row(res)) && j->nrows < cap) {
-        unsigned long *len = mysql_fetch_lengths(res);
-        struct app_row *r = &j->rows[j->nrows++];
-        int64_t *nums[] = {&r->increasing_type,
-                           &r->start_offset,
-                           &r->step,
-                           &r->current_offset,
-                           &r->max_size_per_times,
-                           &r->max_size_per_second,
-                           &r->min_size_percent,
-                           &r->interval,
-                           &r->max_pool_size,
-                           &r->delta,
-                           &r->remainder,
-                           &r->increment_max,
-                           &r->version};
-
-        r->id = row[0] ? strtoll(row[0], NULL, 10) : 0;
-        r->deleted_at = row[1] ? strtoll(row[1], NULL, 10) : 0;
-        copy_col(r->entity_key, sizeof(r->entity_key), row[2], len[2]);
-        copy_col(r->entity_name, sizeof(r->entity_name), row[3], len[3]);
-        for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
-            *nums[i] = row[4 + i] ? strtoll(row[4 + i], NULL, 10) : 0;
-    }
+    while ((row = mysql_fetch_row(res)) && j->nrows < cap)
+        app_row_from_text(&j->rows[j->nrows++], row, mysql_fetch_lengths(res));
     mysql_free_result(res);
     j->status = 0;
 }

@@ -803,6 +803,37 @@ static void test_low_water(void)
     CHECK_EQ_U64(c.low_water, 0);
 }
 
+static void test_row_from_text(void)
+{
+    char key65[66];
+    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", "user", "user IDs", "2", "100", "500", NULL, "0",
+                                    "0", "0", "0",    "0",        "3", "2",   "1",   "9"};
+    unsigned long lens[APP_ROW_NCOLUMNS] = {0};
+    struct app_row r;
+
+    for (int i = 0; i < APP_ROW_NCOLUMNS; i++)
+        lens[i] = cols[i] ? strlen(cols[i]) : 0;
+    memset(&r, 0xa5, sizeof(r));
+    app_row_from_text(&r, cols, lens);
+    CHECK_EQ_U64((uint64_t)r.id, 7);
+    CHECK(strcmp(r.entity_key, "user") == 0);
+    CHECK(strcmp(r.entity_name, "user IDs") == 0);
+    CHECK_EQ_U64((uint64_t)r.increasing_type, 2);
+    CHECK_EQ_U64((uint64_t)r.step, 500);
+    CHECK_EQ_U64((uint64_t)r.current_offset, 0); /* NULL column */
+    CHECK_EQ_U64((uint64_t)r.delta, 3);
+    CHECK_EQ_U64((uint64_t)r.remainder, 2);
+    CHECK_EQ_U64((uint64_t)r.version, 9);
+    /* An overlong key is cut to one byte past the limit, so validation still rejects it. */
+    memset(key65, 'k', 65);
+    key65[65] = '\0';
+    cols[2] = key65;
+    lens[2] = 65;
+    app_row_from_text(&r, cols, lens);
+    CHECK_EQ_U64(strlen(r.entity_key), 65);
+    CHECK(!app_key_valid(r.entity_key));
+}
+
 int main(void)
 {
     RUN(test_key_valid);
@@ -828,5 +859,6 @@ int main(void)
     RUN(test_space_warning);
     RUN(test_span_for);
     RUN(test_low_water);
+    RUN(test_row_from_text);
     return unit_done();
 }
