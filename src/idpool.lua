@@ -199,13 +199,14 @@ end
 -- idpool_status: what the daemon checks every interval, in one round trip.
 --   FCALL_RO idpool_status 2 <pool> <meta>
 --   -> {LLEN, underflows, refused_limit, refused_rate, taken,
---       underflow alert firing 0/1, per_take or nil, per_second or nil}
+--       underflow alert firing 0/1, per_take or nil, per_second or nil, pushed}
 -- The limits come back so the daemon can restore them when meta was lost.
 local function status(keys, args)
     local m = redis.call('HMGET', keys[2], 'underflows', 'refused_limit', 'refused_rate', 'taken',
-                         'alert:underflow', 'per_take', 'per_second')
+                         'alert:underflow', 'per_take', 'per_second', 'pushed')
     return {redis.call('LLEN', keys[1]), tonumber(m[1] or 0), tonumber(m[2] or 0),
-            tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0, m[6], m[7]}
+            tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0, m[6], m[7],
+            tonumber(m[8] or 0)}
 end
 
 -- idpool_alert: a daemon moves an alert to firing or resolved.

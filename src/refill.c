@@ -88,7 +88,6 @@ struct app {
     uint64_t len;             /* pool length under the lock */
     char *expected;           /* meta next as read, verbatim (heap; NULL = no meta) */
     int meta_bad;             /* meta present but unparseable */
-    uint64_t meta_pushed;     /* meta 'pushed' counter as read */
     char meta_run_id[64];
     struct lease_state plan; /* lease state after the IDs drawn so far */
     uint64_t *ids;           /* drawn IDs (heap, per refill) */
@@ -98,8 +97,8 @@ struct app {
     unsigned inflight; /* push replies outstanding */
     int push_err;      /* first push error seen */
     /* consumption rate, from meta 'pushed' */
-    uint64_t rate_pushed, rate_at_ms;
-    double rate; /* IDs/s, smoothed */
+    uint64_t rate_pushed, rate_len, rate_at_ms; /* the previous sample */
+    double rate;                                /* IDs/s, smoothed */
     /* counters */
     uint64_t pushed, refills, lock_busy, fenced, leases, epochs;
 };
@@ -371,22 +370,31 @@ static uint64_t lease_span(const struct app *a)
     return span < cap ? span : cap;
 }
 
-static void rate_sample(struct app *a, uint64_t pushed)
+/*
+ * Consumption (IDs/s, smoothed) from what every check sees in Redis: IDs
+ * pushed by all instances (meta 'pushed') minus what the pool grew by. It
+ * decays to 0 when clients stop, whoever does the refilling.
+ */
+static void rate_sample(struct app *a, uint64_t pushed, uint64_t len)
 {
     uint64_t now = clock_ms();
 
     if (a->rate_at_ms == 0 || pushed < a->rate_pushed) {
+        /* first sample, or meta was lost: start over */
         a->rate_pushed = pushed;
+        a->rate_len = len;
         a->rate_at_ms = now;
         return;
     }
     if (now - a->rate_at_ms < RATE_SAMPLE_MS)
         return;
     {
-        double inst = (double)(pushed - a->rate_pushed) * 1000.0 / (double)(now - a->rate_at_ms);
+        double gone = (double)(pushed - a->rate_pushed) - ((double)len - (double)a->rate_len);
+        double inst = gone > 0 ? gone * 1000.0 / (double)(now - a->rate_at_ms) : 0;
         a->rate = a->rate == 0 ? inst : 0.7 * a->rate + 0.3 * inst;
     }
     a->rate_pushed = pushed;
+    a->rate_len = len;
     a->rate_at_ms = now;
 }
 
@@ -745,7 +753,6 @@ static int parse_meta(struct app *a, const redisReply *reply)
     free(a->expected);
     a->expected = NULL;
     a->meta_run_id[0] = '\0';
-    a->meta_pushed = 0;
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
         const redisReply *f = reply->element[i], *v = reply->element[i + 1];
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
@@ -759,9 +766,6 @@ static int parse_meta(struct app *a, const redisReply *reply)
             a->expected = strndup(v->str, v->len);
             if (!a->expected)
                 bad = 1;
-        } else if (strcmp(f->str, "pushed") == 0) {
-            if (u64_parse(v->str, v->len, &a->meta_pushed) != 0)
-                a->meta_pushed = 0;
         } else if (strcmp(f->str, "run_id") == 0) {
             snprintf(a->meta_run_id, sizeof(a->meta_run_id), "%.*s", (int)v->len, v->str);
         }
@@ -854,7 +858,6 @@ static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
         app_unlock(a); /* no-op when not locked */
         return;
     }
-    rate_sample(a, a->meta_pushed);
     app_plan(a);
 }
 
@@ -999,6 +1002,8 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     a->refused_rate = reply_u64(e[3]);
     a->taken = reply_u64(e[4]);
     sync_limits(a, e[6], e[7]);
+    if (reply->elements > 8)
+        rate_sample(a, reply_u64(e[8]), a->seen_len);
     if (a->live)
         check_alerts(a, prev_underflows, reply_u64(e[5]) == 1);
     a->counters_known = 1;

@@ -201,6 +201,24 @@ for p in /nope / /v1/apps/ /v1 /metricsx /healthz/x; do
 done
 pass "/v1/apps/KEY: one object; unknown key and bad paths -> 404 JSON"
 
+# --- consumption rate: follows the clients, decays when they stop -------------------------
+# h2 (pool 1000, step 100) drained at about 2000 IDs/s for 3 s by LPOP 100 every 50 ms.
+rate_of() {
+    get "/v1/apps/$1"
+    python3 -c 'import json, sys; print(int(json.load(open(sys.argv[1]))["rate_ids_per_s"]))' "$DIR/body"
+}
+assert_eq 0 "$(rate_of h2)" "h2 rate before anyone consumed"
+end=$((SECONDS + 3))
+while ((SECONDS < end)); do
+    rcli LPOP "$(pool_key h2)" 100 >/dev/null
+    sleep 0.05
+done
+peak=$(rate_of h2)
+info "h2 rate while consumed: $peak IDs/s"
+((peak >= 300)) || fail "h2 rate $peak IDs/s while ~2000 IDs/s were consumed"
+wait_until 15 eval '(($(rate_of h2) < peak / 10))' || fail "h2 rate did not decay after consumption stopped: $(rate_of h2)"
+pass "consumption rate follows the clients ($peak IDs/s) and decays after they stop"
+
 # --- methods -------------------------------------------------------------------------------
 for p in /metrics /healthz /v1/apps /v1/apps/h1; do
     for m in POST PUT DELETE; do
