@@ -53,16 +53,16 @@ struct daemon_view {
     const char *version;
     const char *instance;
     uint64_t started_unix_ms;
-    int redis_up;                 /* connection ready */
-    int mysql_up;                 /* last MySQL job succeeded */
-    int rows_loaded;              /* application rows loaded at least once */
-    uint64_t redis_errors;        /* failed commands and lost connections */
-    uint64_t redis_reconnects;    /* successful (re)connects after the first */
-    uint64_t mysql_errors;        /* failed jobs */
-    uint64_t mysql_reconnects;    /* successful (re)connects after the first */
+    int redis_up;              /* connection ready */
+    int mysql_up;              /* last MySQL job succeeded */
+    int rows_loaded;           /* application rows loaded at least once */
+    uint64_t redis_errors;     /* failed commands and lost connections */
+    uint64_t redis_reconnects; /* successful (re)connects after the first */
+    uint64_t mysql_errors;     /* failed jobs */
+    uint64_t mysql_reconnects; /* successful (re)connects after the first */
     size_t apps_served, apps_invalid, apps_deleted;
     uint64_t refill_latency[STATUS_NLATENCY + 1]; /* non-cumulative counts; last = +Inf */
-    double refill_latency_sum;    /* seconds */
+    double refill_latency_sum;                    /* seconds */
     uint64_t refill_latency_count;
 };
 
@@ -71,7 +71,7 @@ typedef void status_app_fn(const struct app_view *v, void *arg);
 /* Where views come from (implemented by the refill loop; a fake in unit tests). */
 struct status_source {
     void *ctx;
-    void (*each_app)(void *ctx, status_app_fn *fn, void *arg); /* sorted by key */
+    void (*each_app)(void *ctx, status_app_fn *fn, void *arg);                /* sorted by key */
     int (*one_app)(void *ctx, const char *key, status_app_fn *fn, void *arg); /* 0 or -1 unknown */
     void (*daemon)(void *ctx, struct daemon_view *out);
 };
