@@ -407,33 +407,35 @@ static int check_name(struct ctl *c, const char *name, const char *value)
 enum {
     O_NAME = 1,
     O_TYPE,
-    O_START,
-    O_STEP,
-    O_MAX_POOL,
-    O_MIN_PCT,
-    O_PER_TAKE,
-    O_PER_SECOND,
-    O_INTERVAL,
-    O_DELTA,
-    O_REMAINDER,
-    O_INC_MAX,
+    O_COLUMN, /* an integer column: add_columns[] names it, fields[] says where it is */
     O_FORCE,
 };
 
 static const struct ctl_opt add_opts[] = {
     {"name", 1, O_NAME},
     {"type", 1, O_TYPE},
-    {"start", 1, O_START},
-    {"step", 1, O_STEP},
-    {"max-pool", 1, O_MAX_POOL},
-    {"min-percent", 1, O_MIN_PCT},
-    {"per-take", 1, O_PER_TAKE},
-    {"per-second", 1, O_PER_SECOND},
-    {"interval", 1, O_INTERVAL},
-    {"delta", 1, O_DELTA},
-    {"remainder", 1, O_REMAINDER},
-    {"increment-max", 1, O_INC_MAX},
+    {"start", 1, O_COLUMN},
+    {"step", 1, O_COLUMN},
+    {"max-pool", 1, O_COLUMN},
+    {"min-percent", 1, O_COLUMN},
+    {"per-take", 1, O_COLUMN},
+    {"per-second", 1, O_COLUMN},
+    {"interval", 1, O_COLUMN},
+    {"delta", 1, O_COLUMN},
+    {"remainder", 1, O_COLUMN},
+    {"increment-max", 1, O_COLUMN},
     {NULL, 0, 0},
+};
+
+/* The column each integer option of `apps add` sets. */
+static const struct {
+    const char *opt, *column;
+} add_columns[] = {
+    {"start", "start_offset"},          {"step", "step"},
+    {"max-pool", "max_pool_size"},      {"min-percent", "min_size_percent"},
+    {"per-take", "max_size_per_times"}, {"per-second", "max_size_per_second"},
+    {"interval", "interval"},           {"delta", "delta"},
+    {"remainder", "remainder"},         {"increment-max", "increment_max"},
 };
 
 static const struct ctl_opt set_opts[] = {
@@ -444,8 +446,6 @@ static const struct ctl_opt set_opts[] = {
 static int on_add_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
 {
     struct apps_args *a = arg;
-    struct app_row *r = &a->row;
-    int64_t *dst = NULL;
 
     snprintf(a->optname, sizeof(a->optname), "--%s", name);
     switch (id) {
@@ -453,42 +453,20 @@ static int on_add_opt(struct ctl *c, int id, const char *name, const char *value
         a->name = value;
         return check_name(c, a->optname, value);
     case O_TYPE:
-        return opt_type(c, a->optname, value, &r->increasing_type);
-    case O_START:
-        dst = &r->start_offset;
-        break;
-    case O_STEP:
-        dst = &r->step;
-        break;
-    case O_MAX_POOL:
-        dst = &r->max_pool_size;
-        break;
-    case O_MIN_PCT:
-        dst = &r->min_size_percent;
-        break;
-    case O_PER_TAKE:
-        dst = &r->max_size_per_times;
-        break;
-    case O_PER_SECOND:
-        dst = &r->max_size_per_second;
-        break;
-    case O_INTERVAL:
-        dst = &r->interval;
-        break;
-    case O_DELTA:
-        dst = &r->delta;
-        break;
-    case O_REMAINDER:
-        dst = &r->remainder;
-        break;
-    case O_INC_MAX:
-        dst = &r->increment_max;
-        break;
+        return opt_type(c, a->optname, value, &a->row.increasing_type);
+    case O_COLUMN:
+        for (size_t i = 0; i < sizeof(add_columns) / sizeof(add_columns[0]); i++)
+            if (strcmp(add_columns[i].opt, name) == 0) {
+                const struct field *f =
+                    field_find(add_columns[i].column, strlen(add_columns[i].column));
+                return opt_int(c, a->optname, value, row_int(&a->row, f));
+            }
+        return 0;
     case O_FORCE:
         a->force = 1;
         return 0;
     }
-    return dst ? opt_int(c, a->optname, value, dst) : 0;
+    return 0;
 }
 
 /* Remind the operator when the change takes effect. */
