@@ -87,10 +87,8 @@ struct app {
     int lock_err;             /* a lock-phase reply was missing or wrong */
     uint64_t len;             /* pool length under the lock */
     char *expected;           /* meta next as read, verbatim (heap; NULL = no meta) */
-    int meta_bad;             /* meta present but unparseable */
-    char meta_run_id[64];
-    struct lease_state plan; /* lease state after the IDs drawn so far */
-    uint64_t *ids;           /* drawn IDs (heap, per refill) */
+    struct lease_state plan;  /* lease state after the IDs drawn so far */
+    uint64_t *ids;            /* drawn IDs (heap, per refill) */
     size_t nids, want;
     struct push_cmd *cmds; /* per-chunk lease states (heap, per refill) */
     size_t ncmds, cmdcap;
@@ -752,7 +750,6 @@ static int parse_meta(struct app *a, const redisReply *reply)
     memset(&a->plan, 0, sizeof(a->plan));
     free(a->expected);
     a->expected = NULL;
-    a->meta_run_id[0] = '\0';
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
         const redisReply *f = reply->element[i], *v = reply->element[i + 1];
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
@@ -766,8 +763,6 @@ static int parse_meta(struct app *a, const redisReply *reply)
             a->expected = strndup(v->str, v->len);
             if (!a->expected)
                 bad = 1;
-        } else if (strcmp(f->str, "run_id") == 0) {
-            snprintf(a->meta_run_id, sizeof(a->meta_run_id), "%.*s", (int)v->len, v->str);
         }
     }
     if (!have_next || bad || a->plan.hi < a->plan.next ||
