@@ -948,12 +948,18 @@ static void drop_limits(struct app *a)
         a->side_calls++;
 }
 
+/* Since when the pool has had no reason to stall: last healthy, or since served. */
+static uint64_t ok_since(const struct app *a)
+{
+    return a->last_ok_ms > a->live_since_ms ? a->last_ok_ms : a->live_since_ms;
+}
+
 /* The pool-health alerts, from one check of a served application. */
 static void check_alerts(struct app *a, uint64_t prev_underflows, int uf_firing_in_meta)
 {
     struct refill *rf = a->rf;
     uint64_t now = clock_ms(), len = a->seen_len, lw = a->cfg.low_water;
-    uint64_t ref = a->last_ok_ms > a->live_since_ms ? a->last_ok_ms : a->live_since_ms;
+    uint64_t ref = ok_since(a);
     int new_underflows = a->counters_known && a->underflows > prev_underflows;
 
     if (len >= lw)
@@ -1070,7 +1076,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         /* Nothing can be pushed: a pool that needed IDs stalls. */
         for (size_t i = 0; i < rf->napps; i++) {
             struct app *a = rf->apps[i];
-            uint64_t ref = a->last_ok_ms > a->live_since_ms ? a->last_ok_ms : a->live_since_ms;
+            uint64_t ref = ok_since(a);
             if (a->live && !a->dead && !rf->stopping)
                 app_alert(a, ALERT_STALLED, now - ref > (uint64_t)rf->stall_ms, 0,
                           "no IDs pushed for %" PRIu64 " ms: Redis is unreachable", now - ref);
