@@ -1,0 +1,573 @@
+# shellcheck shell=bash
+# Harness of the chaos suite (issue 4): test/chaos/sNN_<name>.sh, run one by
+# one by scripts/chaos.sh (or alone: `test/chaos/s01_sigstop.sh`, with
+# CHAOS_BUILD=build-asan and CHAOS_PROFILE=quick|long in the environment).
+# A scenario:
+#
+#   #!/usr/bin/env bash
+#   source "$(dirname "$0")/lib.sh"
+#   chaos_setup                          # servers up in a fresh $DIR
+#   add_app user step=500 max_pool_size=5000 min_size_percent=50
+#   chaos_daemon a; chaos_daemon b       # idpoold, own --instance and --http
+#   alerts_start; sampler_start user
+#   consumers_start user 2               # recorded, --reconnect consumers
+#   ... inject the fault; fault_landed "fenced=$n" "((n > 0))"; heal ...
+#   t0=$(now_ns); recovered user "$t0"   # R: pool back above low water
+#   consumers_wait user "$CHAOS_IDS"     # the profile's amount of traffic
+#   consumers_stop user; daemons_stop; drain user
+#   check_app user                       # idpool-check: U M A L, fills CHECK
+#   row                                  # the result row; exits 0 or 1
+#
+# A failed expectation (expect, fault_landed, a violation found by
+# idpool-check, a sanitizer report, a daemon that does not exit 0 on
+# SIGTERM) does not stop the scenario: it makes its row result=FAIL. Helpers
+# of test/integration/lib.sh that call `fail` do abort it; the EXIT trap then
+# still prints a FAIL row. Every wait is bounded; the EXIT trap stops every
+# process the scenario started, and the servers, and removes $DIR
+# (CHAOS_KEEP=1 or KEEP=1 keeps it).
+#
+# This file sources test/integration/lib.sh (setup, add_app, set_app,
+# app_col, start_daemon, kill_daemon, signal_daemon, daemon_alive, wait_until,
+# rcli, sql, redis_stop/kill/start, mysql_stop/kill/start, free_port,
+# log_has, pool_key, meta_key, lock_key, llen, pool_ge, proc_alive ...) and
+# test/integration/lib_fault.sh (log_count, lease_dump, pool_dump,
+# redis_server_pid ...).
+
+CHAOS_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+IDPOOL_SOURCE_ROOT=${IDPOOL_SOURCE_ROOT:-$(cd "$CHAOS_LIB_DIR/../.." && pwd)}
+# The build whose binaries run (scripts/chaos.sh --build DIR sets it).
+CHAOS_BUILD=${CHAOS_BUILD:-$IDPOOL_SOURCE_ROOT/build}
+[[ $CHAOS_BUILD == /* ]] || CHAOS_BUILD=$IDPOOL_SOURCE_ROOT/$CHAOS_BUILD
+IDPOOLD=${IDPOOLD:-$CHAOS_BUILD/idpoold}
+IDPOOLCTL=${IDPOOLCTL:-$CHAOS_BUILD/idpoolctl}
+IDPOOL_POPPER=${IDPOOL_POPPER:-$CHAOS_BUILD/test/idpool-popper}
+IDPOOL_LOAD=${IDPOOL_LOAD:-$CHAOS_BUILD/test/idpool-load}
+IDPOOL_CHECK=${IDPOOL_CHECK:-$CHAOS_BUILD/test/idpool-check}
+export IDPOOLD IDPOOLCTL IDPOOL_POPPER IDPOOL_LOAD IDPOOL_CHECK CHAOS_BUILD
+[[ ${CHAOS_KEEP:-0} == 1 ]] && export KEEP=1
+
+# shellcheck source=../integration/lib.sh
+source "$IDPOOL_SOURCE_ROOT/test/integration/lib.sh"
+# shellcheck source=../integration/lib_fault.sh
+source "$IDPOOL_SOURCE_ROOT/test/integration/lib_fault.sh"
+
+# ------------------------------------------------------------- profiles ---
+# CHAOS_IDS    IDs the consumers should pop per scenario (consumers_wait)
+# CHAOS_RATE   requests/s of one consumer group (idpool-load --rate, all its
+#              connections together); CHAOS_BATCH IDs per request
+# CHAOS_ROUNDS how many times a scenario repeats its fault (at least)
+# CHAOS_MAX_S  hard bound on any consumer's life (idpool-load --duration)
+# Any of them can be set in the environment to override the profile.
+PROFILE=${CHAOS_PROFILE:-quick}
+case $PROFILE in
+quick)
+    : "${CHAOS_IDS:=300000}" "${CHAOS_RATE:=150}" "${CHAOS_BATCH:=100}"
+    : "${CHAOS_ROUNDS:=1}" "${CHAOS_MAX_S:=300}"
+    ;;
+long)
+    : "${CHAOS_IDS:=10000000}" "${CHAOS_RATE:=1500}" "${CHAOS_BATCH:=100}"
+    : "${CHAOS_ROUNDS:=5}" "${CHAOS_MAX_S:=3600}"
+    ;;
+*)
+    printf 'chaos: unknown profile %s (quick|long)\n' "$PROFILE" >&2
+    exit 64
+    ;;
+esac
+export PROFILE CHAOS_IDS CHAOS_RATE CHAOS_BATCH CHAOS_ROUNDS CHAOS_MAX_S
+
+# Scenario number and name from the file name: s01_sigstop.sh -> 01 sigstop.
+CHAOS_SCRIPT=$(basename "$0" .sh)
+CHAOS_NUM=${CHAOS_SCRIPT#s}
+CHAOS_NUM=${CHAOS_NUM%%_*}
+CHAOS_NAME=${CHAOS_SCRIPT#s"$CHAOS_NUM"_}
+
+# Daemon settings every chaos daemon starts with (a scenario may change
+# them before it starts its daemons, or pass more to chaos_daemon).
+CHAOS_DAEMON_ARGS=(--tick-ms 50 --lock-ttl-ms 500 --reload-ms 1000
+    --redis-timeout-ms 1000 --mysql-timeout-ms 2000 --log-level info)
+
+declare -A CHECK=()     # last check_app: ids duplicates order ... (see check_app)
+declare -A CHECK_SUM=() # summed over every check_app of the scenario
+declare -A HTTP_PORT=() # daemon name -> its --http port
+declare -A DAEMON_GEN=() # daemon name -> how many times it was started
+declare -A BG_PID=()    # helper name -> pid of a background idpool-load
+declare -A BG_STOP=()   # helper name -> its stop file
+declare -A BG_LOG=()    # helper name -> its stdout/stderr
+declare -A CONS_GEN=()  # app -> consumer groups started so far
+FAILURES=()             # what went wrong (a row with any is result=FAIL)
+EVIDENCE=()             # proof the fault landed (the row's fault=...)
+RECOVERY_MS=''          # the worst recovered time (the row's recovery_ms=)
+ROW_DONE=0
+
+# ------------------------------------------------------------- messages ---
+
+# now_ns: CLOCK_MONOTONIC in ns (system-wide, so comparable with the t_*_ns
+# of idpool-load's logs).
+now_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
+ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
+
+# expect COND MSG: COND (evaluated) must hold; else MSG is a failure.
+# expect, failure, fault_landed and recovered record a failure and return 0
+# (the scenario goes on under set -e).
+expect() {
+    if ! eval "$1"; then
+        FAILURES+=("$2")
+        info "EXPECT FAILED: $2 ($1)"
+    fi
+    return 0
+}
+# failure MSG: records a failure (the scenario goes on).
+failure() {
+    FAILURES+=("$*")
+    info "EXPECT FAILED: $*"
+}
+
+# fault_landed EVIDENCE [COND]: records proof that the fault happened, shown
+# in the row as fault=EVIDENCE (no spaces). With COND, COND must hold, else
+# it is a failure ("the fault did not land"). A row without any evidence is
+# result=FAIL: a scenario must prove its fault.
+fault_landed() {
+    local ev=${1// /_}
+    if [[ -n ${2:-} ]] && ! eval "$2"; then
+        EVIDENCE+=("$ev!")
+        failure "the fault did not land: $1 ($2)"
+        return 0
+    fi
+    EVIDENCE+=("$ev")
+    info "fault landed: $1"
+}
+
+# ---------------------------------------------------------- set up/down ---
+
+# chaos_setup: servers in a fresh $DIR (see setup in the integration lib),
+# the tools are checked, and the EXIT trap prints a FAIL row on an abort.
+chaos_setup() {
+    local bin
+    for bin in "$IDPOOLD" "$IDPOOL_LOAD" "$IDPOOL_CHECK"; do
+        [[ -x $bin ]] || {
+            printf 'chaos: %s is not built (chaos.sh --build DIR)\n' "$bin" >&2
+            exit 2
+        }
+    done
+    command -v curl >/dev/null || {
+        printf 'chaos: curl is not installed\n' >&2
+        exit 2
+    }
+    info "chaos $CHAOS_NUM $CHAOS_NAME: profile $PROFILE ids=$CHAOS_IDS rate=$CHAOS_RATE" \
+        "batch=$CHAOS_BATCH rounds=$CHAOS_ROUNDS, build $CHAOS_BUILD"
+    CHAOS_T0=$(now_ns)
+    setup
+    trap chaos_exit EXIT
+}
+
+# EXIT trap: an aborted scenario still prints its (FAIL) row, then the
+# integration lib's cleanup stops everything.
+chaos_exit() {
+    local rc=$?
+    set +e
+    trap - EXIT
+    if ((ROW_DONE == 0)); then
+        ((rc == 0)) && rc=1
+        failure "aborted (exit status $rc) before its row"
+        print_row
+    fi
+    bg_stop_all >/dev/null 2>&1
+    (exit "$rc")
+    cleanup
+}
+
+# -------------------------------------------------------------- daemons ---
+
+# chaos_daemon NAME [ARGS...]: starts idpoold NAME with CHAOS_DAEMON_ARGS,
+# --instance NAME.<n> (n counts its starts, so leases tell restarts apart)
+# and --http on a fresh port (HTTP_PORT[NAME]). Prefix an environment
+# assignment for a fault hook: IDPOOL_FAULT=locked:stop chaos_daemon a
+chaos_daemon() {
+    local name=$1 port
+    shift
+    DAEMON_GEN[$name]=$((${DAEMON_GEN[$name]:-0} + 1))
+    port=$(free_port)
+    HTTP_PORT[$name]=$port
+    start_daemon "$name" "${CHAOS_DAEMON_ARGS[@]}" --instance "$name.${DAEMON_GEN[$name]}" \
+        --http "127.0.0.1:$port" "$@"
+}
+
+# daemons_stop [NAME...]: SIGTERM to the daemons (default: all running);
+# each must exit 0 within 10 s (else a failure, not an abort).
+daemons_stop() {
+    local names=("$@") n
+    ((${#names[@]})) || names=("${!DAEMON_PID[@]}")
+    for n in "${names[@]}"; do
+        [[ -n ${DAEMON_PID[$n]:-} ]] || continue
+        kill_daemon "$n" TERM 10
+        expect "[[ ${DAEMON_STATUS[$n]} == 0 ]]" \
+            "daemon $n exited with status ${DAEMON_STATUS[$n]} on SIGTERM"
+    done
+}
+
+# crash_daemon NAME: kill -9; it must have died of it (status 137).
+crash_daemon() {
+    kill_daemon "$1" KILL
+    expect "[[ ${DAEMON_STATUS[$1]} == 137 ]]" \
+        "daemon $1: status ${DAEMON_STATUS[$1]} after kill -9, expected 137"
+}
+
+# wait_daemon_exit NAME TIMEOUT_S: waits until the daemon exited by itself
+# (e.g. a kill fault hook); reaps it and records DAEMON_STATUS. 1 on timeout.
+wait_daemon_exit() {
+    local name=$1 pid st=0
+    pid=${DAEMON_PID[$name]:?no daemon $name}
+    wait_until "$2" eval "! proc_alive $pid" || return 1
+    wait "$pid" 2>/dev/null || st=$?
+    DAEMON_STATUS[$name]=$st
+    unset "DAEMON_PID[$name]"
+    info "$name (pid $pid) exited by itself, status $st"
+}
+
+# wait_daemon_stopped NAME TIMEOUT_S: until the daemon is stopped (state T),
+# e.g. by a stop fault hook.
+wait_daemon_stopped() {
+    local pid=${DAEMON_PID[$1]:?no daemon $1}
+    wait_until "$2" proc_stopped "$pid"
+}
+
+# http_get NAME PATH: GET from daemon NAME's status server (body on stdout).
+http_get() {
+    curl -s --max-time 3 "http://127.0.0.1:${HTTP_PORT[$1]:?no http port for $1}$2"
+}
+
+# json_field KEY: the first value of KEY anywhere in the JSON on stdin
+# (depth first), printed raw; empty if absent.
+json_field() {
+    python3 -c '
+import json, sys
+def find(o, k):
+    if isinstance(o, dict):
+        if k in o:
+            return o[k]
+        o = list(o.values())
+    if isinstance(o, list):
+        for v in o:
+            r = find(v, k)
+            if r is not None:
+                return r
+    return None
+try:
+    v = find(json.load(sys.stdin), sys.argv[1])
+except Exception:
+    v = None
+if v is not None:
+    print(json.dumps(v) if isinstance(v, (dict, list)) else v)' "$1"
+}
+
+# app_stat NAME APP FIELD: a field of GET /v1/apps/APP from daemon NAME
+# (e.g. fenced, pushed, leases); empty if unavailable.
+app_stat() { http_get "$1" "/v1/apps/$2" | json_field "$3"; }
+
+# fenced_count NAME APP: pushes of APP the daemon saw fenced off, from its
+# status server, or from its log if that does not answer.
+fenced_count() {
+    local n
+    n=$(app_stat "$1" "$2" fenced 2>/dev/null) || n=''
+    [[ $n =~ ^[0-9]+$ ]] || n=$(log_count "$1" "app=$2 push fenced off")
+    echo "${n:-0}"
+}
+
+# --------------------------------------------------------- applications ---
+
+# app_params APP: P_TYPE (monotonic|trend), P_START, P_DELTA, P_REM, P_MAX
+# (max_pool_size), P_LOW (low-water mark) from the row, defaults applied.
+app_params() {
+    local t pct mps
+    read -r t P_START P_DELTA P_REM P_MAX pct mps < <(sql "SELECT increasing_type,
+        start_offset, delta, remainder, max_pool_size, min_size_percent, max_size_per_second
+        FROM application WHERE entity_key = $(sql_value "$1")")
+    [[ -n ${t:-} ]] || fail "app_params: no application $1"
+    P_TYPE=monotonic
+    ((t == 2)) && P_TYPE=trend
+    ((pct == 0)) && pct=80
+    ((mps == 0)) && mps=5000
+    ((P_MAX == 0)) && P_MAX=$((60 * mps))
+    P_LOW=$((P_MAX * pct / 100))
+}
+
+# ------------------------------------------------- consumers and helpers ---
+
+# bg_start NAME ARGS...: idpool-load ARGS in the background with
+# --stop-file; stdout/stderr to $DIR/NAME.out.
+bg_start() {
+    local name=$1
+    shift
+    [[ -z ${BG_PID[$name]:-} ]] || fail "helper $name is already running"
+    BG_STOP[$name]=$DIR/$name.stopfile
+    BG_LOG[$name]=$DIR/$name.out
+    rm -f "${BG_STOP[$name]}"
+    "$IDPOOL_LOAD" --port "$REDIS_PORT" "$@" --stop-file "${BG_STOP[$name]}" \
+        </dev/null >"${BG_LOG[$name]}" 2>&1 &
+    BG_PID[$name]=$!
+    info "started $name (pid $!): idpool-load $*"
+}
+
+# bg_stop NAME [TIMEOUT_S]: graceful stop (stop file, then SIGTERM, then
+# SIGKILL; bounded); its exit status in BG_STATUS.
+bg_stop() {
+    local name=$1 timeout=${2:-10} pid
+    BG_STATUS=''
+    pid=${BG_PID[$name]:-}
+    [[ -n $pid ]] || return 0
+    touch "${BG_STOP[$name]}"
+    if ! wait_until "$timeout" eval "! proc_alive $pid" >/dev/null 2>&1; then
+        info "$name (pid $pid) ignored its stop file; SIGTERM"
+        kill -TERM "$pid" 2>/dev/null || true
+        if ! wait_until 5 eval "! proc_alive $pid" >/dev/null 2>&1; then
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    BG_STATUS=0
+    wait "$pid" 2>/dev/null || BG_STATUS=$?
+    unset "BG_PID[$name]"
+    info "$name stopped, status $BG_STATUS: $(tail -n 1 "${BG_LOG[$name]}" 2>/dev/null)"
+}
+
+bg_stop_all() {
+    local n
+    for n in "${!BG_PID[@]}"; do bg_stop "$n" 5; done
+}
+
+# consumers_start APP N [idpool-load args]: N recorded consumers (one
+# idpool-load, --conns N, LPOP batches of CHAOS_BATCH, CHAOS_RATE requests/s
+# in all) that reconnect after errors and run until consumers_stop. Each
+# call starts a new group: logs $DIR/APP.c<g>.<i>.bin.
+consumers_start() {
+    local app=$1 n=$2 g
+    shift 2
+    g=${CONS_GEN[$app]:-0}
+    CONS_GEN[$app]=$((g + 1))
+    bg_start "cons.$app.$g" --mode lpop --key "$(pool_key "$app")" --conns "$n" --pipeline 1 \
+        --batch "$CHAOS_BATCH" --rate "$CHAOS_RATE" --duration "$CHAOS_MAX_S" \
+        --record "$DIR/$app.c$g" --reconnect --timeout-ms 1000 "$@"
+}
+
+# consumers_stop APP: stops every running consumer group of APP. A consumer
+# that exits with a malformed ID (2) or any error status is a failure.
+consumers_stop() {
+    local app=$1 g
+    for ((g = 0; g < ${CONS_GEN[$app]:-0}; g++)); do
+        [[ -n ${BG_PID[cons.$app.$g]:-} ]] || continue
+        bg_stop "cons.$app.$g"
+        expect "[[ $BG_STATUS == 0 ]]" "consumers $app.$g exited with status $BG_STATUS"
+    done
+}
+
+# popped APP: about how many IDs APP's consumers have popped so far (from the
+# size of their logs; exact once they stopped).
+popped() {
+    local bytes=0 f s
+    for f in "$DIR/$1".c*.bin; do
+        [[ -e $f ]] || continue
+        s=$(stat -c %s "$f")
+        bytes=$((bytes + (s > 32 ? s - 32 : 0)))
+    done
+    # A record is 24 bytes plus 8 per ID.
+    echo $((bytes * CHAOS_BATCH / (8 * CHAOS_BATCH + 24)))
+}
+
+popped_ge() { (($(popped "$1") >= $2)); }
+
+# consumers_wait APP TARGET [TIMEOUT_S]: lets the consumers run until they
+# popped TARGET IDs (default timeout: TARGET at a tenth of the nominal rate,
+# at least 60 s). A timeout is a failure (the pool was not served).
+consumers_wait() {
+    local app=$1 target=$2 timeout=${3:-}
+    if [[ -z $timeout ]]; then
+        timeout=$((target * 10 / (CHAOS_RATE * CHAOS_BATCH) + 1))
+        ((timeout >= 60)) || timeout=60
+    fi
+    wait_until "$timeout" popped_ge "$app" "$target" ||
+        failure "$app: consumers popped only $(popped "$app") of $target IDs in ${timeout}s"
+}
+
+# sampler_start APP [INTERVAL_MS]: samples LLEN of APP's pool to $DIR/APP.llen.
+sampler_start() {
+    bg_start "llen.$1" --mode llen --key "$(pool_key "$1")" --interval-ms "${2:-20}" \
+        --out "$DIR/$1.llen" --reconnect --duration "$CHAOS_MAX_S" --timeout-ms 1000
+}
+
+# alerts_start: records every message on the alert channel to $DIR/alerts.txt.
+alerts_start() {
+    bg_start alerts --mode subscribe --key "$IDPOOL_KEY_PREFIX:alerts" --out "$DIR/alerts.txt" \
+        --reconnect --duration "$CHAOS_MAX_S" --timeout-ms 1000
+}
+
+# alert_seen APP ALERT STATE: the alert recorder saw that event.
+alert_seen() {
+    [[ -r $DIR/alerts.txt ]] &&
+        grep -F "\"alert\":\"$2\"" "$DIR/alerts.txt" | grep -F "\"app\":\"$1\"" |
+        grep -qF "\"state\":\"$3\""
+}
+
+# alert_count APP ALERT STATE: how many such events were recorded.
+alert_count() {
+    [[ -r $DIR/alerts.txt ]] || {
+        echo 0
+        return
+    }
+    grep -F "\"alert\":\"$2\"" "$DIR/alerts.txt" | grep -F "\"app\":\"$1\"" |
+        grep -cF "\"state\":\"$3\"" || true
+}
+
+# drain APP: pops what is left in APP's pool with one more recorded consumer
+# (run it after daemons_stop), so the check covers the pool's content too.
+drain() {
+    local app=$1 n
+    n=$(llen "$app")
+    ((n > 0)) || return 0
+    "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$app")" --conns 1 \
+        --pipeline 1 --batch 1000 --count "$n" --duration 30 --record "$DIR/$app.cdrain" \
+        --timeout-ms 5000 >"$DIR/$app.drain.out" 2>&1 ||
+        failure "$app: draining the pool ($n IDs) failed: $(tail -n 1 "$DIR/$app.drain.out")"
+    info "$app: drained $n IDs left in the pool"
+}
+
+# ------------------------------------------------------------- recovery ---
+
+# recovery_ms APP T0_NS [TIMEOUT_S]: waits (default 15 s) until the pool is
+# at or above its low-water mark; prints the ms since T0_NS, or "timeout"
+# (status 1).
+recovery_ms() {
+    local app=$1 t0=$2 timeout=${3:-15} deadline
+    app_params "$app"
+    deadline=$(($(now_us) + timeout * 1000000))
+    while (($(now_us) < deadline)); do
+        if pool_ge "$app" "$P_LOW"; then
+            ms_since "$t0"
+            return 0
+        fi
+        sleep 0.02
+    done
+    echo timeout
+    return 1
+}
+
+# recovered APP T0_NS [TIMEOUT_S]: recovery_ms as an expectation (R); the
+# worst time goes into the row's recovery_ms.
+recovered() {
+    local ms
+    app_params "$1"
+    if ms=$(recovery_ms "$@"); then
+        info "$1: pool back above low water $P_LOW after $ms ms"
+        if [[ -z $RECOVERY_MS ]] || ((ms > RECOVERY_MS)); then RECOVERY_MS=$ms; fi
+        return 0
+    fi
+    failure "R: $1's pool not back above low water within ${3:-15} s"
+    RECOVERY_MS=timeout
+}
+
+# ---------------------------------------------------------------- check ---
+
+# check_app APP [idpool-check args]: dumps APP's leases, runs idpool-check
+# over every consumer log of APP (and the llen samples and alerts if
+# recorded). Fills CHECK (ids consumers duplicates order cross_order arith
+# unleased lease_overlaps gaps empty_pops below_low_ms exposed) and adds them
+# to CHECK_SUM. A violation (exit 1) or an error (2) is a failure.
+check_app() {
+    local app=$1 st=0 args=() logs=() f kv line
+    shift
+    app_params "$app"
+    sql "SELECT l.lo, l.hi FROM application_lease l JOIN application a
+         ON a.id = l.application_id WHERE a.entity_key = $(sql_value "$app")
+         ORDER BY l.lo" | tr '\t' ' ' >"$DIR/$app.leases"
+    for f in "$DIR/$app".c*.bin; do
+        [[ -e $f ]] && logs+=("$f")
+    done
+    if ((${#logs[@]} == 0)); then
+        failure "$app: no consumer logs to check"
+        return 0
+    fi
+    args=(--type "$P_TYPE" --start-offset "$P_START" --delta "$P_DELTA" --remainder "$P_REM"
+        --leases "$DIR/$app.leases")
+    if [[ -s $DIR/$app.llen ]]; then
+        args+=(--low-water "$P_LOW" --llen "$DIR/$app.llen")
+    fi
+    "$IDPOOL_CHECK" "${args[@]}" "$@" "${logs[@]}" >"$DIR/$app.check" 2>&1 || st=$?
+    line=$(grep '^check: ' "$DIR/$app.check" | tail -n 1)
+    info "$app: $line (status $st)"
+    CHECK=()
+    for kv in ${line#check: }; do
+        [[ $kv == *=* ]] || continue
+        CHECK[${kv%%=*}]=${kv#*=}
+        [[ ${kv#*=} =~ ^[0-9]+$ ]] &&
+            CHECK_SUM[${kv%%=*}]=$((${CHECK_SUM[${kv%%=*}]:-0} + ${kv#*=}))
+    done
+    case $st in
+    0) ;;
+    1) failure "$app: idpool-check found violations: $line" ;;
+    *)
+        failure "$app: idpool-check failed (status $st): $(tail -n 3 "$DIR/$app.check" | tr '\n' ' ')"
+        ;;
+    esac
+    [[ -n $line ]] || failure "$app: idpool-check printed no summary"
+    return 0
+}
+
+# ------------------------------------------------------------------ row ---
+
+# sanitizer_reports: daemon logs with an ASan/UBSan report, as failures.
+sanitizer_reports() {
+    local n
+    for n in "${DAEMON_NAMES[@]}"; do
+        if grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:' \
+            "$DIR/$n.log" 2>/dev/null; then
+            failure "sanitizer report in $n.log"
+        fi
+    done
+}
+
+# print_row [key=val...]: the result row (see row).
+print_row() {
+    local -A v=()
+    local k kv ev res=ok order
+    for k in ids duplicates arith unleased gaps empty_pops exposed; do
+        v[$k]=${CHECK_SUM[$k]:-0}
+    done
+    order=$((${CHECK_SUM[order]:-0} + ${CHECK_SUM[cross_order]:-0}))
+    v[order]=$order
+    v[unleased]=$((${CHECK_SUM[unleased]:-0} + ${CHECK_SUM[lease_overlaps]:-0}))
+    v[recovery_ms]=${RECOVERY_MS:--}
+    ev=$(
+        IFS=,
+        echo "${EVIDENCE[*]}"
+    )
+    v[fault]=${ev:-none}
+    local extra=()
+    for kv in "$@"; do
+        k=${kv%%=*}
+        if [[ -v "v[$k]" ]]; then v[$k]=${kv#*=}; else extra+=("$kv"); fi
+    done
+    ((${#FAILURES[@]} == 0)) || res=FAIL
+    printf 'chaos: %s %s ids=%s duplicates=%s order=%s arith=%s unleased=%s gaps=%s' \
+        "$CHAOS_NUM" "$CHAOS_NAME" "${v[ids]}" "${v[duplicates]}" "${v[order]}" "${v[arith]}" \
+        "${v[unleased]}" "${v[gaps]}"
+    printf ' empty_pops=%s exposed=%s recovery_ms=%s' "${v[empty_pops]}" "${v[exposed]}" \
+        "${v[recovery_ms]}"
+    ((${#extra[@]} == 0)) || printf ' %s' "${extra[@]}"
+    printf ' secs=%s fault=%s result=%s\n' "$(($(ms_since "$CHAOS_T0") / 1000))" "${v[fault]}" "$res"
+    for k in "${FAILURES[@]}"; do
+        printf 'chaos:   %s FAIL: %s\n' "$CHAOS_NUM" "$k"
+    done
+    ROW_DONE=1
+}
+
+# row [key=val...]: prints the scenario's result row and exits: 0 if no
+# failure was recorded, else 1. The counts come from CHECK_SUM; key=val
+# overrides one or adds a column (e.g. window_ms=12). A scenario without
+# fault evidence, or with a sanitizer report, fails.
+row() {
+    bg_stop_all >/dev/null 2>&1
+    sanitizer_reports
+    ((${#EVIDENCE[@]})) || failure "no evidence that the fault landed"
+    [[ -n ${CHECK_SUM[ids]:-} ]] || failure "nothing was checked (check_app never ran)"
+    print_row "$@"
+    ((${#FAILURES[@]} == 0)) || exit 1
+    exit 0
+}
