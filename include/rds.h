@@ -6,7 +6,7 @@
  * reconnection with exponential backoff.
  *
  * After connecting it runs a handshake (AUTH, SELECT, INFO for the server's
- * run_id, a maxmemory-policy check, FUNCTION LOAD REPLACE of the idpool
+ * run_id and master_replid, a maxmemory-policy check, FUNCTION LOAD REPLACE of the idpool
  * library) and only then reports itself ready. Commands are refused while
  * the connection is not ready.
  */
@@ -34,8 +34,14 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, rds_state
 void rds_free(struct rds *r);
 
 int rds_ready(const struct rds *r);
-/* run_id of the Redis process we are connected to ("" before the handshake). */
-const char *rds_run_id(const struct rds *r);
+/*
+ * The identity of the Redis dataset we write to, "run_id:master_replid" ("" before
+ * the handshake): it changes on a restart, a failover or a demotion, and is
+ * stored in each meta hash so that pools written under another one are discarded.
+ */
+const char *rds_epoch(const struct rds *r);
+/* Write what is queued to the socket now, without waiting for the event loop. */
+void rds_flush(struct rds *r);
 /* Number of commands sent and not yet answered. */
 unsigned rds_outstanding(const struct rds *r);
 /* Change the command timeout (config reload). */

@@ -16,6 +16,7 @@
 #include "alerts.h"
 #include "config.h"
 #include "http.h"
+#include "fault.h"
 #include "log.h"
 #include "rds.h"
 #include "refill.h"
@@ -161,6 +162,11 @@ int main(int argc, char **argv)
     }
     log_set_level(d.cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
+    if (fault_init(err, sizeof(err)) != 0) {
+        fprintf(stderr, "idpoold: %s\n", err);
+        config_free(&d.cfg);
+        return 2;
+    }
 
     log_info("idpoold %s starting: redis %s:%d db %d, mysql %s@%s:%d/%s, key prefix '%s', "
              "tick %d ms, lock ttl %d ms, reload %d ms, instance %s",

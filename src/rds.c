@@ -13,6 +13,7 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define ROLE_CHECK_MS  1000 /* how often a ready connection checks for a failover */
 
 enum rds_conn {
     RDS_DOWN,       /* no connection; a reconnect is scheduled */
@@ -36,7 +37,9 @@ struct rds {
     unsigned outstanding;    /* commands sent, not yet answered */
     int backoff_ms;          /* next reconnect delay */
     int failures;            /* consecutive failed attempts (log throttling) */
-    char run_id[64];         /* server run_id from INFO */
+    char epoch[96];          /* "run_id:master_replid" from INFO at the handshake */
+    uint64_t role_check_ms;  /* last INFO replication probe sent (0 = none in flight) */
+    int role_probe;          /* a probe is in flight */
     int ever_ready;          /* was ready at least once */
     struct rds_stats stats;  /* for /metrics */
     struct event *retry_ev;  /* reconnect timer */
@@ -81,7 +84,8 @@ static void rds_lost(struct rds *r, const char *why)
 
     r->ac = NULL;
     r->state = RDS_DOWN;
-    r->run_id[0] = '\0';
+    r->epoch[0] = '\0';
+    r->role_probe = 0;
     r->failures++;
     r->stats.errors++;
     if (was_ready)
@@ -191,25 +195,95 @@ static void hs_check_ok(struct rds *r, redisReply *reply, void *arg)
     }
 }
 
+/*
+ * Copies the value of "name:value\r\n" in an INFO reply into buf; 0, or -1
+ * when the field is absent, empty or longer than the buffer.
+ */
+static int info_field(const char *info, const char *name, char *buf, size_t size)
+{
+    size_t nlen = strlen(name);
+    const char *p = info;
+
+    while ((p = strstr(p, name)) != NULL) {
+        if ((p == info || p[-1] == '\n') && p[nlen] == ':') {
+            size_t n = strcspn(p + nlen + 1, "\r\n");
+            if (n == 0 || n >= size)
+                return -1;
+            memcpy(buf, p + nlen + 1, n);
+            buf[n] = '\0';
+            return 0;
+        }
+        p += nlen;
+    }
+    return -1;
+}
+
+/*
+ * The server's identity from INFO server + replication: "run_id:master_replid"
+ * into epoch. A restart changes run_id, a failover or a demotion changes
+ * master_replid. NULL, or why the reply cannot be used.
+ */
+static const char *info_epoch(const redisReply *reply, char *epoch, size_t size, int need_run_id)
+{
+    char run_id[48], replid[48], role[16];
+
+    if (!reply || reply->type != REDIS_REPLY_STRING)
+        return "INFO failed";
+    if (info_field(reply->str, "role", role, sizeof(role)) != 0 ||
+        info_field(reply->str, "master_replid", replid, sizeof(replid)) != 0)
+        return "INFO replication gave no role or master_replid";
+    if (strcmp(role, "master") != 0)
+        return "the server is a replica (role:slave): pools must be written on the primary";
+    if (need_run_id) {
+        if (info_field(reply->str, "run_id", run_id, sizeof(run_id)) != 0)
+            return "INFO server gave no run_id";
+        snprintf(epoch, size, "%s:%s", run_id, replid);
+    } else {
+        snprintf(epoch, size, "%s", replid);
+    }
+    return NULL;
+}
+
 static void hs_info(struct rds *r, redisReply *reply, void *arg)
 {
-    const char *p;
+    const char *err;
 
     (void)arg;
     if (r->state != RDS_HANDSHAKE || !reply)
         return;
-    if (reply->type != REDIS_REPLY_STRING || !(p = strstr(reply->str, "run_id:"))) {
-        rds_drop(r, "INFO server gave no run_id");
+    if ((err = info_epoch(reply, r->epoch, sizeof(r->epoch), 1)) != NULL)
+        rds_drop(r, err);
+}
+
+/*
+ * Periodic probe while connected: a replica promoted in place (failover
+ * behind a fixed address) or a primary demoted to a replica keeps the
+ * connection but changes master_replid. The pools it holds may then contain
+ * IDs already handed out elsewhere: reconnect, so that the new epoch makes
+ * idpool_epoch discard them.
+ */
+static void on_role(struct rds *r, redisReply *reply, void *arg)
+{
+    char replid[48];
+    const char *err, *mine;
+
+    (void)arg;
+    r->role_probe = 0;
+    if (r->state != RDS_READY || !reply)
+        return;
+    if ((err = info_epoch(reply, replid, sizeof(replid), 0)) != NULL) {
+        char why[160];
+        snprintf(why, sizeof(why), "failover check: %s", err);
+        rds_drop(r, why);
         return;
     }
-    p += 7;
-    size_t n = strcspn(p, "\r\n");
-    if (n == 0 || n >= sizeof(r->run_id)) {
-        rds_drop(r, "INFO server gave a malformed run_id");
-        return;
+    mine = strchr(r->epoch, ':');
+    if (!mine || strcmp(mine + 1, replid) != 0) {
+        char why[200];
+        snprintf(why, sizeof(why), "failover detected: master_replid changed from %s to %s",
+                 mine ? mine + 1 : "?", replid);
+        rds_drop(r, why);
     }
-    memcpy(r->run_id, p, n);
-    r->run_id[n] = '\0';
 }
 
 static void hs_policy(struct rds *r, redisReply *reply, void *arg)
@@ -248,7 +322,8 @@ static void hs_function(struct rds *r, redisReply *reply, void *arg)
     if (r->ever_ready)
         r->stats.reconnects++;
     r->ever_ready = 1;
-    log_info("redis: connected to %s:%d db %d (run_id %s)%s", r->host, r->port, r->db, r->run_id,
+    r->role_check_ms = clock_ms();
+    log_info("redis: connected to %s:%d db %d (epoch %s)%s", r->host, r->port, r->db, r->epoch,
              r->failures ? ", recovered" : "");
     r->failures = 0;
     if (r->on_state)
@@ -285,9 +360,9 @@ static void rds_handshake(struct rds *r)
         ok |= rds_send(r, hs_check_ok, "SELECT", 2, argv, len);
     }
     {
-        const char *argv[] = {"INFO", "server"};
-        size_t len[] = {4, 6};
-        ok |= rds_send(r, hs_info, NULL, 2, argv, len);
+        const char *argv[] = {"INFO", "server", "replication"};
+        size_t len[] = {4, 6, 11};
+        ok |= rds_send(r, hs_info, NULL, 3, argv, len);
     }
     {
         const char *argv[] = {"CONFIG", "GET", "maxmemory-policy"};
@@ -382,6 +457,12 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
         snprintf(why, sizeof(why), "no reply for %d ms (%u commands pending)", r->timeout_ms,
                  r->outstanding);
         rds_drop(r, why);
+    } else if (r->state == RDS_READY && !r->role_probe && now - r->role_check_ms >= ROLE_CHECK_MS) {
+        const char *argv[] = {"INFO", "replication"};
+        size_t len[] = {4, 11};
+        r->role_check_ms = now;
+        if (rds_send(r, on_role, NULL, 2, argv, len) == 0)
+            r->role_probe = 1;
     }
 }
 
@@ -454,9 +535,15 @@ int rds_ready(const struct rds *r)
     return r->state == RDS_READY;
 }
 
-const char *rds_run_id(const struct rds *r)
+const char *rds_epoch(const struct rds *r)
 {
-    return r->run_id;
+    return r->epoch;
+}
+
+void rds_flush(struct rds *r)
+{
+    if (r->ac && !(r->ac->c.flags & REDIS_DISCONNECTING))
+        redisAsyncHandleWrite(r->ac);
 }
 
 unsigned rds_outstanding(const struct rds *r)

@@ -14,6 +14,7 @@
 #include "app.h"
 #include "build_config.h"
 #include "clock.h"
+#include "fault.h"
 #include "gen.h"
 #include "log.h"
 #include "status.h"
@@ -59,7 +60,7 @@ struct app {
     char *bad;              /* current validation error, logged once per change */
     char *last_err;         /* last refill error, logged once per change */
     uint64_t due_ms;        /* next check */
-    char epoch_run_id[64];  /* Redis run_id the pool was last checked against */
+    char epoch_seen[96];    /* Redis epoch (rds_epoch) the pool was last checked against */
     int space_warned;       /* the ID-space warning was logged for this row */
     uint64_t lock_at_ms;    /* when the lock was taken or last renewed */
     unsigned side_calls;    /* renewals, limit syncs in flight (the app is not freed meanwhile) */
@@ -512,8 +513,8 @@ static int push_send(struct app *a, const char *expected, const struct lease_sta
     struct refill *rf = a->rf;
     char *p = rf->argbuf;
     size_t argc = 0;
-    const char *fixed[] = {"FCALL",  "idpool_push",       "3",     a->k_pool, a->k_meta, a->k_lock,
-                           a->token, rds_run_id(rf->rds), expected};
+    const char *fixed[] = {"FCALL",  "idpool_push",      "3",     a->k_pool, a->k_meta, a->k_lock,
+                           a->token, rds_epoch(rf->rds), expected};
     uint64_t nums[4] = {st->next, st->hi, st->nlo, st->nhi};
 
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
@@ -565,6 +566,8 @@ static void on_prefetch(void *arg, int status, const struct store_lease *lease, 
         return;
     }
     a->leases++;
+    if (fault_at(FAULT_RESERVED))
+        fault_fire();
     lease_alerts(a, lease);
     mysql_back(a->rf);
     if (lease->regression)
@@ -632,7 +635,7 @@ static void on_push(struct rds *r, redisReply *reply, void *arg)
                          a->cfg.key, a->rf->lock_ttl_ms);
             } else if (reply_is_error(reply, "IDPOOL_EPOCH")) {
                 a->epochs++;
-                log_warn("app=%s redis restart or failover detected (run_id changed): pool "
+                log_warn("app=%s redis restart or failover detected (epoch changed): pool "
                          "discarded, refilling from a fresh lease",
                          a->cfg.key);
             } else {
@@ -691,7 +694,10 @@ static void app_push(struct app *a)
                 a->push_err = 1;
                 break;
             }
-            a->inflight++;
+            if (a->inflight++ == 0 && fault_at(FAULT_PUSHING)) {
+                rds_flush(a->rf->rds); /* the first chunk is on the wire, the rest is not */
+                fault_fire();
+            }
             memcpy(prevbuf, after, sizeof(prevbuf));
             prev = prevbuf;
         }
@@ -715,6 +721,8 @@ static void on_reserve(void *arg, int status, const struct store_lease *lease, c
         }
     } else {
         a->leases++;
+        if (fault_at(FAULT_RESERVED))
+            fault_fire();
         lease_alerts(a, lease);
         mysql_back(a->rf);
         if (lease->regression)
@@ -853,6 +861,8 @@ static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
         app_unlock(a); /* no-op when not locked */
         return;
     }
+    if (fault_at(FAULT_LOCKED))
+        fault_fire();
     app_plan(a);
 }
 
@@ -892,11 +902,11 @@ static void on_epoch(struct rds *r, redisReply *reply, void *arg)
     }
     if (reply->integer == 1) {
         a->epochs++;
-        log_warn("app=%s redis restart or failover detected (run_id changed to %s): pool "
+        log_warn("app=%s redis restart or failover detected (epoch now %s): pool "
                  "discarded, refilling from a fresh lease",
-                 a->cfg.key, rds_run_id(r));
+                 a->cfg.key, rds_epoch(r));
     }
-    snprintf(a->epoch_run_id, sizeof(a->epoch_run_id), "%s", rds_run_id(r));
+    snprintf(a->epoch_seen, sizeof(a->epoch_seen), "%s", rds_epoch(r));
 }
 
 static void on_side_call(struct rds *r, redisReply *reply, void *arg)
@@ -1091,7 +1101,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         struct app *a = rf->apps[i];
         /* First look at a pool on this Redis process: discard it if it was filled under
          * another one, at once and even if the row is not served (clients may still pop). */
-        int epoch_due = strcmp(a->epoch_run_id, rds_run_id(rf->rds)) != 0;
+        int epoch_due = strcmp(a->epoch_seen, rds_epoch(rf->rds)) != 0;
 
         if (a->dead || a->state != A_IDLE || (!a->live && !epoch_due) ||
             (now < a->due_ms && !epoch_due))
@@ -1099,7 +1109,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         a->due_ms = now + a->cfg.interval_ms;
         a->state = A_CHECK;
         if (epoch_due && rds_command(rf->rds, on_epoch, a, "FCALL idpool_epoch 2 %s %s %s",
-                                     a->k_pool, a->k_meta, rds_run_id(rf->rds)) != 0) {
+                                     a->k_pool, a->k_meta, rds_epoch(rf->rds)) != 0) {
             a->state = A_IDLE;
             continue;
         }

@@ -270,6 +270,13 @@ set_app() {
 # app_col KEY COLUMN: one column of an application row.
 app_col() { sql "SELECT \`$2\` FROM application WHERE entity_key = $(sql_value "$1")"; }
 
+# redis_epoch: what the daemon stores in meta's run_id field for this Redis
+# process: "run_id:master_replid" (a restart or a failover changes it).
+redis_epoch() {
+    rcli INFO server replication | tr -d '\r' |
+        awk -F: '$1 == "run_id" { r = $2 } $1 == "master_replid" { m = $2 } END { print r ":" m }'
+}
+
 # Restart, stop or crash one server; its port and data are kept.
 redis_stop() { "$SERVERS" stop "$DIR" redis; }
 redis_kill() { "$SERVERS" kill "$DIR" redis; }

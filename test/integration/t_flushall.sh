@@ -51,7 +51,7 @@ flushall() {
     awk -v n="$np" 'NR > 2 && NR <= n + 2' "$raw" >"$DIR/flushed$1.txt"
     tail -n +"$((np + 3))" "$raw" >"$DIR/flushed_t$1.txt"
 }
-meta_ok() { # KEY FLOOR: meta re-created from a lease above FLOOR, this run_id
+meta_ok() { # KEY FLOOR: meta re-created from a lease above FLOOR, this epoch
     local next hi run_id
     next=$(rcli HGET "$(meta_key "$1")" next)
     hi=$(rcli HGET "$(meta_key "$1")" hi)
@@ -60,7 +60,7 @@ meta_ok() { # KEY FLOOR: meta re-created from a lease above FLOOR, this run_id
         [[ $run_id == "$RUN_ID" ]]
 }
 
-RUN_ID=$(rcli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p')
+RUN_ID=$(redis_epoch)
 start_daemon a "${COMMON[@]}" --instance flush-a
 start_daemon b "${COMMON[@]}" --instance flush-b
 wait_until 5 pool_ge $KEY "$LOW" || fail "pool never filled"

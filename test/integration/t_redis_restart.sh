@@ -23,7 +23,7 @@ setup
 KEY=rr
 add_app $KEY step=100 max_pool_size=2000 min_size_percent=50 increment_max=2
 LOW=$(low_water $KEY)
-run_id() { rcli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+run_id() { redis_epoch; }
 redis_down() { ! rcli PING >/dev/null 2>&1; }
 # log_more NAME ERE N: the log has more than N matching lines.
 log_more() { (($(log_count "$1" "$2") > $3)); }
@@ -177,3 +177,36 @@ check_above "$DIR/p1.txt" -- "$DIR/c.txt"
 check_above "$DIR/c.txt" -- "$DIR/pool.txt"
 check_ids $KEY "$DIR/p0.txt" "$DIR/p1.txt" "$DIR/c.txt" "$DIR/pool.txt"
 pass "U, M, A, L over $(cat "$DIR/p0.txt" "$DIR/p1.txt" "$DIR/c.txt" | wc -l) popped IDs"
+
+# ===================================== (d) failover in place (replid) ===
+# The same Redis process is demoted to a replica and promoted again, as a
+# failover behind a fixed address would look: run_id stays, master_replid
+# changes. The daemon must stop writing while it is a replica, then treat
+# the promoted server as a new epoch and discard the pool.
+start_daemon a --tick-ms 100 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance rr-a
+wait_until 5 pool_ge $KEY "$LOW" || fail "pool not refilled after the restart of a"
+pop $KEY 2000 --check-increasing --text --out "$DIR/d0.txt" 2>/dev/null || fail "pop before (d)"
+wait_until 5 pool_ge $KEY "$LOW" || fail "pool not refilled before (d)"
+pool_dump $KEY "$DIR/d_pre.txt"
+n_epoch=$(log_count a "$EPOCH")
+old_epoch=$(redis_epoch)
+# A master on a port nobody listens on: the server becomes a replica, keeps
+# its data and refuses writes.
+rcli REPLICAOF 127.0.0.1 "$(free_port)" >/dev/null
+wait_until 5 log_has a 'failover check: the server is a replica' ||
+    fail "daemon did not notice that Redis became a replica"
+rcli REPLICAOF NO ONE >/dev/null
+t0=$(now_us)
+new_epoch=$(redis_epoch)
+assert_ne "$old_epoch" "$new_epoch" "epoch after demotion and promotion"
+assert_eq "${old_epoch%%:*}" "${new_epoch%%:*}" "run_id (same process)"
+wait_until 5 log_more a "$EPOCH" "$n_epoch" || fail "daemon did not discard the pool of the old epoch"
+wait_until 5 pool_ge $KEY "$LOW" || fail "R: pool not above low water after the promotion"
+info "(d) pool refilled $((($(now_us) - t0) / 1000)) ms after the promotion"
+assert_eq "$new_epoch" "$(rcli HGET "$(meta_key $KEY)" run_id)" "meta epoch after (d)"
+pool_dump $KEY "$DIR/d_post.txt"
+same=$(sort "$DIR/d_pre.txt" "$DIR/d_post.txt" | uniq -d | sed -n 1,5p)
+[[ -z $same ]] || fail "IDs of the old epoch's pool are served again: $same"
+check_above "$DIR/d_pre.txt" -- "$DIR/d_post.txt"
+stop_daemon a
+pass "(d) demoted and promoted in place: master_replid change detected, pool discarded"
