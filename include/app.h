@@ -89,7 +89,10 @@ struct app_cfg {
  */
 void app_row_from_text(struct app_row *row, char *const *cols, const unsigned long *lens);
 
-/* Copy a column of len bytes (src may be NULL) into dst[cap], cut and terminated. */
+/*
+ * Copy a column of len bytes (src may be NULL) into dst[cap], cut and
+ * terminated; a NUL byte inside the column becomes '?'.
+ */
 void app_copy_col(char *dst, size_t cap, const char *src, unsigned long len);
 
 /* 1 when `key` matches [A-Za-z0-9_.-]{1,64}. */

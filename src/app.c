@@ -55,15 +55,19 @@ static int key_char_ok(unsigned char c)
            c == '.' || c == '-';
 }
 
-/* Reads at most APP_KEY_MAX + 1 bytes, so a 65-byte unterminated buffer is safe. */
+/*
+ * A NUL byte inside the column becomes '?': cutting the string there would
+ * turn a key such as "user\0x" into "user", a valid key that another row
+ * may already have (two rows refilling one pool).
+ */
 void app_copy_col(char *dst, size_t cap, const char *src, unsigned long len)
 {
     if (!src)
         len = 0;
     if (len > cap - 1)
         len = cap - 1;
-    if (len)
-        memcpy(dst, src, len);
+    for (unsigned long i = 0; i < len; i++)
+        dst[i] = src[i] != '\0' ? src[i] : '?';
     dst[len] = '\0';
 }
 

@@ -834,6 +834,26 @@ static void test_row_from_text(void)
     CHECK(!app_key_valid(r.entity_key));
 }
 
+/* Found by fuzzing: a NUL byte inside the key column used to cut the key short. */
+static void test_row_from_text_nul(void)
+{
+    char key[] = {'u', 's', 'e', 'r', '\0', 'x'}, name[] = {'a', '\0', 'b'};
+    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", key, name, "1", "0", "0", "0", "0",
+                                    "0", "0", "0", "0",  "0", "0", "0", "0"};
+    unsigned long lens[APP_ROW_NCOLUMNS] = {0};
+    struct app_row r;
+
+    for (int i = 0; i < APP_ROW_NCOLUMNS; i++)
+        lens[i] = strlen(cols[i]);
+    lens[2] = sizeof(key);
+    lens[3] = sizeof(name);
+    app_row_from_text(&r, cols, lens);
+    /* "user\0x" is not the valid key "user" (another row's, maybe): it is rejected. */
+    CHECK(strcmp(r.entity_key, "user?x") == 0);
+    CHECK(bad(&r, "entity_key"));
+    CHECK(strcmp(r.entity_name, "a?b") == 0);
+}
+
 int main(void)
 {
     RUN(test_key_valid);
@@ -860,5 +880,6 @@ int main(void)
     RUN(test_span_for);
     RUN(test_low_water);
     RUN(test_row_from_text);
+    RUN(test_row_from_text_nul);
     return unit_done();
 }
