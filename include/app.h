@@ -85,7 +85,8 @@ struct app_cfg {
 /*
  * Fill *row from the text of one result row (a MYSQL_ROW and its lengths)
  * whose first APP_ROW_NCOLUMNS columns are APP_ROW_COLUMNS. NULL columns
- * read as 0 / empty; overlong strings are cut (validation then rejects them).
+ * read as 0 / empty; overlong strings are cut (validation then rejects an
+ * overlong key; a long name is cut at a UTF-8 character boundary).
  */
 void app_row_from_text(struct app_row *row, char *const *cols, const unsigned long *lens);
 

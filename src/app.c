@@ -71,6 +71,26 @@ void app_copy_col(char *dst, size_t cap, const char *src, unsigned long len)
     dst[len] = '\0';
 }
 
+/*
+ * The length to keep of a UTF-8 string cut after n bytes: n, or less when
+ * the cut would leave an incomplete sequence at the end, so that the copy
+ * stays valid text for logs and JSON.
+ */
+static size_t utf8_cut(const char *s, size_t n)
+{
+    size_t j = n;
+
+    while (j > 0 && ((unsigned char)s[j - 1] & 0xC0) == 0x80)
+        j--;
+    if (j > 0) {
+        unsigned char lead = (unsigned char)s[j - 1];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if ((j - 1) + need > n)
+            return j - 1;
+    }
+    return n;
+}
+
 void app_row_from_text(struct app_row *row, char *const *cols, const unsigned long *lens)
 {
     int64_t *nums[] = {&row->increasing_type,
@@ -91,6 +111,9 @@ void app_row_from_text(struct app_row *row, char *const *cols, const unsigned lo
     row->deleted_at = cols[1] ? strtoll(cols[1], NULL, 10) : 0;
     app_copy_col(row->entity_key, sizeof(row->entity_key), cols[2], lens[2]);
     app_copy_col(row->entity_name, sizeof(row->entity_name), cols[3], lens[3]);
+    /* VARCHAR(255) in utf8mb4 holds up to 1020 bytes: cut at a character boundary. */
+    if (cols[3] && lens[3] > APP_NAME_MAX)
+        row->entity_name[utf8_cut(row->entity_name, APP_NAME_MAX)] = '\0';
     for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
         *nums[i] = cols[4 + i] ? strtoll(cols[4 + i], NULL, 10) : 0;
 }
@@ -230,17 +253,8 @@ static void name_copy(char *dst, const char *src)
 {
     size_t n = strnlen(src, APP_NAME_MAX);
 
-    if (n == APP_NAME_MAX && src[APP_NAME_MAX] != '\0') {
-        size_t j = n;
-        while (j > 0 && ((unsigned char)src[j - 1] & 0xC0) == 0x80)
-            j--;
-        if (j > 0) {
-            unsigned char lead = (unsigned char)src[j - 1];
-            size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-            if ((j - 1) + need > n)
-                n = j - 1;
-        }
-    }
+    if (n == APP_NAME_MAX && src[APP_NAME_MAX] != '\0')
+        n = utf8_cut(src, n);
     memcpy(dst, src, n);
     dst[n] = '\0';
 }

@@ -854,6 +854,47 @@ static void test_row_from_text_nul(void)
     CHECK(strcmp(r.entity_name, "a?b") == 0);
 }
 
+/*
+ * Found by fuzzing: entity_name is VARCHAR(255) in utf8mb4, up to 1020 bytes;
+ * the cut to 255 bytes used to split a character, leaving invalid UTF-8.
+ */
+static void test_row_from_text_name_cut(void)
+{
+    char name[300];
+    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", "user", name, "1", "0", "0", "0", "0",
+                                    "0", "0", "0",    "0",  "0", "0", "0", "0"};
+    unsigned long lens[APP_ROW_NCOLUMNS] = {0};
+    struct app_row r;
+    struct app_cfg c;
+
+    for (int i = 0; i < APP_ROW_NCOLUMNS; i++)
+        lens[i] = cols[i] == name ? sizeof(name) : strlen(cols[i]);
+    /* "é" (c3 a9) at 254..255: the cut after 255 bytes drops it whole */
+    memset(name, 'n', sizeof(name));
+    name[254] = (char)0xc3;
+    name[255] = (char)0xa9;
+    app_row_from_text(&r, cols, lens);
+    CHECK_EQ_U64(strlen(r.entity_name), 254);
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(strlen(c.name), 254);
+
+    /* a 4-byte character at 253..256 */
+    memset(name, 'n', sizeof(name));
+    memcpy(name + 253, "\xf0\x9f\x98\x80", 4);
+    app_row_from_text(&r, cols, lens);
+    CHECK_EQ_U64(strlen(r.entity_name), 253);
+
+    /* a 3-byte character ending at 254 is kept; ASCII is cut at 255 */
+    memset(name, 'n', sizeof(name));
+    memcpy(name + 252, "\xe2\x82\xac", 3);
+    app_row_from_text(&r, cols, lens);
+    CHECK_EQ_U64(strlen(r.entity_name), 255);
+    CHECK(memcmp(r.entity_name + 252, "\xe2\x82\xac", 3) == 0);
+    memset(name, 'n', sizeof(name));
+    app_row_from_text(&r, cols, lens);
+    CHECK_EQ_U64(strlen(r.entity_name), 255);
+}
+
 int main(void)
 {
     RUN(test_key_valid);
@@ -881,5 +922,6 @@ int main(void)
     RUN(test_low_water);
     RUN(test_row_from_text);
     RUN(test_row_from_text_nul);
+    RUN(test_row_from_text_name_cut);
     return unit_done();
 }
