@@ -384,10 +384,12 @@ static bool hostname_char(char c)
 /*
  * Parse host[:port] or [v6addr][:port] (n bytes at s) into a heap host
  * (brackets removed) and a port. default_port < 0 makes the port required.
- * Only the host and port are echoed in errors, never anything else.
+ * Only the host and port are echoed in errors, never anything else, and the
+ * port only when show_port: in a URL without '@', "user:password" with the
+ * host forgotten reads as host:port, so a bad port may be a password.
  */
-static int hostport_split(const char *s, size_t n, int default_port, char **host, int *port,
-                          char *err, size_t errlen)
+static int hostport_split(const char *s, size_t n, int default_port, bool show_port, char **host,
+                          int *port, char *err, size_t errlen)
 {
     const char *h, *p = NULL, *end = s + n;
     size_t hlen, plen = 0;
@@ -464,8 +466,13 @@ static int hostport_split(const char *s, size_t n, int default_port, char **host
         set_err(err, errlen, "missing port after ':'");
         return -1;
     } else if (parse_int_n(p, plen, 1, 65535, &v) < 0) {
-        set_err(err, errlen, "port must be an integer in 1..65535, got '%.*s'",
-                (int)(plen < 32 ? plen : 32), p);
+        if (show_port)
+            set_err(err, errlen, "port must be an integer in 1..65535, got '%.*s'",
+                    (int)(plen < 32 ? plen : 32), p);
+        else
+            set_err(err, errlen,
+                    "port must be an integer in 1..65535 (not shown: with no '@' before the "
+                    "host it may be a password)");
         return -1;
     } else {
         *port = (int)v;
@@ -480,7 +487,7 @@ static int hostport_split(const char *s, size_t n, int default_port, char **host
 
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
 {
-    return hostport_split(s, strlen(s), -1, host, port, err, errlen);
+    return hostport_split(s, strlen(s), -1, true, host, port, err, errlen);
 }
 
 /* http://host[:port][/path]: where alerts are POSTed. No userinfo, query or TLS. */
@@ -502,7 +509,9 @@ int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t 
         set_err(err, errlen, "user:password@ is not supported in the webhook URL");
         return -1;
     }
-    if (hostport_split(p.hostport, p.hostport_len, 80, &out->host, &out->port, err, errlen) < 0)
+    /* has_userinfo is false here: a bad port is never shown (see hostport_split). */
+    if (hostport_split(p.hostport, p.hostport_len, 80, p.has_userinfo, &out->host, &out->port, err,
+                       errlen) < 0)
         return -1;
     out->path = malloc(p.path_len + 2);
     if (out->path == NULL) {
@@ -570,8 +579,8 @@ int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errl
         }
         out->db = (int)db;
     }
-    if (hostport_split(p.hostport, p.hostport_len, REDIS_DEFAULT_PORT, &out->host, &out->port, err,
-                       errlen) < 0)
+    if (hostport_split(p.hostport, p.hostport_len, REDIS_DEFAULT_PORT, p.has_userinfo, &out->host,
+                       &out->port, err, errlen) < 0)
         goto fail;
     return 0;
 
@@ -642,8 +651,8 @@ int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errl
         set_err(err, errlen, "out of memory");
         goto fail;
     }
-    if (hostport_split(p.hostport, p.hostport_len, MYSQL_DEFAULT_PORT, &out->host, &out->port, err,
-                       errlen) < 0)
+    if (hostport_split(p.hostport, p.hostport_len, MYSQL_DEFAULT_PORT, p.has_userinfo, &out->host,
+                       &out->port, err, errlen) < 0)
         goto fail;
     return 0;
 

@@ -374,9 +374,12 @@ static void test_redis_url_errors(void)
     redis_bad("redis://", "missing host");
     redis_bad("redis://:topsecret@", "missing host");
     redis_bad("redis://:topsecret@/0", "missing host");
-    redis_bad("redis://h:0", "port must be an integer in 1..65535, got '0'");
-    redis_bad("redis://h:65536", "got '65536'");
-    redis_bad("redis://h:abc", "got 'abc'");
+    redis_bad("redis://u:p@h:0", "port must be an integer in 1..65535, got '0'");
+    redis_bad("redis://:p@h:65536", "got '65536'");
+    redis_bad("redis://u@h:abc", "got 'abc'");
+    /* Found by fuzzing: with no '@', "user:password" reads as host:port; the port is not shown. */
+    redis_bad("redis://admin:topsecret", "port must be an integer in 1..65535 (not shown");
+    redis_bad("redis://h:0", "port must be an integer in 1..65535 (not shown");
     redis_bad("redis://h:-1", "port");
     redis_bad("redis://h:99999999999999999999999", "port");
     redis_bad("redis://:topsecret@h:", "missing port after ':'");
@@ -456,8 +459,12 @@ static void test_mysql_urls(void)
     CHECK_STR_CONTAINS(e, "database name");
     CHECK(mysql_url_parse("postgres://h", &u, e, sizeof(e)) == -1);
     CHECK_STR_CONTAINS(e, "unsupported scheme 'postgres://', expected mysql://");
-    CHECK(mysql_url_parse("mysql://h:99999", &u, e, sizeof(e)) == -1);
+    CHECK(mysql_url_parse("mysql://u@h:99999", &u, e, sizeof(e)) == -1);
     CHECK_STR_CONTAINS(e, "port must be an integer in 1..65535, got '99999'");
+    /* Found by fuzzing: the password of "user:password" with "@host" forgotten was shown. */
+    CHECK(mysql_url_parse("mysql://root:topsecret", &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, "port must be an integer in 1..65535 (not shown");
+    CHECK(strstr(e, "topsecret") == NULL);
     CHECK(mysql_url_parse("mysql://u:topsecret@h/db?ssl=1", &u, e, sizeof(e)) == -1);
     CHECK_STR_CONTAINS(e, "query strings");
     CHECK(strstr(e, "topsecret") == NULL);
@@ -992,6 +999,10 @@ static void test_alert_settings(void)
     expect_error(NULL, ARGV("--alert-webhook", "ftp://h/"), "--alert-webhook: unsupported scheme");
     expect_error(NULL, ARGV("--alert-webhook", "http://u:p@h/"), "user:password@ is not supported");
     expect_error(NULL, ARGV("--alert-webhook", "http://h:99999/"), "--alert-webhook");
+    /* Found by fuzzing: "http://user:token" (no '@') showed the token as a bad port. */
+    expect_error(NULL, ARGV("--alert-webhook", "http://user:topsecret/hook"),
+                 "--alert-webhook: port must be an integer in 1..65535 (not shown");
+    CHECK(strstr(err, "topsecret") == NULL);
     expect_error(NULL, ARGV("--stall-ms", "50"), "--stall-ms: must be an integer in 100..3600000");
     expect_error(ENV({"IDPOOL_ALERT_RESOLVE_MS", "-1"}), no_args, "IDPOOL_ALERT_RESOLVE_MS");
 }
