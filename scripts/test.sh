@@ -7,6 +7,7 @@
 #
 #   scripts/test.sh              everything
 #   TEST_ASAN=0 scripts/test.sh  skip the sanitizer build and run
+#   TEST_CHAOS=0 scripts/test.sh skip the chaos suite (scripts/chaos.sh --quick on build-asan/)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -75,6 +76,28 @@ run_suite() {
     NOTES+=("$label: $p passed, $f failed${skip:+, $skip skipped}")
 }
 
+# run_chaos DIR: the chaos suite's quick profile with the binaries of DIR;
+# each scenario row counts as one test (result=ok passed, result=FAIL
+# failed); a run without its summary line, or failing without a FAIL row,
+# counts as one failure.
+run_chaos() {
+    local log=$LOGS/chaos.log st=0 ok fail
+    say "scripts/chaos.sh --quick --build $1"
+    scripts/chaos.sh --quick --build "$1" 2>&1 | tee "$log" || st=${PIPESTATUS[0]}
+    ok=$(grep -cE '^chaos: [0-9]+ .* result=ok$' "$log" || true)
+    fail=$(grep -cE '^chaos: [0-9]+ .* result=FAIL' "$log" || true)
+    if ! grep -qE '^chaos: [0-9]+ scenarios, ' "$log"; then
+        fail=$((fail + 1))
+        NOTES+=("chaos: scripts/chaos.sh exited with status $st and no summary")
+    elif ((st != 0 && fail == 0)); then
+        fail=1
+        NOTES+=("chaos: scripts/chaos.sh exited with status $st")
+    fi
+    PASSED=$((PASSED + ok))
+    FAILED=$((FAILED + fail))
+    NOTES+=("chaos: $ok passed, $fail failed")
+}
+
 t0=$SECONDS
 
 if build build; then
@@ -95,6 +118,10 @@ if [[ ${TEST_ASAN:-1} != 0 ]]; then
     fi
     if build build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
         run_suite asan build-asan --suite integration --timeout-multiplier 2
+        # The chaos suite (issue 4) under the sanitizers; TEST_CHAOS=0 skips it.
+        if [[ ${TEST_CHAOS:-1} != 0 ]]; then
+            run_chaos build-asan
+        fi
     else
         FAILED=$((FAILED + 1))
         NOTES+=("build-asan/: build failed")
