@@ -599,3 +599,22 @@ row() {
     ((${#FAILURES[@]} == 0)) || exit 1
     exit 0
 }
+
+# ------------------------------------- additions by engineer B (s07-s12) ---
+
+# alerts_firing NAME APP: the alerts of APP daemon NAME has firing, as a
+# JSON list from GET /v1/apps/APP ("[]" when none; empty if no answer).
+alerts_firing() { app_stat "$1" "$2" alerts 2>/dev/null || true; }
+
+# alerts_clear APP [NAME...]: no alert of APP is firing in the daemons
+# (default: every running one); a daemon that does not answer is not clear.
+# For wait_until: R wants every alert that fired resolved after a fault.
+alerts_clear() {
+    local app=$1 n
+    shift
+    local names=("$@")
+    ((${#names[@]})) || names=("${!DAEMON_PID[@]}")
+    for n in "${names[@]}"; do
+        [[ $(alerts_firing "$n" "$app") == '[]' ]] || return 1
+    done
+}

@@ -186,7 +186,8 @@ epochs() { # restart detections for $APP logged by both daemons
 save_rdb() {
     local out=$1 last
     last=$(persistence rdb_last_bgsave_time_sec)
-    while [[ $(persistence rdb_bgsave_in_progress) != 0 ]]; do sleep 0.05; done
+    wait_until 20 eval '[[ $(persistence rdb_bgsave_in_progress) == 0 ]]' ||
+        fail "a BGSAVE is still running"
     rcli BGSAVE >/dev/null || fail "BGSAVE refused"
     wait_until 20 eval '[[ $(persistence rdb_bgsave_in_progress) == 0 &&
         $(persistence rdb_last_bgsave_status) == ok ]]' || fail "BGSAVE did not finish"
@@ -316,8 +317,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     n0=$(popped "$APP")
     dead=$(run_id)
     rm -rf "$DIR/old"
-    "save_$kind" "$DIR/old"
+    if [[ $kind == rdb ]]; then save_rdb "$DIR/old"; else save_aof "$DIR/old"; fi
     probe "$DIR/old"
+    info "$APP: the old data set: meta next $PROBE_NEXT, epoch $PROBE_RUN_ID," \
+        "pool of $(grep -c . "$DIR/probe.pool") IDs"
     # Let the consumers pop what the old data set still holds.
     wait_until 20 popped_ge "$APP" $((n0 + P_MAX / 3)) || failure "$APP: consumers starved"
     e0=$(epochs)
