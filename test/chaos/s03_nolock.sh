@@ -117,8 +117,13 @@ for stage in "${STAGES[@]}"; do
         continue
     fi
     token=$(rcli GET "$lk")
+    mk=${lk%:lock}:meta
+    next0=$(rcli HGET "$mk" next)
     rcli DEL "$lk" >/dev/null
-    sleep 1 # the others refill past the victim
+    # The others refill past the victim: meta moves on.
+    wait_until 10 eval "[[ \$(rcli HGET '$mk' next) != '$next0' ]]" ||
+        failure "handback $stage: nobody refilled ${lk%:lock} while $x was frozen"
+    sleep 0.2
     rcli SET "$lk" "$token" PX 5000 >/dev/null
     s0=$(log_count "$x" IDPOOL_STALE)
     f0=$(log_count "$x" 'push fenced off')
