@@ -1,0 +1,1573 @@
+/*
+ * idpool-check: the independent checker. Reads the binary pop logs written
+ * by consumers (idpool-load --record) and checks the invariants of design
+ * brief §4 over everything that was popped:
+ *
+ *   U  no ID was popped twice, across all logs;
+ *   M  (--type monotonic) each consumer saw increasing IDs ("order"), and a
+ *      request sent after another one completed got larger IDs, whichever
+ *      consumers sent them ("cross_order");
+ *   A  every ID is >= --start-offset, < 2^63 and % --delta == --remainder;
+ *   L  (--leases) the leases are disjoint and every ID lies in one.
+ *
+ * It also reports, without judging: gaps, empty pops, time below the
+ * low-water mark (--llen samples), alert timings (--alerts) and duplicates
+ * inside a measured Redis-rollback window (--exposure: "exposed").
+ *
+ *   idpool-check [--type monotonic|trend] [--start-offset N] [--delta D]
+ *                [--remainder R] [--leases FILE] [--low-water N --llen FILE]
+ *                [--alerts FILE] [--t0-ns T] [--exposure FROM_NS:TO_NS]
+ *                [--json] LOG.bin...
+ *
+ * Pop log, one per consumer, little-endian: a 32-byte header ("IDPLOG1\n",
+ * u32 version 1, u32 consumer_id, 16 reserved bytes), then records
+ * (u64 t_send_ns, u64 t_recv_ns, u32 count, u32 flags 0, count x u64 id);
+ * times are CLOCK_MONOTONIC, comparable across the processes of a machine.
+ * Side files: --leases "lo hi" lines ([lo, hi)), --llen "t_ns len" lines,
+ * --alerts "t_ns <json message>" lines.
+ *
+ * The last line of the report is one line:
+ *   check: ids=N consumers=C duplicates=N order=N cross_order=N arith=N
+ *          unleased=N lease_overlaps=N gaps=N empty_pops=N below_low_ms=N exposed=N
+ * --json prints one JSON object with the same fields instead, plus details.
+ * A truncated last record (consumer killed mid-write) is a warning; anything
+ * else malformed is an error naming the file and the byte offset.
+ *
+ * Counts: duplicates = pops of an ID beyond its first (earliest t_send);
+ * with --exposure, such a pop sent inside [FROM, TO] counts as exposed
+ * instead. order and cross_order count records (requests); arith and
+ * unleased count IDs; lease_overlaps counts leases that overlap one with a
+ * lower start; gaps counts places where sorted distinct IDs are more than
+ * delta apart; below_low_ms is whole milliseconds.
+ *
+ * Memory: all IDs go into one uint64 array (8 bytes per ID), sorted in place
+ * (MSD radix sort); with --type monotonic 40 bytes per non-empty record plus
+ * 8 for its two orderings are kept for the cross-consumer sweep. Which log
+ * popped a duplicate is found by re-reading the logs, only when there is one.
+ *
+ * Exit status: 0 no violation; 1 a violation (duplicates, order, cross_order,
+ * arith, unleased, lease_overlaps); 2 bad usage or unreadable input.
+ */
+#define _GNU_SOURCE /* fread_unlocked: one reader thread, no stdio locking per record */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#define EXIT_VIOLATION 1
+#define EXIT_BAD       2
+
+#define LOG_MAGIC      "IDPLOG1\n"
+#define LOG_HEADER_LEN 32
+#define LOG_RECORD_LEN 24
+#define ID_LIMIT       (UINT64_C(1) << 63)
+#define MAX_EXAMPLES   5
+
+/* Command-line options. */
+struct opts {
+    bool monotonic;        /* --type monotonic: check M */
+    uint64_t start_offset; /* every ID >= this */
+    uint64_t delta;        /* every ID % delta == remainder */
+    uint64_t remainder;    /* see delta */
+    const char *leases;    /* lease file, or NULL */
+    bool has_low_water;    /* --low-water given */
+    uint64_t low_water;    /* below this pool length counts as low */
+    const char *llen;      /* pool length samples, or NULL */
+    const char *alerts;    /* alert events, or NULL */
+    bool has_t0;           /* --t0-ns given */
+    uint64_t t0;           /* alert times are relative to this */
+    bool has_exposure;     /* --exposure given */
+    uint64_t exp_from;     /* exposure window start, ns (inclusive) */
+    uint64_t exp_to;       /* exposure window end, ns (inclusive) */
+    bool json;             /* one JSON object instead of the text report */
+    char **logs;           /* the pop logs */
+    size_t nlogs;          /* how many */
+};
+
+/* One pop log (one consumer). */
+struct logfile {
+    const char *path;         /* as given */
+    uint32_t consumer;        /* consumer_id from the header */
+    uint64_t records;         /* complete records */
+    uint64_t ids;             /* IDs in them */
+    uint64_t empties;         /* records with count 0 */
+    uint64_t longest_empty;   /* longest run of empty pops, ns */
+    uint64_t truncated_bytes; /* bytes of an incomplete last record, ignored */
+    bool scanned;             /* the first pass read it */
+    uint64_t size;            /* bytes the first pass read; later passes stop there */
+    size_t rec_first;         /* its non-empty records: c->recs[rec_first, rec_end) */
+    size_t rec_end;
+};
+
+/* A non-empty record, kept for the cross-consumer sweep (monotonic only). */
+struct rec {
+    uint64_t t_send; /* request written */
+    uint64_t t_recv; /* reply parsed */
+    uint64_t lo;     /* smallest ID in it */
+    uint64_t hi;     /* largest ID in it */
+    uint32_t file;   /* index into the log list */
+};
+
+/* A lease [lo, hi). */
+struct range {
+    uint64_t lo;
+    uint64_t hi;
+};
+
+/* What was learnt about one duplicated ID by re-reading the logs. */
+struct dup {
+    uint64_t id;        /* the ID */
+    uint64_t n;         /* pops of it */
+    uint64_t min_send;  /* earliest t_send among them: the legitimate pop */
+    uint64_t in_window; /* pops sent inside the exposure window */
+};
+
+/* One pop of an example duplicate. */
+struct pop {
+    bool set;        /* filled in */
+    uint32_t file;   /* log index */
+    uint64_t offset; /* byte offset of the record */
+    uint64_t t_send; /* times of the record */
+    uint64_t t_recv;
+};
+
+/* A duplicate to show: the first pop and a later one of the same class. */
+struct dup_example {
+    size_t dup;   /* index into the dup array */
+    bool exposed; /* counted as exposed, not as a duplicate */
+    struct pop first;
+    struct pop again;
+};
+
+/* A violation to show, as one line of text. */
+struct example {
+    char text[256];
+};
+
+/* An alert event from --alerts. */
+struct alert_ev {
+    uint64_t t_ns; /* when it was received */
+    cJSON *event;  /* the message as parsed */
+};
+
+/* Everything the run found. */
+struct result {
+    uint64_t ids;               /* IDs in all logs */
+    uint64_t records;           /* complete records */
+    uint64_t distinct;          /* distinct IDs */
+    uint64_t duplicates;        /* extra pops of an ID, outside the exposure window */
+    uint64_t exposed;           /* extra pops sent inside the exposure window */
+    uint64_t order;             /* records breaking per-consumer order */
+    uint64_t cross_order;       /* records breaking cross-consumer order */
+    uint64_t arith;             /* IDs breaking A */
+    uint64_t unleased;          /* IDs outside every lease */
+    uint64_t lease_overlaps;    /* leases overlapping an earlier one (sorted by lo) */
+    uint64_t leases;            /* lease rows read */
+    uint64_t gaps;              /* sorted distinct neighbours more than delta apart */
+    bool has_missing;           /* missing_leased is meaningful */
+    uint64_t missing_leased;    /* valid IDs inside the leases never popped */
+    uint64_t empty_pops;        /* empty replies */
+    uint64_t longest_empty;     /* longest run of empty pops of one consumer, ns */
+    size_t longest_empty_file;  /* in which log */
+    uint64_t below_low_ns;      /* time the pool was below the low-water mark */
+    uint64_t below_low_longest; /* longest stretch of it */
+    uint64_t below_low_runs;    /* stretches */
+    uint64_t llen_samples;      /* samples read */
+    bool has_t_first;           /* some record was read */
+    uint64_t t_first;           /* earliest t_send */
+    uint64_t t_last;            /* latest t_recv */
+    uint64_t warnings;          /* truncated records and headers */
+    struct example ex_order[MAX_EXAMPLES];
+    size_t n_ex_order;
+    struct example ex_cross[MAX_EXAMPLES];
+    size_t n_ex_cross;
+    struct example ex_arith[MAX_EXAMPLES];
+    size_t n_ex_arith;
+    struct example ex_lease[MAX_EXAMPLES];
+    size_t n_ex_lease;
+    struct dup_example ex_dup[MAX_EXAMPLES];
+    size_t n_ex_dup;
+};
+
+/* Per-log state of the first pass, reset for each log. */
+struct cursor {
+    bool have_max;       /* max is valid */
+    uint64_t max;        /* largest ID of this consumer so far */
+    bool in_empty;       /* the previous record was empty */
+    uint64_t empty_from; /* t_send of the first empty pop of the run */
+};
+
+/* The whole run: options, inputs, working arrays and result. */
+struct check {
+    struct opts o;
+    struct logfile *files; /* one per log */
+    uint64_t *ids;         /* every ID popped, in log order, then sorted */
+    size_t nids, cap_ids;
+    struct rec *recs; /* non-empty records (monotonic only) */
+    size_t nrecs, cap_recs;
+    struct range *leases; /* as read, then sorted by lo */
+    size_t nleases;
+    struct range *merged; /* union of the leases, sorted, disjoint */
+    size_t nmerged;
+    struct dup *dups; /* duplicated IDs, sorted */
+    size_t ndups;
+    struct alert_ev *alerts;
+    size_t nalerts;
+    struct cursor cur; /* the log being loaded */
+    bool oom;          /* the first pass ran out of memory */
+    struct result r;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: idpool-check [options] LOG.bin...\n"
+               "  --type monotonic|trend   monotonic also checks order (M); default trend\n"
+               "  --start-offset N         every ID >= N (0)\n"
+               "  --delta D --remainder R  every ID %% D == R (1, 0)\n"
+               "  --leases FILE            lines \"lo hi\": disjoint, every ID inside one\n"
+               "  --low-water N --llen FILE  time the pool length was below N\n"
+               "  --alerts FILE            lines \"t_ns <json>\": alert timings\n"
+               "  --t0-ns T                alert times relative to T (default: first pop)\n"
+               "  --exposure FROM:TO       duplicates sent in [FROM, TO] ns count as exposed\n"
+               "  --json                   one JSON object instead of the report\n"
+               "exit: 0 ok, 1 a violation, 2 bad usage or unreadable input\n");
+}
+
+/* Parses a canonical unsigned decimal into *out; -1 on anything else. */
+__attribute__((warn_unused_result)) static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parses "FROM:TO" (ns, inclusive). */
+__attribute__((warn_unused_result)) static int parse_window(const char *s, uint64_t *from,
+                                                            uint64_t *to)
+{
+    const char *colon = s ? strchr(s, ':') : NULL;
+    char buf[64];
+
+    if (!colon || (size_t)(colon - s) >= sizeof buf)
+        return -1;
+    memcpy(buf, s, (size_t)(colon - s));
+    buf[colon - s] = '\0';
+    if (parse_u64(buf, from) < 0 || parse_u64(colon + 1, to) < 0 || *from > *to)
+        return -1;
+    return 0;
+}
+
+/* Fills o from argv; 0 ok, 1 --help, -1 bad usage (message printed). */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->delta = 1;
+    o->logs = calloc((size_t)argc, sizeof *o->logs);
+    if (!o->logs)
+        return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return 1;
+        if (!strcmp(a, "--json")) {
+            o->json = true;
+            continue;
+        }
+        if (a[0] != '-' || !a[1]) {
+            o->logs[o->nlogs++] = argv[i];
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "idpool-check: %s needs a value\n", a);
+            return -1;
+        }
+        i++;
+        if (!strcmp(a, "--type")) {
+            if (!strcmp(v, "monotonic"))
+                o->monotonic = true;
+            else if (strcmp(v, "trend"))
+                bad = 1;
+        } else if (!strcmp(a, "--start-offset")) {
+            bad = parse_u64(v, &o->start_offset);
+        } else if (!strcmp(a, "--delta")) {
+            bad = parse_u64(v, &o->delta) || o->delta == 0;
+        } else if (!strcmp(a, "--remainder")) {
+            bad = parse_u64(v, &o->remainder);
+        } else if (!strcmp(a, "--leases")) {
+            o->leases = v;
+        } else if (!strcmp(a, "--low-water")) {
+            bad = parse_u64(v, &o->low_water);
+            o->has_low_water = true;
+        } else if (!strcmp(a, "--llen")) {
+            o->llen = v;
+        } else if (!strcmp(a, "--alerts")) {
+            o->alerts = v;
+        } else if (!strcmp(a, "--t0-ns")) {
+            bad = parse_u64(v, &o->t0);
+            o->has_t0 = true;
+        } else if (!strcmp(a, "--exposure")) {
+            bad = parse_window(v, &o->exp_from, &o->exp_to);
+            o->has_exposure = true;
+        } else {
+            fprintf(stderr, "idpool-check: unknown option %s\n", a);
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "idpool-check: bad value for %s: '%s'\n", a, v);
+            return -1;
+        }
+    }
+    if (o->remainder >= o->delta) {
+        fprintf(stderr, "idpool-check: --remainder must be below --delta\n");
+        return -1;
+    }
+    if (o->has_low_water != (o->llen != NULL)) {
+        fprintf(stderr, "idpool-check: --low-water and --llen go together\n");
+        return -1;
+    }
+    if (o->nlogs == 0) {
+        fprintf(stderr, "idpool-check: no log files\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Grows *p (element size sz) to hold at least need elements. */
+__attribute__((warn_unused_result)) static int grow(void *p, size_t *cap, size_t need, size_t sz)
+{
+    void **pp = p;
+
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 1024;
+    while (ncap < need)
+        ncap += ncap / 2;
+    void *n = realloc(*pp, ncap * sz);
+    if (!n) {
+        fprintf(stderr, "idpool-check: out of memory (%zu elements)\n", ncap);
+        return -1;
+    }
+    *pp = n;
+    *cap = ncap;
+    return 0;
+}
+
+static uint64_t get64(const unsigned char *b)
+{
+    uint64_t v;
+    memcpy(&v, b, 8);
+    return le64toh(v);
+}
+
+static uint32_t get32(const unsigned char *b)
+{
+    uint32_t v;
+    memcpy(&v, b, 4);
+    return le32toh(v);
+}
+
+static bool in_window(const struct opts *o, uint64_t t)
+{
+    return o->has_exposure && t >= o->exp_from && t <= o->exp_to;
+}
+
+static double ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+/* Milliseconds of t after the reference time (negative before it). */
+static double rel_ms(uint64_t t, uint64_t t0)
+{
+    return t >= t0 ? (double)(t - t0) / 1e6 : -((double)(t0 - t) / 1e6);
+}
+
+static void add_example(struct example *ex, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add_example(struct example *ex, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (*n >= MAX_EXAMPLES)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(ex[*n].text, sizeof ex[*n].text, fmt, ap);
+    va_end(ap);
+    (*n)++;
+}
+
+/* Called for each complete record of a log by log_scan. */
+typedef void (*record_fn)(struct check *c, uint32_t file, uint64_t offset, uint64_t t_send,
+                          uint64_t t_recv, const uint64_t *ids, uint32_t count);
+
+/*
+ * Reads one pop log and calls fn for every complete record. A record cut
+ * short at the end of the file (the consumer was killed mid-write) is a
+ * warning, not an error; anything else malformed is an error naming the file
+ * and the byte offset. Warnings are printed when warn is set.
+ */
+__attribute__((warn_unused_result)) static int log_scan(struct check *c, uint32_t file,
+                                                        record_fn fn, bool warn)
+{
+    struct logfile *lf = &c->files[file];
+    const char *path = lf->path;
+    unsigned char hdr[LOG_HEADER_LEN];
+    uint64_t *buf = NULL;
+    size_t cap = 0;
+    uint64_t off = 0, size;
+    struct stat st;
+    int rc = -1;
+    FILE *f = fopen(path, "rb");
+
+    if (!f) {
+        fprintf(stderr, "idpool-check: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    if (fstat(fileno(f), &st) < 0) {
+        fprintf(stderr, "idpool-check: %s: %s\n", path, strerror(errno));
+        goto out;
+    }
+    size = (uint64_t)st.st_size;
+    if (lf->scanned && lf->size < size) /* a consumer still writing: read what was checked */
+        size = lf->size;
+    lf->scanned = true;
+    lf->size = size;
+    if (size < LOG_HEADER_LEN) {
+        size_t n = fread(hdr, 1, (size_t)size, f);
+        size_t m = n < 8 ? n : 8;
+        if (n != size || memcmp(hdr, LOG_MAGIC, m)) {
+            fprintf(stderr, "idpool-check: %s: byte offset 0: bad magic\n", path);
+            goto out;
+        }
+        if (warn) {
+            fprintf(stderr,
+                    "idpool-check: warning: %s: byte offset 0: truncated header "
+                    "(%" PRIu64 " of %d bytes), no records\n",
+                    path, size, LOG_HEADER_LEN);
+            c->r.warnings++;
+        }
+        lf->truncated_bytes = size;
+        rc = 0;
+        goto out;
+    }
+    if (fread(hdr, 1, LOG_HEADER_LEN, f) != LOG_HEADER_LEN) {
+        fprintf(stderr, "idpool-check: %s: byte offset 0: read error\n", path);
+        goto out;
+    }
+    if (memcmp(hdr, LOG_MAGIC, 8)) {
+        fprintf(stderr, "idpool-check: %s: byte offset 0: bad magic\n", path);
+        goto out;
+    }
+    if (get32(hdr + 8) != 1) {
+        fprintf(stderr, "idpool-check: %s: byte offset 8: unsupported version %" PRIu32 "\n", path,
+                get32(hdr + 8));
+        goto out;
+    }
+    lf->consumer = get32(hdr + 12);
+    off = LOG_HEADER_LEN;
+    while (off < size) {
+        unsigned char rh[LOG_RECORD_LEN];
+        uint64_t left = size - off;
+
+        if (left < LOG_RECORD_LEN || fread_unlocked(rh, 1, LOG_RECORD_LEN, f) != LOG_RECORD_LEN) {
+            if (left >= LOG_RECORD_LEN) {
+                fprintf(stderr, "idpool-check: %s: byte offset %" PRIu64 ": read error\n", path,
+                        off);
+                goto out;
+            }
+            goto truncated;
+        }
+        uint64_t t_send = get64(rh), t_recv = get64(rh + 8);
+        uint32_t count = get32(rh + 16), flags = get32(rh + 20);
+        if (flags != 0) {
+            fprintf(stderr, "idpool-check: %s: byte offset %" PRIu64 ": bad flags %" PRIu32 "\n",
+                    path, off, flags);
+            goto out;
+        }
+        if (t_recv < t_send) {
+            fprintf(stderr,
+                    "idpool-check: %s: byte offset %" PRIu64 ": t_recv %" PRIu64
+                    " before t_send %" PRIu64 "\n",
+                    path, off, t_recv, t_send);
+            goto out;
+        }
+        if ((uint64_t)count * 8 > left - LOG_RECORD_LEN)
+            goto truncated;
+        if (grow(&buf, &cap, count ? count : 1, sizeof *buf) < 0)
+            goto out;
+        if (fread_unlocked(buf, 8, count, f) != count) {
+            fprintf(stderr, "idpool-check: %s: byte offset %" PRIu64 ": read error\n", path,
+                    off + LOG_RECORD_LEN);
+            goto out;
+        }
+        for (uint32_t i = 0; i < count; i++)
+            buf[i] = le64toh(buf[i]);
+        fn(c, file, off, t_send, t_recv, buf, count);
+        off += LOG_RECORD_LEN + (uint64_t)count * 8;
+    }
+    rc = 0;
+    goto out;
+truncated:
+    if (warn) {
+        fprintf(stderr,
+                "idpool-check: warning: %s: byte offset %" PRIu64
+                ": truncated last record (%" PRIu64 " bytes), ignored\n",
+                path, off, size - off);
+        c->r.warnings++;
+    }
+    lf->truncated_bytes = size - off;
+    rc = 0;
+out:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+/*
+ * First pass: collects the IDs, checks A and per-consumer order, counts empty
+ * pops and keeps what the cross-consumer sweep needs.
+ */
+static void pass_load(struct check *c, uint32_t file, uint64_t offset, uint64_t t_send,
+                      uint64_t t_recv, const uint64_t *ids, uint32_t count)
+{
+    struct logfile *lf = &c->files[file];
+    struct result *r = &c->r;
+    const struct opts *o = &c->o;
+
+    lf->records++;
+    lf->ids += count;
+    r->records++;
+    if (!r->has_t_first || t_send < r->t_first)
+        r->t_first = t_send;
+    if (!r->has_t_first || t_recv > r->t_last)
+        r->t_last = t_recv;
+    r->has_t_first = true;
+
+    if (count == 0) {
+        lf->empties++;
+        r->empty_pops++;
+        if (!c->cur.in_empty) {
+            c->cur.in_empty = true;
+            c->cur.empty_from = t_send;
+        }
+        if (t_recv - c->cur.empty_from > lf->longest_empty)
+            lf->longest_empty = t_recv - c->cur.empty_from;
+        return;
+    }
+    c->cur.in_empty = false;
+
+    if (c->oom || grow(&c->ids, &c->cap_ids, c->nids + count, sizeof *c->ids) < 0) {
+        c->oom = true;
+        return;
+    }
+    memcpy(c->ids + c->nids, ids, (size_t)count * sizeof *ids);
+    c->nids += count;
+
+    uint64_t lo = UINT64_MAX, hi = 0;
+    bool order_bad = false;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t id = ids[i];
+        if (id < lo)
+            lo = id;
+        if (id > hi)
+            hi = id;
+        if (id < o->start_offset || id >= ID_LIMIT || id % o->delta != o->remainder) {
+            r->arith++;
+            add_example(r->ex_arith, &r->n_ex_arith, "%s byte %" PRIu64 ": id %" PRIu64 " (%s)",
+                        lf->path, offset, id,
+                        id >= ID_LIMIT         ? ">= 2^63"
+                        : id < o->start_offset ? "below start_offset"
+                                               : "id % delta != remainder");
+        }
+        if (o->monotonic) {
+            if (c->cur.have_max && id <= c->cur.max) {
+                if (!order_bad)
+                    add_example(r->ex_order, &r->n_ex_order,
+                                "%s byte %" PRIu64 ": id %" PRIu64 " after %" PRIu64, lf->path,
+                                offset, id, c->cur.max);
+                order_bad = true;
+            }
+            if (!c->cur.have_max || id > c->cur.max)
+                c->cur.max = id;
+            c->cur.have_max = true;
+        }
+    }
+    if (order_bad)
+        r->order++;
+    if (o->monotonic) {
+        if (grow(&c->recs, &c->cap_recs, c->nrecs + 1, sizeof *c->recs) < 0) {
+            c->oom = true;
+            return;
+        }
+        c->recs[c->nrecs++] = (struct rec){t_send, t_recv, lo, hi, file};
+    }
+}
+
+static void insertion_sort(uint64_t *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = a[i];
+        size_t j = i;
+        while (j > 0 && a[j - 1] > v) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = v;
+    }
+}
+
+/*
+ * In-place MSD radix sort (American flag sort), 8-bit digits from bit shift
+ * down: no second array, so sorting costs no memory beyond the IDs.
+ */
+static void radix_sort(uint64_t *a, size_t n, int shift)
+{
+    size_t count[256], start[256], next[256];
+
+    while (n > 48) {
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[(a[i] >> shift) & 0xff]++;
+        size_t sum = 0;
+        int full = -1;
+        for (int b = 0; b < 256; b++) {
+            start[b] = next[b] = sum;
+            sum += count[b];
+            if (count[b] == n)
+                full = b;
+        }
+        if (full < 0) {
+            for (int b = 0; b < 256; b++) {
+                size_t end = start[b] + count[b];
+                while (next[b] < end) {
+                    uint64_t v = a[next[b]];
+                    unsigned d = (v >> shift) & 0xff;
+                    while (d != (unsigned)b) {
+                        uint64_t t = a[next[d]];
+                        a[next[d]++] = v;
+                        v = t;
+                        d = (v >> shift) & 0xff;
+                    }
+                    a[next[b]++] = v;
+                }
+            }
+        }
+        if (shift == 0)
+            return;
+        if (full >= 0) { /* every key shares this digit: go to the next one */
+            shift -= 8;
+            continue;
+        }
+        for (int b = 0; b < 256; b++)
+            if (count[b] > 1)
+                radix_sort(a + start[b], count[b], shift - 8);
+        return;
+    }
+    insertion_sort(a, n);
+}
+
+/* Sorts the IDs, starting at the highest byte in which they differ. */
+static void sort_ids(uint64_t *a, size_t n)
+{
+    if (n < 2)
+        return;
+    uint64_t mn = a[0], mx = a[0];
+    for (size_t i = 1; i < n; i++) {
+        if (a[i] < mn)
+            mn = a[i];
+        if (a[i] > mx)
+            mx = a[i];
+    }
+    uint64_t diff = mn ^ mx;
+    if (!diff)
+        return;
+    int top = 63 - __builtin_clzll(diff);
+    radix_sort(a, n, top / 8 * 8);
+}
+
+static int cmp_range(const void *pa, const void *pb)
+{
+    const struct range *a = pa, *b = pb;
+    if (a->lo != b->lo)
+        return a->lo < b->lo ? -1 : 1;
+    return (a->hi > b->hi) - (a->hi < b->hi);
+}
+
+/* Opens a text side file; NULL with a message on failure. */
+static FILE *open_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fprintf(stderr, "idpool-check: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+/* True for blank and '#' lines of a text side file. */
+static bool skip_line(const char *line)
+{
+    line += strspn(line, " \t\r\n");
+    return !*line || *line == '#';
+}
+
+/* Splits the first two whitespace-separated numbers off a line. */
+__attribute__((warn_unused_result)) static int two_numbers(char *line, uint64_t *a, uint64_t *b)
+{
+    char *save = NULL;
+    char *x = strtok_r(line, " \t\r\n", &save);
+    char *y = strtok_r(NULL, " \t\r\n", &save);
+    return parse_u64(x, a) || parse_u64(y, b) ? -1 : 0;
+}
+
+/* Reads --leases: lines "lo hi" (further columns ignored), [lo, hi). */
+__attribute__((warn_unused_result)) static int leases_load(struct check *c)
+{
+    char *line = NULL;
+    size_t len = 0, cap = 0, lineno = 0;
+    int rc = -1;
+    FILE *f = open_text(c->o.leases);
+
+    if (!f)
+        return -1;
+    while (getline(&line, &len, f) > 0) {
+        struct range rg;
+        lineno++;
+        if (skip_line(line))
+            continue;
+        if (two_numbers(line, &rg.lo, &rg.hi) < 0 || rg.lo > rg.hi) {
+            fprintf(stderr, "idpool-check: %s:%zu: expected \"lo hi\" with lo <= hi\n", c->o.leases,
+                    lineno);
+            goto out;
+        }
+        if (grow(&c->leases, &cap, c->nleases + 1, sizeof *c->leases) < 0)
+            goto out;
+        c->leases[c->nleases++] = rg;
+    }
+    rc = 0;
+out:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/*
+ * L, lease side: sorts the leases, counts those overlapping an earlier one
+ * and builds their union for the membership walk.
+ */
+__attribute__((warn_unused_result)) static int leases_check(struct check *c)
+{
+    struct result *r = &c->r;
+    uint64_t reach = 0;
+
+    r->leases = c->nleases;
+    qsort(c->leases, c->nleases, sizeof *c->leases, cmp_range);
+    c->merged = calloc(c->nleases ? c->nleases : 1, sizeof *c->merged);
+    if (!c->merged)
+        return -1;
+    for (size_t i = 0; i < c->nleases; i++) {
+        struct range rg = c->leases[i];
+        if (rg.lo == rg.hi)
+            continue;
+        if (i > 0 && rg.lo < reach) {
+            r->lease_overlaps++;
+            add_example(r->ex_lease, &r->n_ex_lease,
+                        "lease [%" PRIu64 ", %" PRIu64
+                        ") overlaps an earlier one reaching %" PRIu64,
+                        rg.lo, rg.hi, reach);
+        }
+        if (rg.hi > reach)
+            reach = rg.hi;
+        if (c->nmerged && rg.lo <= c->merged[c->nmerged - 1].hi) {
+            if (rg.hi > c->merged[c->nmerged - 1].hi)
+                c->merged[c->nmerged - 1].hi = rg.hi;
+        } else {
+            c->merged[c->nmerged++] = rg;
+        }
+    }
+    return 0;
+}
+
+/* Number of x in [0, n) with x % delta == remainder. */
+static uint64_t valid_below(uint64_t n, uint64_t delta, uint64_t rem)
+{
+    return n / delta + (n % delta > rem ? 1 : 0);
+}
+
+/*
+ * U, gaps and L over the sorted IDs in one walk: counts extra pops, collects
+ * the duplicated IDs, counts gaps, and checks each ID against the union of
+ * the leases.
+ */
+__attribute__((warn_unused_result)) static int walk_sorted(struct check *c)
+{
+    const struct opts *o = &c->o;
+    struct result *r = &c->r;
+    const uint64_t *a = c->ids;
+    size_t n = c->nids, j = 0, cap = 0;
+    uint64_t leased_popped = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = a[i];
+        bool repeat = i > 0 && a[i - 1] == id;
+
+        if (repeat) {
+            if (!c->ndups || c->dups[c->ndups - 1].id != id) {
+                if (grow(&c->dups, &cap, c->ndups + 1, sizeof *c->dups) < 0)
+                    return -1;
+                c->dups[c->ndups++] = (struct dup){id, 0, UINT64_MAX, 0};
+            }
+        } else {
+            r->distinct++;
+            if (i > 0 && id - a[i - 1] > o->delta)
+                r->gaps++;
+        }
+        if (o->leases) {
+            while (j < c->nmerged && c->merged[j].hi <= id)
+                j++;
+            if (j < c->nmerged && c->merged[j].lo <= id) {
+                if (!repeat && id % o->delta == o->remainder)
+                    leased_popped++;
+            } else {
+                r->unleased++;
+                if (!repeat)
+                    add_example(r->ex_lease, &r->n_ex_lease, "id %" PRIu64 " is in no lease", id);
+            }
+        }
+    }
+    if (o->leases) {
+        uint64_t valid = 0;
+        for (size_t k = 0; k < c->nmerged; k++)
+            valid += valid_below(c->merged[k].hi, o->delta, o->remainder) -
+                     valid_below(c->merged[k].lo, o->delta, o->remainder);
+        r->has_missing = true;
+        r->missing_leased = valid - leased_popped;
+    }
+    return 0;
+}
+
+/* The dup entry of id, or NULL. */
+static struct dup *dup_find(struct check *c, uint64_t id)
+{
+    size_t lo = 0, hi = c->ndups;
+
+    if (!c->ndups || id < c->dups[0].id || id > c->dups[c->ndups - 1].id)
+        return NULL;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->dups[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->ndups && c->dups[lo].id == id ? &c->dups[lo] : NULL;
+}
+
+/* Second pass: for each duplicated ID, its pops, the earliest t_send and the pops in the window. */
+static void pass_dups(struct check *c, uint32_t file, uint64_t offset, uint64_t t_send,
+                      uint64_t t_recv, const uint64_t *ids, uint32_t count)
+{
+    (void)file, (void)offset, (void)t_recv;
+    for (uint32_t i = 0; i < count; i++) {
+        struct dup *d = dup_find(c, ids[i]);
+        if (!d)
+            continue;
+        d->n++;
+        if (t_send < d->min_send)
+            d->min_send = t_send;
+        if (in_window(&c->o, t_send))
+            d->in_window++;
+    }
+}
+
+/* Pops of d sent inside the exposure window, not counting the legitimate (earliest) one. */
+static uint64_t dup_exposed(const struct check *c, const struct dup *d)
+{
+    return d->in_window - (in_window(&c->o, d->min_send) ? 1 : 0);
+}
+
+/* Third pass: the first pop and one later pop of each example duplicate. */
+static void pass_examples(struct check *c, uint32_t file, uint64_t offset, uint64_t t_send,
+                          uint64_t t_recv, const uint64_t *ids, uint32_t count)
+{
+    struct result *r = &c->r;
+    struct pop p = {true, file, offset, t_send, t_recv};
+
+    for (uint32_t i = 0; i < count; i++) {
+        for (size_t k = 0; k < r->n_ex_dup; k++) {
+            struct dup_example *ex = &r->ex_dup[k];
+            const struct dup *d = &c->dups[ex->dup];
+            if (d->id != ids[i])
+                continue;
+            if (!ex->first.set && t_send == d->min_send)
+                ex->first = p;
+            else if (in_window(&c->o, t_send) == ex->exposed &&
+                     (!ex->again.set || t_send < ex->again.t_send))
+                ex->again = p;
+        }
+    }
+}
+
+/* U: splits the extra pops into duplicates and exposed and picks the examples. */
+__attribute__((warn_unused_result)) static int dups_classify(struct check *c)
+{
+    struct result *r = &c->r;
+
+    if (!c->ndups)
+        return 0;
+    for (uint32_t f = 0; f < c->o.nlogs; f++)
+        if (log_scan(c, f, pass_dups, false) < 0)
+            return -1;
+    for (int want_exposed = 0; want_exposed < 2; want_exposed++) {
+        for (size_t k = 0; k < c->ndups; k++) {
+            const struct dup *d = &c->dups[k];
+            uint64_t exposed = dup_exposed(c, d);
+            if (!want_exposed) {
+                r->exposed += exposed;
+                r->duplicates += d->n - 1 - exposed;
+            }
+            bool fits = want_exposed ? exposed > 0 : d->n - 1 - exposed > 0;
+            if (fits && r->n_ex_dup < MAX_EXAMPLES)
+                r->ex_dup[r->n_ex_dup++] =
+                    (struct dup_example){.dup = k, .exposed = want_exposed != 0};
+        }
+    }
+    for (uint32_t f = 0; f < c->o.nlogs; f++)
+        if (log_scan(c, f, pass_examples, false) < 0)
+            return -1;
+    return 0;
+}
+
+/* The reference time of relative timings: --t0-ns, the first pop, or the first alert. */
+static uint64_t t0_of(const struct check *c)
+{
+    if (c->o.has_t0)
+        return c->o.t0;
+    if (c->r.has_t_first)
+        return c->r.t_first;
+    return c->nalerts ? c->alerts[0].t_ns : 0;
+}
+
+static const struct rec *sort_base; /* the records cmp_idx_* look at */
+
+static int cmp_idx_send(const void *pa, const void *pb)
+{
+    const struct rec *a = &sort_base[*(const uint32_t *)pa];
+    const struct rec *b = &sort_base[*(const uint32_t *)pb];
+    return (a->t_send > b->t_send) - (a->t_send < b->t_send);
+}
+
+static int cmp_idx_recv(const void *pa, const void *pb)
+{
+    const struct rec *a = &sort_base[*(const uint32_t *)pa];
+    const struct rec *b = &sort_base[*(const uint32_t *)pb];
+    return (a->t_recv > b->t_recv) - (a->t_recv < b->t_recv);
+}
+
+/* One log's records in key order, for the merge. */
+struct run {
+    uint64_t key;  /* key of the head record */
+    uint32_t *idx; /* sorted record indices, or NULL: the records are in order */
+    size_t next;   /* next position in the run */
+    size_t end;    /* end of the run */
+    size_t base;   /* index of the run's first record */
+};
+
+static uint64_t rec_key(const struct rec *r, bool by_recv)
+{
+    return by_recv ? r->t_recv : r->t_send;
+}
+
+static uint32_t run_head(const struct run *ru)
+{
+    return ru->idx ? ru->idx[ru->next] : (uint32_t)(ru->base + ru->next);
+}
+
+/* Heap order of runs: smaller head key first, then lower log index. */
+static bool run_less(const struct run *runs, size_t a, size_t b)
+{
+    return runs[a].key < runs[b].key || (runs[a].key == runs[b].key && a < b);
+}
+
+static void heap_down(const struct run *runs, size_t *heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && run_less(runs, heap[l], heap[m]))
+            m = l;
+        if (l + 1 < n && run_less(runs, heap[l + 1], heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        size_t t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+/*
+ * Fills out with the record indices in t_send (or t_recv) order. Each log's
+ * records are contiguous and normally already in order (a consumer waits for
+ * each reply); a log that is not is sorted on its own. The logs are then
+ * merged with a heap: O(n log logs), and no copy of the records.
+ */
+__attribute__((warn_unused_result)) static int order_records(struct check *c, bool by_recv,
+                                                             uint32_t *out)
+{
+    size_t k = c->o.nlogs, n = 0, nheap = 0;
+    struct run *runs = calloc(k, sizeof *runs);
+    size_t *heap = calloc(k, sizeof *heap);
+    int rc = -1;
+
+    if (!runs || !heap)
+        goto out;
+    for (size_t f = 0; f < k; f++) {
+        struct run *ru = &runs[f];
+        const struct logfile *lf = &c->files[f];
+        ru->base = lf->rec_first;
+        ru->end = lf->rec_end - lf->rec_first;
+        for (size_t i = lf->rec_first + 1; i < lf->rec_end; i++) {
+            if (rec_key(&c->recs[i], by_recv) < rec_key(&c->recs[i - 1], by_recv)) {
+                ru->idx = malloc(ru->end * sizeof *ru->idx);
+                if (!ru->idx)
+                    goto out;
+                for (size_t j = 0; j < ru->end; j++)
+                    ru->idx[j] = (uint32_t)(ru->base + j);
+                sort_base = c->recs;
+                qsort(ru->idx, ru->end, sizeof *ru->idx, by_recv ? cmp_idx_recv : cmp_idx_send);
+                break;
+            }
+        }
+        if (ru->end) {
+            ru->key = rec_key(&c->recs[run_head(ru)], by_recv);
+            heap[nheap++] = f;
+        }
+    }
+    for (size_t i = nheap; i-- > 0;)
+        heap_down(runs, heap, nheap, i);
+    while (nheap) {
+        struct run *ru = &runs[heap[0]];
+        out[n++] = run_head(ru);
+        if (++ru->next == ru->end)
+            heap[0] = heap[--nheap];
+        else
+            ru->key = rec_key(&c->recs[run_head(ru)], by_recv);
+        heap_down(runs, heap, nheap, 0);
+    }
+    rc = 0;
+out:
+    if (rc < 0)
+        fprintf(stderr, "idpool-check: out of memory\n");
+    for (size_t f = 0; runs && f < k; f++)
+        free(runs[f].idx);
+    free(runs);
+    free(heap);
+    return rc;
+}
+
+/* The largest ID seen, with the consumer and record it came from. */
+struct best {
+    bool set;
+    uint64_t max;
+    uint32_t file;
+    size_t rec;
+};
+
+/*
+ * M across consumers: if request a completed (t_recv) before request b was
+ * sent (t_send), the server served a first, so every ID of b must be above
+ * every ID of a. Records are swept in t_send order while the completed ones
+ * (t_recv order) feed a running maximum; two maxima from different consumers
+ * are kept so that a consumer is compared with the others only (its own
+ * order is checked in the first pass). O(n log n) at worst.
+ */
+__attribute__((warn_unused_result)) static int cross_check(struct check *c)
+{
+    struct result *r = &c->r;
+    size_t n = c->nrecs, j = 0;
+    struct best b1 = {0}, b2 = {0}; /* b2: best of the consumers other than b1's */
+    uint64_t t0 = t0_of(c);
+
+    if (n < 2)
+        return 0;
+    if (n > UINT32_MAX) {
+        fprintf(stderr, "idpool-check: too many records\n");
+        return -1;
+    }
+    uint32_t *by_send = malloc(n * sizeof *by_send);
+    uint32_t *by_recv = malloc(n * sizeof *by_recv);
+    if (!by_send || !by_recv)
+        fprintf(stderr, "idpool-check: out of memory\n");
+    if (!by_send || !by_recv || order_records(c, false, by_send) < 0 ||
+        order_records(c, true, by_recv) < 0) {
+        free(by_send);
+        free(by_recv);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct rec *b = &c->recs[by_send[i]];
+        while (j < n && c->recs[by_recv[j]].t_recv < b->t_send) {
+            const struct rec *a = &c->recs[by_recv[j]];
+            struct best nb = {true, a->hi, a->file, by_recv[j]};
+            if (b1.set && a->file == b1.file) {
+                if (a->hi > b1.max)
+                    b1 = nb;
+            } else if (!b1.set || a->hi > b1.max) {
+                b2 = b1;
+                b1 = nb;
+            } else if (!b2.set || a->hi > b2.max) {
+                b2 = nb;
+            }
+            j++;
+        }
+        const struct best *cmp = b1.set && b1.file != b->file ? &b1 : &b2;
+        if (cmp->set && b->lo <= cmp->max) {
+            const struct rec *a = &c->recs[cmp->rec];
+            r->cross_order++;
+            add_example(r->ex_cross, &r->n_ex_cross,
+                        "%s: request sent at +%.3f ms got id %" PRIu64 " <= id %" PRIu64
+                        " of %s, received at +%.3f ms",
+                        c->files[b->file].path, rel_ms(b->t_send, t0), b->lo, cmp->max,
+                        c->files[a->file].path, rel_ms(a->t_recv, t0));
+        }
+    }
+    free(by_send);
+    free(by_recv);
+    return 0;
+}
+
+struct sample {
+    uint64_t t;
+    uint64_t len;
+};
+
+static int cmp_sample(const void *pa, const void *pb)
+{
+    const struct sample *a = pa, *b = pb;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/*
+ * --llen: time the pool spent below --low-water. A sample below the mark
+ * counts until the next sample; the last sample counts nothing.
+ */
+__attribute__((warn_unused_result)) static int llen_check(struct check *c)
+{
+    struct result *r = &c->r;
+    struct sample *s = NULL;
+    size_t n = 0, cap = 0, lineno = 0, len = 0;
+    char *line = NULL;
+    int rc = -1;
+    FILE *f = open_text(c->o.llen);
+
+    if (!f)
+        return -1;
+    while (getline(&line, &len, f) > 0) {
+        lineno++;
+        if (skip_line(line))
+            continue;
+        if (grow(&s, &cap, n + 1, sizeof *s) < 0)
+            goto out;
+        if (two_numbers(line, &s[n].t, &s[n].len) < 0) {
+            fprintf(stderr, "idpool-check: %s:%zu: expected \"t_ns len\"\n", c->o.llen, lineno);
+            goto out;
+        }
+        n++;
+    }
+    r->llen_samples = n;
+    if (n)
+        qsort(s, n, sizeof *s, cmp_sample);
+    uint64_t run = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i].len < c->o.low_water) {
+            uint64_t d = s[i + 1].t - s[i].t;
+            if (run == 0)
+                r->below_low_runs++;
+            run += d;
+            r->below_low_ns += d;
+            if (run > r->below_low_longest)
+                r->below_low_longest = run;
+        } else {
+            run = 0;
+        }
+    }
+    rc = 0;
+out:
+    free(s);
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* --alerts: lines "t_ns <json message>". */
+__attribute__((warn_unused_result)) static int alerts_load(struct check *c)
+{
+    size_t cap = 0, lineno = 0, len = 0;
+    char *line = NULL;
+    int rc = -1;
+    FILE *f = open_text(c->o.alerts);
+
+    if (!f)
+        return -1;
+    while (getline(&line, &len, f) > 0) {
+        char *sp, *end;
+        lineno++;
+        if (skip_line(line))
+            continue;
+        sp = line + strcspn(line, " \t");
+        if (*sp)
+            *sp++ = '\0';
+        end = sp + strlen(sp);
+        while (end > sp && (end[-1] == '\n' || end[-1] == '\r'))
+            *--end = '\0';
+        uint64_t t;
+        cJSON *ev = cJSON_Parse(sp);
+        if (parse_u64(line, &t) < 0 || !cJSON_IsObject(ev)) {
+            cJSON_Delete(ev);
+            fprintf(stderr, "idpool-check: %s:%zu: expected \"t_ns <json object>\"\n", c->o.alerts,
+                    lineno);
+            goto out;
+        }
+        if (grow(&c->alerts, &cap, c->nalerts + 1, sizeof *c->alerts) < 0) {
+            cJSON_Delete(ev);
+            goto out;
+        }
+        c->alerts[c->nalerts++] = (struct alert_ev){t, ev};
+    }
+    rc = 0;
+out:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* A string member of an alert, "?" if absent. */
+static const char *alert_str(const cJSON *ev, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, a);
+    if (!cJSON_IsString(v) && b)
+        v = cJSON_GetObjectItemCaseSensitive(ev, b);
+    return cJSON_IsString(v) ? v->valuestring : "?";
+}
+
+static bool violated(const struct result *r)
+{
+    return r->duplicates || r->order || r->cross_order || r->arith || r->unleased ||
+           r->lease_overlaps;
+}
+
+static void print_last_line(const struct check *c)
+{
+    const struct result *r = &c->r;
+    printf("check: ids=%" PRIu64 " consumers=%zu duplicates=%" PRIu64 " order=%" PRIu64
+           " cross_order=%" PRIu64 " arith=%" PRIu64 " unleased=%" PRIu64 " lease_overlaps=%" PRIu64
+           " gaps=%" PRIu64 " empty_pops=%" PRIu64 " below_low_ms=%" PRIu64 " exposed=%" PRIu64
+           "\n",
+           r->ids, c->o.nlogs, r->duplicates, r->order, r->cross_order, r->arith, r->unleased,
+           r->lease_overlaps, r->gaps, r->empty_pops, r->below_low_ns / 1000000, r->exposed);
+}
+
+static void print_pop(const struct check *c, const char *what, const struct pop *p, uint64_t t0)
+{
+    if (!p->set) {
+        printf("      %s: ?\n", what);
+        return;
+    }
+    printf("      %s: %s (consumer %" PRIu32 ") byte %" PRIu64
+           ", sent +%.3f ms, received +%.3f ms\n",
+           what, c->files[p->file].path, c->files[p->file].consumer, p->offset,
+           rel_ms(p->t_send, t0), rel_ms(p->t_recv, t0));
+}
+
+static void print_examples(const struct example *ex, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        printf("    %s\n", ex[i].text);
+}
+
+/* The human report; its last line is the summary line of the interface. */
+static void report_text(const struct check *c)
+{
+    const struct opts *o = &c->o;
+    const struct result *r = &c->r;
+    uint64_t t0 = t0_of(c);
+
+    printf("idpool-check: %zu logs, %" PRIu64 " records, %" PRIu64 " IDs (%" PRIu64
+           " distinct), type %s, %.1f s of pops\n",
+           o->nlogs, r->records, r->ids, r->distinct, o->monotonic ? "monotonic" : "trend",
+           r->has_t_first ? ms(r->t_last - r->t_first) / 1000 : 0.0);
+    if (r->warnings)
+        printf("  warnings: %" PRIu64 " (truncated records ignored, see stderr)\n", r->warnings);
+    printf("  U unique:     duplicates=%" PRIu64 " exposed=%" PRIu64, r->duplicates, r->exposed);
+    if (o->has_exposure)
+        printf(" (window %" PRIu64 "..%" PRIu64 " ns, +%.3f..+%.3f ms)", o->exp_from, o->exp_to,
+               rel_ms(o->exp_from, t0), rel_ms(o->exp_to, t0));
+    printf("\n");
+    for (size_t i = 0; i < r->n_ex_dup; i++) {
+        const struct dup_example *ex = &r->ex_dup[i];
+        const struct dup *d = &c->dups[ex->dup];
+        printf("    id %" PRIu64 " popped %" PRIu64 " times%s\n", d->id, d->n,
+               ex->exposed ? " (exposed)" : "");
+        print_pop(c, "first", &ex->first, t0);
+        print_pop(c, "again", &ex->again, t0);
+    }
+    if (o->monotonic) {
+        printf("  M monotonic:  order=%" PRIu64 " cross_order=%" PRIu64 " (records)\n", r->order,
+               r->cross_order);
+        print_examples(r->ex_order, r->n_ex_order);
+        print_examples(r->ex_cross, r->n_ex_cross);
+    } else {
+        printf("  M monotonic:  not checked (--type trend)\n");
+    }
+    printf("  A arithmetic: arith=%" PRIu64 " (start_offset=%" PRIu64 " delta=%" PRIu64
+           " remainder=%" PRIu64 ")\n",
+           r->arith, o->start_offset, o->delta, o->remainder);
+    print_examples(r->ex_arith, r->n_ex_arith);
+    if (o->leases) {
+        printf("  L leased:     unleased=%" PRIu64 " lease_overlaps=%" PRIu64 " (%" PRIu64
+               " leases, %" PRIu64 " leased IDs never popped)\n",
+               r->unleased, r->lease_overlaps, r->leases, r->missing_leased);
+        print_examples(r->ex_lease, r->n_ex_lease);
+    } else {
+        printf("  L leased:     not checked (no --leases)\n");
+    }
+    printf("  gaps=%" PRIu64 " (sorted neighbours more than delta apart)\n", r->gaps);
+    printf("  empty pops=%" PRIu64, r->empty_pops);
+    if (r->empty_pops)
+        printf(", longest run %.3f ms (%s)", ms(r->longest_empty),
+               c->files[r->longest_empty_file].path);
+    printf("\n");
+    if (o->llen)
+        printf("  below low-water %" PRIu64 ": %.3f ms in %" PRIu64
+               " stretches, longest %.3f ms (%" PRIu64 " samples)\n",
+               o->low_water, ms(r->below_low_ns), r->below_low_runs, ms(r->below_low_longest),
+               r->llen_samples);
+    if (o->alerts) {
+        printf("  alerts: %zu (ms after t0 %" PRIu64 ")\n", c->nalerts, t0);
+        for (size_t i = 0; i < c->nalerts; i++) {
+            const cJSON *ev = c->alerts[i].event;
+            printf("    %+10.3f ms  %-20s %-9s %s\n", rel_ms(c->alerts[i].t_ns, t0),
+                   alert_str(ev, "alert", "kind"), alert_str(ev, "state", NULL),
+                   alert_str(ev, "app", NULL));
+        }
+    }
+    printf("  verdict: %s\n", violated(r) ? "VIOLATION" : "ok");
+    print_last_line(c);
+}
+
+/* Adds a uint64 as a JSON number without going through a double. */
+static void json_u64(cJSON *obj, const char *name, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    cJSON_AddRawToObject(obj, name, buf);
+}
+
+static cJSON *json_pop(const struct check *c, const struct pop *p, uint64_t t0)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!p->set)
+        return o;
+    cJSON_AddStringToObject(o, "log", c->files[p->file].path);
+    cJSON_AddNumberToObject(o, "consumer", c->files[p->file].consumer);
+    json_u64(o, "offset", p->offset);
+    json_u64(o, "t_send_ns", p->t_send);
+    json_u64(o, "t_recv_ns", p->t_recv);
+    cJSON_AddNumberToObject(o, "t_send_ms", rel_ms(p->t_send, t0));
+    return o;
+}
+
+static void json_examples(cJSON *obj, const char *name, const struct example *ex, size_t n)
+{
+    cJSON *a = cJSON_AddArrayToObject(obj, name);
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(ex[i].text));
+}
+
+/* --json: one object with the fields of the summary line and the details. */
+static int report_json(const struct check *c)
+{
+    const struct opts *o = &c->o;
+    const struct result *r = &c->r;
+    uint64_t t0 = t0_of(c);
+    cJSON *j = cJSON_CreateObject();
+
+    json_u64(j, "ids", r->ids);
+    cJSON_AddNumberToObject(j, "consumers", (double)o->nlogs);
+    json_u64(j, "duplicates", r->duplicates);
+    json_u64(j, "order", r->order);
+    json_u64(j, "cross_order", r->cross_order);
+    json_u64(j, "arith", r->arith);
+    json_u64(j, "unleased", r->unleased);
+    json_u64(j, "lease_overlaps", r->lease_overlaps);
+    json_u64(j, "gaps", r->gaps);
+    json_u64(j, "empty_pops", r->empty_pops);
+    json_u64(j, "below_low_ms", r->below_low_ns / 1000000);
+    json_u64(j, "exposed", r->exposed);
+    cJSON_AddBoolToObject(j, "ok", !violated(r));
+    cJSON_AddStringToObject(j, "type", o->monotonic ? "monotonic" : "trend");
+    json_u64(j, "records", r->records);
+    json_u64(j, "distinct", r->distinct);
+    json_u64(j, "warnings", r->warnings);
+    json_u64(j, "t0_ns", t0);
+    if (o->leases) {
+        json_u64(j, "leases", r->leases);
+        json_u64(j, "missing_leased", r->missing_leased);
+    }
+    cJSON_AddNumberToObject(j, "longest_empty_ms", ms(r->longest_empty));
+    if (o->llen) {
+        cJSON_AddNumberToObject(j, "below_low_longest_ms", ms(r->below_low_longest));
+        json_u64(j, "below_low_stretches", r->below_low_runs);
+    }
+    if (o->has_exposure) {
+        json_u64(j, "exposure_from_ns", o->exp_from);
+        json_u64(j, "exposure_to_ns", o->exp_to);
+    }
+    cJSON *dups = cJSON_AddArrayToObject(j, "duplicate_examples");
+    for (size_t i = 0; i < r->n_ex_dup; i++) {
+        const struct dup_example *ex = &r->ex_dup[i];
+        cJSON *e = cJSON_CreateObject();
+        json_u64(e, "id", c->dups[ex->dup].id);
+        json_u64(e, "pops", c->dups[ex->dup].n);
+        cJSON_AddBoolToObject(e, "exposed", ex->exposed);
+        cJSON_AddItemToObject(e, "first", json_pop(c, &ex->first, t0));
+        cJSON_AddItemToObject(e, "again", json_pop(c, &ex->again, t0));
+        cJSON_AddItemToArray(dups, e);
+    }
+    json_examples(j, "order_examples", r->ex_order, r->n_ex_order);
+    json_examples(j, "cross_order_examples", r->ex_cross, r->n_ex_cross);
+    json_examples(j, "arith_examples", r->ex_arith, r->n_ex_arith);
+    json_examples(j, "lease_examples", r->ex_lease, r->n_ex_lease);
+    cJSON *logs = cJSON_AddArrayToObject(j, "logs");
+    for (size_t i = 0; i < o->nlogs; i++) {
+        const struct logfile *lf = &c->files[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "log", lf->path);
+        cJSON_AddNumberToObject(e, "consumer", lf->consumer);
+        json_u64(e, "records", lf->records);
+        json_u64(e, "ids", lf->ids);
+        json_u64(e, "empty_pops", lf->empties);
+        cJSON_AddNumberToObject(e, "longest_empty_ms", ms(lf->longest_empty));
+        json_u64(e, "truncated_bytes", lf->truncated_bytes);
+        cJSON_AddItemToArray(logs, e);
+    }
+    cJSON *al = cJSON_AddArrayToObject(j, "alerts");
+    for (size_t i = 0; i < c->nalerts; i++) {
+        const cJSON *ev = c->alerts[i].event;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "kind", alert_str(ev, "alert", "kind"));
+        cJSON_AddStringToObject(e, "state", alert_str(ev, "state", NULL));
+        cJSON_AddStringToObject(e, "app", alert_str(ev, "app", NULL));
+        cJSON_AddNumberToObject(e, "t_ms", rel_ms(c->alerts[i].t_ns, t0));
+        json_u64(e, "t_ns", c->alerts[i].t_ns);
+        cJSON_AddItemToArray(al, e);
+    }
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) {
+        fprintf(stderr, "idpool-check: out of memory\n");
+        return -1;
+    }
+    printf("%s\n", s);
+    free(s);
+    return 0;
+}
+
+static void check_free(struct check *c)
+{
+    for (size_t i = 0; i < c->nalerts; i++)
+        cJSON_Delete(c->alerts[i].event);
+    free(c->alerts);
+    free(c->files);
+    free(c->ids);
+    free(c->recs);
+    free(c->leases);
+    free(c->merged);
+    free(c->dups);
+    free(c->o.logs);
+}
+
+/* Runs every check; 0 or -1 (input unreadable, message printed). */
+__attribute__((warn_unused_result)) static int check_run(struct check *c)
+{
+    struct result *r = &c->r;
+
+    c->files = calloc(c->o.nlogs, sizeof *c->files);
+    if (!c->files)
+        return -1;
+    for (uint32_t f = 0; f < c->o.nlogs; f++) {
+        c->files[f].path = c->o.logs[f];
+        memset(&c->cur, 0, sizeof c->cur);
+        c->files[f].rec_first = c->nrecs;
+        if (log_scan(c, f, pass_load, true) < 0)
+            return -1;
+        c->files[f].rec_end = c->nrecs;
+        if (c->oom)
+            return -1;
+        if (c->files[f].longest_empty > r->longest_empty) {
+            r->longest_empty = c->files[f].longest_empty;
+            r->longest_empty_file = f;
+        }
+    }
+    r->ids = c->nids;
+    if (c->o.leases && (leases_load(c) < 0 || leases_check(c) < 0))
+        return -1;
+    if (c->o.llen && llen_check(c) < 0)
+        return -1;
+    if (c->o.alerts && alerts_load(c) < 0)
+        return -1;
+    if (c->o.monotonic && cross_check(c) < 0)
+        return -1;
+    free(c->recs);
+    c->recs = NULL;
+    sort_ids(c->ids, c->nids);
+    if (walk_sorted(c) < 0)
+        return -1;
+    free(c->ids);
+    c->ids = NULL;
+    return dups_classify(c);
+}
+
+int main(int argc, char **argv)
+{
+    struct check c;
+    int rc;
+
+    memset(&c, 0, sizeof c);
+    rc = parse_args(argc, argv, &c.o);
+    if (rc != 0) {
+        usage(rc > 0 ? stdout : stderr);
+        free(c.o.logs);
+        return rc > 0 ? 0 : EXIT_BAD;
+    }
+    if (check_run(&c) < 0) {
+        check_free(&c);
+        return EXIT_BAD;
+    }
+    if (c.o.json)
+        rc = report_json(&c);
+    else
+        report_text(&c);
+    rc = rc < 0 ? EXIT_BAD : violated(&c.r) ? EXIT_VIOLATION : 0;
+    check_free(&c);
+    return rc;
+}
