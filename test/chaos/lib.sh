@@ -55,6 +55,8 @@ source "$IDPOOL_SOURCE_ROOT/test/integration/lib_fault.sh"
 # CHAOS_IDS    IDs the consumers should pop per scenario (consumers_wait)
 # CHAOS_RATE   requests/s of one consumer group (idpool-load --rate, all its
 #              connections together); CHAOS_BATCH IDs per request
+# CHAOS_POOL   max_pool_size of the applications popped at CHAOS_RATE (large
+#              enough that refills keep up: quick 4000, long 20000)
 # CHAOS_ROUNDS how many times a scenario repeats its fault (at least)
 # CHAOS_MAX_S  hard bound on any consumer's life (idpool-load --duration)
 # Any of them can be set in the environment to override the profile.
@@ -62,18 +64,18 @@ PROFILE=${CHAOS_PROFILE:-quick}
 case $PROFILE in
 quick)
     : "${CHAOS_IDS:=300000}" "${CHAOS_RATE:=150}" "${CHAOS_BATCH:=100}"
-    : "${CHAOS_ROUNDS:=1}" "${CHAOS_MAX_S:=300}"
+    : "${CHAOS_POOL:=4000}" "${CHAOS_ROUNDS:=1}" "${CHAOS_MAX_S:=300}"
     ;;
 long)
-    : "${CHAOS_IDS:=10000000}" "${CHAOS_RATE:=1500}" "${CHAOS_BATCH:=100}"
-    : "${CHAOS_ROUNDS:=5}" "${CHAOS_MAX_S:=3600}"
+    : "${CHAOS_IDS:=10000000}" "${CHAOS_RATE:=400}" "${CHAOS_BATCH:=100}"
+    : "${CHAOS_POOL:=20000}" "${CHAOS_ROUNDS:=3}" "${CHAOS_MAX_S:=3600}"
     ;;
 *)
     printf 'chaos: unknown profile %s (quick|long)\n' "$PROFILE" >&2
     exit 64
     ;;
 esac
-export PROFILE CHAOS_IDS CHAOS_RATE CHAOS_BATCH CHAOS_ROUNDS CHAOS_MAX_S
+export PROFILE CHAOS_IDS CHAOS_RATE CHAOS_BATCH CHAOS_POOL CHAOS_ROUNDS CHAOS_MAX_S
 
 # Scenario number and name from the file name: s01_sigstop.sh -> 01 sigstop.
 CHAOS_SCRIPT=$(basename "$0" .sh)
@@ -86,6 +88,7 @@ CHAOS_NAME=${CHAOS_SCRIPT#s"$CHAOS_NUM"_}
 CHAOS_DAEMON_ARGS=(--tick-ms 50 --lock-ttl-ms 500 --reload-ms 1000
     --redis-timeout-ms 1000 --mysql-timeout-ms 2000 --log-level info)
 
+# shellcheck disable=SC2034 # CHECK is for the scenarios
 declare -A CHECK=()     # last check_app: ids duplicates order ... (see check_app)
 declare -A CHECK_SUM=() # summed over every check_app of the scenario
 declare -A HTTP_PORT=() # daemon name -> its --http port

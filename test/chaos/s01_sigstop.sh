@@ -38,12 +38,12 @@ fenced_all() {
 }
 fenced_ge() { (($(fenced_all "$1") >= $2)); }
 
-add_app main step=200 max_pool_size=4000 min_size_percent=50 increment_max=5 \
+add_app main step=200 max_pool_size=$CHAOS_POOL min_size_percent=50 increment_max=5 \
     delta=7 remainder=3 start_offset=1000000
 APPS=(main)
 chaos_daemon b --reload-ms 600000
 chaos_daemon c --reload-ms 600000
-wait_until 10 pool_ge main 2000 || fail "main never filled"
+wait_until 10 pool_ge main $((CHAOS_POOL / 2)) || fail "main never filled"
 sampler_start main
 consumers_start main 2
 

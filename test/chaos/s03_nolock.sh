@@ -38,9 +38,9 @@ if [[ $PROFILE == long ]]; then
 fi
 CHAOS_DAEMON_ARGS+=(--tick-ms 50 --lock-ttl-ms 100)
 
-add_app mono step=500 max_pool_size=10000 min_size_percent=50 increment_max=3 \
+add_app mono step=500 max_pool_size=$((CHAOS_POOL * 5 / 2)) min_size_percent=50 increment_max=3 \
     delta=2 remainder=1 start_offset=5000
-add_app shuf increasing_type=2 step=1000 max_pool_size=20000 min_size_percent=50
+add_app shuf increasing_type=2 step=1000 max_pool_size=$((CHAOS_POOL * 5)) min_size_percent=50
 APPS=(mono shuf)
 NAMES=()
 for ((i = 1; i <= NDAEMONS; i++)); do
@@ -49,8 +49,8 @@ for ((i = 1; i <= NDAEMONS; i++)); do
     chaos_daemon "d$i" --reload-ms 600000
     NAMES+=("d$i")
 done
-wait_until 15 pool_ge mono 5000 || fail "mono never filled"
-wait_until 15 pool_ge shuf 10000 || fail "shuf never filled"
+wait_until 15 pool_ge mono $((CHAOS_POOL * 5 / 4)) || fail "mono never filled"
+wait_until 15 pool_ge shuf $((CHAOS_POOL * 5 / 2)) || fail "shuf never filled"
 sampler_start mono
 consumers_start mono 2
 consumers_start shuf 2
@@ -80,18 +80,22 @@ recovered mono "$t0"
 recovered shuf "$t0"
 
 # ------------------------------------------------------------- handback ---
-# victim_lock: the lock key the frozen victim holds (the only lock with a
-# TTL beyond the others' 100 ms).
-victim_lock() {
+# victim_locks: the lock keys the frozen victim holds (the only locks with a
+# TTL beyond the others' 100 ms; it may be refilling several applications).
+victim_locks() {
     local k t
     for k in "${APPS[@]}"; do
         t=$(rcli PTTL "$(lock_key "$k")")
-        if ((t > 300)); then
-            lock_key "$k"
-            return 0
-        fi
+        if ((t > 300)); then lock_key "$k"; fi
     done
-    return 1
+}
+# metas_moved: meta next of every app in LOCKS differs from NEXT0 (its value then).
+metas_moved() {
+    local i=0 lk
+    for lk in "${LOCKS[@]}"; do
+        [[ $(rcli HGET "${lk%:lock}:meta" next) != "${NEXT0[i]}" ]] || return 1
+        i=$((i + 1))
+    done
 }
 stale_gt() { (($(log_count "$1" IDPOOL_STALE) > $2)); }
 STAGES=()
@@ -111,26 +115,32 @@ for stage in "${STAGES[@]}"; do
     fi
     consumers_start "$key" 1 --rate 50
     for n in "${NAMES[@]}"; do signal_daemon "$n" HUP; done
-    if ! lk=$(victim_lock); then
+    mapfile -t LOCKS < <(victim_locks)
+    if ((${#LOCKS[@]} == 0)); then
         failure "handback $stage: no lock held by the frozen $x"
         daemons_stop "$x"
         continue
     fi
-    token=$(rcli GET "$lk")
-    mk=${lk%:lock}:meta
-    next0=$(rcli HGET "$mk" next)
-    rcli DEL "$lk" >/dev/null
+    TOKENS=() NEXT0=()
+    for lk in "${LOCKS[@]}"; do
+        TOKENS+=("$(rcli GET "$lk")")
+        NEXT0+=("$(rcli HGET "${lk%:lock}:meta" next)")
+        rcli DEL "$lk" >/dev/null
+    done
     # The others refill past the victim: meta moves on.
-    wait_until 10 eval "[[ \$(rcli HGET '$mk' next) != '$next0' ]]" ||
-        failure "handback $stage: nobody refilled ${lk%:lock} while $x was frozen"
+    wait_until 10 metas_moved ||
+        failure "handback $stage: nobody refilled past the frozen $x (${LOCKS[*]})"
     sleep 0.2
-    rcli SET "$lk" "$token" PX 5000 >/dev/null
+    for i in "${!LOCKS[@]}"; do
+        rcli SET "${LOCKS[i]}" "${TOKENS[i]}" PX 5000 >/dev/null
+    done
     s0=$(log_count "$x" IDPOOL_STALE)
     f0=$(log_count "$x" 'push fenced off')
     signal_daemon "$x" CONT
     if wait_until 5 stale_gt "$x" "$s0"; then
         handback=$((handback + 1))
-        info "handback $stage: $x holding $lk again was rejected: $(grep -m1 IDPOOL_STALE "$(daemon_log "$x")" | cut -c 1-160)"
+        info "handback $stage: $x holding ${LOCKS[*]} again was rejected:" \
+            "$(grep -m1 IDPOOL_STALE "$(daemon_log "$x")" | cut -c 1-160)"
     else
         failure "handback $stage: $x pushed with its lock back and got no IDPOOL_STALE" \
             "(fenced $f0 -> $(log_count "$x" 'push fenced off'))"

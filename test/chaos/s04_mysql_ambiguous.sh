@@ -35,11 +35,11 @@ VIA_PROXY=(--mysql "mysql://root@127.0.0.1:$PROXY_PORT/idpool")
 cuts() { [[ -r $DIR/proxy/cuts.txt ]] && wc -l <"$DIR/proxy/cuts.txt" || echo 0; }
 cuts_gt() { (($(cuts) > $1)); }
 
-add_app main step=200 max_pool_size=4000 min_size_percent=50 increment_max=3 \
+add_app main step=200 max_pool_size=$CHAOS_POOL min_size_percent=50 increment_max=3 \
     delta=5 remainder=2 start_offset=777
 chaos_daemon a "${VIA_PROXY[@]}"
 chaos_daemon b "${VIA_PROXY[@]}"
-wait_until 10 pool_ge main 2000 || fail "main never filled"
+wait_until 10 pool_ge main $((CHAOS_POOL / 2)) || fail "main never filled"
 sampler_start main
 consumers_start main 2
 sleep 1
@@ -118,6 +118,7 @@ for key in "${APPS[@]}"; do
     drain "$key"
     id=$(app_col "$key" id)
     awk -v id="$id" '$1 == id {print $2, $3}' "$DIR/ambiguous.txt" >"$DIR/$key.ambiguous"
+    # shellcheck disable=SC2034 # read by check_app
     LEASE_EXCLUDE[$key]=$DIR/$key.ambiguous
     check_app "$key"
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Chaos 05, mysql_down: MySQL is down for longer than a lease lasts. Two
-# daemons serve a monotonic application `main` (popped all along at a modest
-# rate, its lease in meta carries every outage) and, per round, a fresh
+# daemons serve a monotonic application `main` (popped all along, its lease
+# in meta carries every outage) and, per round, a fresh
 # application out<r> (monotonic and trend in turn) whose pool and leases in
 # meta hold only a few thousand IDs. MySQL goes down (kill -9 and clean stop
 # in turn), consumers start popping out<r>, its leases run out, its pool runs
@@ -29,6 +29,7 @@ lease_left() {
     read -r next hi nlo nhi < <(rcli HMGET "$(meta_key "$1")" next hi nlo nhi | tr '\n' ' ')
     echo $((${hi:-0} - ${next:-0} + (${nhi:-0} > ${nlo:-0} ? ${nhi:-0} - ${nlo:-0} : 0)))
 }
+lease_ge() { (($(lease_left "$1") >= $2)); }
 exhausted() { [[ $(llen "$1") == 0 ]] && (($(lease_left "$1") <= 0)); }
 # resolved_all KEY: every alert that fired for KEY has resolved since.
 resolved_all() {
@@ -38,6 +39,19 @@ resolved_all() {
     done
 }
 
+# alert_events KEY: KEY's alert events so far, "alert:state" in order.
+alert_events() {
+    python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line.split(" ", 1)[1])
+    except Exception:
+        continue
+    if e.get("app") == sys.argv[2]:
+        print("%s:%s" % (e.get("alert"), e.get("state")), end=" ")' "$DIR/alerts.txt" "$1"
+}
+
 add_app main step=200 max_pool_size=4000 min_size_percent=50 increment_max=2 \
     delta=4 remainder=3 start_offset=123456
 chaos_daemon a
@@ -45,8 +59,12 @@ chaos_daemon b
 wait_until 10 pool_ge main 2000 || fail "main never filled"
 alerts_start
 sampler_start main
-consumers_start main 2 --rate 20
-sleep 2
+consumers_start main 2
+# The lease in meta adapts to the consumption (about a minute's worth): wait
+# until main's covers 20 s of it, so that it carries every outage.
+warm=$((CHAOS_RATE * CHAOS_BATCH * 20))
+wait_until 20 lease_ge main "$warm" ||
+    failure "main's lease did not grow with its consumption ($(lease_left main) < $warm)"
 
 APPS=(main)
 dry=0 stalled=0 resolved=0
@@ -58,7 +76,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
     APPS+=("$key")
     wait_until 10 pool_ge "$key" 4000 || fail "$key never filled"
     sleep 0.5 # its prefetched lease lands in meta
-    if ((r % 2)); then how=kill; else how=stop; fi
+    how="stop"
+    ((r % 2 == 0)) || how="kill"
     "mysql_$how"
     info "round $r: MySQL down (mysql_$how), $key holds $(llen "$key") IDs +" \
         "$(lease_left "$key") of lease"
@@ -75,6 +94,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fi
     expect "daemon_alive a && daemon_alive b" "round $r: a daemon died while MySQL was down"
     sleep 1
+    # From now on out<r> is popped at a rate its pool can sustain, so that
+    # `low` can resolve on a loaded machine.
+    consumers_stop "$key"
+    consumers_start "$key" 1 --rate 20
     mysql_start
     t0=$(now_ns)
     info "round $r: MySQL back"
@@ -82,8 +105,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     if wait_until 15 resolved_all "$key"; then
         resolved=$((resolved + 1))
     else
-        failure "round $r: alerts of $key not resolved: $(grep -F "\"app\":\"$key\"" "$DIR/alerts.txt" |
-            grep -o '"alert":"[a-z_]*","app":"[^"]*","state":"[a-z]*"' | tr '\n' ' ')"
+        failure "round $r: alerts of $key not resolved: $(alert_events "$key")"
     fi
 done
 fault_landed "dry=$dry/$ROUNDS" "((dry == ROUNDS))"

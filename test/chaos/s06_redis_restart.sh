@@ -29,13 +29,13 @@ epochs() { # run_id changes logged by all daemons
 epochs_gt() { (($(epochs) > $1)); }
 
 always
-add_app mono step=200 max_pool_size=4000 min_size_percent=50 increment_max=4 \
+add_app mono step=200 max_pool_size=$CHAOS_POOL min_size_percent=50 increment_max=4 \
     delta=3 remainder=1 start_offset=1000000
-add_app shuf increasing_type=2 step=500 max_pool_size=5000 min_size_percent=50
+add_app shuf increasing_type=2 step=500 max_pool_size=$((CHAOS_POOL * 5 / 4)) min_size_percent=50
 chaos_daemon a
 chaos_daemon b
-wait_until 10 pool_ge mono 2000 || fail "mono never filled"
-wait_until 10 pool_ge shuf 2500 || fail "shuf never filled"
+wait_until 10 pool_ge mono $((CHAOS_POOL / 2)) || fail "mono never filled"
+wait_until 10 pool_ge shuf $((CHAOS_POOL * 5 / 8)) || fail "shuf never filled"
 alerts_start
 sampler_start mono
 consumers_start mono 2
