@@ -28,8 +28,12 @@ typedef void rds_reply_fn(struct rds *r, redisReply *reply, void *arg);
 /* Called when the connection becomes ready (ready = 1) or is lost (0). */
 typedef void rds_state_fn(struct rds *r, int ready, void *arg);
 
-struct rds *rds_new(struct event_base *base, const struct config *cfg, rds_state_fn *on_state,
-                    void *arg);
+/*
+ * main_conn: the daemon's main connection ("redis" in the log, checks the
+ * maxmemory-policy); 0 for the push connection ("redis-push").
+ */
+struct rds *rds_new(struct event_base *base, const struct config *cfg, int main_conn,
+                    rds_state_fn *on_state, void *arg);
 /* Drops the connection (pending callbacks get NULL) and frees everything. */
 void rds_free(struct rds *r);
 
@@ -49,6 +53,9 @@ void rds_set_timeout(struct rds *r, int timeout_ms);
 
 /* Send a command; 0, or -1 (not ready / out of memory: fn is not called). */
 int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...)
+    __attribute__((warn_unused_result));
+/* Send a command already encoded in RESP (cheapest: nothing to format). */
+int rds_command_resp(struct rds *r, rds_reply_fn *fn, void *arg, const char *cmd, size_t len)
     __attribute__((warn_unused_result));
 int rds_command_argv(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
                      const size_t *argvlen) __attribute__((warn_unused_result));

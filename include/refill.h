@@ -6,7 +6,7 @@
  *   below low water -> SET lock token NX PX ttl + LLEN + HGETALL meta
  *   draw IDs from the lease in meta (reserving a lease in MySQL first if
  *   the leases in meta cannot supply the batch), push them through the
- *   fenced idpool_push function in chunks, prefetch the next lease when the
+ *   fenced push (WATCH/MULTI/EXEC, see refill.c) in chunks, prefetch the next lease when the
  *   current one runs low, release the lock.
  *
  * Rows are re-read every reload interval and on refill_reload() (SIGHUP).
@@ -24,8 +24,9 @@
 
 struct refill;
 
+/* rds: checks, locks, leases; prds: the pushes (a connection of their own). */
 struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
-                          struct store *store, struct alerts *alerts);
+                          struct rds *prds, struct store *store, struct alerts *alerts);
 void refill_free(struct refill *rf);
 
 /* Re-read application rows now (SIGHUP). */

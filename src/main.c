@@ -30,7 +30,8 @@ struct daemon {
     int argc;          /* kept for SIGHUP re-parsing */
     char **argv;
     struct store *store;
-    struct rds *rds;
+    struct rds *rds;  /* main Redis connection */
+    struct rds *prds; /* the push connection */
     struct alerts *alerts;
     struct refill *refill;
     struct http *http;
@@ -130,6 +131,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
             log_warn("reload: a password changed; the new one is used after a restart");
         log_set_level(nc.log_level);
         rds_set_timeout(d->rds, nc.redis_timeout_ms);
+        rds_set_timeout(d->prds, nc.redis_timeout_ms);
         refill_configure(d->refill, &nc);
         config_free(&d->cfg);
         d->cfg = nc;
@@ -180,13 +182,14 @@ int main(int argc, char **argv)
     d.store = store_new(d.base, &d.cfg);
     if (!d.store)
         die("cannot start the MySQL worker");
-    d.rds = rds_new(d.base, &d.cfg, on_redis_state, &d);
-    if (!d.rds)
-        die("cannot set up the Redis connection");
+    d.rds = rds_new(d.base, &d.cfg, 1, on_redis_state, &d);
+    d.prds = rds_new(d.base, &d.cfg, 0, NULL, NULL);
+    if (!d.rds || !d.prds)
+        die("cannot set up the Redis connections");
     d.alerts = alerts_new(d.base, &d.cfg, d.rds);
     if (!d.alerts)
         die("cannot set up alerting");
-    d.refill = refill_new(d.base, &d.cfg, d.rds, d.store, d.alerts);
+    d.refill = refill_new(d.base, &d.cfg, d.rds, d.prds, d.store, d.alerts);
     if (!d.refill)
         die("cannot set up the refill loop");
     {
@@ -210,6 +213,7 @@ int main(int argc, char **argv)
     /* Teardown: Redis first (pending callbacks see NULL replies), then MySQL. */
     http_free(d.http);
     rds_free(d.rds);
+    rds_free(d.prds);
     store_free(d.store);
     refill_free(d.refill);
     alerts_free(d.alerts);

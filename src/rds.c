@@ -24,7 +24,9 @@ enum rds_conn {
 
 struct rds {
     struct event_base *base;
-    char *host; /* server address */
+    const char *name; /* "redis" or "redis-push", for the log */
+    int main_conn;    /* the main connection: checks maxmemory-policy */
+    char *host;       /* server address */
     int port;
     char *user;            /* ACL user or NULL */
     char *password;        /* or NULL */
@@ -89,10 +91,10 @@ static void rds_lost(struct rds *r, const char *why)
     r->failures++;
     r->stats.errors++;
     if (was_ready)
-        log_warn("redis: connection to %s:%d lost: %s; reconnecting", r->host, r->port, why);
+        log_warn("%s: connection to %s:%d lost: %s; reconnecting", r->name, r->host, r->port, why);
     else if (r->failures == 1 || r->failures % 20 == 0)
-        log_warn("redis: cannot connect to %s:%d: %s (attempt %d, retrying with backoff)", r->host,
-                 r->port, why, r->failures);
+        log_warn("%s: cannot connect to %s:%d: %s (attempt %d, retrying with backoff)", r->name,
+                 r->host, r->port, why, r->failures);
     rds_schedule_retry(r);
     if (was_ready && r->on_state)
         r->on_state(r, 0, r->arg);
@@ -156,6 +158,15 @@ static int rds_send(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const 
     if (!cb)
         return -1;
     return cb_queued(r, cb, redisAsyncCommandArgv(r->ac, rds_reply, cb, argc, argv, argvlen));
+}
+
+int rds_command_resp(struct rds *r, rds_reply_fn *fn, void *arg, const char *cmd, size_t len)
+{
+    struct rds_cb *cb;
+
+    if (r->state != RDS_READY || !(cb = cb_new(r, fn, arg)))
+        return -1;
+    return cb_queued(r, cb, redisAsyncFormattedCommand(r->ac, rds_reply, cb, cmd, len));
 }
 
 int rds_command_argv(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
@@ -323,8 +334,8 @@ static void hs_function(struct rds *r, redisReply *reply, void *arg)
         r->stats.reconnects++;
     r->ever_ready = 1;
     r->role_check_ms = clock_ms();
-    log_info("redis: connected to %s:%d db %d (epoch %s)%s", r->host, r->port, r->db, r->epoch,
-             r->failures ? ", recovered" : "");
+    log_info("%s: connected to %s:%d db %d (epoch %s)%s", r->name, r->host, r->port, r->db,
+             r->epoch, r->failures ? ", recovered" : "");
     r->failures = 0;
     if (r->on_state)
         r->on_state(r, 1, r->arg);
@@ -364,7 +375,7 @@ static void rds_handshake(struct rds *r)
         size_t len[] = {4, 6, 11};
         ok |= rds_send(r, hs_info, NULL, 3, argv, len);
     }
-    {
+    if (r->main_conn) {
         const char *argv[] = {"CONFIG", "GET", "maxmemory-policy"};
         size_t len[] = {6, 3, 16};
         ok |= rds_send(r, hs_policy, NULL, 3, argv, len);
@@ -471,8 +482,8 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-struct rds *rds_new(struct event_base *base, const struct config *cfg, rds_state_fn *on_state,
-                    void *arg)
+struct rds *rds_new(struct event_base *base, const struct config *cfg, int main_conn,
+                    rds_state_fn *on_state, void *arg)
 {
     struct rds *r = calloc(1, sizeof(*r));
     struct timeval tv;
@@ -481,6 +492,8 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, rds_state
     if (!r)
         return NULL;
     r->base = base;
+    r->main_conn = main_conn;
+    r->name = main_conn ? "redis" : "redis-push";
     r->host = strdup(cfg->redis.host);
     r->port = cfg->redis.port;
     r->user = dup_or_null(cfg->redis.user);

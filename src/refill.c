@@ -26,7 +26,26 @@
 #define LEASE_MAX_SPAN                                                                             \
     (1ULL << 48)            /* never reserve more ID space at once (unless a pool needs it) */
 #define RATE_SAMPLE_MS 1000 /* minimum interval between consumption-rate samples */
-#define NUM_LEN        21   /* decimal uint64 + NUL */
+/*
+ * Check cadence. Every check is a plain LLEN, sent pre-encoded; the full
+ * idpool_status (counters for metrics and alerts, limits, the consumption
+ * rate) is read less often. A pool whose length did not change since the
+ * last look is idle: checked every IDLE_CHECK_MS instead of every interval,
+ * its status read every IDLE_STATUS_MS. Any change of length (pops, takes)
+ * makes it busy again at once, so a burst waits at most IDLE_CHECK_MS.
+ */
+#define IDLE_CHECK_MS 500
+/*
+ * Refills in progress at once (lock taken, not yet released). More pools
+ * below their mark wait for a later tick instead of all taking their lock at
+ * once: at a cold start with 10,000 applications, locks taken long before
+ * the single MySQL worker gets to their reservation would only be renewed
+ * for seconds, or expire and waste their lease.
+ */
+#define MAX_REFILLS    32
+#define STATUS_MS      1000
+#define IDLE_STATUS_MS 5000
+#define NUM_LEN        21 /* decimal uint64 + NUL */
 /* FCALL idpool_push 3 pool meta lock token run_id expected next hi nlo nhi */
 #define PUSH_FIXED_ARGS 13
 
@@ -35,7 +54,8 @@ enum app_state {
     A_CHECK,    /* LLEN sent */
     A_LOCK,     /* SET NX + LLEN + HGETALL sent */
     A_RESERVE,  /* waiting for a lease the batch needs */
-    A_PUSH,     /* idpool_push calls in flight */
+    A_PUSHQ,    /* waiting for the push connection */
+    A_PUSH,     /* pushing on the push connection */
     A_PREFETCH, /* waiting for the next lease (pool already refilled) */
     A_INSTALL,  /* idpool_push storing the prefetched lease in meta */
     A_UNLOCK,   /* idpool_unlock sent */
@@ -60,10 +80,17 @@ struct app {
     char *bad;              /* current validation error, logged once per change */
     char *last_err;         /* last refill error, logged once per change */
     uint64_t due_ms;        /* next check */
+    uint64_t check_ms;      /* when the last check was sent */
+    uint64_t status_due_ms; /* next full idpool_status read */
+    int busy;               /* the pool length changed at the last check */
+    char *llen_cmd;         /* LLEN pool, RESP-encoded (heap) */
+    size_t llen_len;
     char epoch_seen[96];    /* Redis epoch (rds_epoch) the pool was last checked against */
     int space_warned;       /* the ID-space warning was logged for this row */
     uint64_t lock_at_ms;    /* when the lock was taken or last renewed */
     unsigned side_calls;    /* renewals, limit syncs in flight (the app is not freed meanwhile) */
+    unsigned renewing;      /* lock renewals in flight (its pushes wait: they would touch WATCH) */
+    int refilling;          /* counted in rf->refilling (lock phase to idle) */
     int deleted;            /* soft-deleted row */
     uint64_t live_since_ms; /* when it became served */
     /* from the last idpool_status check */
@@ -93,8 +120,15 @@ struct app {
     size_t nids, want;
     struct push_cmd *cmds; /* per-chunk lease states (heap, per refill) */
     size_t ncmds, cmdcap;
-    unsigned inflight; /* push replies outstanding */
-    int push_err;      /* first push error seen */
+    struct push_cmd *chunks; /* the batch in push-sized chunks (heap, reused) */
+    size_t nchunks, chunkcap;
+    struct app *pq_next; /* next in the push queue */
+    unsigned tx_pending; /* push-connection replies outstanding */
+    size_t tx_checked;   /* chunks whose checks were answered */
+    size_t tx_done;      /* chunks appended (EXEC succeeded) */
+    int tx_token_ok;     /* the last GET lock returned our token */
+    int push_err;        /* enum push_err: the first push error seen */
+    char push_msg[256];  /* its description */
     /* consumption rate, from meta 'pushed' */
     uint64_t rate_pushed, rate_len, rate_at_ms; /* the previous sample */
     double rate;                                /* IDs/s, smoothed */
@@ -111,7 +145,11 @@ struct bad_key {
 
 struct refill {
     struct event_base *base;
-    struct rds *rds;
+    struct rds *rds;               /* checks, locks, leases, alerts */
+    struct rds *prds;              /* pushes (WATCH/MULTI/EXEC: one application at a time) */
+    struct app *pusher;            /* the application using prds */
+    struct app *pq_head, *pq_tail; /* applications waiting for it */
+    unsigned refilling;            /* applications between app_lock and idle (MAX_REFILLS) */
     struct store *store;
     struct alerts *alerts;
     char *instance; /* for the status views (heap) */
@@ -298,10 +336,12 @@ static void app_free(struct app *a)
     free(a->k_pool);
     free(a->k_meta);
     free(a->k_lock);
+    free(a->llen_cmd);
     free(a->bad);
     free(a->last_err);
     free(a->ids);
     free(a->cmds);
+    free(a->chunks);
     free(a->expected);
     free(a);
 }
@@ -313,10 +353,16 @@ static struct app *app_new(struct refill *rf, const char *key)
     if (!a)
         return NULL;
     a->rf = rf;
+    a->busy = 1;
     a->k_pool = str_printf("%s:{%s}:pool", rf->prefix, key);
     a->k_meta = str_printf("%s:{%s}:meta", rf->prefix, key);
     a->k_lock = str_printf("%s:{%s}:lock", rf->prefix, key);
-    if (!a->k_pool || !a->k_meta || !a->k_lock) {
+    if (a->k_pool)
+        a->llen_cmd =
+            str_printf("*2\r\n$4\r\nLLEN\r\n$%zu\r\n%s\r\n", strlen(a->k_pool), a->k_pool);
+    if (a->llen_cmd)
+        a->llen_len = strlen(a->llen_cmd);
+    if (!a->k_pool || !a->k_meta || !a->k_lock || !a->llen_cmd) {
         app_free(a);
         return NULL;
     }
@@ -397,11 +443,6 @@ static void rate_sample(struct app *a, uint64_t pushed, uint64_t len)
     a->rate_at_ms = now;
 }
 
-static int reply_is_error(const redisReply *r, const char *prefix)
-{
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, prefix, strlen(prefix)) == 0;
-}
-
 /* --- the refill cycle ---------------------------------------------------- */
 
 /* Finish a refill: free per-refill buffers, apply a pending row, go idle. */
@@ -409,12 +450,18 @@ static void app_to_idle(struct app *a)
 {
     free(a->ids);
     free(a->cmds);
+    free(a->chunks);
     free(a->expected);
     a->ids = NULL;
     a->cmds = NULL;
+    a->chunks = NULL;
     a->expected = NULL;
-    a->nids = a->want = a->ncmds = a->cmdcap = 0;
+    a->nids = a->want = a->ncmds = a->cmdcap = a->nchunks = a->chunkcap = 0;
     a->state = A_IDLE;
+    if (a->refilling) {
+        a->refilling = 0;
+        a->rf->refilling--;
+    }
     if (a->has_new_cfg) {
         a->cfg = a->new_cfg;
         a->has_new_cfg = 0;
@@ -619,93 +666,368 @@ static void refill_latency(struct refill *rf, uint64_t ms)
     rf->lat_count++;
 }
 
-static void on_push(struct rds *r, redisReply *reply, void *arg)
+/*
+ * The push path. Every chunk of a refill is appended with native RPUSH
+ * inside WATCH/MULTI/EXEC on a connection of its own ("redis-push"): a Lua
+ * function that unpacks 1000 arguments into RPUSH costs Redis about twice the
+ * CPU of the plain command, and the push is most of Redis' work. The fence
+ * is the same as idpool_push's (src/idpool.lua), checked in C:
+ *
+ *   WATCH lock; GET lock; HMGET meta next run_id          -> checks below
+ *   MULTI; RPUSH pool ids...; HSET meta next hi run_id [nlo nhi];
+ *   [HDEL meta nlo nhi]; HINCRBY meta pushed n; EXEC       -> nil if the lock moved
+ *
+ * 1. GET lock must be our token (else FENCED). 2. meta's run_id must be this
+ * connection's epoch (else the pool is discarded with idpool_epoch: EPOCH).
+ * 3. meta's next must equal, byte for byte, the value the chunk was drawn
+ * from (else STALE). Between the checks and EXEC the lock key is watched:
+ * if it expires, is taken over or deleted, EXEC does nothing. Every writer
+ * of meta's next holds the lock from its checks to its EXEC, so next cannot
+ * change unseen in between either. The lock is not renewed while one of its
+ * chunks is between WATCH and EXEC (a renewal would touch the key).
+ *
+ * WATCH is per connection, so one application at a time owns the push
+ * connection (rf->pusher; the others wait in a FIFO with their locks
+ * renewed). The next chunk's checks go out right behind the previous EXEC:
+ * one round trip per chunk.
+ */
+enum push_err { PE_NONE, PE_FENCED, PE_EPOCH, PE_STALE, PE_OTHER };
+
+static void pusher_next(struct refill *rf);
+
+static void push_error(struct app *a, enum push_err kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void push_error(struct app *a, enum push_err kind, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (a->push_err != PE_NONE)
+        return; /* the first error tells what happened */
+    a->push_err = kind;
+    va_start(ap, fmt);
+    vsnprintf(a->push_msg, sizeof(a->push_msg), fmt, ap);
+    va_end(ap);
+}
+
+/* The refill's pushes are over, successful or not. */
+static void push_finish(struct app *a)
+{
+    struct refill *rf = a->rf;
+
+    if (rf->pusher == a)
+        rf->pusher = NULL;
+    switch ((enum push_err)a->push_err) {
+    case PE_NONE:
+        break;
+    case PE_FENCED:
+        a->fenced++;
+        log_warn("app=%s push fenced off: %s; the rest of this refill was rejected", a->cfg.key,
+                 a->push_msg);
+        break;
+    case PE_EPOCH:
+        a->epochs++;
+        log_warn("app=%s redis restart or failover detected (epoch changed): pool "
+                 "discarded, refilling from a fresh lease",
+                 a->cfg.key);
+        break;
+    default:
+        app_fail(a, "push failed: %s", a->push_msg);
+        break;
+    }
+    if (a->push_err != PE_NONE || a->tx_done < a->nchunks) {
+        app_unlock(a);
+    } else {
+        a->refills++;
+        a->pushed += a->nids;
+        a->last_ok_ms = clock_ms();
+        a->last_refill_unix_ms = unix_ms();
+        a->seen_lease = a->plan;
+        a->lease_known = 1;
+        a->seen_len = a->len;
+        a->len_known = 1;
+        refill_latency(rf, a->last_ok_ms - a->refill_start_ms);
+        app_ok(a);
+        log_debug("app=%s pushed %zu IDs, pool now %" PRIu64, a->cfg.key, a->nids, a->len);
+        app_after_push(a);
+    }
+    pusher_next(rf);
+}
+
+static void tx_settle(struct app *a)
+{
+    if (a->tx_pending == 0 && (a->push_err != PE_NONE || a->tx_done == a->nchunks))
+        push_finish(a);
+}
+
+static int tx_send(struct app *a, rds_reply_fn *fn, int argc, const char **argv,
+                   const size_t *argvlen)
+{
+    if (rds_command_argv(a->rf->prds, fn, a, argc, argv, argvlen) != 0) {
+        push_error(a, PE_OTHER, "cannot send on the push connection");
+        return -1;
+    }
+    a->tx_pending++;
+    return 0;
+}
+
+/* MULTI, RPUSH... : only an error matters (EXEC then fails with EXECABORT). */
+static void on_tx_reply(struct rds *r, redisReply *reply, void *arg)
 {
     struct app *a = arg;
 
     (void)r;
-    a->inflight--;
+    a->tx_pending--;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        push_error(a, PE_OTHER, "%s", rds_errstr(reply));
+    tx_settle(a);
+}
+
+static void tx_unwatch(struct app *a)
+{
+    const char *argv[] = {"UNWATCH"};
+    size_t len[] = {7};
+
+    (void)tx_send(a, on_tx_reply, 1, argv, len);
+}
+
+static void tx_check(struct app *a);
+
+static void on_tx_get(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    (void)r;
+    a->tx_pending--;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        push_error(a, PE_OTHER, "%s", rds_errstr(reply));
+    else
+        a->tx_token_ok = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, a->token) == 0;
+    tx_settle(a);
+}
+
+static void on_tx_exec(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+
+    (void)r;
+    a->tx_pending--;
     if (!reply || reply->type == REDIS_REPLY_ERROR) {
-        if (!a->push_err) {
-            a->push_err = 1;
-            if (reply_is_error(reply, "IDPOOL_FENCED")) {
-                a->fenced++;
-                log_warn("app=%s push fenced off: lock lost (held past its %d ms TTL?); "
-                         "the rest of this refill was rejected",
-                         a->cfg.key, a->rf->lock_ttl_ms);
-            } else if (reply_is_error(reply, "IDPOOL_EPOCH")) {
-                a->epochs++;
-                log_warn("app=%s redis restart or failover detected (epoch changed): pool "
-                         "discarded, refilling from a fresh lease",
-                         a->cfg.key);
-            } else {
-                app_fail(a, "push failed: %s", rds_errstr(reply));
-            }
+        push_error(a, PE_OTHER, "%s", rds_errstr(reply));
+    } else if (reply->type == REDIS_REPLY_NIL) {
+        push_error(a, PE_FENCED, "the lock changed before EXEC (held past its %d ms TTL?)",
+                   a->rf->lock_ttl_ms);
+    } else if (a->push_err == PE_NONE) {
+        if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+            reply->element[0]->type == REDIS_REPLY_INTEGER)
+            a->len = (uint64_t)reply->element[0]->integer;
+        a->tx_done++;
+    }
+    tx_settle(a);
+}
+
+/* Append chunk k in MULTI/EXEC, after its checks passed. */
+static int tx_write(struct app *a, size_t k)
+{
+    struct refill *rf = a->rf;
+    const struct push_cmd *c = &a->chunks[k];
+    const struct lease_state *st = &c->after;
+    char *p = rf->argbuf, nums[4][NUM_LEN], n[NUM_LEN];
+    size_t argc = 0;
+    const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"};
+    size_t multi_len[] = {5}, exec_len[] = {4};
+
+    if (tx_send(a, on_tx_reply, 1, multi, multi_len) != 0)
+        return -1;
+    rf->argv[argc] = "RPUSH";
+    rf->argvlen[argc++] = 5;
+    rf->argv[argc] = a->k_pool;
+    rf->argvlen[argc++] = strlen(a->k_pool);
+    for (size_t i = 0; i < c->n; i++) {
+        size_t len = u64_fmt(a->ids[c->off + i], p);
+        rf->argv[argc] = p;
+        rf->argvlen[argc++] = len;
+        p += len;
+    }
+    if (tx_send(a, on_tx_reply, (int)argc, rf->argv, rf->argvlen) != 0)
+        return -1;
+    {
+        const char *epoch = rds_epoch(rf->prds);
+        const char *argv[] = {"HSET",   a->k_meta, "next", nums[0], "hi",  nums[1],
+                              "run_id", epoch,     "nlo",  nums[2], "nhi", nums[3]};
+        size_t len[12] = {4, strlen(a->k_meta),
+                          4, u64_fmt(st->next, nums[0]),
+                          2, u64_fmt(st->hi, nums[1]),
+                          6, strlen(epoch),
+                          3, 0,
+                          3, 0};
+        int has_next = lease_has_next(st);
+
+        if (has_next) {
+            len[9] = u64_fmt(st->nlo, nums[2]);
+            len[11] = u64_fmt(st->nhi, nums[3]);
         }
-    } else if (!a->push_err) {
-        a->len = reply->type == REDIS_REPLY_INTEGER ? (uint64_t)reply->integer : a->len;
+        if (tx_send(a, on_tx_reply, has_next ? 12 : 8, argv, len) != 0)
+            return -1;
+        if (!has_next) {
+            const char *del[] = {"HDEL", a->k_meta, "nlo", "nhi"};
+            size_t del_len[] = {4, strlen(a->k_meta), 3, 3};
+            if (tx_send(a, on_tx_reply, 4, del, del_len) != 0)
+                return -1;
+        }
     }
-    if (a->inflight)
-        return;
-    if (a->push_err) {
-        app_unlock(a);
+    {
+        const char *argv[] = {"HINCRBY", a->k_meta, "pushed", n};
+        size_t len[] = {7, strlen(a->k_meta), 6, u64_fmt(c->n, n)};
+        if (tx_send(a, on_tx_reply, 4, argv, len) != 0)
+            return -1;
+    }
+    return tx_send(a, on_tx_exec, 1, exec, exec_len);
+}
+
+static void on_tx_meta(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+    size_t k = a->tx_checked++;
+    char expected[NUM_LEN];
+    const char *want;
+    const redisReply *next, *run_id;
+
+    (void)r;
+    a->tx_pending--;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
+        push_error(a, PE_OTHER, "%s", rds_errstr(reply));
+    if (a->push_err != PE_NONE) {
+        tx_unwatch(a);
+        tx_settle(a);
         return;
     }
-    a->refills++;
-    a->pushed += a->nids;
-    a->last_ok_ms = clock_ms();
-    a->last_refill_unix_ms = unix_ms();
-    a->seen_lease = a->plan;
-    a->lease_known = 1;
-    a->seen_len = a->len;
-    a->len_known = 1;
-    refill_latency(a->rf, a->last_ok_ms - a->refill_start_ms);
-    app_ok(a);
-    log_debug("app=%s pushed %zu IDs, pool now %" PRIu64, a->cfg.key, a->nids, a->len);
-    app_after_push(a);
+    if (!a->tx_token_ok) {
+        push_error(a, PE_FENCED, "lock not held by this refiller (held past its %d ms TTL?)",
+                   a->rf->lock_ttl_ms);
+        tx_unwatch(a);
+        tx_settle(a);
+        return;
+    }
+    next = reply->element[0];
+    run_id = reply->element[1];
+    if (next->type == REDIS_REPLY_STRING &&
+        (run_id->type != REDIS_REPLY_STRING || strcmp(run_id->str, rds_epoch(a->rf->prds)) != 0)) {
+        push_error(a, PE_EPOCH, "epoch changed");
+        tx_unwatch(a);
+        if (rds_command(a->rf->prds, on_tx_reply, a, "FCALL idpool_epoch 2 %s %s %s", a->k_pool,
+                        a->k_meta, rds_epoch(a->rf->prds)) == 0)
+            a->tx_pending++;
+        tx_settle(a);
+        return;
+    }
+    if (k == 0) {
+        want = a->expected ? a->expected : "";
+    } else {
+        expected[u64_fmt(a->chunks[k - 1].after.next, expected)] = '\0';
+        want = expected;
+    }
+    if (strcmp(next->type == REDIS_REPLY_STRING ? next->str : "", want) != 0) {
+        push_error(a, PE_STALE, "meta next is %s, refiller expected %s",
+                   next->type == REDIS_REPLY_STRING ? next->str : "absent", want);
+        tx_unwatch(a);
+        tx_settle(a);
+        return;
+    }
+    if (tx_write(a, k) == 0) {
+        if (k == 0 && fault_at(FAULT_PUSHING)) {
+            rds_flush(a->rf->prds); /* the first chunk is on the wire, the rest is not */
+            fault_fire();
+        }
+        if (k + 1 < a->nchunks)
+            tx_check(a);
+    }
+    tx_settle(a);
+}
+
+/* The checks of the next chunk: WATCH lock; GET lock; HMGET meta next run_id. */
+static void tx_check(struct app *a)
+{
+    const char *watch[] = {"WATCH", a->k_lock}, *get[] = {"GET", a->k_lock},
+               *hmget[] = {"HMGET", a->k_meta, "next", "run_id"};
+    size_t watch_len[] = {5, strlen(a->k_lock)}, get_len[] = {3, strlen(a->k_lock)},
+           hmget_len[] = {5, strlen(a->k_meta), 4, 6};
+
+    a->tx_token_ok = 0;
+    if (tx_send(a, on_tx_reply, 2, watch, watch_len) != 0 ||
+        tx_send(a, on_tx_get, 2, get, get_len) != 0 ||
+        tx_send(a, on_tx_meta, 4, hmget, hmget_len) != 0)
+        return;
+}
+
+/* Give the push connection to the next waiting application. */
+static void pusher_next(struct refill *rf)
+{
+    while (!rf->pusher && rf->pq_head && !rf->pq_head->renewing) {
+        struct app *a = rf->pq_head;
+
+        rf->pq_head = a->pq_next;
+        if (!rf->pq_head)
+            rf->pq_tail = NULL;
+        a->pq_next = NULL;
+        a->state = A_PUSH;
+        a->push_err = PE_NONE;
+        a->tx_pending = 0;
+        a->tx_checked = 0;
+        a->tx_done = 0;
+        if (!rds_ready(rf->prds)) {
+            push_error(a, PE_OTHER, "the push connection to Redis is down");
+            push_finish(a);
+            continue;
+        }
+        rf->pusher = a;
+        tx_check(a);
+        tx_settle(a);
+    }
 }
 
 /*
- * Send the batch: one idpool_push per chunk, all pipelined. Each call's
- * expected_next is the previous call's next, so a failure stops the rest.
+ * Split the batch into chunks of at most CHUNK_IDS (a trend block larger
+ * than a chunk goes out in several; all but the first find meta already at
+ * the block's end) and queue the application for the push connection.
  */
 static void app_push(struct app *a)
 {
-    const char *prev = a->expected ? a->expected : "";
-    char prevbuf[NUM_LEN];
+    struct refill *rf = a->rf;
+    size_t n = 0;
 
     if (a->nids == 0) {
         app_unlock(a);
         return;
     }
-    a->state = A_PUSH;
-    a->push_err = 0;
-    a->inflight = 0;
-    for (size_t c = 0; c < a->ncmds; c++) {
-        const struct push_cmd *cmd = &a->cmds[c];
-        char after[NUM_LEN];
-
-        after[u64_fmt(cmd->after.next, after)] = '\0';
-        /* A trend block larger than a chunk goes out in several calls; all but the
-         * first find meta already at the block's end. */
-        for (size_t off = 0; off < cmd->n; off += CHUNK_IDS) {
-            size_t n = cmd->n - off < CHUNK_IDS ? cmd->n - off : CHUNK_IDS;
-            if (push_send(a, prev, &cmd->after, a->ids + cmd->off + off, n, on_push) != 0) {
-                a->push_err = 1;
-                break;
-            }
-            if (a->inflight++ == 0 && fault_at(FAULT_PUSHING)) {
-                rds_flush(a->rf->rds); /* the first chunk is on the wire, the rest is not */
-                fault_fire();
-            }
-            memcpy(prevbuf, after, sizeof(prevbuf));
-            prev = prevbuf;
+    for (size_t c = 0; c < a->ncmds; c++)
+        n += (a->cmds[c].n + CHUNK_IDS - 1) / CHUNK_IDS;
+    if (n > a->chunkcap) {
+        struct push_cmd *p = realloc(a->chunks, n * sizeof(*p));
+        if (!p) {
+            app_fail(a, "out of memory for %zu push chunks", n);
+            app_unlock(a);
+            return;
         }
-        if (a->push_err)
-            break;
+        a->chunks = p;
+        a->chunkcap = n;
     }
-    if (a->inflight == 0)
-        app_unlock(a);
+    a->nchunks = 0;
+    for (size_t c = 0; c < a->ncmds; c++)
+        for (size_t off = 0; off < a->cmds[c].n; off += CHUNK_IDS) {
+            struct push_cmd *k = &a->chunks[a->nchunks++];
+            k->off = a->cmds[c].off + off;
+            k->n = a->cmds[c].n - off < CHUNK_IDS ? a->cmds[c].n - off : CHUNK_IDS;
+            k->after = a->cmds[c].after;
+        }
+    a->state = A_PUSHQ;
+    a->pq_next = NULL;
+    if (rf->pq_tail)
+        rf->pq_tail->pq_next = a;
+    else
+        rf->pq_head = a;
+    rf->pq_tail = a;
+    pusher_next(rf);
 }
 
 static void on_reserve(void *arg, int status, const struct store_lease *lease, const char *err)
@@ -872,6 +1194,14 @@ static void app_lock(struct app *a)
     char ttl[16];
     static const char hex[] = "0123456789abcdef";
 
+    if (rf->refilling >= MAX_REFILLS) {
+        a->due_ms = 0; /* enough refills in progress: try again next tick */
+        app_to_idle(a);
+        return;
+    }
+    rf->refilling++;
+    a->refilling = 1;
+
     for (int i = 0; i < 32; i++)
         a->token[i] = hex[rng_next(&rf->rng) & 0xf];
     a->token[32] = '\0';
@@ -992,6 +1322,38 @@ static void check_alerts(struct app *a, uint64_t prev_underflows, int uf_firing_
     app_alert(a, ALERT_OFFSET_REGRESSION, 0, 0, "-");
 }
 
+/* After a check found the pool at or above its low-water mark. */
+static void check_done(struct app *a, uint64_t len)
+{
+    a->busy = !a->len_known || len != a->seen_len || a->rate >= 1.0;
+    a->due_ms = a->check_ms + (a->busy ? a->cfg.interval_ms : IDLE_CHECK_MS);
+}
+
+/* The light check: LLEN only. Below the low-water mark, refill. */
+static void on_llen(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+    uint64_t len;
+
+    (void)r;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        if (reply)
+            app_fail(a, "LLEN %s failed: %s", a->k_pool, rds_errstr(reply));
+        app_to_idle(a);
+        return;
+    }
+    len = reply_u64(reply);
+    check_done(a, len);
+    a->seen_len = len;
+    a->len_known = 1;
+    if (len >= a->cfg.low_water || a->rf->stopping || !a->live) {
+        app_to_idle(a);
+        return;
+    }
+    a->status_due_ms = 0; /* read the counters at the next check */
+    app_lock(a);
+}
+
 static void on_check(struct rds *r, redisReply *reply, void *arg)
 {
     struct app *a = arg;
@@ -1006,6 +1368,8 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
         return;
     }
     e = reply->element;
+    check_done(a, reply_u64(e[0]));
+    a->status_due_ms = a->check_ms + (a->busy ? STATUS_MS : IDLE_STATUS_MS);
     a->seen_len = reply_u64(e[0]);
     a->len_known = 1;
     a->underflows = reply_u64(e[1]);
@@ -1046,9 +1410,11 @@ static void on_renew(struct rds *r, redisReply *reply, void *arg)
 
     (void)r;
     a->side_calls--;
+    a->renewing--;
     if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
-        log_debug("app=%s lock expired while waiting for MySQL; the push will be fenced off",
-                  a->cfg.key);
+        log_debug("app=%s lock expired while waiting; the push will be fenced off", a->cfg.key);
+    if (a->rf->pq_head == a)
+        pusher_next(a->rf); /* it waited for this renewal to land */
 }
 
 /*
@@ -1062,13 +1428,15 @@ static void renew_locks(struct refill *rf, uint64_t now)
         struct app *a = rf->apps[i];
         char ttl[16];
 
-        if (!a->locked || (a->state != A_RESERVE && a->state != A_PREFETCH) ||
+        if (!a->locked ||
+            (a->state != A_RESERVE && a->state != A_PREFETCH && a->state != A_PUSHQ) ||
             now - a->lock_at_ms < (uint64_t)rf->lock_ttl_ms / 3)
             continue;
         snprintf(ttl, sizeof(ttl), "%d", rf->lock_ttl_ms);
         if (rds_command(rf->rds, on_renew, a, "FCALL idpool_renew 1 %s %s %s", a->k_lock, a->token,
                         ttl) == 0) {
             a->side_calls++;
+            a->renewing++;
             a->lock_at_ms = now;
         }
     }
@@ -1106,6 +1474,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (a->dead || a->state != A_IDLE || (!a->live && !epoch_due) ||
             (now < a->due_ms && !epoch_due))
             continue;
+        a->check_ms = now;
         a->due_ms = now + a->cfg.interval_ms;
         a->state = A_CHECK;
         if (epoch_due && rds_command(rf->rds, on_epoch, a, "FCALL idpool_epoch 2 %s %s %s",
@@ -1113,9 +1482,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             a->state = A_IDLE;
             continue;
         }
-        if (rds_command(rf->rds, on_check, a, "FCALL_RO idpool_status 2 %s %s", a->k_pool,
-                        a->k_meta) != 0)
+        if (epoch_due || now >= a->status_due_ms || !a->live) {
+            if (rds_command(rf->rds, on_check, a, "FCALL_RO idpool_status 2 %s %s", a->k_pool,
+                            a->k_meta) != 0)
+                a->state = A_IDLE;
+        } else if (rds_command_resp(rf->rds, on_llen, a, a->llen_cmd, a->llen_len) != 0) {
             a->state = A_IDLE;
+        }
     }
 }
 
@@ -1316,8 +1689,10 @@ static void apply_row(struct refill *rf, const struct app_row *row)
         a->due_ms = 0;
         return;
     }
-    if (!same_settings(&a->cfg, &cfg))
+    if (!same_settings(&a->cfg, &cfg)) {
         log_info("app=%s row changed: %s", cfg.key, desc);
+        a->due_ms = a->status_due_ms = 0; /* look at the pool with the new settings now */
+    }
     if (a->state == A_IDLE) {
         a->cfg = cfg;
     } else {
@@ -1488,11 +1863,17 @@ static void src_daemon(void *ctx, struct daemon_view *out)
 
     memset(out, 0, sizeof(*out));
     rds_get_stats(rf->rds, &rs);
+    {
+        struct rds_stats ps;
+        rds_get_stats(rf->prds, &ps);
+        rs.errors += ps.errors;
+        rs.reconnects += ps.reconnects;
+    }
     store_get_stats(rf->store, &ss);
     out->version = IDPOOL_VERSION;
     out->instance = rf->instance;
     out->started_unix_ms = rf->started_unix_ms;
-    out->redis_up = rds_ready(rf->rds);
+    out->redis_up = rds_ready(rf->rds) && rds_ready(rf->prds);
     out->mysql_up = ss.up;
     out->rows_loaded = rf->loaded;
     out->redis_errors = rs.errors;
@@ -1584,7 +1965,7 @@ void refill_shutdown(struct refill *rf, void (*done)(void *), void *arg)
 }
 
 struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
-                          struct store *store, struct alerts *alerts)
+                          struct rds *prds, struct store *store, struct alerts *alerts)
 {
     struct refill *rf = calloc(1, sizeof(*rf));
     size_t maxargs = PUSH_FIXED_ARGS + CHUNK_IDS;
@@ -1593,6 +1974,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
         return NULL;
     rf->base = base;
     rf->rds = rds;
+    rf->prds = prds;
     rf->store = store;
     rf->alerts = alerts;
     rf->instance = strdup(cfg->instance);
