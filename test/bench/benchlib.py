@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Number crunching for scripts/bench.sh (standard library only).
+
+bench.sh measures; this file turns what it measured into numbers, plot
+data and the report. Measurements are lines "NAME VALUE" in a file
+(measure.txt), one line per run of a repeated measurement.
+
+    benchlib.py now-ns
+        CLOCK_MONOTONIC in ns (the clock idpool-load's logs use).
+
+    benchlib.py get FILE NAME
+        "median min max n" of NAME's values in FILE (exit 1 if none).
+
+    benchlib.py fillrate LLENFILE TARGET
+        IDs/s at which a pool grew, from an llen sampler file ("t_ns len"):
+        from the last sample at 0 to the first sample >= TARGET. Prints
+        "ids_per_s ms" (exit 1 if the pool never reached TARGET).
+
+    benchlib.py ramp OUTDIR T0_NS LLENFILE STEPS
+        Plot data of the end-to-end ramp. STEPS lists one step a line:
+        "start_ns target_ids_per_s timeline_file". Writes OUTDIR/ramp-llen.dat
+        ("t_s len") and OUTDIR/ramp-cons.dat ("t_s ids_per_s empties_per_s
+        target"), times in seconds from T0_NS.
+
+    benchlib.py ccdf OUT HIST...
+        Sums --hist files ("latency_us count") and writes OUT: "latency_us
+        fraction_of_requests_slower" (the complementary CDF).
+
+    benchlib.py report OUTDIR
+        Reads OUTDIR/measure.txt and OUTDIR/info.txt ("key value..." lines),
+        writes OUTDIR/results.md and prints the summary line last.
+"""
+import math
+import os
+import sys
+import time
+from collections import OrderedDict
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def read_measure(path):
+    m = OrderedDict()
+    if not os.path.exists(path):
+        return m
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            try:
+                m.setdefault(parts[0], []).append(float(parts[1]))
+            except ValueError:
+                pass
+    return m
+
+
+def read_info(path):
+    info = OrderedDict()
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.rstrip("\n").partition(" ")
+                if k:
+                    info[k] = v
+    return info
+
+
+def cmd_get(path, name):
+    v = read_measure(path).get(name)
+    if not v:
+        return 1
+    print("%.2f %.2f %.2f %d" % (median(v), min(v), max(v), len(v)))
+    return 0
+
+
+def read_pairs(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 2:
+                try:
+                    out.append((int(p[0]), int(p[1])))
+                except ValueError:
+                    pass
+    return out
+
+
+def cmd_fillrate(path, target):
+    target = int(target)
+    s = read_pairs(path)
+    t_end = None
+    for i, (t, n) in enumerate(s):
+        if n >= target:
+            t_end, n_end, i_end = t, n, i
+            break
+    if t_end is None:
+        return 1
+    t_start, n_start = s[0]
+    for t, n in s[:i_end]:
+        if n == 0:
+            t_start, n_start = t, n
+    dt = (t_end - t_start) / 1e9
+    if dt <= 0:
+        return 1
+    print("%.0f %.0f" % ((n_end - n_start) / dt, dt * 1000))
+    return 0
+
+
+def cmd_ramp(outdir, t0, llen, steps):
+    t0 = int(t0)
+    with open(os.path.join(outdir, "ramp-llen.dat"), "w") as out:
+        for t, n in read_pairs(llen):
+            out.write("%.3f %d\n" % ((t - t0) / 1e9, n))
+    with open(steps) as f, open(os.path.join(outdir, "ramp-cons.dat"), "w") as out:
+        for line in f:
+            p = line.split()
+            if len(p) != 3 or not os.path.exists(p[2]):
+                continue
+            start, target = int(p[0]), float(p[1])
+            with open(p[2]) as tl:
+                rows = tl.readlines()[:-1]  # the last 100 ms may be cut short
+                for row in rows:
+                    r = row.split()
+                    if len(r) < 3:
+                        continue
+                    t, ids, empties = float(r[0]), int(r[1]), int(r[2])
+                    out.write("%.3f %.0f %.0f %.0f\n" % (
+                        (start - t0) / 1e9 + t, ids * 10, empties * 10, target))
+            out.write("\n")
+    return 0
+
+
+def cmd_ccdf(out, hists):
+    counts = {}
+    for h in hists:
+        if not os.path.exists(h):
+            continue
+        with open(h) as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 2:
+                    try:
+                        lat, c = float(p[0]), int(p[1])
+                    except ValueError:
+                        continue
+                    counts[lat] = counts.get(lat, 0) + c
+    total = sum(counts.values())
+    with open(out, "w") as f:
+        if total == 0:
+            return 0
+        seen = 0
+        for lat in sorted(counts):
+            seen += counts[lat]
+            rest = (total - seen) / total
+            # gnuplot's log scale cannot show 0: stop at 1 / total
+            f.write("%g %.9g\n" % (lat, max(rest, 0.5 / total)))
+    return 0
+
+
+# ------------------------------------------------------------- report ---
+
+
+def fmt_num(x):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if abs(x) >= 100:
+        return "{:,.0f}".format(x)
+    if abs(x) >= 10:
+        return "%.1f" % x
+    return "%.2f" % x
+
+
+class Report:
+    def __init__(self, outdir):
+        self.m = read_measure(os.path.join(outdir, "measure.txt"))
+        self.info = read_info(os.path.join(outdir, "info.txt"))
+        self.outdir = outdir
+
+    def med(self, name):
+        v = self.m.get(name)
+        return median(v) if v else None
+
+    def cell(self, name, unit=""):
+        v = self.m.get(name)
+        if not v:
+            return "n/a"
+        s = fmt_num(median(v)) + unit
+        if len(v) > 1:
+            s += " (%s–%s)" % (fmt_num(min(v)), fmt_num(max(v)))
+        return s
+
+    def n(self, name):
+        return len(self.m.get(name, []))
+
+    def total(self, name):
+        v = self.m.get(name)
+        return sum(v) if v else None
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def inum(s):
+    """An integer from info.txt with thousands separators; '?' if missing."""
+    try:
+        return "{:,}".format(int(s))
+    except (TypeError, ValueError):
+        return "?"
+
+
+def f2(x):
+    return "n/a" if x is None else "%.2f" % x
+
+
+def f0(x):
+    return "n/a" if x is None else "%.0f" % x
+
+
+def cmd_report(outdir):
+    r = Report(outdir)
+    i = r.info
+    push, pop100 = r.med("ceiling.push"), r.med("ceiling.pop100")
+    ceiling = r.med("ceiling.combined")
+    sustained = r.med("e2e.sustained")
+    e2e_ratio = ratio(sustained, ceiling)
+    p999_ratio = ratio(r.med("lat.refill.p999_us"), r.med("lat.idle.p999_us"))
+    leases, ids = r.total("mysql.leases"), r.total("mysql.ids")
+    writes = None if leases is None or not ids else leases * 1e6 / ids
+    idle_cpu = r.med("scale.idle_cpu_pct")
+    fenced = r.med("fenced.fill")
+
+    L = []
+    L.append("## bench.sh results (%s profile)" % i.get("profile", "?"))
+    L.append("")
+    L.append("```sh\n%s\n```" % i.get("command", "scripts/bench.sh"))
+    L.append("")
+    L.append("**Machine:** %s. %s" % (i.get("machine", "?"), i.get("versions", "")))
+    L.append("Measured %s; the run took %s s. Values are medians of %s runs, "
+             "(min–max) in parentheses; %s-second windows."
+             % (i.get("date", "?"), i.get("elapsed_s", "?"), i.get("runs", "?"),
+                i.get("window_s", "?")))
+    L.append("Load average (1, 5, 15 min) at the start: %s; at the end: %s (other work on "
+             "the machine skews every number)." % (i.get("load_start", "?"), i.get("load_end", "?")))
+    if i.get("note"):
+        L.append("")
+        L.append("*%s*" % i["note"])
+    L.append("")
+    L.append("| goal | measured | target | met |")
+    L.append("| --- | --- | --- | --- |")
+
+    def goal(name, val, target, ok):
+        L.append("| %s | %s | %s | %s |" % (name, val, target,
+                                            "n/a" if ok is None else ("yes" if ok else "**no**")))
+
+    goal("e2e_ratio = sustained / ceiling", f2(e2e_ratio), ">= 0.8",
+         None if e2e_ratio is None else e2e_ratio >= 0.8)
+    goal("p999_ratio = p99.9 under refill / idle", f2(p999_ratio), "<= 1.5",
+         None if p999_ratio is None else p999_ratio <= 1.5)
+    goal("MySQL writes per million IDs (steady state)", f2(writes), "<= 10",
+         None if writes is None else writes <= 10)
+    goal("idle CPU, %s applications (%% of one core)" % inum(i.get("scale_apps")),
+         f2(idle_cpu), "< 5", None if idle_cpu is None else idle_cpu < 5)
+    empt = r.total("scale.load_empties")
+    goal("%s applications under load: empty pops" % inum(i.get("load_apps")),
+         f0(empt), "0", None if empt is None else empt == 0)
+    L.append("")
+
+    L.append("### Ceiling and baselines (Redis alone, no daemon)")
+    L.append("")
+    L.append("%s connections, pipeline %s. Push: RPUSH of 1000 pre-formatted IDs per "
+             "command; pops from a prefilled list; INCRBY: a counter generator, the reply "
+             "stands for the batch." % (i.get("ceil_conns", "?"), i.get("ceil_pipeline", "?")))
+    L.append("")
+    L.append("| measurement | IDs/s |")
+    L.append("| --- | --- |")
+    rows = [
+        ("push: RPUSH, 1000 IDs per command", "ceiling.push"),
+        ("pop: LPOP, batch 1", "ceiling.pop1"),
+        ("pop: LPOP, batch 100", "ceiling.pop100"),
+        ("**ceiling** = 1 / (1/push + 1/pop batch 100)", "ceiling.combined"),
+        ("baseline: INCRBY counter, batch 1", "base.incrby1"),
+        ("baseline: INCRBY counter, batch 100", "base.incrby100"),
+        ("idpoold fenced push: fill of an empty %s-ID pool" % inum(i.get("fenced_pool")),
+         "fenced.fill"),
+    ]
+    for label, name in rows:
+        L.append("| %s | %s |" % (label, r.cell(name)))
+    L.append("")
+    L.append("Pushes fenced off during those fills: %s in all." % f0(r.total("fenced.fenced_off")))
+    L.append("")
+    L.append("fenced push / plain RPUSH = %s; pop batch 100 / INCRBY batch 100 = %s"
+             % (f2(ratio(fenced, push)), f2(ratio(pop100, r.med("base.incrby100")))))
+    L.append("")
+
+    L.append("### End to end: idpoold refilling while clients drain (LPOP batch 100)")
+    L.append("")
+    L.append("Pool %s IDs (step %s, min_size_percent %s); %s connections, pipeline %s; each ramp step "
+             "held %s s%s." % (inum(i.get("e2e_pool")), inum(i.get("e2e_step")),
+                               i.get("e2e_min_pct", "?"), i.get("e2e_conns", "?"), i.get("e2e_pipeline", "?"),
+                               i.get("hold_s", "?"), i.get("hold_note", "")))
+    L.append("")
+    L.append("A step is held with zero empty pops, 97 % of the target reached and the pool "
+             "keeping up (its low point in the last third of the step at most 5 % of the pool "
+             "below its low point in the first third).")
+    L.append("")
+    L.append("| ramp step: target IDs/s | achieved IDs/s | empty pops | pool low, first third "
+             "| pool low, last third |")
+    L.append("| --- | --- | --- | --- | --- |")
+    ramp = os.path.join(outdir, "ramp.txt")
+    if os.path.exists(ramp):
+        with open(ramp) as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 5:
+                    L.append("| %s | %s | %s | %s | %s |" % (
+                        fmt_num(float(p[0])), fmt_num(float(p[1])), p[2],
+                        fmt_num(float(p[3])), fmt_num(float(p[4]))))
+    L.append("")
+    L.append("| measurement | value |")
+    L.append("| --- | --- |")
+    L.append("| sustained (highest step held) | %s IDs/s |" % fmt_num(sustained))
+    L.append("| confirmation holds at that rate, achieved | %s IDs/s |" % r.cell("e2e.confirm"))
+    L.append("| confirmation holds, empty pops (total of %d) | %s |"
+             % (r.n("e2e.confirm_empties"), f0(r.total("e2e.confirm_empties"))))
+    L.append("| idpoold CPU during the holds (%% of one core) | %s |" % r.cell("e2e.daemon_cpu_pct"))
+    L.append("| redis-server CPU during the holds (%% of one core) | %s |"
+             % r.cell("e2e.redis_cpu_pct"))
+    L.append("| pushes fenced off (e2e application, whole run) | %s |" % f0(r.total("e2e.fenced_off")))
+    L.append("| **e2e_ratio** = sustained / ceiling | **%s** |" % f2(e2e_ratio))
+    L.append("| lease reservations during the drain | %s for %s IDs = **%s per million** |"
+             % (f0(leases), fmt_num(ids), f2(writes)))
+    L.append("")
+
+    L.append("### Latency of single-ID LPOP under refill")
+    L.append("")
+    L.append("One client sends `LPOP list` (1 ID) %s times a second on one connection, open "
+             "loop (up to %s requests in flight; latency counts from the scheduled send time) "
+             "from a list nothing refills. *Idle*: nothing else runs. *Drain only*: %s "
+             "connections (one request in flight each) pop batches of 100 from another "
+             "prefilled list at %s IDs/s (the sustained rate), nothing is refilled. "
+             "*Refill*: the same drain on the e2e pool while idpoold refills it.%s"
+             % (inum(i.get("lat_rate")), i.get("lat_pipeline", "?"), i.get("hog_conns", "?"),
+                inum(i.get("lat_hog_rate")),
+                " *Flat out*: that pool drained as fast as those connections can (it runs "
+                "dry; idpoold refills it continuously)." if r.n("lat.flat.p50_us") else ""))
+    L.append("")
+    L.append("| condition | p50 µs | p99 µs | p99.9 µs | max µs | drain achieved, IDs/s |")
+    L.append("| --- | --- | --- | --- | --- | --- |")
+    for cond, label in (("idle", "idle"), ("drain", "drain only, no refill"),
+                        ("refill", "**drained and refilled**"),
+                        ("flat", "drained flat out and refilled")):
+        if r.n("lat.%s.p50_us" % cond):
+            L.append("| %s | %s | %s | %s | %s | %s |" % (
+                label, r.cell("lat.%s.p50_us" % cond), r.cell("lat.%s.p99_us" % cond),
+                r.cell("lat.%s.p999_us" % cond), r.cell("lat.%s.max_us" % cond),
+                r.cell("lat.%s.drain_ids_per_s" % cond) if cond != "idle" else "–"))
+    L.append("")
+    idle999 = r.med("lat.idle.p999_us")
+    L.append("**p999_ratio** = p99.9 refill / idle = **%s**; refill / drain only = %s "
+             "(what the refill adds to the drain)%s."
+             % (f2(p999_ratio), f2(ratio(r.med("lat.refill.p999_us"), r.med("lat.drain.p999_us"))),
+                "; flat out / idle = %s" % f2(ratio(r.med("lat.flat.p999_us"), idle999))
+                if r.n("lat.flat.p50_us") else ""))
+    L.append("")
+
+    L.append("### Scale")
+    L.append("")
+    L.append("| measurement | value |")
+    L.append("| --- | --- |")
+    L.append("| %s applications (pool %s, step %s): all pools filled after | %s s |"
+             % (inum(i.get("scale_apps")), inum(i.get("scale_pool")), inum(i.get("scale_step")),
+                r.cell("scale.fill_s")))
+    L.append("| refills fenced off during that fill (lock TTL passed before the push) | %s |"
+             % f0(r.total("scale.fill_fenced")))
+    L.append("| idle: idpoold CPU (%% of one core) | **%s** |" % r.cell("scale.idle_cpu_pct"))
+    L.append("| idle: idpoold RSS | %s MiB |" % r.cell("scale.rss_mib"))
+    L.append("| idle: redis-server CPU (%% of one core) | %s |" % r.cell("scale.idle_redis_cpu_pct"))
+    L.append("| %s applications drained at once (LPOP %s from each, %s times a second, "
+             "nominal): consumed in all | %s IDs/s |"
+             % (inum(i.get("load_apps")), i.get("load_count", "?"), i.get("load_calls_per_s", "?"),
+                r.cell("scale.load_ids_per_s")))
+    L.append("| under load: empty pops (total of %d windows) | %s |"
+             % (r.n("scale.load_empties"), f0(empt)))
+    L.append("| under load: smallest pool seen (IDs) | %s |" % r.cell("scale.load_minlen"))
+    L.append("| under load: idpoold CPU (%% of one core) | %s |" % r.cell("scale.load_cpu_pct"))
+    sl, si = r.total("scale.load_leases"), r.total("scale.load_ids")
+    L.append("| under load: lease reservations per million IDs (short windows, not steady state) | %s |"
+             % f2(None if sl is None or not si else sl * 1e6 / si))
+    L.append("")
+    L.append("Plots: `ramp.png` (pool length and consumption during the ramp), "
+             "`latency.png` (latency distribution idle vs. under refill).")
+    L.append("")
+
+    summary = ("bench: e2e_ratio=%s p999_ratio=%s sustained_ids_per_s=%s ceiling_ids_per_s=%s "
+               "mysql_writes_per_million=%s idle_cpu_pct=%s"
+               % (f2(e2e_ratio), f2(p999_ratio), f0(sustained), f0(ceiling), f2(writes),
+                  f2(idle_cpu)))
+    L.append("```\n%s\n```" % summary)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    print(summary)
+    return 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.stderr.write(__doc__)
+        return 64
+    cmd, args = argv[1], argv[2:]
+    if cmd == "now-ns" and not args:
+        print(time.monotonic_ns())
+        return 0
+    if cmd == "get" and len(args) == 2:
+        return cmd_get(*args)
+    if cmd == "fillrate" and len(args) == 2:
+        return cmd_fillrate(*args)
+    if cmd == "ramp" and len(args) == 4:
+        return cmd_ramp(*args)
+    if cmd == "ccdf" and len(args) >= 2:
+        return cmd_ccdf(args[0], args[1:])
+    if cmd == "report" and len(args) == 1:
+        return cmd_report(args[0])
+    sys.stderr.write(__doc__)
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
