@@ -8,6 +8,7 @@
 #   scripts/test.sh              everything
 #   TEST_ASAN=0 scripts/test.sh  skip the sanitizer build and run
 #   TEST_CHAOS=0 scripts/test.sh skip the chaos suite (scripts/chaos.sh --quick on build-asan/)
+#   TEST_FUZZ=0 scripts/test.sh  skip the fuzz stage (scripts/fuzz.sh, FUZZ_SECONDS=20 per target)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -126,6 +127,25 @@ if [[ ${TEST_ASAN:-1} != 0 ]]; then
         FAILED=$((FAILED + 1))
         NOTES+=("build-asan/: build failed")
     fi
+fi
+
+if [[ ${TEST_FUZZ:-1} != 0 ]]; then
+    # libFuzzer targets in build-fuzz/ (clang), FUZZ_SECONDS each; one test per target.
+    say "scripts/fuzz.sh ${FUZZ_SECONDS:-20}"
+    st=0
+    scripts/fuzz.sh "${FUZZ_SECONDS:-20}" | tee "$LOGS/fuzz.log" || st=${PIPESTATUS[0]}
+    fuzz_ok=$(grep -c '^fuzz: .* ok (' "$LOGS/fuzz.log" || true)
+    fuzz_failed=$(grep -c '^fuzz: .* FAILED' "$LOGS/fuzz.log" || true)
+    if ((st == 77)) && [[ ${CI:-} != true ]]; then
+        SKIPPED=$((SKIPPED + 1))
+        NOTES+=("fuzz: skipped (clang or libclang-rt-14-dev not installed)")
+    elif ((st != 0 && fuzz_failed == 0)); then
+        fuzz_failed=1
+        NOTES+=("fuzz: scripts/fuzz.sh exited with status $st")
+    fi
+    PASSED=$((PASSED + fuzz_ok))
+    FAILED=$((FAILED + fuzz_failed))
+    NOTES+=("fuzz: $fuzz_ok passed, $fuzz_failed failed")
 fi
 
 say "summary ($((SECONDS - t0)) s)"

@@ -1,0 +1,351 @@
+/*
+ * fuzz_url — libFuzzer target for the URL and address parsers of config.c:
+ * redis_url_parse(), mysql_url_parse(), webhook_url_parse() and
+ * hostport_parse().
+ *
+ * The first input byte picks a mode:
+ *   0..3  the rest, as a C string, is parsed as a redis://, mysql://,
+ *         http:// (webhook) URL or a HOST:PORT address;
+ *   4     a URL is assembled from a scheme out of a fixed list and fuzzed
+ *         pieces, with a marker inside the password (and "@host" present or
+ *         forgotten): whatever the pieces are, an error message must never
+ *         contain the marker (README: configuration errors never print
+ *         passwords).
+ *
+ * Invariants: a failed parse leaves the struct zeroed (nothing to free) and
+ * an error that is terminated and non-empty; a successful parse
+ * gives a host that is a host name or an IPv6 address, a port in 1..65535
+ * and values in range, and round-trips: the URL rebuilt from the parsed
+ * fields (percent-encoded) parses to the same fields.
+ */
+#include <arpa/inet.h>
+
+#include "config.h"
+#include "fuzz.h"
+
+#define MARKER "Pw0SeCrEt"
+
+static const void *const zero_struct[8]; /* large enough for every url struct */
+
+/*
+ * An error message: terminated inside the buffer and non-empty. (It may
+ * echo control characters of a scheme or address as given: not checked.)
+ */
+static void check_err(const char *err, size_t errlen)
+{
+    const char *nul = memchr(err, '\0', errlen);
+
+    CHECK(nul != NULL && nul != err);
+}
+
+/* A parsed host: an IPv6 address (brackets removed) or 1..253 host name characters. */
+static void check_host(const char *h)
+{
+    struct in6_addr a6;
+    size_t n;
+
+    CHECK(h != NULL);
+    n = strlen(h);
+    CHECK(n >= 1);
+    if (strchr(h, ':')) {
+        CHECK(inet_pton(AF_INET6, h, &a6) == 1);
+        return;
+    }
+    CHECK(n <= 253);
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_');
+    }
+}
+
+/* Append s to the n-byte buffer at b (at *len), percent-encoding all but unreserved bytes. */
+static void put_enc(char *b, size_t n, size_t *len, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        CHECK(*len + 4 < n);
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            b[(*len)++] = (char)c;
+        } else {
+            b[(*len)++] = '%';
+            b[(*len)++] = hex[c >> 4];
+            b[(*len)++] = hex[c & 15];
+        }
+    }
+    b[*len] = '\0';
+}
+
+static void put(char *b, size_t n, size_t *len, const char *s)
+{
+    size_t m = strlen(s);
+
+    CHECK(*len + m < n);
+    memcpy(b + *len, s, m + 1);
+    *len += m;
+}
+
+/* host:port, the host in brackets when it is an IPv6 address. */
+static void put_hostport(char *b, size_t n, size_t *len, const char *host, int port)
+{
+    char p[16];
+
+    if (strchr(host, ':')) {
+        put(b, n, len, "[");
+        put(b, n, len, host);
+        put(b, n, len, "]");
+    } else {
+        put(b, n, len, host);
+    }
+    snprintf(p, sizeof(p), ":%d", port);
+    put(b, n, len, p);
+}
+
+static int str_eq(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+static void check_redis(const char *s)
+{
+    struct redis_url u, v;
+    char err[CONFIG_ERR_MAX], url[4096];
+    size_t len = 0;
+
+    if (redis_url_parse(s, &u, err, sizeof(err)) < 0) {
+        check_err(err, sizeof(err));
+        CHECK(memcmp(&u, zero_struct, sizeof(u)) == 0);
+        return;
+    }
+    check_host(u.host);
+    CHECK(u.port >= 1 && u.port <= 65535);
+    CHECK(u.db >= 0 && u.db <= 1000000);
+    CHECK(u.user == NULL || u.user[0] != '\0');
+    CHECK(u.password == NULL || u.password[0] != '\0'); /* empty counts as none */
+
+    /* redis://[user][:password@]host:port/db, rebuilt, parses the same. */
+    put(url, sizeof(url), &len, "redis://");
+    if (u.user || u.password) {
+        if (u.user)
+            put_enc(url, sizeof(url), &len, u.user);
+        if (u.password) {
+            put(url, sizeof(url), &len, ":");
+            put_enc(url, sizeof(url), &len, u.password);
+        }
+        put(url, sizeof(url), &len, "@");
+    }
+    put_hostport(url, sizeof(url), &len, u.host, u.port);
+    snprintf(url + len, sizeof(url) - len, "/%d", u.db);
+    if (redis_url_parse(url, &v, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
+        CHECK(!"rebuilt redis URL parses");
+    }
+    CHECK(str_eq(u.host, v.host) && u.port == v.port && u.db == v.db);
+    CHECK(str_eq(u.user, v.user) && str_eq(u.password, v.password));
+    redis_url_free(&v);
+    redis_url_free(&u);
+    CHECK(memcmp(&u, zero_struct, sizeof(u)) == 0);
+}
+
+static void check_mysql(const char *s)
+{
+    struct mysql_url u, v;
+    char err[CONFIG_ERR_MAX], url[4096];
+    size_t len = 0, n;
+
+    if (mysql_url_parse(s, &u, err, sizeof(err)) < 0) {
+        check_err(err, sizeof(err));
+        CHECK(memcmp(&u, zero_struct, sizeof(u)) == 0);
+        return;
+    }
+    check_host(u.host);
+    CHECK(u.port >= 1 && u.port <= 65535);
+    CHECK(u.user != NULL && u.user[0] != '\0');
+    CHECK(u.password == NULL || u.password[0] != '\0');
+    CHECK(u.db != NULL);
+    n = strlen(u.db);
+    CHECK(n >= 1 && n <= 64);
+    for (size_t i = 0; i < n; i++) {
+        char c = u.db[i];
+        CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '$');
+    }
+
+    put(url, sizeof(url), &len, "mysql://");
+    put_enc(url, sizeof(url), &len, u.user);
+    if (u.password) {
+        put(url, sizeof(url), &len, ":");
+        put_enc(url, sizeof(url), &len, u.password);
+    }
+    put(url, sizeof(url), &len, "@");
+    put_hostport(url, sizeof(url), &len, u.host, u.port);
+    put(url, sizeof(url), &len, "/");
+    put(url, sizeof(url), &len, u.db);
+    if (mysql_url_parse(url, &v, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
+        CHECK(!"rebuilt mysql URL parses");
+    }
+    CHECK(str_eq(u.host, v.host) && u.port == v.port && str_eq(u.db, v.db));
+    CHECK(str_eq(u.user, v.user) && str_eq(u.password, v.password));
+    mysql_url_free(&v);
+    mysql_url_free(&u);
+}
+
+static void check_webhook(const char *s)
+{
+    struct webhook_url u, v;
+    char err[CONFIG_ERR_MAX], url[4096];
+    size_t len = 0;
+
+    if (webhook_url_parse(s, &u, err, sizeof(err)) < 0) {
+        check_err(err, sizeof(err));
+        CHECK(memcmp(&u, zero_struct, sizeof(u)) == 0);
+        return;
+    }
+    check_host(u.host);
+    CHECK(u.port >= 1 && u.port <= 65535);
+    CHECK(u.path != NULL && u.path[0] == '/');
+    /* The path goes into a request line: no spaces, controls, query or fragment. */
+    for (const char *c = u.path; *c; c++)
+        CHECK((unsigned char)*c > ' ' && *c != 0x7f && *c != '?' && *c != '#');
+
+    put(url, sizeof(url), &len, "http://");
+    put_hostport(url, sizeof(url), &len, u.host, u.port);
+    put(url, sizeof(url), &len, u.path);
+    if (webhook_url_parse(url, &v, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
+        CHECK(!"rebuilt webhook URL parses");
+    }
+    CHECK(str_eq(u.host, v.host) && u.port == v.port && str_eq(u.path, v.path));
+    webhook_url_free(&v);
+    webhook_url_free(&u);
+}
+
+static void check_hostport(const char *s)
+{
+    char err[CONFIG_ERR_MAX], buf[512], *host = (char *)1, *host2;
+    int port = -1, port2;
+    size_t len = 0;
+
+    if (hostport_parse(s, &host, &port, err, sizeof(err)) < 0) {
+        CHECK(memchr(err, '\0', sizeof(err)) != NULL && err[0] != '\0');
+        CHECK(host == NULL);
+        return;
+    }
+    check_host(host);
+    CHECK(port >= 1 && port <= 65535);
+    put_hostport(buf, sizeof(buf), &len, host, port);
+    CHECK(hostport_parse(buf, &host2, &port2, err, sizeof(err)) == 0);
+    CHECK(strcmp(host, host2) == 0 && port == port2);
+    free(host);
+    free(host2);
+}
+
+/* Replace the bytes that would move the password out of the userinfo. */
+static void userinfo_clean(char *s, int no_host)
+{
+    for (; *s; s++)
+        if (*s == '/' || *s == '?' || *s == '#' || (no_host && *s == '@'))
+            *s = '_';
+}
+
+/*
+ * scheme://user:pw1<MARKER>pw2@hostport[/path] for one of the three parsers,
+ * or the same with "@hostport" forgotten (then "user:pw..." reads as a host
+ * and a port). The marker sits in the password wherever the pieces move the
+ * separators, so unless a piece holds the marker itself, no error may show it.
+ */
+static void check_secret(struct fz *f)
+{
+    static const char *const schemes[] = {"redis",   "REDIS", "rediss", "mysql", "MySQL",
+                                          "mariadb", "http",  "https",  "",      "redis:"};
+    char err[CONFIG_ERR_MAX], *url, *user, *pw1, *pw2, *hp, *path;
+    uint8_t kind = fz_u8(f) % 3, flags = fz_u8(f);
+    int has_path = flags & 1, no_host = flags & 2; /* no_host: "@host" forgotten */
+    const char *scheme = schemes[fz_u8(f) % (sizeof(schemes) / sizeof(schemes[0]))];
+    size_t n;
+    int rc;
+
+    user = fz_str(f, 300, NULL);
+    pw1 = fz_str(f, 300, NULL);
+    pw2 = fz_str(f, 300, NULL);
+    /*
+     * '/', '?' and '#' end the authority (RFC 3986; README: percent-encode
+     * them), and with "@host" forgotten a raw '@' would make the rest of the
+     * password the host: in such URLs the password is not a password.
+     */
+    userinfo_clean(user, no_host);
+    userinfo_clean(pw1, no_host);
+    userinfo_clean(pw2, no_host);
+    if (no_host && user[0] == '[') /* a user name, not an [IPv6] literal the ']' would end */
+        user[0] = '_';
+    hp = fz_str(f, 300, NULL);
+    path = fz_str(f, 300, NULL);
+    n = strlen(scheme) + strlen(user) + strlen(pw1) + strlen(pw2) + strlen(hp) + strlen(path) + 64;
+    url = malloc(n);
+    CHECK(url != NULL);
+    snprintf(url, n, "%s://%s:%s" MARKER "%s%s%s%s%s", scheme, user, pw1, pw2, no_host ? "" : "@",
+             no_host ? "" : hp, has_path ? "/" : "", path);
+
+    memset(err, 0, sizeof(err));
+    if (kind == 0) {
+        struct redis_url u;
+        rc = redis_url_parse(url, &u, err, sizeof(err));
+        if (rc == 0)
+            redis_url_free(&u);
+    } else if (kind == 1) {
+        struct mysql_url u;
+        rc = mysql_url_parse(url, &u, err, sizeof(err));
+        if (rc == 0)
+            mysql_url_free(&u);
+    } else {
+        struct webhook_url u;
+        rc = webhook_url_parse(url, &u, err, sizeof(err));
+        if (rc == 0)
+            webhook_url_free(&u);
+    }
+    /* Only the pieces the harness does not control may be echoed: never the password. */
+    if (rc < 0 && !strstr(user, MARKER) && !strstr(hp, MARKER) && !strstr(path, MARKER) &&
+        !strstr(pw1, MARKER) && !strstr(pw2, MARKER) && strstr(err, MARKER)) {
+        fprintf(stderr, "URL '%s': error shows the password: %s\n", url, err);
+        CHECK(!"no password in errors");
+    }
+    free(url);
+    free(user);
+    free(pw1);
+    free(pw2);
+    free(hp);
+    free(path);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct fz f = {data, size};
+    uint8_t mode = fz_u8(&f) % 5;
+    char *s;
+
+    if (mode == 4) {
+        check_secret(&f);
+        return 0;
+    }
+    s = fz_rest(&f, NULL);
+    switch (mode) {
+    case 0:
+        check_redis(s);
+        break;
+    case 1:
+        check_mysql(s);
+        break;
+    case 2:
+        check_webhook(s);
+        break;
+    default:
+        check_hostport(s);
+        break;
+    }
+    free(s);
+    return 0;
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Write the seed corpora test/fuzz/corpus/{app,config,url}/ (run from anywhere).
+
+Each seed is encoded the way its target decodes the input (see the comments
+at the top of test/fuzz/fuzz_*.c and the reader in test/fuzz/fuzz.h): valid
+rows, configs and URLs, plus a few near misses, so that the fuzzer starts
+from the interesting paths instead of discovering the formats byte by byte.
+Seeds are named seed-*; inputs merged later by `FUZZ_MERGE=1 scripts/fuzz.sh`
+have hash names and are kept when this script is run again.
+"""
+import hashlib
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INT64_MAX = 2**63 - 1
+
+
+def i64(v):
+    """fz_i64(): 0..63 in one byte, anything else as selector 143 + 8 raw bytes."""
+    if 0 <= v < 64:
+        return bytes([v])
+    return bytes([143]) + struct.pack("<q", v)
+
+
+def s(b):
+    """fz_str(): a length byte, then the bytes; 255 + 4k bytes as 255, k."""
+    if isinstance(b, str):
+        b = b.encode()
+    if len(b) < 255:
+        return bytes([len(b)]) + b
+    assert (len(b) - 255) % 4 == 0 and len(b) <= 255 + 4 * 255
+    return bytes([255, (len(b) - 255) // 4]) + b
+
+
+ROW_FIELDS = ["increasing_type", "start_offset", "step", "current_offset",
+              "max_size_per_times", "max_size_per_second", "min_size_percent",
+              "interval", "max_pool_size", "delta", "remainder", "increment_max",
+              "version"]
+
+
+def row(**kw):
+    r = dict(id=3, deleted_at=0, key="user", name="user ids", increasing_type=1,
+             start_offset=0, step=1000, current_offset=0, max_size_per_times=0,
+             max_size_per_second=0, min_size_percent=0, interval=0, max_pool_size=0,
+             delta=1, remainder=0, increment_max=1, version=0)
+    r.update(kw)
+    return r
+
+
+def app_struct(r, tick=100, raw_name=False):
+    """Mode 0: how (0: key and name as strings; 6: the name fills its buffer
+    unterminated), tick, errlen 255 (full), the fields."""
+    how = 6 if raw_name else 0
+    out = bytes([0, how]) + struct.pack("<H", tick - 1) + bytes([255])
+    out += i64(r["id"]) + i64(r["deleted_at"]) + s(r["key"])
+    if raw_name:
+        name = r["name"] if isinstance(r["name"], bytes) else r["name"].encode()
+        assert len(name) == 256
+        out += bytes([255]) + name
+    else:
+        out += s(r["name"])
+    for f in ROW_FIELDS:
+        out += i64(r[f])
+    return out
+
+
+def app_text(r, tick=100):
+    """Mode 2: every column as decimal text (kind 1) or a string (kind 3)."""
+    out = bytes([2]) + struct.pack("<H", tick - 1) + bytes([255])
+    out += bytes([1]) + i64(r["id"]) + bytes([1]) + i64(r["deleted_at"])
+    out += bytes([3]) + s(r["key"]) + bytes([3]) + s(r["name"])
+    for f in ROW_FIELDS:
+        out += bytes([1]) + i64(r[f])
+    return out
+
+
+def app_seeds():
+    rows = [
+        row(),
+        row(increasing_type=2, step=500, delta=3, remainder=2),
+        row(increment_max=7, max_pool_size=100000, max_size_per_times=100),
+        row(start_offset=INT64_MAX // 10 * 9 + 1),
+        row(current_offset=INT64_MAX - 60 * 5000 - 1),
+        row(max_size_per_second=1, max_pool_size=0, step=60),
+        row(min_size_percent=99, max_pool_size=100000, step=1000),
+        row(delta=2**32, remainder=2**32 - 1, max_pool_size=2000, step=100),
+        row(interval=86400000, version=12, id=0),
+        row(key="a" * 64, name="é" * 100),
+        row(key="bad key"),
+        row(step=0, max_size_per_times=0, max_size_per_second=0, delta=0, increment_max=0),
+        row(step=-1),
+        row(remainder=1),
+        row(max_pool_size=999),
+        row(increasing_type=3),
+        row(max_pool_size=10**8, delta=2**32, increment_max=10**6),
+    ]
+    seeds = {}
+    for i, r in enumerate(rows):
+        seeds["seed-row-%02d" % i] = app_struct(r)
+        seeds["seed-text-%02d" % i] = app_text(r)
+    # A name longer than 255 bytes (VARCHAR(255) utf8mb4), cut inside "é".
+    seeds["seed-text-longname"] = app_text(row(name="é" * 151 + "x"))
+    # The name buffer full and unterminated, cut inside "é".
+    seeds["seed-row-rawname"] = app_struct(row(name=b"n" * 254 + "é".encode()), raw_name=True)
+    # Mode 3: app_span_for(type, delta, increment_max, count).
+    for i, (t, d, inc, n) in enumerate([(1, 1, 1, 1000), (2, 3, 1, 60000),
+                                        (1, 2**32, 10**6, 10**8), (0, 0, 0, 0)]):
+        seeds["seed-span-%d" % i] = bytes([3, t]) + i64(d) + i64(inc) + i64(n)
+    return seeds
+
+
+CONFIG_FILE = b"""# idpoold config
+redis = redis://:secret@127.0.0.1:6380/2
+redis-timeout-ms = 1500
+key-prefix = idp:test
+mysql = "mysql://idpool:p%40ss@[::1]:3307/idpool_db"
+mysql-password = other
+mysql-timeout-ms = 3000
+; timers
+tick-ms = 50
+lock-ttl-ms = 500
+reload-ms = 1000
+instance = host-1:42
+http = 0.0.0.0:9471
+alert-webhook = http://127.0.0.1:8080/hooks/idpool
+stall-ms = 2000
+alert-resolve-ms = 0
+log-level = debug
+"""
+
+SETTINGS = ["redis", "redis-password", "redis-timeout-ms", "key-prefix", "mysql",
+            "mysql-password", "mysql-timeout-ms", "tick-ms", "lock-ttl-ms", "reload-ms",
+            "instance", "http", "alert-webhook", "stall-ms", "alert-resolve-ms", "log-level"]
+
+SETTING_VALUES = {
+    "redis": ["redis://127.0.0.1:6379/0", "redis://u:p@[::1]:7000/3", "redis://u@h"],
+    "redis-password": ["pw", ""],
+    "redis-timeout-ms": ["10", "600001"],
+    "key-prefix": ["idpool", "a{b}"],
+    "mysql": ["mysql://root@127.0.0.1:3306/idpool", "mariadb://h/d$b"],
+    "mysql-password": ["s3cret"],
+    "mysql-timeout-ms": ["1000"],
+    "tick-ms": ["100", "600", "-1"],
+    "lock-ttl-ms": ["150", "abc"],
+    "reload-ms": ["100"],
+    "instance": ["node-a", ""],
+    "http": ["127.0.0.1:9471", "", "[::]:80", "::1:80"],
+    "alert-webhook": ["http://h/p", "", "https://h/"],
+    "stall-ms": ["100"],
+    "alert-resolve-ms": ["0"],
+    "log-level": ["warn", "verbose"],
+}
+
+
+def config_seeds():
+    seeds = {
+        "seed-file-full": b"\x00" + CONFIG_FILE,
+        "seed-file-empty": b"\x00",
+        "seed-file-errors": b"\x00tick-ms = 5\nbogus\n",
+        "seed-file-quote": b'\x00instance = "a b"\nredis-password = "#x"\r\n',
+        "seed-argv": b"\x01" + b"\x00".join([
+            b"--redis=redis://127.0.0.1:6380/1", b"--tick-ms", b"200",
+            b"IDPOOL_MYSQL_URL=mysql://u:p@h/db", b"--http=[::1]:9000",
+            b"IDPOOL_REDIS_PASSWORD=pw", b"--log-level", b"warn"]),
+        "seed-argv-config": b"\x01--config\x00x\x00--lock-ttl-ms=100",
+        "seed-argv-help": b"\x01--tick-ms=1\x00--help",
+        "seed-argv-bad": b"\x01-x\x00--\x00y",
+    }
+    for i, name in enumerate(SETTINGS):
+        for j, v in enumerate(SETTING_VALUES[name]):
+            seeds["seed-value-%s-%d" % (name, j)] = bytes([2, i]) + v.encode()
+    return seeds
+
+
+def url_seeds():
+    raw = [
+        (0, "redis://127.0.0.1:6379/0"), (0, "redis://:pw@host:6380/2"),
+        (0, "redis://user:p%40ss@[::1]:6379/1"), (0, "REDIS://localhost"),
+        (0, "redis://u@h/"), (0, "rediss://h"),
+        (1, "mysql://root@127.0.0.1:3306/idpool"), (1, "mariadb://u:p@[::1]/db_1"),
+        (1, "mysql://h"), (1, "mysql://u:p@h:1/d?x"),
+        (2, "http://127.0.0.1:8080/hook"), (2, "http://[::1]/a/b"), (2, "http://h:80"),
+        (3, "127.0.0.1:9471"), (3, "[::1]:80"), (3, ":80"), (3, "host_name.example:65535"),
+    ]
+    seeds = {}
+    for i, (mode, u) in enumerate(raw):
+        seeds["seed-raw-%02d" % i] = bytes([mode]) + u.encode()
+    # Mode 4: kind, has_path, scheme index, user, pw1, pw2, hostport, path.
+    secret = [
+        (0, 1, 0, "", "a", "b", "127.0.0.1:6379", "0"),
+        (1, 1, 3, "root", "x", "", "[::1]:3306", "idpool"),
+        (2, 0, 6, "u", "", "", "h", ""),
+        (0, 1, 0, "u", "p/q", "", "h", "x"),
+    ]
+    for i, (kind, has_path, scheme, *pieces) in enumerate(secret):
+        seeds["seed-secret-%d" % i] = bytes([4, kind, has_path, scheme]) + b"".join(
+            s(p) for p in pieces)
+    return seeds
+
+
+def write(target, seeds):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    for name in os.listdir(d):
+        if name.startswith("seed-"):
+            os.remove(os.path.join(d, name))
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    print("%s: %d seeds (%s)" % (target, len(seeds),
+                                 hashlib.sha1(b"".join(seeds.values())).hexdigest()[:8]))
+
+
+if __name__ == "__main__":
+    write("app", app_seeds())
+    write("config", config_seeds())
+    write("url", url_seeds())
