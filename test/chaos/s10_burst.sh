@@ -4,11 +4,12 @@
 # alerts "fire once and resolve once (no flapping)"; §4 R).
 #
 # One monotonic application whose refill capacity is capped on purpose: it
-# is checked once a second (interval 1000 ms) and holds at most 30,000 IDs,
-# so at most ~30,000 IDs/s go in. Two recorded consumers pop with LPOP at
-# the profile's steady rate (~15,000 IDs/s) all along. Each round, a burst
-# of four more recorded consumers takes with FCALL idpool_take (the limits
-# and the underflow accounting inside Redis) at ~60,000 IDs/s for 5 s: the
+# is checked once a second (interval 1000 ms) and holds at most 2.5
+# seconds of the steady consumption, so at most ~2.5x the steady rate goes in.
+# Two recorded consumers pop with LPOP at the profile's steady rate (quick
+# ~15,000 IDs/s) all along. Each round, a burst of four more recorded
+# consumers takes with FCALL idpool_take (the limits and the underflow
+# accounting inside Redis) at 4x the steady rate for 5 s: the
 # pool runs dry, takes get short or empty replies. Then the burst stops and
 # the steady consumers go on. The alert recorder (pub/sub idpool:alerts)
 # must see, per round, `underflow` and `low` fire exactly once during the
@@ -25,9 +26,14 @@ chaos_setup
 
 APP=burst
 BURST_S=5
-BURST_RATE=$((CHAOS_RATE * 4)) # requests/s over the burst's 4 connections
-add_app $APP step=1000 max_pool_size=30000 min_size_percent=50 increment_max=2 \
-    interval=1000 max_size_per_times=1000 max_size_per_second=1000000
+STEADY=$((CHAOS_RATE * CHAOS_BATCH)) # IDs/s of the steady consumers
+BURST_RATE=$((CHAOS_RATE * 4))       # requests/s over the burst's 4 connections
+# Refill capacity ~ one pool per second: 2.5 times the steady rate (a refill
+# every other second in steady state), well below steady + burst (the
+# takes reach about 2.5-3x the steady rate on 2 cores).
+POOL=$((STEADY * 5 / 2 / 1000 * 1000))
+add_app $APP step=1000 max_pool_size=$POOL min_size_percent=50 increment_max=2 \
+    interval=1000 max_size_per_times=1000 max_size_per_second=$((STEADY * 100))
 app_params $APP
 
 chaos_daemon a
