@@ -14,7 +14,8 @@
 #             is deleted, the others refill past it, then the victim's own
 #             token is put back into the lock and the victim continued: its
 #             pushes pass the lock check, and only idpool_push's
-#             expected-next check (IDPOOL_STALE) can keep them out.
+#             expected-next check (meta next must be what it drew from:
+#             a "stale" push) can keep them out.
 #
 # What it proves: safety does not depend on the lock. The write-ahead leases
 # and the expected-next check alone keep concurrent refillers apart: no ID
@@ -24,7 +25,7 @@
 #
 # Evidence that the fault landed: the flipper's deletions and hand-backs,
 # pushes rejected as fenced (lock token no longer theirs), and in every
-# handback round the victim's push rejected as IDPOOL_STALE although it
+# handback round the victim's push rejected as stale although it
 # held the lock.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -97,7 +98,8 @@ metas_moved() {
         i=$((i + 1))
     done
 }
-stale_gt() { (($(log_count "$1" IDPOOL_STALE) > $2)); }
+STALE_RE='IDPOOL_STALE|push failed: meta next is'
+stale_gt() { (($(log_count "$1" "$STALE_RE") > $2)); }
 STAGES=()
 for ((i = 0; i < CHAOS_ROUNDS; i++)); do STAGES+=(locked reserved pushing); done
 r=0 handback=0
@@ -134,15 +136,15 @@ for stage in "${STAGES[@]}"; do
     for i in "${!LOCKS[@]}"; do
         rcli SET "${LOCKS[i]}" "${TOKENS[i]}" PX 5000 >/dev/null
     done
-    s0=$(log_count "$x" IDPOOL_STALE)
+    s0=$(log_count "$x" "$STALE_RE")
     f0=$(log_count "$x" 'push fenced off')
     signal_daemon "$x" CONT
     if wait_until 5 stale_gt "$x" "$s0"; then
         handback=$((handback + 1))
         info "handback $stage: $x holding ${LOCKS[*]} again was rejected:" \
-            "$(grep -m1 IDPOOL_STALE "$(daemon_log "$x")" | cut -c 1-160)"
+            "$(grep -m1 -E "$STALE_RE" "$(daemon_log "$x")" | cut -c 1-160)"
     else
-        failure "handback $stage: $x pushed with its lock back and got no IDPOOL_STALE" \
+        failure "handback $stage: $x pushed with its lock back and was not rejected as stale" \
             "(fenced $f0 -> $(log_count "$x" 'push fenced off'))"
     fi
     sleep 0.5
@@ -158,7 +160,7 @@ consumers_wait "$(
     echo "${APPS[*]}"
 )" "$CHAOS_IDS"
 fenced=$(logs_count 'push fenced off')
-stale=$(logs_count 'IDPOOL_STALE')
+stale=$(logs_count "$STALE_RE")
 pushers=$(sql "SELECT COUNT(DISTINCT instance) FROM application_lease")
 fault_landed "fenced=$fenced,stale=$stale" "((fenced + stale > 0))"
 expect "((pushers >= 2))" "only $pushers daemon(s) ever reserved a lease"
