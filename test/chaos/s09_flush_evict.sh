@@ -152,10 +152,9 @@ done
 # go on popping at their steady rate.
 all_clear() { alerts_clear $MONO && alerts_clear $TREND; }
 if ! wait_until 20 all_clear; then
-    for app in "${APPS[@]}"; do
-        alerts_clear "$app" ||
-            failure "$app: alerts still firing 20 s after the faults: a=$(alerts_firing a "$app") b=$(alerts_firing b "$app")"
-    done
+    msg=''
+    for app in "${APPS[@]}"; do msg+=" $app: a=$(alerts_firing a "$app") b=$(alerts_firing b "$app")"; done
+    failure "alerts still firing 20 s after the faults (now:$msg)"
 fi
 consumers_wait "$MONO,$TREND" "$CHAOS_IDS"
 consumers_stop $MONO

@@ -16,8 +16,9 @@
 #             and is started again (a new --instance) once the others have
 #             refilled; the two others keep the pools filled meanwhile;
 #   all       all three are stopped one after the other; right after the
-#             last exit no lock key may be left in Redis; then all three
-#             start again.
+#             last exit no lock key may be left in Redis (their lock TTL is
+#             5 s, so a lock not released would still be there); then all
+#             three start again.
 # Empty pops are allowed only while no daemon runs and until the pools are
 # back above low water after the restart (the pools' own buffer); any empty
 # pop sent outside those windows is a failure. R: pools back above low water
@@ -45,6 +46,9 @@ add_app $TREND increasing_type=2 step=1000 max_pool_size=100000 min_size_percent
 IDPOOL_FAULT=pushing:stop chaos_daemon d
 midrefill=0
 wait_daemon_stopped d 20 && midrefill=1
+# A lock TTL far longer than a refill: a lock a stopping daemon failed to
+# release would stay visible (and block its application's refills).
+CHAOS_DAEMON_ARGS+=(--lock-ttl-ms 5000)
 for n in "${NAMES[@]}"; do chaos_daemon "$n"; done
 for app in "${APPS[@]}"; do
     app_params "$app"

@@ -127,10 +127,9 @@ done
 # R: offset_regression (and underflow while sw was deleted) resolve.
 all_clear() { alerts_clear $ED && alerts_clear $SW; }
 if ! wait_until 20 all_clear; then
-    for app in "${APPS[@]}"; do
-        alerts_clear "$app" ||
-            failure "$app: alerts still firing 20 s after the edits: a=$(alerts_firing a "$app") b=$(alerts_firing b "$app")"
-    done
+    msg=''
+    for app in "${APPS[@]}"; do msg+=" $app: a=$(alerts_firing a "$app") b=$(alerts_firing b "$app")"; done
+    failure "alerts still firing 20 s after the edits (now:$msg)"
 fi
 consumers_wait "$ED,$SW" "$CHAOS_IDS"
 consumers_stop $ED
