@@ -30,7 +30,9 @@ lease_left() {
     echo $((${hi:-0} - ${next:-0} + (${nhi:-0} > ${nlo:-0} ? ${nhi:-0} - ${nlo:-0} : 0)))
 }
 lease_ge() { (($(lease_left "$1") >= $2)); }
-exhausted() { [[ $(llen "$1") == 0 ]] && (($(lease_left "$1") <= 0)); }
+# exhausted KEY: the pool is empty and meta's leases cannot supply a step
+# (a trend block must fit in one lease; the rest of a lease is a gap).
+exhausted() { [[ $(llen "$1") == 0 ]] && (($(lease_left "$1") < 200)); }
 # resolved_all KEY: every alert that fired for KEY has resolved since.
 resolved_all() {
     local a
@@ -97,7 +99,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     # From now on out<r> is popped at a rate its pool can sustain, so that
     # `low` can resolve on a loaded machine.
     consumers_stop "$key"
-    consumers_start "$key" 1 --rate 20
+    consumers_start "$key" 1 --rate 50
     mysql_start
     t0=$(now_ns)
     info "round $r: MySQL back"
