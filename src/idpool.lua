@@ -63,10 +63,26 @@ local function alert_fire(meta, kind, message, extra)
     return 1
 end
 
+-- The checks of the fence; nil when the caller may push, else the error.
+local function fence(pool, meta, lock, token, run_id, expected)
+    if redis.call('GET', lock) ~= token then
+        return redis.error_reply('IDPOOL_FENCED lock not held by this refiller')
+    end
+    local cur = redis.call('HMGET', meta, 'next', 'run_id')
+    if cur[1] and cur[2] ~= run_id then
+        redis.call('DEL', pool, meta)
+        return redis.error_reply('IDPOOL_EPOCH redis restarted or failed over; pool discarded')
+    end
+    if (cur[1] or '') ~= expected then
+        return redis.error_reply('IDPOOL_STALE meta next is ' .. tostring(cur[1] or 'absent') ..
+                                 ', refiller expected ' .. expected)
+    end
+    return nil
+end
+
 -- idpool_push: the fenced push in one function. The daemon stores a prefetched
--- lease with it (no ids); its chunks of IDs go through the same fence built
--- from native commands (WATCH/MULTI/EXEC, src/refill.c), because unpacking
--- 1000 arguments into RPUSH here costs Redis twice the CPU per ID.
+-- lease with it (no ids); its chunks of IDs go through idpool_guard and
+-- native commands instead (below).
 --
 --   FCALL idpool_push 3 <pool> <meta> <lock>
 --         token run_id expected_next next hi nlo nhi [id ...]
@@ -84,19 +100,10 @@ end
 -- Returns the pool length after the push.
 local function push(keys, args)
     local pool, meta, lock = keys[1], keys[2], keys[3]
-    local token, run_id, expected = args[1], args[2], args[3]
-
-    if redis.call('GET', lock) ~= token then
-        return redis.error_reply('IDPOOL_FENCED lock not held by this refiller')
-    end
-    local cur = redis.call('HMGET', meta, 'next', 'run_id')
-    if cur[1] and cur[2] ~= run_id then
-        redis.call('DEL', pool, meta)
-        return redis.error_reply('IDPOOL_EPOCH redis restarted or failed over; pool discarded')
-    end
-    if (cur[1] or '') ~= expected then
-        return redis.error_reply('IDPOOL_STALE meta next is ' .. tostring(cur[1] or 'absent') ..
-                                 ', refiller expected ' .. expected)
+    local run_id = args[2]
+    local err = fence(pool, meta, lock, args[1], run_id, args[3])
+    if err then
+        return err
     end
 
     local n = #args - 7
@@ -241,6 +248,35 @@ local function alert(keys, args)
     return 1
 end
 
+-- idpool_guard: the fence for a chunk the daemon appends with native commands
+-- (RPUSH costs Redis half the CPU per ID of unpacking 1000 arguments here):
+--
+--   WATCH <lock>
+--   FCALL idpool_guard 3 <pool> <meta> <lock> token run_id expected_next
+--   MULTI  RPUSH <pool> id...  HSET <meta> next .. hi .. run_id ..  ...  EXEC
+--
+-- all pipelined. The guard makes the checks of idpool_push; when one fails
+-- it returns the same error and touches the watched lock key (rewriting it
+-- as it is, or creating it for 1 ms if it is gone), so that the EXEC of this
+-- chunk does nothing. The EXEC also does nothing if anyone else changes the
+-- lock in between. A chunk whose EXEC did nothing leaves meta's next where it
+-- was, so the next chunk's guard (which expects the next after this chunk)
+-- fails as well. Returns 1.
+local function guard(keys, args)
+    local pool, meta, lock = keys[1], keys[2], keys[3]
+    local err = fence(pool, meta, lock, args[1], args[2], args[3])
+    if err then
+        local v = redis.call('GET', lock)
+        if v then
+            redis.call('SET', lock, v, 'KEEPTTL')
+        else
+            redis.call('SET', lock, '', 'PX', 1)
+        end
+        return err
+    end
+    return 1
+end
+
 -- idpool_unlock: release the lock only if the caller still holds it.
 --   FCALL idpool_unlock 1 <lock> token   -> 1 released, 0 not held
 local function unlock(keys, args)
@@ -251,6 +287,7 @@ local function unlock(keys, args)
 end
 
 redis.register_function('idpool_push', push)
+redis.register_function('idpool_guard', guard)
 redis.register_function('idpool_epoch', epoch)
 redis.register_function('idpool_renew', renew)
 redis.register_function('idpool_unlock', unlock)

@@ -668,28 +668,29 @@ static void refill_latency(struct refill *rf, uint64_t ms)
 
 /*
  * The push path. Every chunk of a refill is appended with native RPUSH
- * inside WATCH/MULTI/EXEC on a connection of its own ("redis-push"): a Lua
+ * inside MULTI/EXEC on a connection of its own ("redis-push"): a Lua
  * function that unpacks 1000 arguments into RPUSH costs Redis about twice the
  * CPU of the plain command, and the push is most of Redis' work. The fence
- * is the same as idpool_push's (src/idpool.lua), checked in C:
+ * is idpool_push's (src/idpool.lua), in a small function that guards the
+ * transaction:
  *
- *   WATCH lock; GET lock; HMGET meta next run_id          -> checks below
+ *   WATCH lock
+ *   FCALL idpool_guard 3 pool meta lock token epoch expected_next
  *   MULTI; RPUSH pool ids...; HSET meta next hi run_id [nlo nhi];
- *   [HDEL meta nlo nhi]; HINCRBY meta pushed n; EXEC       -> nil if the lock moved
+ *   [HDEL meta nlo nhi]; HINCRBY meta pushed n; EXEC
  *
- * 1. GET lock must be our token (else FENCED). 2. meta's run_id must be this
- * connection's epoch (else the pool is discarded with idpool_epoch: EPOCH).
- * 3. meta's next must equal, byte for byte, the value the chunk was drawn
- * from (else STALE). Between the checks and EXEC the lock key is watched:
- * if it expires, is taken over or deleted, EXEC does nothing. Every writer
- * of meta's next holds the lock from its checks to its EXEC, so next cannot
- * change unseen in between either. The lock is not renewed while one of its
- * chunks is between WATCH and EXEC (a renewal would touch the key).
+ * The guard checks the lock token, the epoch and meta's next; when a check
+ * fails it touches the watched lock key, so the EXEC does nothing. EXEC also
+ * does nothing if the lock expired, was taken over or deleted after WATCH.
+ * Each chunk's guard expects the next left by the chunk before it, so after
+ * a chunk that did nothing the following ones do nothing either: a whole
+ * refill is pipelined at once, and the push runs at Redis' speed, not at
+ * one round trip per chunk. The lock is not renewed while the application
+ * pushes (a renewal would touch the watched key).
  *
  * WATCH is per connection, so one application at a time owns the push
- * connection (rf->pusher; the others wait in a FIFO with their locks
- * renewed). The next chunk's checks go out right behind the previous EXEC:
- * one round trip per chunk.
+ * connection (rf->pusher); the others wait in a FIFO with their locks
+ * renewed, and start only once their last renewal has landed.
  */
 enum push_err { PE_NONE, PE_FENCED, PE_EPOCH, PE_STALE, PE_OTHER };
 
@@ -783,26 +784,26 @@ static void on_tx_reply(struct rds *r, redisReply *reply, void *arg)
     tx_settle(a);
 }
 
-static void tx_unwatch(struct app *a)
-{
-    const char *argv[] = {"UNWATCH"};
-    size_t len[] = {7};
-
-    (void)tx_send(a, on_tx_reply, 1, argv, len);
-}
-
-static void tx_check(struct app *a);
-
-static void on_tx_get(struct rds *r, redisReply *reply, void *arg)
+/* The guard's verdict: an IDPOOL_* error says which check failed. */
+static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
 {
     struct app *a = arg;
 
     (void)r;
     a->tx_pending--;
-    if (!reply || reply->type == REDIS_REPLY_ERROR)
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
+        if (strncmp(reply->str, "IDPOOL_FENCED", 13) == 0)
+            push_error(a, PE_FENCED, "lock not held by this refiller (held past its %d ms TTL?)",
+                       a->rf->lock_ttl_ms);
+        else if (strncmp(reply->str, "IDPOOL_EPOCH", 12) == 0)
+            push_error(a, PE_EPOCH, "%s", reply->str);
+        else if (strncmp(reply->str, "IDPOOL_STALE", 12) == 0)
+            push_error(a, PE_STALE, "%s", reply->str);
+        else
+            push_error(a, PE_OTHER, "%s", reply->str);
+    } else if (!reply) {
         push_error(a, PE_OTHER, "%s", rds_errstr(reply));
-    else
-        a->tx_token_ok = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, a->token) == 0;
+    }
     tx_settle(a);
 }
 
@@ -826,7 +827,7 @@ static void on_tx_exec(struct rds *r, redisReply *reply, void *arg)
     tx_settle(a);
 }
 
-/* Append chunk k in MULTI/EXEC, after its checks passed. */
+/* Send chunk k: WATCH, the guard, MULTI ... EXEC (see above). */
 static int tx_write(struct app *a, size_t k)
 {
     struct refill *rf = a->rf;
@@ -837,8 +838,26 @@ static int tx_write(struct app *a, size_t k)
     const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"};
     size_t multi_len[] = {5}, exec_len[] = {4};
 
-    if (tx_send(a, on_tx_reply, 1, multi, multi_len) != 0)
-        return -1;
+    {
+        const char *epoch = rds_epoch(rf->prds), *want = a->expected ? a->expected : "";
+        const char *watch[] = {"WATCH", a->k_lock};
+        size_t watch_len[] = {5, strlen(a->k_lock)};
+        char prev[NUM_LEN];
+
+        if (k > 0) {
+            prev[u64_fmt(a->chunks[k - 1].after.next, prev)] = '\0';
+            want = prev;
+        }
+        const char *guard[] = {"FCALL",   "idpool_guard", "3",   a->k_pool, a->k_meta,
+                               a->k_lock, a->token,       epoch, want};
+        size_t guard_len[9];
+        for (int i = 0; i < 9; i++)
+            guard_len[i] = strlen(guard[i]);
+        if (tx_send(a, on_tx_reply, 2, watch, watch_len) != 0 ||
+            tx_send(a, on_tx_guard, 9, guard, guard_len) != 0 ||
+            tx_send(a, on_tx_reply, 1, multi, multi_len) != 0)
+            return -1;
+    }
     rf->argv[argc] = "RPUSH";
     rf->argvlen[argc++] = 5;
     rf->argv[argc] = a->k_pool;
@@ -885,81 +904,6 @@ static int tx_write(struct app *a, size_t k)
     return tx_send(a, on_tx_exec, 1, exec, exec_len);
 }
 
-static void on_tx_meta(struct rds *r, redisReply *reply, void *arg)
-{
-    struct app *a = arg;
-    size_t k = a->tx_checked++;
-    char expected[NUM_LEN];
-    const char *want;
-    const redisReply *next, *run_id;
-
-    (void)r;
-    a->tx_pending--;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
-        push_error(a, PE_OTHER, "%s", rds_errstr(reply));
-    if (a->push_err != PE_NONE) {
-        tx_unwatch(a);
-        tx_settle(a);
-        return;
-    }
-    if (!a->tx_token_ok) {
-        push_error(a, PE_FENCED, "lock not held by this refiller (held past its %d ms TTL?)",
-                   a->rf->lock_ttl_ms);
-        tx_unwatch(a);
-        tx_settle(a);
-        return;
-    }
-    next = reply->element[0];
-    run_id = reply->element[1];
-    if (next->type == REDIS_REPLY_STRING &&
-        (run_id->type != REDIS_REPLY_STRING || strcmp(run_id->str, rds_epoch(a->rf->prds)) != 0)) {
-        push_error(a, PE_EPOCH, "epoch changed");
-        tx_unwatch(a);
-        if (rds_command(a->rf->prds, on_tx_reply, a, "FCALL idpool_epoch 2 %s %s %s", a->k_pool,
-                        a->k_meta, rds_epoch(a->rf->prds)) == 0)
-            a->tx_pending++;
-        tx_settle(a);
-        return;
-    }
-    if (k == 0) {
-        want = a->expected ? a->expected : "";
-    } else {
-        expected[u64_fmt(a->chunks[k - 1].after.next, expected)] = '\0';
-        want = expected;
-    }
-    if (strcmp(next->type == REDIS_REPLY_STRING ? next->str : "", want) != 0) {
-        push_error(a, PE_STALE, "meta next is %s, refiller expected %s",
-                   next->type == REDIS_REPLY_STRING ? next->str : "absent", want);
-        tx_unwatch(a);
-        tx_settle(a);
-        return;
-    }
-    if (tx_write(a, k) == 0) {
-        if (k == 0 && fault_at(FAULT_PUSHING)) {
-            rds_flush(a->rf->prds); /* the first chunk is on the wire, the rest is not */
-            fault_fire();
-        }
-        if (k + 1 < a->nchunks)
-            tx_check(a);
-    }
-    tx_settle(a);
-}
-
-/* The checks of the next chunk: WATCH lock; GET lock; HMGET meta next run_id. */
-static void tx_check(struct app *a)
-{
-    const char *watch[] = {"WATCH", a->k_lock}, *get[] = {"GET", a->k_lock},
-               *hmget[] = {"HMGET", a->k_meta, "next", "run_id"};
-    size_t watch_len[] = {5, strlen(a->k_lock)}, get_len[] = {3, strlen(a->k_lock)},
-           hmget_len[] = {5, strlen(a->k_meta), 4, 6};
-
-    a->tx_token_ok = 0;
-    if (tx_send(a, on_tx_reply, 2, watch, watch_len) != 0 ||
-        tx_send(a, on_tx_get, 2, get, get_len) != 0 ||
-        tx_send(a, on_tx_meta, 4, hmget, hmget_len) != 0)
-        return;
-}
-
 /* Give the push connection to the next waiting application. */
 static void pusher_next(struct refill *rf)
 {
@@ -973,7 +917,6 @@ static void pusher_next(struct refill *rf)
         a->state = A_PUSH;
         a->push_err = PE_NONE;
         a->tx_pending = 0;
-        a->tx_checked = 0;
         a->tx_done = 0;
         if (!rds_ready(rf->prds)) {
             push_error(a, PE_OTHER, "the push connection to Redis is down");
@@ -981,7 +924,14 @@ static void pusher_next(struct refill *rf)
             continue;
         }
         rf->pusher = a;
-        tx_check(a);
+        for (size_t k = 0; k < a->nchunks; k++) {
+            if (tx_write(a, k) != 0)
+                break;
+            if (k == 0 && fault_at(FAULT_PUSHING)) {
+                rds_flush(rf->prds); /* the first chunk is on the wire, the rest is not */
+                fault_fire();
+            }
+        }
         tx_settle(a);
     }
 }
@@ -1322,6 +1272,15 @@ static void check_alerts(struct app *a, uint64_t prev_underflows, int uf_firing_
     app_alert(a, ALERT_OFFSET_REGRESSION, 0, 0, "-");
 }
 
+/* An alert fires or waits to fire or resolve: keep reading the status every interval. */
+static int alerts_pending(const struct app *a)
+{
+    for (int k = 0; k < ALERT_COUNT; k++)
+        if (a->alert[k].firing || a->alert[k].cond)
+            return 1;
+    return 0;
+}
+
 /* After a check found the pool at or above its low-water mark. */
 static void check_done(struct app *a, uint64_t len)
 {
@@ -1369,7 +1328,9 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     }
     e = reply->element;
     check_done(a, reply_u64(e[0]));
-    a->status_due_ms = a->check_ms + (a->busy ? STATUS_MS : IDLE_STATUS_MS);
+    a->status_due_ms = a->check_ms + (alerts_pending(a) ? a->cfg.interval_ms
+                                      : a->busy         ? STATUS_MS
+                                                        : IDLE_STATUS_MS);
     a->seen_len = reply_u64(e[0]);
     a->len_known = 1;
     a->underflows = reply_u64(e[1]);
@@ -1382,6 +1343,9 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     if (a->live)
         check_alerts(a, prev_underflows, reply_u64(e[5]) == 1);
     a->counters_known = 1;
+    a->status_due_ms = a->check_ms + (alerts_pending(a) || reply_u64(e[5]) == 1 ? a->cfg.interval_ms
+                                      : a->busy                                 ? STATUS_MS
+                                                                                : IDLE_STATUS_MS);
     if (a->seen_len >= a->cfg.low_water || a->rf->stopping || !a->live) {
         app_to_idle(a);
         return;
