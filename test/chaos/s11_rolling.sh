@@ -52,7 +52,13 @@ CHAOS_DAEMON_ARGS+=(--lock-ttl-ms 5000)
 for n in "${NAMES[@]}"; do chaos_daemon "$n"; done
 for app in "${APPS[@]}"; do
     app_params "$app"
-    wait_until 20 pool_ge "$app" "$P_LOW" || fail "$app never filled"
+    # A frozen d must not keep the others from filling the pools. (If d froze
+    # inside a lease transaction, its row lock blocks every other daemon's
+    # reservation for that application: see the open transactions.)
+    wait_until 20 pool_ge "$app" "$P_LOW" ||
+        fail "$app never filled while d was frozen; open InnoDB transactions: $(
+            sql 'SELECT trx_mysql_thread_id, trx_state, trx_started, trx_rows_locked
+                 FROM information_schema.INNODB_TRX' | tr '\t\n' ' ;')"
 done
 consumers_start $MONO 2
 consumers_start $TREND 2
