@@ -141,17 +141,25 @@ CLK_TCK=$(getconf CLK_TCK)
 cpu_pct() { awk "BEGIN { printf \"%.2f\", ($2 - $1) * 100 / $CLK_TCK / (($4 - $3) / 1e6) }"; }
 rss_mib() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
-# The background processes this script started, stopped by the EXIT trap.
-BG_PIDS=()
-stop_pid() { # PID [SECONDS]: TERM, bounded wait, KILL; reaps it
+# running PID: a child of this script that has not exited (a zombie has).
+running() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    s=${s##*) }
+    [[ ${s%% *} != Z ]]
+}
+# stop_pid PID [SECONDS]: TERM, bounded wait, KILL; reaps it. Only for
+# children not reaped yet (their pid cannot have been reused).
+stop_pid() {
     local pid=$1 limit=${2:-10} i
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < limit * 20; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    kill -KILL "$pid" 2>/dev/null || true
+    if running "$pid"; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < limit * 20; i++)); do
+            running "$pid" || break
+            sleep 0.05
+        done
+        running "$pid" && kill -KILL "$pid" 2>/dev/null
+    fi
     wait "$pid" 2>/dev/null || true
 }
 
@@ -160,7 +168,7 @@ stop_pid() { # PID [SECONDS]: TERM, bounded wait, KILL; reaps it
 load() {
     local name=$1 out=$OUT/raw/$1.txt
     shift
-    if ! timeout -k 5 "$LOAD_LIMIT" "$IDPOOL_LOAD" --port "$REDIS_PORT" "$@" >"$out" 2>&1; then
+    if ! timeout --foreground -k 5 "$LOAD_LIMIT" "$IDPOOL_LOAD" --port "$REDIS_PORT" "$@" >"$out" 2>&1; then
         tail -n 5 "$out" >&2
         die "idpool-load $* failed (see $out)"
     fi
@@ -180,7 +188,6 @@ sampler_start() {
     "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode llen --key "$(pool_key "$1")" \
         --interval-ms "${3:-20}" --duration 3600 --out "$2" >>"$OUT/raw/sampler.txt" 2>&1 &
     SAMPLER_PID=$!
-    BG_PIDS+=("$SAMPLER_PID")
 }
 sampler_stop() {
     [[ -n $SAMPLER_PID ]] && stop_pid "$SAMPLER_PID" 5
@@ -200,7 +207,6 @@ print(s.getsockname()[1])')
     "$IDPOOLD" --redis "$IDPOOL_REDIS_URL" --mysql "$IDPOOL_MYSQL_URL" --http "$HTTP" \
         --instance "bench-$1" --log-level warn </dev/null >>"$OUT/idpoold-$1.log" 2>&1 &
     DPID=$!
-    BG_PIDS+=("$DPID")
     wait_until 30 "idpoold to answer on $HTTP" \
         curl -sf -o /dev/null --max-time 2 "http://$HTTP/healthz"
 }
@@ -229,7 +235,8 @@ pool_settled() {
 cleanup() {
     local rc=$? pid
     trap - EXIT INT TERM
-    for pid in "${BG_PIDS[@]}"; do stop_pid "$pid" 5; done
+    # every background child still unreaped: daemon, sampler, drain client
+    for pid in $(jobs -p); do stop_pid "$pid" 5; done
     if [[ -n ${WORK:-} ]]; then
         "$ROOT/scripts/servers.sh" stop "$WORK" >/dev/null 2>&1 || true
         rm -rf "$WORK"
@@ -266,7 +273,8 @@ mkdir -p "$OUT/raw"
 OUT=$(cd "$OUT" && pwd)
 : >"$OUT/measure.txt"
 : >"$OUT/info.txt"
-exec > >(tee "$OUT/bench.log") 2>&1
+# tee outlives a Ctrl-C of the script, so the last lines reach bench.log
+exec > >(trap '' INT TERM; exec tee "$OUT/bench.log") 2>&1
 
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -473,8 +481,10 @@ if ((SUSTAINED > 0)); then
     for run in $(seq "$RUNS"); do
         wait_until 120 "the e2e pool to refill" pool_settled e2e "$E2E_LOW"
         d0=$(cpu_ticks "$DPID") r0=$(cpu_ticks "$REDIS_PID") u0=$(now_us)
+        echo "$(now_ns) $SUSTAINED $OUT/raw/confirm.$run.timeline" >>"$OUT/raw/ramp.steps"
         load "confirm.$run" --mode lpop --key "$(pool_key e2e)" --batch 100 \
-            --conns "$E2E_CONNS" --pipeline "$E2E_PIPELINE" --rate "$(calc "$SUSTAINED / 100")" --duration "$HOLD"
+            --conns "$E2E_CONNS" --pipeline "$E2E_PIPELINE" --rate "$(calc "$SUSTAINED / 100")" \
+            --duration "$HOLD" --timeline "$OUT/raw/confirm.$run.timeline"
         d1=$(cpu_ticks "$DPID") r1=$(cpu_ticks "$REDIS_PID") u1=$(now_us)
         E2E_IDS=$((E2E_IDS + $(kv "confirm.$run" ids)))
         measure e2e.confirm "$(kv "confirm.$run" ids_per_s)"
@@ -517,11 +527,10 @@ lat_record() { # CONDITION RUN
 lat_during() {
     local cond=$1 run=$2 key=$3 hog
     shift 3
-    timeout -k 5 "$LOAD_LIMIT" "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$key" \
+    timeout --foreground -k 5 "$LOAD_LIMIT" "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$key" \
         --batch 100 --conns "$HOG_CONNS" "$@" --duration "$((WIN + 1))" \
         >"$OUT/raw/hog.$cond.$run.txt" 2>&1 &
     hog=$!
-    BG_PIDS+=("$hog")
     sleep 0.5
     load "lat.$cond.$run" "${LAT_ARGS[@]}" --hist "$OUT/raw/lat.$cond.$run.hist"
     wait "$hog" || die "the drain of $key failed (see $OUT/raw/hog.$cond.$run.txt)"
@@ -623,14 +632,15 @@ for run in $(seq "$RUNS"); do
         "(( \$(R FCALL bench_full 0 $LOAD_APPS $((SCALE_POOL * SCALE_MIN_PCT / 100))) >= LOAD_APPS ))"
     l0=$(leases_of 's%')
     d0=$(cpu_ticks "$DPID") u0=$(now_us)
-    timeout -k 5 $((LOAD_WIN * 3 + 30)) redis-cli -h 127.0.0.1 -p "$REDIS_PORT" \
+    timeout --foreground -k 5 $((LOAD_WIN * 3 + 30)) redis-cli -h 127.0.0.1 -p "$REDIS_PORT" \
         -r "$calls" -i "$LOAD_INTERVAL" FCALL bench_popmany 0 "$LOAD_APPS" "$LOAD_COUNT" \
         >"$OUT/raw/scale-load.$run.txt" || die "the load on $LOAD_APPS pools failed"
     d1=$(cpu_ticks "$DPID") u1=$(now_us)
     l1=$(leases_of 's%')
-    read -r ids empties minlen < <(awk 'NR % 3 == 1 { i += $1 } NR % 3 == 2 { e += $1 }
-        NR % 3 == 0 { if (m == "" || $1 < m) m = $1 } END { print i + 0, e + 0, m + 0 }' \
+    read -r ids empties minlen ncalls < <(awk 'NR % 3 == 1 { i += $1 } NR % 3 == 2 { e += $1 }
+        NR % 3 == 0 { if (m == "" || $1 < m) m = $1; n++ } END { print i + 0, e + 0, m + 0, n + 0 }' \
         "$OUT/raw/scale-load.$run.txt")
+    measure scale.load_pops $((ncalls * LOAD_APPS))
     rate=$(calc0 "$ids / (($u1 - $u0) / 1e6)")
     measure scale.load_ids_per_s "$rate"
     measure scale.load_empties "$empties"

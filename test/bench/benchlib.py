@@ -169,7 +169,7 @@ def cmd_ccdf(out, hists):
 def fmt_num(x):
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
-    if abs(x) >= 100:
+    if abs(x) >= 100 or float(x).is_integer():
         return "{:,.0f}".format(x)
     if abs(x) >= 10:
         return "%.1f" % x
@@ -271,7 +271,7 @@ def cmd_report(outdir):
          f2(idle_cpu), "< 5", None if idle_cpu is None else idle_cpu < 5)
     empt = r.total("scale.load_empties")
     goal("%s applications under load: empty pops" % inum(i.get("load_apps")),
-         f0(empt), "0", None if empt is None else empt == 0)
+         fmt_num(empt), "0", None if empt is None else empt == 0)
     L.append("")
 
     L.append("### Ceiling and baselines (Redis alone, no daemon)")
@@ -388,8 +388,8 @@ def cmd_report(outdir):
              "nominal): consumed in all | %s IDs/s |"
              % (inum(i.get("load_apps")), i.get("load_count", "?"), i.get("load_calls_per_s", "?"),
                 r.cell("scale.load_ids_per_s")))
-    L.append("| under load: empty pops (total of %d windows) | %s |"
-             % (r.n("scale.load_empties"), f0(empt)))
+    L.append("| under load: empty pops (total of %d windows) | %s of %s pops |"
+             % (r.n("scale.load_empties"), fmt_num(empt), fmt_num(r.total("scale.load_pops"))))
     L.append("| under load: smallest pool seen (IDs) | %s |" % r.cell("scale.load_minlen"))
     L.append("| under load: idpoold CPU (%% of one core) | %s |" % r.cell("scale.load_cpu_pct"))
     sl, si = r.total("scale.load_leases"), r.total("scale.load_ids")
