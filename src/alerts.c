@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -62,22 +63,46 @@ struct emit_ctx {
 
 static void hook_kick(struct alerts *al);
 
-static unsigned *notified_mask(struct alerts *al, const char *app)
+/* The entry of app, or -1. */
+static ssize_t notified_find(const struct alerts *al, const char *app)
 {
-    struct notified *v;
-
     for (size_t i = 0; i < al->nnotified; i++)
         if (strcmp(al->notified[i].app, app) == 0)
-            return &al->notified[i].mask;
-    v = realloc(al->notified, (al->nnotified + 1) * sizeof(*v));
-    if (!v)
-        return NULL;
-    al->notified = v;
-    v[al->nnotified].app = strdup(app);
-    v[al->nnotified].mask = 0;
-    if (!v[al->nnotified].app)
-        return NULL;
-    return &v[al->nnotified++].mask;
+            return (ssize_t)i;
+    return -1;
+}
+
+/*
+ * Record that this daemon announced (set) or no longer has announced (!set)
+ * alert kind of app. Entries whose mask drops to 0 are removed, so the list
+ * holds only applications with an alert announced here and still firing.
+ */
+static void notified_set(struct alerts *al, const char *app, enum alert_kind kind, int set)
+{
+    ssize_t i = notified_find(al, app);
+
+    if (i < 0) {
+        struct notified *v;
+        if (!set)
+            return;
+        v = realloc(al->notified, (al->nnotified + 1) * sizeof(*v));
+        if (!v)
+            return;
+        al->notified = v;
+        v[al->nnotified].app = strdup(app);
+        v[al->nnotified].mask = 0;
+        if (!v[al->nnotified].app)
+            return;
+        i = (ssize_t)al->nnotified++;
+    }
+    if (set)
+        al->notified[i].mask |= 1u << kind;
+    else
+        al->notified[i].mask &= ~(1u << kind);
+    if (al->notified[i].mask == 0) {
+        free(al->notified[i].app);
+        al->notified[i] = al->notified[--al->nnotified];
+    }
 }
 
 static void rfc3339_now(char *buf, size_t len) /* len >= 64 */
@@ -260,18 +285,11 @@ static void hook_enqueue(struct alerts *al, const char *event)
 static void deliver(struct alerts *al, const char *app, enum alert_kind kind, int firing,
                     const char *message, const char *event)
 {
-    unsigned *mask = notified_mask(al, app);
-
     if (firing)
         log_warn("alert %s firing app=%s: %s", alert_name(kind), app, message);
     else
         log_info("alert %s resolved app=%s: %s", alert_name(kind), app, message);
-    if (mask) {
-        if (firing)
-            *mask |= 1u << kind;
-        else
-            *mask &= ~(1u << kind);
-    }
+    notified_set(al, app, kind, firing);
     if (event)
         hook_enqueue(al, event);
 }
@@ -279,17 +297,14 @@ static void deliver(struct alerts *al, const char *app, enum alert_kind kind, in
 /* Another instance announced the resolution of an alert we announced. */
 static void forget(struct alerts *al, const char *app, enum alert_kind kind)
 {
-    unsigned *mask = notified_mask(al, app);
-
-    if (mask)
-        *mask &= ~(1u << kind);
+    notified_set(al, app, kind, 0);
 }
 
 static int was_notified(struct alerts *al, const char *app, enum alert_kind kind)
 {
-    unsigned *mask = notified_mask(al, app);
+    ssize_t i = notified_find(al, app);
 
-    return mask && (*mask & (1u << kind));
+    return i >= 0 && (al->notified[i].mask & (1u << kind));
 }
 
 static void emit_ctx_free(struct emit_ctx *c)
