@@ -8,8 +8,9 @@
 #   ed  monotonic throughout, popped slowly (~1/10 of the profile's rate,
 #       so its leases stay small):
 #       offset  current_offset lowered to half of what is reserved (SIGHUP),
-#               then max_pool_size raised tenfold: the larger pool wants a
-#               larger lease, so a reservation follows at once; it must not
+#               then max_pool_size raised above what the leases held in meta
+#               can supply (at least tenfold), so a reservation follows at
+#               once; it must not
 #               go backwards: offset_regression fires (pub/sub), the new
 #               lease starts above every earlier one and current_offset is
 #               written back above the value the operator lowered;
@@ -69,6 +70,7 @@ wait_until 30 popped_ge "$ED,$SW" $((CHAOS_IDS / 10)) || failure "consumers star
 for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
     # ------------------------------------- ed: current_offset lowered ---
     app_params $ED
+    pool0=$P_MAX
     cur=$(app_col $ED current_offset)
     reserved=$(max_leased $ED)
     n_reg=$(alert_count $ED offset_regression firing)
@@ -76,8 +78,13 @@ for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
     hup
     wait_until 10 both_see $ED current_offset $((cur / 2)) ||
         failure "round $round: the daemons did not read the lowered current_offset"
-    # A pool ten times larger wants a lease ten times larger: a reservation now.
-    set_app $ED max_pool_size=$((P_MAX * 10))
+    # A pool larger than what the leases held in meta can supply (current and
+    # prefetched, at the smallest gap): the refill must reserve a lease now.
+    mapfile -t m < <(rcli HMGET "$(meta_key $ED)" next hi nlo nhi) # next hi nlo nhi
+    avail=$((${m[1]:-0} - ${m[0]:-0} + ${m[3]:-0} - ${m[2]:-0}))
+    big=$((pool0 * 10 > avail + 2 * pool0 ? pool0 * 10 : (avail + 2 * pool0 + 999) / 1000 * 1000))
+    info "$ED: meta holds leases for at most $avail IDs; max_pool_size $pool0 -> $big"
+    set_app $ED max_pool_size=$big
     hup
     fired=0 restored=0
     wait_until 15 more_alerts $ED offset_regression firing "$n_reg" && fired=1
@@ -93,11 +100,11 @@ for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
         "lease starts at ${first_new:-?}; current_offset now $(app_col $ED current_offset)"
 
     # --------------------------------------- ed: step and pool size -----
-    set_app $ED step=500 max_pool_size="$P_MAX"
+    set_app $ED step=500 max_pool_size="$pool0"
     # via the periodic reload this time (--reload-ms)
     sizes=0
-    wait_until 10 eval 'both_see $ED step 500 && both_see $ED max_pool_size $P_MAX' && sizes=1
-    fault_landed "sizes:step=500,max_pool_size=$P_MAX,seen=$sizes" "((sizes))"
+    wait_until 10 eval 'both_see $ED step 500 && both_see $ED max_pool_size $pool0' && sizes=1
+    fault_landed "sizes:step=500,max_pool_size=$big->$pool0,seen=$sizes" "((sizes))"
     set_app $ED step=1000
 
     # -------------------------------------- sw: type switches -----------
