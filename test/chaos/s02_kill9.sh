@@ -8,7 +8,8 @@
 # The victim x<stage> runs with IDPOOL_FAULT=<stage>:kill and is the only
 # daemon that knows the stage's fresh application at first; the healthy
 # daemons b and c (long --reload-ms) learn about it by SIGHUP after the
-# kill. Then the victim is restarted without the fault. After the stages,
+# kill. Then the victim is restarted without the fault (it too learns about
+# later stages' applications by SIGHUP). After the stages,
 # b and c are killed -9 at random moments under load and restarted, one at a
 # time and both at once. Consumers pop all along.
 #
@@ -68,10 +69,11 @@ for stage in "${STAGES[@]}"; do
         fault_landed "reserved:leases_of_dead=$n" "((n >= 1))"
     fi
     consumers_start "$key" 1 --rate 50
-    signal_daemon b HUP
-    signal_daemon c HUP
+    for n in "${!DAEMON_PID[@]}"; do signal_daemon "$n" HUP; done
     recovered "$key" "$t0"
-    chaos_daemon "$x" # restarted, without the fault
+    # Restarted without the fault, and like b and c it learns about the next
+    # stage's application only by SIGHUP (after that stage's victim).
+    chaos_daemon "$x" --reload-ms 600000
     sleep 1
 done
 fault_landed "stage_kills=$died/${#STAGES[@]}" "((died == ${#STAGES[@]}))"
