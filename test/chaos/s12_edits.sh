@@ -7,15 +7,17 @@
 # applications, two recorded consumers on each all along:
 #   ed  monotonic throughout, popped slowly (~1/10 of the profile's rate,
 #       so its leases stay small):
-#       offset  current_offset lowered to half of what is reserved (SIGHUP),
-#               then max_pool_size raised above what the leases held in meta
-#               can supply (at least tenfold), so a reservation follows at
-#               once; it must not
+#       offset  (round 1) current_offset lowered to half of what is
+#               reserved (SIGHUP),
+#               then max_pool_size raised so far above the pool that the
+#               leases held in meta cannot supply the refill (at least
+#               tenfold), so a reservation follows at once; it must not
 #               go backwards: offset_regression fires (pub/sub), the new
 #               lease starts above every earlier one and current_offset is
 #               written back above the value the operator lowered;
-#       sizes   step 1000 -> 500 and max_pool_size back down to a tenth,
-#               seen by both daemons (GET /v1/apps);
+#       sizes   step 1000 -> 500 and max_pool_size changed (round 1: back
+#               down from the offset edit's huge pool; later rounds: doubled),
+#               seen by both daemons (GET /v1/apps), then step 1000 again;
 #   sw  switched monotonic -> trend -> monotonic -> trend, a few seconds
 #       each, then soft-deleted (deleted_at set: no longer refilled, the
 #       consumers empty the pool) and restored (refilled again).
@@ -69,43 +71,54 @@ wait_until 30 popped_ge "$ED,$SW" $((CHAOS_IDS / 10)) || failure "consumers star
 
 for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
     # ------------------------------------- ed: current_offset lowered ---
+    # Once (round 1): a refill drawing more than the leases held in meta is
+    # what forces the reservation, and later rounds would start with leases
+    # sized for the huge pool (more than one refill draws).
     app_params $ED
     pool0=$P_MAX
-    cur=$(app_col $ED current_offset)
-    reserved=$(max_leased $ED)
-    n_reg=$(alert_count $ED offset_regression firing)
-    set_app $ED current_offset=$((cur / 2))
-    hup
-    wait_until 10 both_see $ED current_offset $((cur / 2)) ||
-        failure "round $round: the daemons did not read the lowered current_offset"
-    # A pool larger than what the leases held in meta can supply (current and
-    # prefetched, at the smallest gap): the refill must reserve a lease now.
-    mapfile -t m < <(rcli HMGET "$(meta_key $ED)" next hi nlo nhi) # next hi nlo nhi
-    avail=$((${m[1]:-0} - ${m[0]:-0} + ${m[3]:-0} - ${m[2]:-0}))
-    big=$((pool0 * 10 > avail + 2 * pool0 ? pool0 * 10 : (avail + 2 * pool0 + 999) / 1000 * 1000))
-    info "$ED: meta holds leases for at most $avail IDs; max_pool_size $pool0 -> $big"
-    set_app $ED max_pool_size=$big
-    hup
-    fired=0 restored=0
-    wait_until 15 more_alerts $ED offset_regression firing "$n_reg" && fired=1
-    wait_until 15 current_ge $ED "$reserved" && restored=1
-    first_new=$(sql "SELECT COALESCE(MIN(l.lo), 0) FROM application_lease l JOIN application a
-        ON a.id = l.application_id WHERE a.entity_key = 'ed' AND l.lo >= $reserved")
-    expect "((restored))" "round $round: current_offset $(app_col $ED current_offset) not written back above $reserved"
-    fault_landed "offset:lowered=$((cur / 2)),reserved=$reserved,regression=$fired,restored=$restored" \
-        "((fired && restored))"
-    t0=$(now_ns)
-    recovered $ED "$t0"
-    info "$ED: after lowering current_offset to $((cur / 2)) (reserved up to $reserved) the next" \
-        "lease starts at ${first_new:-?}; current_offset now $(app_col $ED current_offset)"
+    if ((round == 1)); then
+        cur=$(app_col $ED current_offset)
+        reserved=$(max_leased $ED)
+        n_reg=$(alert_count $ED offset_regression firing)
+        set_app $ED current_offset=$((cur / 2))
+        hup
+        wait_until 10 both_see $ED current_offset $((cur / 2)) ||
+            failure "round $round: the daemons did not read the lowered current_offset"
+        # A pool larger than what the leases held in meta can supply (current and
+        # prefetched, at the smallest gap): the refill must reserve a lease now.
+        mapfile -t m < <(rcli HMGET "$(meta_key $ED)" next hi nlo nhi) # next hi nlo nhi
+        avail=$((${m[1]:-0} - ${m[0]:-0} + ${m[3]:-0} - ${m[2]:-0}))
+        len=$(llen $ED) # earlier rounds may have left a large pool behind
+        big=$(((len + avail + 2 * pool0 + 999) / 1000 * 1000))
+        ((big >= pool0 * 10)) || big=$((pool0 * 10))
+        info "$ED: pool $len, meta holds leases for at most $avail IDs; max_pool_size $pool0 -> $big"
+        set_app $ED max_pool_size=$big
+        hup
+        fired=0 restored=0
+        wait_until 15 more_alerts $ED offset_regression firing "$n_reg" && fired=1
+        wait_until 15 current_ge $ED "$reserved" && restored=1
+        first_new=$(sql "SELECT COALESCE(MIN(l.lo), 0) FROM application_lease l JOIN application a
+            ON a.id = l.application_id WHERE a.entity_key = 'ed' AND l.lo >= $reserved")
+        expect "((restored))" "round $round: current_offset $(app_col $ED current_offset) not written back above $reserved"
+        fault_landed "offset:lowered=$((cur / 2)),reserved=$reserved,regression=$fired,restored=$restored" \
+            "((fired && restored))"
+        t0=$(now_ns)
+        recovered $ED "$t0"
+        info "$ED: after lowering current_offset to $((cur / 2)) (reserved up to $reserved) the next" \
+            "lease starts at ${first_new:-?}; current_offset now $(app_col $ED current_offset)"
+    fi
 
     # --------------------------------------- ed: step and pool size -----
-    set_app $ED step=500 max_pool_size="$pool0"
+    # Round 1: back down from the huge pool; later rounds: doubled for a while.
+    from=$(app_col $ED max_pool_size)
+    to=$pool0
+    ((round == 1)) || to=$((pool0 * 2))
+    set_app $ED step=500 max_pool_size="$to"
     # via the periodic reload this time (--reload-ms)
     sizes=0
-    wait_until 10 eval 'both_see $ED step 500 && both_see $ED max_pool_size $pool0' && sizes=1
-    fault_landed "sizes:step=500,max_pool_size=$big->$pool0,seen=$sizes" "((sizes))"
-    set_app $ED step=1000
+    wait_until 10 eval 'both_see $ED step 500 && both_see $ED max_pool_size $to' && sizes=1
+    fault_landed "sizes:step=500,max_pool_size=$from->$to,seen=$sizes" "((sizes))"
+    set_app $ED step=1000 max_pool_size="$pool0"
 
     # -------------------------------------- sw: type switches -----------
     for type in 2 1 2; do
