@@ -43,6 +43,7 @@
  * for seconds, or expire and waste their lease.
  */
 #define MAX_REFILLS    32
+#define MAX_CONTINUE   64 /* refills in a row under one lock (app_continue) */
 #define STATUS_MS      1000
 #define IDLE_STATUS_MS 5000
 #define NUM_LEN        21 /* decimal uint64 + NUL */
@@ -91,6 +92,7 @@ struct app {
     unsigned side_calls;    /* renewals, limit syncs in flight (the app is not freed meanwhile) */
     unsigned renewing;      /* lock renewals in flight (its pushes wait: they would touch WATCH) */
     int refilling;          /* counted in rf->refilling (lock phase to idle) */
+    unsigned continued;     /* refills in a row under this lock (app_continue) */
     int deleted;            /* soft-deleted row */
     uint64_t live_since_ms; /* when it became served */
     /* from the last idpool_status check */
@@ -542,15 +544,68 @@ static int app_draw(struct app *a)
     return 0;
 }
 
+static void app_plan(struct app *a);
+
+/* The lock was renewed for another refill in a row (app_continue). */
+static void on_continue(struct rds *r, redisReply *reply, void *arg)
+{
+    struct app *a = arg;
+    char next[NUM_LEN];
+
+    (void)r;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER || reply->integer != 1 || a->rf->stopping) {
+        app_unlock(a); /* lost the lock (or stopping): the next check starts over */
+        return;
+    }
+    a->lock_at_ms = a->refill_start_ms = clock_ms();
+    /* meta's next is where the last push left it: the start of the plan */
+    next[u64_fmt(a->plan.next, next)] = '\0';
+    free(a->expected);
+    free(a->ids);
+    a->ids = NULL;
+    a->nids = a->want = a->ncmds = 0;
+    a->expected = strdup(next);
+    if (!a->expected) {
+        app_unlock(a);
+        return;
+    }
+    app_plan(a);
+}
+
+/*
+ * A refill (and maybe a prefetch) is done. Under heavy consumption the pool
+ * can be below its low-water mark again already: then go on at once under
+ * the same lock, renewed, instead of releasing it and waiting for the next
+ * check (up to MAX_CONTINUE refills in a row, then others get a turn).
+ */
+static void app_continue(struct app *a)
+{
+    char ttl[16];
+
+    if (a->rf->stopping || a->len >= a->cfg.low_water || a->continued >= MAX_CONTINUE) {
+        app_unlock(a);
+        return;
+    }
+    a->continued++;
+    a->state = A_LOCK;
+    snprintf(ttl, sizeof(ttl), "%d", a->rf->lock_ttl_ms);
+    if (rds_command(a->rf->rds, on_continue, a, "FCALL idpool_renew 1 %s %s %s", a->k_lock,
+                    a->token, ttl) != 0)
+        app_unlock(a);
+}
+
 static void on_install(struct rds *r, redisReply *reply, void *arg)
 {
     struct app *a = arg;
 
     (void)r;
-    if (!reply || reply->type == REDIS_REPLY_ERROR)
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
         app_fail(a, "storing the prefetched lease in meta failed: %s (the lease becomes a gap)",
                  rds_errstr(reply));
-    app_unlock(a);
+        app_unlock(a);
+        return;
+    }
+    app_continue(a);
 }
 
 /* Format and send one idpool_push call; ids may be empty (lease install). */
@@ -645,7 +700,7 @@ static void app_after_push(struct app *a)
             0)
             return;
     }
-    app_unlock(a);
+    app_continue(a);
 }
 
 /* Record one refill's duration (lock to last push reply) in the histogram. */
@@ -1151,6 +1206,7 @@ static void app_lock(struct app *a)
     }
     rf->refilling++;
     a->refilling = 1;
+    a->continued = 0;
 
     for (int i = 0; i < 32; i++)
         a->token[i] = hex[rng_next(&rf->rng) & 0xf];
