@@ -57,6 +57,7 @@ struct config {
     char *key_prefix;           /* Redis key prefix, default "idpool" */
     int tick_ms;                /* refill timer period */
     int lock_ttl_ms;            /* per-application lock TTL */
+    int push_chunk;             /* IDs per RPUSH (one MULTI/EXEC) */
     int reload_ms;              /* how often application rows are re-read */
     int redis_timeout_ms;       /* Redis connect and command timeout */
     int mysql_timeout_ms;       /* MySQL connect/read/write timeout */

@@ -40,6 +40,7 @@ enum setting_id {
     S_MYSQL_TIMEOUT,
     S_TICK,
     S_LOCK_TTL,
+    S_PUSH_CHUNK,
     S_RELOAD,
     S_INSTANCE,
     S_HTTP,
@@ -123,6 +124,11 @@ static const struct setting settings[S_COUNT] = {
                     "per-application refill lock TTL, at least 2 x tick-ms;\n"
                     "a refiller stalled longer than this loses the lock",
                     INT_SETTING(100, 600000, lock_ttl_ms)},
+    [S_PUSH_CHUNK] = {"push-chunk", "IDPOOL_PUSH_CHUNK", "Refill", "IDS", "1000", NULL,
+                      "IDs per pushed chunk (one RPUSH in one MULTI/EXEC): Redis\n"
+                      "serves no other client while it appends one; smaller chunks\n"
+                      "keep client latency lower, larger ones push a little faster",
+                      INT_SETTING(50, 10000, push_chunk)},
     [S_RELOAD] = {"reload-ms", "IDPOOL_RELOAD_MS", "Refill", "MS", "5000", NULL,
                   "how often application rows are re-read", INT_SETTING(100, 3600000, reload_ms)},
     [S_INSTANCE] = {"instance", "IDPOOL_INSTANCE", "Refill", "NAME", NULL, "HOSTNAME:PID",

@@ -19,7 +19,7 @@
 #include "log.h"
 #include "status.h"
 
-#define CHUNK_IDS      1000      /* IDs per idpool_push call: keeps Redis responsive */
+#define MAX_PUSH_CHUNK 10000     /* the largest push-chunk setting */
 #define MAX_REFILL_IDS (1 << 20) /* most IDs one refill draws; the next check continues */
 #define LEASE_TARGET_S 60        /* a lease should last about this long at the current rate */
 #define LEASE_MAX_IDS  (1ULL << 30)
@@ -163,6 +163,7 @@ struct refill {
     struct rng rng;
     char *prefix; /* key prefix (heap) */
     int tick_ms, reload_ms, lock_ttl_ms;
+    int push_chunk;          /* IDs per RPUSH */
     struct event *tick_ev;   /* persistent tick */
     struct event *reload_ev; /* persistent reload timer */
     struct app **apps;       /* all known applications */
@@ -516,20 +517,21 @@ static int cmd_record(struct app *a, size_t off, size_t n)
 /*
  * Draw IDs into the batch until it is complete (0) or the leases run out (1),
  * recording the lease state after each chunk so that every idpool_push call
- * carries a consistent meta. Monotonic draws chunks of CHUNK_IDS; trend draws
+ * carries a consistent meta. Monotonic draws chunks of push-chunk IDs; trend draws
  * whole blocks of `step` (several small blocks per chunk). -1: out of memory.
  */
 static int app_draw(struct app *a)
 {
     uint64_t step = a->cfg.step;
+    size_t chunk = (size_t)a->rf->push_chunk;
 
     while (a->nids < a->want) {
         size_t left = a->want - a->nids, unit, got;
 
         if (a->cfg.type == APP_TREND)
-            unit = step >= CHUNK_IDS ? step : (CHUNK_IDS / step) * step;
+            unit = step >= chunk ? step : (chunk / step) * step;
         else
-            unit = CHUNK_IDS;
+            unit = chunk;
         if (unit > left)
             unit = a->cfg.type == APP_TREND ? left / step * step : left;
         if (unit == 0)
@@ -992,21 +994,21 @@ static void pusher_next(struct refill *rf)
 }
 
 /*
- * Split the batch into chunks of at most CHUNK_IDS (a trend block larger
+ * Split the batch into chunks of at most push-chunk IDs (a trend block larger
  * than a chunk goes out in several; all but the first find meta already at
  * the block's end) and queue the application for the push connection.
  */
 static void app_push(struct app *a)
 {
     struct refill *rf = a->rf;
-    size_t n = 0;
+    size_t n = 0, chunk = (size_t)rf->push_chunk;
 
     if (a->nids == 0) {
         app_unlock(a);
         return;
     }
     for (size_t c = 0; c < a->ncmds; c++)
-        n += (a->cmds[c].n + CHUNK_IDS - 1) / CHUNK_IDS;
+        n += (a->cmds[c].n + chunk - 1) / chunk;
     if (n > a->chunkcap) {
         struct push_cmd *p = realloc(a->chunks, n * sizeof(*p));
         if (!p) {
@@ -1019,10 +1021,10 @@ static void app_push(struct app *a)
     }
     a->nchunks = 0;
     for (size_t c = 0; c < a->ncmds; c++)
-        for (size_t off = 0; off < a->cmds[c].n; off += CHUNK_IDS) {
+        for (size_t off = 0; off < a->cmds[c].n; off += chunk) {
             struct push_cmd *k = &a->chunks[a->nchunks++];
             k->off = a->cmds[c].off + off;
-            k->n = a->cmds[c].n - off < CHUNK_IDS ? a->cmds[c].n - off : CHUNK_IDS;
+            k->n = a->cmds[c].n - off < chunk ? a->cmds[c].n - off : chunk;
             k->after = a->cmds[c].after;
         }
     a->state = A_PUSHQ;
@@ -1934,6 +1936,7 @@ static void set_timer(struct event *ev, int ms)
 void refill_configure(struct refill *rf, const struct config *cfg)
 {
     rf->lock_ttl_ms = cfg->lock_ttl_ms;
+    rf->push_chunk = cfg->push_chunk;
     rf->stall_ms = cfg->stall_ms;
     rf->resolve_ms = cfg->alert_resolve_ms;
     if (rf->tick_ms != cfg->tick_ms) {
@@ -1988,7 +1991,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
                           struct rds *prds, struct store *store, struct alerts *alerts)
 {
     struct refill *rf = calloc(1, sizeof(*rf));
-    size_t maxargs = PUSH_FIXED_ARGS + CHUNK_IDS;
+    size_t maxargs = PUSH_FIXED_ARGS + MAX_PUSH_CHUNK;
 
     if (!rf)
         return NULL;
@@ -2005,6 +2008,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     rf->tick_ms = cfg->tick_ms;
     rf->reload_ms = cfg->reload_ms;
     rf->lock_ttl_ms = cfg->lock_ttl_ms;
+    rf->push_chunk = cfg->push_chunk;
     rng_seed_os(&rf->rng);
     rf->argv = calloc(maxargs, sizeof(*rf->argv));
     rf->argvlen = calloc(maxargs, sizeof(*rf->argvlen));

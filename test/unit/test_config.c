@@ -569,6 +569,7 @@ static void test_int_settings(void)
         {"--tick-ms", "IDPOOL_TICK_MS", 1, 60000, offsetof(struct config, tick_ms)},
         {"--lock-ttl-ms", "IDPOOL_LOCK_TTL_MS", 100, 600000, offsetof(struct config, lock_ttl_ms)},
         {"--reload-ms", "IDPOOL_RELOAD_MS", 100, 3600000, offsetof(struct config, reload_ms)},
+        {"--push-chunk", "IDPOOL_PUSH_CHUNK", 50, 10000, offsetof(struct config, push_chunk)},
         {"--redis-timeout-ms", "IDPOOL_REDIS_TIMEOUT_MS", 10, 600000,
          offsetof(struct config, redis_timeout_ms)},
         {"--mysql-timeout-ms", "IDPOOL_MYSQL_TIMEOUT_MS", 1000, 600000,
