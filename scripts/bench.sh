@@ -60,7 +60,7 @@ done
 # ------------------------------------------------------------- profile ---
 
 if [[ $PROFILE == quick ]]; then
-    RUNS=3 WIN=3 HOLD=4 RAMP_STEP=0.15 REFINE=1 FENCED_POOL=3000000 LOAD_WIN=4 LAT_FLAT=0
+    RUNS=3 WIN=3 HOLD=4 RAMP_STEP=0.15 REFINE=1 FENCED_POOL=3000000 LOAD_WIN=8 LAT_FLAT=0
 else
     RUNS=5 WIN=10 HOLD=10 RAMP_STEP=0.10 REFINE=2 FENCED_POOL=3000000 LOAD_WIN=10 LAT_FLAT=1
 fi
@@ -87,7 +87,9 @@ SCALE_POOL=1000      # the scale phase's applications: pool, step, min %
 SCALE_STEP=100
 SCALE_MIN_PCT=50
 LOAD_COUNT=20        # 1,000 apps under load: IDs per app per call ...
-LOAD_INTERVAL=0.1    # ... one call every this many seconds (200 IDs/s each)
+LOAD_INTERVAL=0.1    # ... one call every this many seconds (200 IDs/s each,
+                     # nominal); a window (LOAD_WIN) lasts long enough for
+                     # every pool to need several refills
 
 # ------------------------------------------------------------- helpers ---
 
@@ -491,6 +493,8 @@ if ((SUSTAINED > 0)); then
         measure e2e.confirm_empties "$(kv "confirm.$run" empties)"
         measure e2e.daemon_cpu_pct "$(cpu_pct "$d0" "$d1" "$u0" "$u1")"
         measure e2e.redis_cpu_pct "$(cpu_pct "$r0" "$r1" "$u0" "$u1")"
+        measure e2e.client_cpu_pct "$(awk -v c="$(kv "confirm.$run" cpu_ms)" \
+            -v s="$(kv "confirm.$run" secs)" 'BEGIN { printf "%.2f", c / 10 / s }')"
         say "  confirm $run: $(kv "confirm.$run" ids_per_s) IDs/s, $(kv "confirm.$run" empties) empty pops;" \
             "CPU idpoold $(cpu_pct "$d0" "$d1" "$u0" "$u1") %, redis $(cpu_pct "$r0" "$r1" "$u0" "$u1") %"
     done
@@ -626,8 +630,10 @@ for run in $(seq "$RUNS"); do
     say "  idle $run: idpoold CPU $(cpu_pct "$d0" "$d1" "$u0" "$u1") % of a core, RSS $(rss_mib "$DPID") MiB;" \
         "redis CPU $(cpu_pct "$r0" "$r1" "$u0" "$u1") %"
 done
+# Run 0 warms up (not measured): each application's first lease was one pool,
+# so the load starts with a lease reservation for every one of them.
 calls=$(calc0 "$LOAD_WIN / $LOAD_INTERVAL")
-for run in $(seq "$RUNS"); do
+for run in $(seq 0 "$RUNS"); do
     wait_until 60 "the loaded pools to refill" eval \
         "(( \$(R FCALL bench_full 0 $LOAD_APPS $((SCALE_POOL * SCALE_MIN_PCT / 100))) >= LOAD_APPS ))"
     l0=$(leases_of 's%')
@@ -640,16 +646,20 @@ for run in $(seq "$RUNS"); do
     read -r ids empties minlen ncalls < <(awk 'NR % 3 == 1 { i += $1 } NR % 3 == 2 { e += $1 }
         NR % 3 == 0 { if (m == "" || $1 < m) m = $1; n++ } END { print i + 0, e + 0, m + 0, n + 0 }' \
         "$OUT/raw/scale-load.$run.txt")
-    measure scale.load_pops $((ncalls * LOAD_APPS))
     rate=$(calc0 "$ids / (($u1 - $u0) / 1e6)")
-    measure scale.load_ids_per_s "$rate"
-    measure scale.load_empties "$empties"
-    measure scale.load_minlen "$minlen"
-    measure scale.load_cpu_pct "$(cpu_pct "$d0" "$d1" "$u0" "$u1")"
-    measure scale.load_leases $((l1 - l0))
-    measure scale.load_ids "$ids"
-    say "  load $run: $ids IDs at $rate IDs/s from $LOAD_APPS pools, $empties empty pops," \
-        "smallest pool $minlen; idpoold CPU $(cpu_pct "$d0" "$d1" "$u0" "$u1") %; $((l1 - l0)) leases"
+    cpu=$(cpu_pct "$d0" "$d1" "$u0" "$u1")
+    if ((run > 0)); then
+        measure scale.load_pops $((ncalls * LOAD_APPS))
+        measure scale.load_ids_per_s "$rate"
+        measure scale.load_empties "$empties"
+        measure scale.load_minlen "$minlen"
+        measure scale.load_cpu_pct "$cpu"
+        measure scale.load_leases $((l1 - l0))
+        measure scale.load_ids "$ids"
+    fi
+    say "  load $([[ $run == 0 ]] && echo 'warm-up' || echo "$run"): $ids IDs at $rate IDs/s from" \
+        "$LOAD_APPS pools, $empties empty pops of $((ncalls * LOAD_APPS)), smallest pool $minlen;" \
+        "idpoold CPU $cpu %; $((l1 - l0)) leases"
 done
 daemon_stop
 

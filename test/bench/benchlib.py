@@ -166,10 +166,12 @@ def cmd_ccdf(out, hists):
 # ------------------------------------------------------------- report ---
 
 
-def fmt_num(x):
+def fmt_num(x, whole=False):
+    """x for a table: thousands separators from 100 on, else 2 or 1 decimals;
+    no decimals when whole (a count)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
-    if abs(x) >= 100 or float(x).is_integer():
+    if abs(x) >= 100 or whole:
         return "{:,.0f}".format(x)
     if abs(x) >= 10:
         return "%.1f" % x
@@ -190,9 +192,10 @@ class Report:
         v = self.m.get(name)
         if not v:
             return "n/a"
-        s = fmt_num(median(v)) + unit
+        whole = all(float(x).is_integer() for x in v)  # counts stay counts
+        s = fmt_num(median(v), whole) + unit
         if len(v) > 1:
-            s += " (%s–%s)" % (fmt_num(min(v)), fmt_num(max(v)))
+            s += " (%s–%s)" % (fmt_num(min(v), whole), fmt_num(max(v), whole))
         return s
 
     def n(self, name):
@@ -271,7 +274,7 @@ def cmd_report(outdir):
          f2(idle_cpu), "< 5", None if idle_cpu is None else idle_cpu < 5)
     empt = r.total("scale.load_empties")
     goal("%s applications under load: empty pops" % inum(i.get("load_apps")),
-         fmt_num(empt), "0", None if empt is None else empt == 0)
+         fmt_num(empt, True), "0", None if empt is None else empt == 0)
     L.append("")
 
     L.append("### Ceiling and baselines (Redis alone, no daemon)")
@@ -334,6 +337,8 @@ def cmd_report(outdir):
     L.append("| idpoold CPU during the holds (%% of one core) | %s |" % r.cell("e2e.daemon_cpu_pct"))
     L.append("| redis-server CPU during the holds (%% of one core) | %s |"
              % r.cell("e2e.redis_cpu_pct"))
+    L.append("| idpool-load (the clients) CPU during the holds (%% of one core) | %s |"
+             % r.cell("e2e.client_cpu_pct"))
     L.append("| pushes fenced off (e2e application, whole run) | %s |" % f0(r.total("e2e.fenced_off")))
     L.append("| **e2e_ratio** = sustained / ceiling | **%s** |" % f2(e2e_ratio))
     L.append("| lease reservations during the drain | %s for %s IDs = **%s per million** |"
@@ -385,11 +390,12 @@ def cmd_report(outdir):
     L.append("| idle: idpoold RSS | %s MiB |" % r.cell("scale.rss_mib"))
     L.append("| idle: redis-server CPU (%% of one core) | %s |" % r.cell("scale.idle_redis_cpu_pct"))
     L.append("| %s applications drained at once (LPOP %s from each, %s times a second, "
-             "nominal): consumed in all | %s IDs/s |"
+             "nominal; after a warm-up window): consumed in all | %s IDs/s |"
              % (inum(i.get("load_apps")), i.get("load_count", "?"), i.get("load_calls_per_s", "?"),
                 r.cell("scale.load_ids_per_s")))
     L.append("| under load: empty pops (total of %d windows) | %s of %s pops |"
-             % (r.n("scale.load_empties"), fmt_num(empt), fmt_num(r.total("scale.load_pops"))))
+             % (r.n("scale.load_empties"), fmt_num(empt, True),
+                fmt_num(r.total("scale.load_pops"), True)))
     L.append("| under load: smallest pool seen (IDs) | %s |" % r.cell("scale.load_minlen"))
     L.append("| under load: idpoold CPU (%% of one core) | %s |" % r.cell("scale.load_cpu_pct"))
     sl, si = r.total("scale.load_leases"), r.total("scale.load_ids")
