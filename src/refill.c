@@ -93,6 +93,7 @@ struct app {
     unsigned renewing;      /* lock renewals in flight (its pushes wait: they would touch WATCH) */
     int refilling;          /* counted in rf->refilling (lock phase to idle) */
     unsigned continued;     /* refills in a row under this lock (app_continue) */
+    int low_checks;         /* status reads in a row below low water (0..2), for 'low' */
     int deleted;            /* soft-deleted row */
     uint64_t live_since_ms; /* when it became served */
     /* from the last idpool_status check */
@@ -1310,14 +1311,20 @@ static void check_alerts(struct app *a, uint64_t prev_underflows, int uf_firing_
     uint64_t ref = ok_since(a);
     int new_underflows = a->counters_known && a->underflows > prev_underflows;
 
-    if (len >= lw)
+    if (len >= lw) {
         a->last_ok_ms = now;
+        a->low_checks = 0;
+    } else if (a->low_checks < 2) {
+        a->low_checks++;
+    }
     app_alert(a, ALERT_UNDERFLOW,
               (a->last_ok_ms && len == 0) || new_underflows ||
                   (uf_firing_in_meta && !a->alert[ALERT_UNDERFLOW].firing),
               0, "pool ran dry: %s (pool %" PRIu64 ", low water %" PRIu64 ")",
               new_underflows ? "takes got short or empty replies" : "the pool is empty", len, lw);
-    app_alert(a, ALERT_LOW, a->last_ok_ms && len < lw, 1000 + 2 * a->cfg.interval_ms,
+    /* Low at two status reads in a row, i.e. still low after the refill the first one
+     * started: one check landing in the dip before a refill is not a shortage. */
+    app_alert(a, ALERT_LOW, a->last_ok_ms && a->low_checks >= 2, 1000 + 2 * a->cfg.interval_ms,
               "pool stays below its low-water mark after refilling: %" PRIu64 " < %" PRIu64
               " (refill cannot keep up with consumption)",
               len, lw);
@@ -1339,14 +1346,19 @@ static int alerts_pending(const struct app *a)
     return 0;
 }
 
-/* After a check found the pool at or above its low-water mark. */
+/* After a check: is the pool busy, and when to look again (if it is not refilled now). */
 static void check_done(struct app *a, uint64_t len)
 {
+    uint64_t idle = IDLE_CHECK_MS > a->cfg.interval_ms ? IDLE_CHECK_MS : a->cfg.interval_ms;
+
     a->busy = !a->len_known || len != a->seen_len || a->rate >= 1.0;
-    a->due_ms = a->check_ms + (a->busy ? a->cfg.interval_ms : IDLE_CHECK_MS);
+    a->due_ms = a->check_ms + (a->busy ? a->cfg.interval_ms : idle);
+    if (len >= a->cfg.low_water) {
+        a->last_ok_ms = clock_ms(); /* for 'stalled': the pool was fine until now */
+        a->low_checks = 0;
+    }
 }
 
-/* The light check: LLEN only. Below the low-water mark, refill. */
 static void on_llen(struct rds *r, redisReply *reply, void *arg)
 {
     struct app *a = arg;
