@@ -93,6 +93,7 @@ struct app {
     unsigned renewing;      /* lock renewals in flight (its pushes wait: they would touch WATCH) */
     int refilling;          /* counted in rf->refilling (lock phase to idle) */
     unsigned continued;     /* refills in a row under this lock (app_continue) */
+    int waiting;            /* was denied a refill slot: checked first at the next tick */
     int low_checks;         /* status reads in a row below low water (0..2), for 'low' */
     int deleted;            /* soft-deleted row */
     uint64_t live_since_ms; /* when it became served */
@@ -153,6 +154,7 @@ struct refill {
     struct app *pusher;            /* the application using prds */
     struct app *pq_head, *pq_tail; /* applications waiting for it */
     unsigned refilling;            /* applications between app_lock and idle (MAX_REFILLS) */
+    unsigned waiting;              /* applications denied a slot, waiting for one */
     struct store *store;
     struct alerts *alerts;
     char *instance; /* for the status views (heap) */
@@ -335,6 +337,8 @@ static void app_alerts_idle(struct app *a)
 
 static void app_free(struct app *a)
 {
+    if (a->waiting)
+        a->rf->waiting--;
     for (int k = 0; k < ALERT_COUNT; k++)
         free(a->alert_msg[k]);
     free(a->k_pool);
@@ -579,13 +583,15 @@ static void on_continue(struct rds *r, redisReply *reply, void *arg)
  * A refill (and maybe a prefetch) is done. Under heavy consumption the pool
  * can be below its low-water mark again already: then go on at once under
  * the same lock, renewed, instead of releasing it and waiting for the next
- * check (up to MAX_CONTINUE refills in a row, then others get a turn).
+ * check (up to MAX_CONTINUE refills in a row, and only while no other
+ * application waits for a refill slot).
  */
 static void app_continue(struct app *a)
 {
     char ttl[16];
 
-    if (a->rf->stopping || a->len >= a->cfg.low_water || a->continued >= MAX_CONTINUE) {
+    if (a->rf->stopping || a->len >= a->cfg.low_water || a->continued >= MAX_CONTINUE ||
+        a->rf->waiting) {
         app_unlock(a);
         return;
     }
@@ -1203,10 +1209,16 @@ static void app_lock(struct app *a)
     static const char hex[] = "0123456789abcdef";
 
     if (rf->refilling >= MAX_REFILLS) {
-        a->due_ms = 0; /* enough refills in progress: try again next tick */
+        a->due_ms = 0; /* enough refills in progress: first in line at the next tick */
+        if (!a->waiting)
+            rf->waiting++;
+        a->waiting = 1;
         app_to_idle(a);
         return;
     }
+    if (a->waiting)
+        rf->waiting--;
+    a->waiting = 0;
     rf->refilling++;
     a->refilling = 1;
     a->continued = 0;
@@ -1476,6 +1488,37 @@ static void renew_locks(struct refill *rf, uint64_t now)
     }
 }
 
+/* Send the check of one application if it is due (on_tick). */
+static void check_one(struct refill *rf, struct app *a, uint64_t now)
+{
+    /* First look at a pool on this Redis process: discard it if it was filled under
+     * another one, at once and even if the row is not served (clients may still pop). */
+    int epoch_due = strcmp(a->epoch_seen, rds_epoch(rf->rds)) != 0;
+
+    if ((a->dead || !a->live) && a->waiting) {
+        a->waiting = 0; /* no longer served: it waits for nothing */
+        rf->waiting--;
+    }
+    if (a->dead || a->state != A_IDLE || (!a->live && !epoch_due) ||
+        (now < a->due_ms && !epoch_due))
+        return;
+    a->check_ms = now;
+    a->due_ms = now + a->cfg.interval_ms;
+    a->state = A_CHECK;
+    if (epoch_due && rds_command(rf->rds, on_epoch, a, "FCALL idpool_epoch 2 %s %s %s", a->k_pool,
+                                 a->k_meta, rds_epoch(rf->rds)) != 0) {
+        a->state = A_IDLE;
+        return;
+    }
+    if (epoch_due || now >= a->status_due_ms || !a->live) {
+        if (rds_command(rf->rds, on_check, a, "FCALL_RO idpool_status 2 %s %s", a->k_pool,
+                        a->k_meta) != 0)
+            a->state = A_IDLE;
+    } else if (rds_command_resp(rf->rds, on_llen, a, a->llen_cmd, a->llen_len) != 0) {
+        a->state = A_IDLE;
+    }
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct refill *rf = arg;
@@ -1498,32 +1541,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     renew_locks(rf, now);
     if (rf->stopping)
         return;
-    /* Every due LLEN goes out in one write: hiredis buffers until the loop flushes. */
-    for (size_t i = 0; i < rf->napps; i++) {
-        struct app *a = rf->apps[i];
-        /* First look at a pool on this Redis process: discard it if it was filled under
-         * another one, at once and even if the row is not served (clients may still pop). */
-        int epoch_due = strcmp(a->epoch_seen, rds_epoch(rf->rds)) != 0;
-
-        if (a->dead || a->state != A_IDLE || (!a->live && !epoch_due) ||
-            (now < a->due_ms && !epoch_due))
-            continue;
-        a->check_ms = now;
-        a->due_ms = now + a->cfg.interval_ms;
-        a->state = A_CHECK;
-        if (epoch_due && rds_command(rf->rds, on_epoch, a, "FCALL idpool_epoch 2 %s %s %s",
-                                     a->k_pool, a->k_meta, rds_epoch(rf->rds)) != 0) {
-            a->state = A_IDLE;
-            continue;
-        }
-        if (epoch_due || now >= a->status_due_ms || !a->live) {
-            if (rds_command(rf->rds, on_check, a, "FCALL_RO idpool_status 2 %s %s", a->k_pool,
-                            a->k_meta) != 0)
-                a->state = A_IDLE;
-        } else if (rds_command_resp(rf->rds, on_llen, a, a->llen_cmd, a->llen_len) != 0) {
-            a->state = A_IDLE;
-        }
-    }
+    /* Every due check goes out in one write: hiredis buffers until the loop flushes.
+     * Pools that were denied a refill slot (MAX_REFILLS) go first, so that the
+     * slots are not always handed to the same applications in table order. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < rf->napps; i++)
+            if (rf->apps[i]->waiting == (pass == 0))
+                check_one(rf, rf->apps[i], now);
 }
 
 /* --- loading rows -------------------------------------------------------- */
