@@ -12,7 +12,7 @@
 #include "log.h"
 
 #define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS 1000 /* also bounds the window after a Redis restart (README) */
 #define ROLE_CHECK_MS  1000 /* how often a ready connection checks for a failover */
 
 enum rds_conn {

@@ -93,7 +93,8 @@ struct app {
     unsigned renewing;      /* lock renewals in flight (its pushes wait: they would touch WATCH) */
     int refilling;          /* counted in rf->refilling (lock phase to idle) */
     unsigned continued;     /* refills in a row under this lock (app_continue) */
-    int waiting;            /* was denied a refill slot: checked first at the next tick */
+    int waiting;            /* in line for a refill slot (rf->wq_head) */
+    struct app *wq_next;    /* next in that line */
     int low_checks;         /* status reads in a row below low water (0..2), for 'low' */
     int deleted;            /* soft-deleted row */
     uint64_t live_since_ms; /* when it became served */
@@ -154,7 +155,7 @@ struct refill {
     struct app *pusher;            /* the application using prds */
     struct app *pq_head, *pq_tail; /* applications waiting for it */
     unsigned refilling;            /* applications between app_lock and idle (MAX_REFILLS) */
-    unsigned waiting;              /* applications denied a slot, waiting for one */
+    struct app *wq_head, *wq_tail; /* applications in line for a refill slot */
     struct store *store;
     struct alerts *alerts;
     char *instance; /* for the status views (heap) */
@@ -337,8 +338,17 @@ static void app_alerts_idle(struct app *a)
 
 static void app_free(struct app *a)
 {
-    if (a->waiting)
-        a->rf->waiting--;
+    if (a->waiting) { /* unlink it from the line for refill slots */
+        struct app **pp = &a->rf->wq_head, *prev = NULL;
+        while (*pp && *pp != a) {
+            prev = *pp;
+            pp = &(*pp)->wq_next;
+        }
+        if (*pp)
+            *pp = a->wq_next;
+        if (a->rf->wq_tail == a)
+            a->rf->wq_tail = prev;
+    }
     for (int k = 0; k < ALERT_COUNT; k++)
         free(a->alert_msg[k]);
     free(a->k_pool);
@@ -453,6 +463,24 @@ static void rate_sample(struct app *a, uint64_t pushed, uint64_t len)
 
 /* --- the refill cycle ---------------------------------------------------- */
 
+static void app_lock(struct app *a);
+
+/* A refill slot is free: the first application in line gets it (it re-checks its pool). */
+static void slot_free(struct refill *rf)
+{
+    while (rf->refilling < MAX_REFILLS && rf->wq_head) {
+        struct app *w = rf->wq_head;
+
+        rf->wq_head = w->wq_next;
+        if (!rf->wq_head)
+            rf->wq_tail = NULL;
+        w->wq_next = NULL;
+        w->waiting = 0;
+        if (w->live && !w->dead && w->state == A_IDLE && !rf->stopping && rds_ready(rf->rds))
+            app_lock(w);
+    }
+}
+
 /* Finish a refill: free per-refill buffers, apply a pending row, go idle. */
 static void app_to_idle(struct app *a)
 {
@@ -469,6 +497,7 @@ static void app_to_idle(struct app *a)
     if (a->refilling) {
         a->refilling = 0;
         a->rf->refilling--;
+        slot_free(a->rf);
     }
     if (a->has_new_cfg) {
         a->cfg = a->new_cfg;
@@ -591,7 +620,7 @@ static void app_continue(struct app *a)
     char ttl[16];
 
     if (a->rf->stopping || a->len >= a->cfg.low_water || a->continued >= MAX_CONTINUE ||
-        a->rf->waiting) {
+        a->rf->wq_head) {
         app_unlock(a);
         return;
     }
@@ -1209,16 +1238,17 @@ static void app_lock(struct app *a)
     static const char hex[] = "0123456789abcdef";
 
     if (rf->refilling >= MAX_REFILLS) {
-        a->due_ms = 0; /* enough refills in progress: first in line at the next tick */
-        if (!a->waiting)
-            rf->waiting++;
-        a->waiting = 1;
+        /* Enough refills in progress: in line (FIFO) for the next free slot. */
         app_to_idle(a);
+        a->waiting = 1;
+        a->wq_next = NULL;
+        if (rf->wq_tail)
+            rf->wq_tail->wq_next = a;
+        else
+            rf->wq_head = a;
+        rf->wq_tail = a;
         return;
     }
-    if (a->waiting)
-        rf->waiting--;
-    a->waiting = 0;
     rf->refilling++;
     a->refilling = 1;
     a->continued = 0;
@@ -1495,10 +1525,8 @@ static void check_one(struct refill *rf, struct app *a, uint64_t now)
      * another one, at once and even if the row is not served (clients may still pop). */
     int epoch_due = strcmp(a->epoch_seen, rds_epoch(rf->rds)) != 0;
 
-    if ((a->dead || !a->live) && a->waiting) {
-        a->waiting = 0; /* no longer served: it waits for nothing */
-        rf->waiting--;
-    }
+    if (a->waiting)
+        return; /* in line for a refill slot */
     if (a->dead || a->state != A_IDLE || (!a->live && !epoch_due) ||
         (now < a->due_ms && !epoch_due))
         return;
@@ -1541,13 +1569,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     renew_locks(rf, now);
     if (rf->stopping)
         return;
-    /* Every due check goes out in one write: hiredis buffers until the loop flushes.
-     * Pools that were denied a refill slot (MAX_REFILLS) go first, so that the
-     * slots are not always handed to the same applications in table order. */
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < rf->napps; i++)
-            if (rf->apps[i]->waiting == (pass == 0))
-                check_one(rf, rf->apps[i], now);
+    /* Every due check goes out in one write: hiredis buffers until the loop flushes. */
+    for (size_t i = 0; i < rf->napps; i++)
+        check_one(rf, rf->apps[i], now);
 }
 
 /* --- loading rows -------------------------------------------------------- */
