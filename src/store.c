@@ -137,13 +137,11 @@ static int conn_open(struct store *s, struct job *j)
      * A daemon stopped inside a reservation (SIGSTOP, a frozen VM) holds the
      * application row's lock: MariaDB ends a write transaction idle for 2 s,
      * so that the other daemons can reserve; the stopped one finds its
-     * connection gone and never uses that range. Waiters give up after 2 s
-     * with a clean error. Best effort: MySQL has no idle_write_transaction_timeout.
+     * connection gone and never uses that range. Best effort: MySQL has no
+     * idle_write_transaction_timeout.
      */
     if (mysql_query(m, "SET SESSION idle_write_transaction_timeout = 2") != 0)
         log_debug("mysql: idle_write_transaction_timeout not set: %s", mysql_error(m));
-    if (mysql_query(m, "SET SESSION innodb_lock_wait_timeout = 2") != 0)
-        log_debug("mysql: innodb_lock_wait_timeout not set: %s", mysql_error(m));
     if (s->failures)
         log_info("mysql: connected to %s:%d/%s, recovered after %d failed attempts", s->host,
                  s->port, s->db, s->failures);
