@@ -43,7 +43,7 @@
  * for seconds, or expire and waste their lease.
  */
 #define MAX_REFILLS    32
-#define MAX_CONTINUE   8  /* refills in a row under one lock (app_continue) */
+#define MAX_CONTINUE   8 /* refills in a row under one lock (app_continue) */
 #define STATUS_MS      1000
 #define IDLE_STATUS_MS 5000
 #define NUM_LEN        21 /* decimal uint64 + NUL */
