@@ -646,9 +646,9 @@ static void on_install(struct rds *r, redisReply *reply, void *arg)
     app_continue(a);
 }
 
-/* Format and send one idpool_push call; ids may be empty (lease install). */
+/* Send idpool_push without IDs: store the prefetched lease in meta (lease install). */
 static int push_send(struct app *a, const char *expected, const struct lease_state *st,
-                     const uint64_t *ids, size_t n, rds_reply_fn *fn)
+                     rds_reply_fn *fn)
 {
     struct refill *rf = a->rf;
     char *p = rf->argbuf;
@@ -670,12 +670,6 @@ static int push_send(struct app *a, const char *expected, const struct lease_sta
             rf->argvlen[argc++] = len;
             p += len;
         }
-    }
-    for (size_t i = 0; i < n; i++) {
-        size_t len = u64_fmt(ids[i], p);
-        rf->argv[argc] = p;
-        rf->argvlen[argc++] = len;
-        p += len;
     }
     return rds_command_argv(rf->rds, fn, a, (int)argc, rf->argv, rf->argvlen);
 }
@@ -722,7 +716,7 @@ static void on_prefetch(void *arg, int status, const struct store_lease *lease, 
               lease->hi);
     expected[u64_fmt(a->plan.next, expected)] = '\0';
     a->state = A_INSTALL;
-    if (push_send(a, expected, &a->plan, NULL, 0, on_install) != 0)
+    if (push_send(a, expected, &a->plan, on_install) != 0)
         app_unlock(a);
 }
 
