@@ -395,6 +395,17 @@ popped() {
 
 popped_ge() { (($(popped "$1") >= $2)); }
 
+# popped_wait APP[,APP...] N MESSAGE: waits until the consumers popped N IDs
+# in all; the bound scales with the profile's rate (three times the nominal
+# time of one consumer group, at least 30 s). A timeout is a failure with
+# MESSAGE.
+popped_wait() {
+    local timeout=$(($2 * 3 / (CHAOS_RATE * CHAOS_BATCH) + 10))
+    ((timeout >= 30)) || timeout=30
+    wait_until "$timeout" popped_ge "$1" "$2" ||
+        failure "$3 (popped $(popped "$1") of $2 IDs in ${timeout}s)"
+}
+
 # consumers_wait APP[,APP...] TARGET [TIMEOUT_S]: lets the consumers run
 # until they popped TARGET IDs in all (default timeout: TARGET at a tenth of
 # the nominal rate, at least 60 s). A timeout is a failure (the pools were

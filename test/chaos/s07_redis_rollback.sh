@@ -308,7 +308,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     info "round $r ($kind) on $APP"
     app_params "$APP"
     consumers_start "$APP" 2
-    wait_until 30 popped_ge "$APP" $((PER_ROUND / 4)) || failure "$APP: consumers starved"
+    popped_wait "$APP" $((PER_ROUND / 4)) "$APP: consumers starved"
     [[ $kind == aof ]] && {
         rcli BGREWRITEAOF >/dev/null
         wait_until 20 eval '[[ $(persistence aof_rewrite_in_progress) == 0 &&

@@ -113,7 +113,7 @@ any_health() { [[ $(health a "$1") == "$2" || $(health b "$1") == "$2" ]]; }
 logs_more() { (($(logs_count "$1") > $2)); }
 RESTARTS='redis restart or failover detected'
 
-wait_until 30 popped_ge $APP $((CHAOS_IDS / 6)) || failure "consumers starved before the faults"
+popped_wait $APP $((CHAOS_IDS / 6)) "consumers starved before the faults"
 
 for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
     # ------------------------------------------------ Redis SIGSTOP 2.5 s ---

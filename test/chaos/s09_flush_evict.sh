@@ -96,7 +96,7 @@ lost_meta() {
 }
 
 declare -A H=()
-wait_until 30 popped_ge "$MONO,$TREND" $((CHAOS_IDS / 8)) || failure "consumers starved"
+popped_wait "$MONO,$TREND" $((CHAOS_IDS / 8)) "consumers starved"
 for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
     # ------------------------------------------------------- FLUSHALL ---
     for app in "${APPS[@]}"; do H[$app]=$(max_leased "$app"); done

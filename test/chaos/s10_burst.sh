@@ -42,7 +42,7 @@ wait_until 20 pool_ge $APP "$P_LOW" || fail "pool never filled"
 alerts_start
 sampler_start $APP
 consumers_start $APP 2
-wait_until 30 popped_ge $APP $((CHAOS_IDS / 10)) || failure "consumers starved before the burst"
+popped_wait $APP $((CHAOS_IDS / 10)) "consumers starved before the burst"
 expect "[[ ! -s $DIR/alerts.txt ]]" "alerts fired before the burst: $(head -c 300 "$DIR/alerts.txt")"
 
 # more_alerts KIND STATE N: the recorder saw more than N such events of APP.

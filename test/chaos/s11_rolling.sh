@@ -62,7 +62,7 @@ for app in "${APPS[@]}"; do
 done
 consumers_start $MONO 2
 consumers_start $TREND 2
-wait_until 30 popped_ge "$MONO,$TREND" $((CHAOS_IDS / 10)) || failure "consumers starved"
+popped_wait "$MONO,$TREND" $((CHAOS_IDS / 10)) "consumers starved"
 
 cat >"$DIR/empties.py" <<'EOF'
 """empties.py WINDOWS LOG...: empty pops (count 0) whose request was sent

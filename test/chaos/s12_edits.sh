@@ -67,7 +67,7 @@ max_leased() {
 current_ge() { (($(app_col "$1" current_offset) >= $2)); }
 more_alerts() { (($(alert_count "$1" "$2" "$3") > $4)); }
 # Leases settle (the first ones are sized before any rate is known).
-wait_until 30 popped_ge "$ED,$SW" $((CHAOS_IDS / 10)) || failure "consumers starved"
+popped_wait "$ED,$SW" $((CHAOS_IDS / 10)) "consumers starved"
 
 for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
     # ------------------------------------- ed: current_offset lowered ---
