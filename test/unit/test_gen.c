@@ -1,4 +1,6 @@
 /* Unit tests of the generator: invariants M and A on generated batches. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gen.h"
@@ -188,12 +190,37 @@ static void test_fmt_parse(void)
         CHECK(u64_parse(buf, n, &v) == 0);
         CHECK_EQ_U64(v, cases[i]);
     }
+    /* every digit count, at both ends, against printf */
+    for (uint64_t p10 = 1, k = 0; k < 20; k++, p10 *= 10) {
+        const uint64_t vs[3] = {p10 - 1, p10, p10 + 7};
+        for (int j = 0; j < 3; j++) {
+            char want[32];
+            int wn = snprintf(want, sizeof(want), "%" PRIu64, vs[j]);
+            size_t n = u64_fmt(vs[j], buf);
+            CHECK(n == (size_t)wn && memcmp(buf, want, n) == 0);
+        }
+    }
     CHECK_EQ_U64(u64_fmt(UINT64_MAX, buf), 20);
     CHECK(memcmp(buf, "18446744073709551615", 20) == 0);
     CHECK(u64_parse("18446744073709551616", 20, &v) == -1);
     CHECK(u64_parse("", 0, &v) == -1);
     CHECK(u64_parse("12a", 3, &v) == -1);
     CHECK(u64_parse("-1", 2, &v) == -1);
+}
+
+static void test_resp_rpush(void)
+{
+    const uint64_t ids[] = {0, 42, UINT64_MAX};
+    const char want[] = "*5\r\n$5\r\nRPUSH\r\n$11\r\nidpool:{a}p\r\n$1\r\n0\r\n$2\r\n42\r\n"
+                        "$20\r\n18446744073709551615\r\n";
+    char buf[RESP_RPUSH_MAX(11, 3)];
+    size_t n = resp_rpush(buf, "idpool:{a}p", 11, ids, 3);
+
+    CHECK_EQ_U64(n, sizeof(want) - 1);
+    CHECK(memcmp(buf, want, n) == 0);
+    /* no IDs: still a well-formed command (Redis rejects it, nothing else does) */
+    n = resp_rpush(buf, "k", 1, ids, 0);
+    CHECK(n == 22 && memcmp(buf, "*2\r\n$5\r\nRPUSH\r\n$1\r\nk\r\n", 22) == 0);
 }
 
 int main(void)
@@ -205,5 +232,6 @@ int main(void)
     RUN(test_trend_blocks);
     RUN(test_near_id_space_end);
     RUN(test_fmt_parse);
+    RUN(test_resp_rpush);
     return unit_done();
 }
