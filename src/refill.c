@@ -19,7 +19,6 @@
 #include "log.h"
 #include "status.h"
 
-#define MAX_PUSH_CHUNK 10000     /* the largest push-chunk setting */
 #define MAX_REFILL_IDS (1 << 20) /* most IDs one refill draws; the next check continues */
 #define LEASE_TARGET_S 60        /* a lease should last about this long at the current rate */
 #define LEASE_MAX_IDS  (1ULL << 30)
@@ -43,7 +42,8 @@
  * for seconds, or expire and waste their lease.
  */
 #define MAX_REFILLS    32
-#define MAX_CONTINUE   8 /* refills in a row under one lock (app_continue) */
+#define MAX_CONTINUE   8  /* refills in a row under one lock (app_continue) */
+#define PUSH_WINDOW    32 /* chunks in flight on the push connection (tx_fill) */
 #define STATUS_MS      1000
 #define IDLE_STATUS_MS 5000
 #define NUM_LEN        21 /* decimal uint64 + NUL */
@@ -129,9 +129,8 @@ struct app {
     size_t nchunks, chunkcap;
     struct app *pq_next; /* next in the push queue */
     unsigned tx_pending; /* push-connection replies outstanding */
-    size_t tx_checked;   /* chunks whose checks were answered */
+    size_t tx_sent;      /* chunks written to the push connection */
     size_t tx_done;      /* chunks appended (EXEC succeeded) */
-    int tx_token_ok;     /* the last GET lock returned our token */
     int push_err;        /* enum push_err: the first push error seen */
     char push_msg[256];  /* its description */
     /* consumption rate, from meta 'pushed' */
@@ -188,6 +187,8 @@ struct refill {
     const char **argv;
     size_t *argvlen;
     char *argbuf;
+    char *resp; /* a push chunk's RPUSH in RESP (grown as needed) */
+    size_t respcap;
 };
 
 static void app_to_idle(struct app *a);
@@ -770,9 +771,9 @@ static void refill_latency(struct refill *rf, uint64_t ms)
  * fails it touches the watched lock key, so the EXEC does nothing. EXEC also
  * does nothing if the lock expired, was taken over or deleted after WATCH.
  * Each chunk's guard expects the next left by the chunk before it, so after
- * a chunk that did nothing the following ones do nothing either: a whole
- * refill is pipelined at once, and the push runs at Redis' speed, not at
- * one round trip per chunk. The lock is not renewed while the application
+ * a chunk that did nothing the following ones do nothing either: a refill
+ * is pipelined (PUSH_WINDOW chunks in flight), and the push runs at Redis'
+ * speed, not at one round trip per chunk. The lock is not renewed while the application
  * pushes (a renewal would touch the watched key).
  *
  * WATCH is per connection, so one application at a time owns the push
@@ -782,6 +783,7 @@ static void refill_latency(struct refill *rf, uint64_t ms)
 enum push_err { PE_NONE, PE_FENCED, PE_EPOCH, PE_STALE, PE_OTHER };
 
 static void pusher_next(struct refill *rf);
+static int tx_fill(struct app *a);
 
 static void push_error(struct app *a, enum push_err kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -848,15 +850,21 @@ static void tx_settle(struct app *a)
         push_finish(a);
 }
 
-static int tx_send(struct app *a, rds_reply_fn *fn, int argc, const char **argv,
-                   const size_t *argvlen)
+/* A command was queued on the push connection (rc 0) or could not be. */
+static int tx_queued(struct app *a, int rc)
 {
-    if (rds_command_argv(a->rf->prds, fn, a, argc, argv, argvlen) != 0) {
+    if (rc != 0) {
         push_error(a, PE_OTHER, "cannot send on the push connection");
         return -1;
     }
     a->tx_pending++;
     return 0;
+}
+
+static int tx_send(struct app *a, rds_reply_fn *fn, int argc, const char **argv,
+                   const size_t *argvlen)
+{
+    return tx_queued(a, rds_command_argv(a->rf->prds, fn, a, argc, argv, argvlen));
 }
 
 /* MULTI, RPUSH... : only an error matters (EXEC then fails with EXECABORT). */
@@ -910,6 +918,7 @@ static void on_tx_exec(struct rds *r, redisReply *reply, void *arg)
             reply->element[0]->type == REDIS_REPLY_INTEGER)
             a->len = (uint64_t)reply->element[0]->integer;
         a->tx_done++;
+        tx_fill(a);
     }
     tx_settle(a);
 }
@@ -920,8 +929,7 @@ static int tx_write(struct app *a, size_t k)
     struct refill *rf = a->rf;
     const struct push_cmd *c = &a->chunks[k];
     const struct lease_state *st = &c->after;
-    char *p = rf->argbuf, nums[4][NUM_LEN], n[NUM_LEN];
-    size_t argc = 0;
+    char nums[4][NUM_LEN], n[NUM_LEN];
     const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"};
     size_t multi_len[] = {5}, exec_len[] = {4};
 
@@ -945,18 +953,22 @@ static int tx_write(struct app *a, size_t k)
             tx_send(a, on_tx_reply, 1, multi, multi_len) != 0)
             return -1;
     }
-    rf->argv[argc] = "RPUSH";
-    rf->argvlen[argc++] = 5;
-    rf->argv[argc] = a->k_pool;
-    rf->argvlen[argc++] = strlen(a->k_pool);
-    for (size_t i = 0; i < c->n; i++) {
-        size_t len = u64_fmt(a->ids[c->off + i], p);
-        rf->argv[argc] = p;
-        rf->argvlen[argc++] = len;
-        p += len;
+    {
+        size_t klen = strlen(a->k_pool), need = RESP_RPUSH_MAX(klen, c->n), len;
+
+        if (need > rf->respcap) {
+            char *b = realloc(rf->resp, need);
+            if (!b) {
+                push_error(a, PE_OTHER, "out of memory for a push chunk");
+                return -1;
+            }
+            rf->resp = b;
+            rf->respcap = need;
+        }
+        len = resp_rpush(rf->resp, a->k_pool, klen, a->ids + c->off, c->n);
+        if (tx_queued(a, rds_command_resp(rf->prds, on_tx_reply, a, rf->resp, len)) != 0)
+            return -1;
     }
-    if (tx_send(a, on_tx_reply, (int)argc, rf->argv, rf->argvlen) != 0)
-        return -1;
     {
         const char *epoch = rds_epoch(rf->prds);
         const char *argv[] = {"HSET",   a->k_meta, "next", nums[0], "hi",  nums[1],
@@ -991,6 +1003,26 @@ static int tx_write(struct app *a, size_t k)
     return tx_send(a, on_tx_exec, 1, exec, exec_len);
 }
 
+/*
+ * Keep up to PUSH_WINDOW chunks in flight: each EXEC reply sends the next
+ * chunk. Formatting a chunk overlaps with Redis appending the ones before it,
+ * and hiredis' output buffer stays small (a whole refill of 2^20 IDs queued
+ * at once is ~25 MB that hiredis shifts down after every partial write).
+ */
+static int tx_fill(struct app *a)
+{
+    while (a->push_err == PE_NONE && a->tx_sent < a->nchunks &&
+           a->tx_sent - a->tx_done < PUSH_WINDOW) {
+        if (tx_write(a, a->tx_sent) != 0)
+            return -1;
+        if (a->tx_sent++ == 0 && fault_at(FAULT_PUSHING)) {
+            rds_flush(a->rf->prds); /* the first chunk is on the wire, the rest is not */
+            fault_fire();
+        }
+    }
+    return 0;
+}
+
 /* Give the push connection to the next waiting application. */
 static void pusher_next(struct refill *rf)
 {
@@ -1004,21 +1036,14 @@ static void pusher_next(struct refill *rf)
         a->state = A_PUSH;
         a->push_err = PE_NONE;
         a->tx_pending = 0;
-        a->tx_done = 0;
+        a->tx_sent = a->tx_done = 0;
         if (!rds_ready(rf->prds)) {
             push_error(a, PE_OTHER, "the push connection to Redis is down");
             push_finish(a);
             continue;
         }
         rf->pusher = a;
-        for (size_t k = 0; k < a->nchunks; k++) {
-            if (tx_write(a, k) != 0)
-                break;
-            if (k == 0 && fault_at(FAULT_PUSHING)) {
-                rds_flush(rf->prds); /* the first chunk is on the wire, the rest is not */
-                fault_fire();
-            }
-        }
+        tx_fill(a);
         tx_settle(a);
     }
 }
@@ -2045,7 +2070,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
                           struct rds *prds, struct store *store, struct alerts *alerts)
 {
     struct refill *rf = calloc(1, sizeof(*rf));
-    size_t maxargs = PUSH_FIXED_ARGS + MAX_PUSH_CHUNK;
+    size_t maxargs = PUSH_FIXED_ARGS;
 
     if (!rf)
         return NULL;
@@ -2098,6 +2123,7 @@ void refill_free(struct refill *rf)
     free(rf->argv);
     free(rf->argvlen);
     free(rf->argbuf);
+    free(rf->resp);
     free(rf->prefix);
     free(rf->instance);
     free(rf->load_err);
