@@ -2,13 +2,19 @@
 # idpool's benchmark: how close the real daemon comes to what one Redis can
 # do, measured side by side in one run on throwaway loopback servers.
 #
-#   scripts/bench.sh [--quick] [--build DIR] [--out DIR]
+#   scripts/bench.sh [--quick] [--profile] [--build DIR] [--out DIR]
 #
 #   --quick      3 runs of short windows, ramp steps held 4 s (about 4 min on
 #                2 cores); the default is 5 runs of 10 s, steps held 10 s
 #   --build DIR  where idpoold and test/idpool-load are (default build/);
 #                a missing DIR is set up with -Dbuildtype=release; ninja runs
 #   --out DIR    results directory (default bench-results/<UTC timestamp>/)
+#   --profile    also profile (after the measured runs, not counted in them):
+#                perf sched of an idle and a refill latency window (how long
+#                redis-server and the clients waited for a CPU), perf record
+#                of redis-server and idpoold during an e2e hold, and
+#                callgrind of idpoold filling an empty pool; reports in
+#                profile/ of the results directory (needs perf: linux-perf)
 #
 # Starts its own redis-server + mariadbd (scripts/servers.sh, AOF everysec)
 # and idpoold on 127.0.0.1 and measures:
@@ -42,11 +48,13 @@ usage() {
 }
 
 PROFILE=default
+PROF=0
 BUILD=$ROOT/build
 OUT=''
 while (($#)); do
     case $1 in
     --quick) PROFILE=quick ;;
+    --profile) PROF=1 ;;
     --build) (($# >= 2)) || usage; BUILD=$2; shift ;;
     --build=*) BUILD=${1#*=} ;;
     --out) (($# >= 2)) || usage; OUT=$2; shift ;;
@@ -196,8 +204,11 @@ sampler_stop() {
     SAMPLER_PID=''
 }
 
-# The daemon under test; one at a time.
+# The daemon under test; one at a time (DAEMON_WRAP: a command it runs
+# under; DAEMON_ARGS: more options).
 DPID=''
+DAEMON_WRAP=()
+DAEMON_ARGS=()
 HTTP=''
 daemon_start() { # NAME
     local port
@@ -206,7 +217,8 @@ s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])')
     HTTP=127.0.0.1:$port
-    "$IDPOOLD" --redis "$IDPOOL_REDIS_URL" --mysql "$IDPOOL_MYSQL_URL" --http "$HTTP" \
+    "${DAEMON_WRAP[@]}" "$IDPOOLD" "${DAEMON_ARGS[@]}" --redis "$IDPOOL_REDIS_URL" \
+        --mysql "$IDPOOL_MYSQL_URL" --http "$HTTP" \
         --instance "bench-$1" --log-level warn </dev/null >>"$OUT/idpoold-$1.log" 2>&1 &
     DPID=$!
     wait_until 30 "idpoold to answer on $HTTP" \
@@ -252,6 +264,10 @@ cleanup() {
 for tool in redis-cli mariadb gnuplot curl python3 meson ninja timeout; do
     command -v "$tool" >/dev/null || die "$tool not found (see scripts/packages.txt)"
 done
+if ((PROF)); then
+    command -v perf >/dev/null || die "--profile needs perf (apt-get install linux-perf)"
+    command -v valgrind >/dev/null || die "--profile needs valgrind"
+fi
 BUILD=$(cd "$(dirname "$BUILD")" && pwd)/$(basename "$BUILD")
 if [[ ! -d $BUILD ]]; then
     say "setting up $BUILD (release)"
@@ -570,7 +586,91 @@ measure mysql.leases $((LEASES1 - LEASES0))
 measure mysql.ids "$E2E_IDS"
 say "5. MySQL: $((LEASES1 - LEASES0)) lease reservations for $E2E_IDS IDs drained from e2e" \
     "= $(calc "($LEASES1 - $LEASES0) * 1e6 / $E2E_IDS") per million"
+
+# ------------------------------------------------ profiles (--profile only)
+
+# sched_delays FILE: per task kind, how long its wakeups waited for a CPU
+# (perf sched timehist's "sch delay"): count, p50, p99, p99.9, max, sum (ms).
+sched_delays() {
+    perf sched timehist -i "$1" 2>/dev/null | awk '
+        $3 ~ /^(redis-server|idpoold|idpool-load|idpool-lat)\[/ && $5 ~ /^[0-9.]+$/ {
+            t = $3; sub(/\[.*/, "", t); d[t, ++n[t]] = $5; s[t] += $5 }
+        END {
+            for (t in n) {
+                m = n[t]; delete v
+                for (i = 1; i <= m; i++) v[i] = d[t, i]
+                asort(v)
+                printf "%-13s wakeups %7d  sch delay ms: p50 %.3f p99 %.3f p99.9 %.3f max %.3f sum %.1f\n",
+                    t, m, v[int(m * 0.5) + 1], v[int(m * 0.99) + 1], v[int(m * 0.999) + 1], v[m], s[t]
+            }
+        }' | sort
+}
+if ((PROF)); then
+    PD=$OUT/profile
+    mkdir -p "$PD"
+    # the latency client under a name of its own (perf sched tells tasks by name)
+    ln -sf "$IDPOOL_LOAD" "$WORK/idpool-lat"
+    say "profile: perf sched of one idle and one refill latency window (not measured above)"
+    for cond in idle refill; do
+        wait_until 120 "the e2e pool to refill" pool_settled e2e "$E2E_LOW"
+        perf sched record -o "$PD/sched-$cond.data" -- sleep "$((WIN + 1))" \
+            >"$PD/sched-$cond.log" 2>&1 &
+        ppid=$!
+        sleep 0.5
+        if [[ $cond == idle ]]; then
+            IDPOOL_LOAD=$WORK/idpool-lat load "prof.lat.idle" "${LAT_ARGS[@]}"
+        else
+            timeout --foreground -k 5 "$LOAD_LIMIT" "$IDPOOL_LOAD" --port "$REDIS_PORT" \
+                --mode lpop --key "$(pool_key e2e)" --batch 100 --conns "$HOG_CONNS" \
+                --rate "$(calc "$HOG_RATE / 100")" --duration "$WIN" >"$OUT/raw/prof.hog.txt" 2>&1 &
+            hog=$!
+            IDPOOL_LOAD=$WORK/idpool-lat load "prof.lat.refill" "${LAT_ARGS[@]}"
+            wait "$hog" || die "the drain of e2e failed (see $OUT/raw/prof.hog.txt)"
+        fi
+        wait "$ppid" || die "perf sched record failed (see $PD/sched-$cond.log)"
+        sched_delays "$PD/sched-$cond.data" >"$PD/sched-$cond.txt"
+        perf sched latency -i "$PD/sched-$cond.data" --sort max 2>/dev/null |
+            head -n 20 >>"$PD/sched-$cond.txt" || true
+        say "  $cond: LPOP p99.9 $(kv "prof.lat.$cond" p999_us) µs; waiting for a CPU (idpool-lat: the latency client, idpool-load: the drain):"
+        sed 's/^/bench:     /' <(sched_delays "$PD/sched-$cond.data")
+        rm -f "$PD/sched-$cond.data"
+    done
+    say "profile: perf record -g of redis-server and idpoold over one e2e hold at $SUSTAINED IDs/s"
+    wait_until 120 "the e2e pool to refill" pool_settled e2e "$E2E_LOW"
+    perf record -F 499 -g -p "$REDIS_PID,$DPID" -o "$PD/e2e.perf.data" -- sleep "$HOLD" \
+        >"$PD/e2e-perf.log" 2>&1 &
+    ppid=$!
+    load prof.e2e --mode lpop --key "$(pool_key e2e)" --batch 100 --conns "$E2E_CONNS" \
+        --pipeline "$E2E_PIPELINE" --rate "$(calc "$SUSTAINED / 100")" --duration "$HOLD"
+    wait "$ppid" || die "perf record failed (see $PD/e2e-perf.log)"
+    for comm in redis-server idpoold; do
+        perf report -i "$PD/e2e.perf.data" --stdio --no-children --comms "$comm" \
+            --percentage relative --sort dso,symbol -g none --percent-limit 0.5 2>/dev/null |
+            grep -v '^$' >"$PD/e2e-$comm.txt" || true
+        say "  $comm, top symbols (% of its samples): $(grep -E '^ +[0-9.]+%' "$PD/e2e-$comm.txt" |
+            head -n 8 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $4, $1 }')"
+    done
+    rm -f "$PD/e2e.perf.data"
+fi
 daemon_stop
+if ((PROF)); then
+    say "profile: callgrind of idpoold filling an empty pool of 500,000 IDs"
+    Q "DELETE FROM application"
+    R FLUSHALL >/dev/null
+    Q "INSERT INTO application (entity_key, step, max_pool_size, min_size_percent,
+       max_size_per_second, max_size_per_times) VALUES ('cg', 10000, 500000, 90, 100000000, 1000)"
+    # valgrind slows it down ~50x: a lock TTL that outlasts the whole fill
+    DAEMON_WRAP=(valgrind --tool=callgrind "--callgrind-out-file=$PD/callgrind.out")
+    DAEMON_ARGS=(--lock-ttl-ms 120000)
+    daemon_start callgrind
+    wait_until 300 "the cg pool to fill under callgrind" llen_ge cg 500000
+    daemon_stop
+    DAEMON_WRAP=() DAEMON_ARGS=()
+    callgrind_annotate --inclusive=no "$PD/callgrind.out" 2>/dev/null | head -n 40 >"$PD/callgrind.txt" || true
+    total=$(sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' "$PD/callgrind.txt" | tr -d ,)
+    say "  $(calc0 "${total:-0} / 500000") instructions per ID pushed (start-up and checks included); top functions in $PD/callgrind.txt:"
+    grep -E '^ *[0-9,]+ .*\(' "$PD/callgrind.txt" | head -n 8 | sed 's/^/bench:     /'
+fi
 
 # ------------------------------------------------------------------ 4. scale
 
