@@ -252,6 +252,16 @@ static void userinfo_clean(char *s, int no_host)
             *s = '_';
 }
 
+/* How many times MARKER occurs in s (overlaps counted). */
+static size_t count_marker(const char *s)
+{
+    size_t n = 0;
+
+    for (const char *p = s; (p = strstr(p, MARKER)) != NULL; p++)
+        n++;
+    return n;
+}
+
 /*
  * scheme://user:pw1<MARKER>pw2@hostport[/path] for one of the three parsers,
  * or the same with "@hostport" forgotten (then "user:pw..." reads as a host
@@ -307,9 +317,13 @@ static void check_secret(struct fz *f)
         if (rc == 0)
             webhook_url_free(&u);
     }
-    /* Only the pieces the harness does not control may be echoed: never the password. */
-    if (rc < 0 && !strstr(user, MARKER) && !strstr(hp, MARKER) && !strstr(path, MARKER) &&
-        !strstr(pw1, MARKER) && !strstr(pw2, MARKER) && strstr(err, MARKER)) {
+    /*
+     * Only the pieces the harness does not control may be echoed: never the
+     * password. Checked when the marker occurs in the URL only once, in the
+     * password: pieces may hold it, or spell it across their joins (a host
+     * ending in "Pw0" before a path "SeCrEt": the bad port is shown).
+     */
+    if (rc < 0 && count_marker(url) == 1 && strstr(err, MARKER)) {
         fprintf(stderr, "URL '%s': error shows the password: %s\n", url, err);
         CHECK(!"no password in errors");
     }
