@@ -85,6 +85,9 @@ E2E_POOL_S=3         # end-to-end pool: this many seconds of the ceiling
 E2E_MIN_PCT=90       # ... refilled below this % (a refill is >= 0.3 s of demand,
                      # well inside the daemon's 1 s lock TTL)
 E2E_STEP=10000       # ... in steps of this many IDs
+ID_BASE=100000000000000000 # current_offset of the pushed applications: IDs of
+                     # 18 digits, as long as the ceiling's (16..19 digits;
+                     # Redis' cost per ID grows with its length)
 RAMP_START=0.30      # first ramp step, as a fraction of the ceiling
 RAMP_MAX=1.20        # the ramp never asks for more than this x ceiling
 LAT_RATE=5000        # single-ID LPOP requests/s of the latency client (one
@@ -387,8 +390,8 @@ daemon_start main
 for run in $(seq "$RUNS"); do
     app=fenced$run
     Q "INSERT INTO application (entity_key, step, max_pool_size, min_size_percent,
-        max_size_per_second, max_size_per_times)
-       VALUES ('$app', 1000, $FENCED_POOL, 80, 100000000, 1000)"
+        max_size_per_second, max_size_per_times, current_offset)
+       VALUES ('$app', 1000, $FENCED_POOL, 80, 100000000, 1000, $ID_BASE)"
     sampler_start "$app" "$OUT/raw/fenced.$run.llen" 10
     kill -HUP "$DPID"
     # Filled: above low water and no longer growing (a refill fenced off
@@ -414,7 +417,7 @@ E2E_POOL=$(((CEILING * E2E_POOL_S / E2E_STEP + 1) * E2E_STEP))
 ((E2E_POOL >= 1000000)) || E2E_POOL=1000000
 ((E2E_POOL <= 50000000)) || E2E_POOL=50000000
 E2E_LOW=$((E2E_POOL * E2E_MIN_PCT / 100))
-say "2. end to end: pool of $E2E_POOL IDs (step $E2E_STEP, refilled below $E2E_MIN_PCT %), LPOP 100 on $E2E_CONNS connections, ramp from $RAMP_START x ceiling in steps of $RAMP_STEP, each held ${HOLD} s"
+say "2. end to end: pool of $E2E_POOL IDs (step $E2E_STEP, IDs from $ID_BASE, refilled below $E2E_MIN_PCT %), LPOP 100 on $E2E_CONNS connections, ramp from $RAMP_START x ceiling in steps of $RAMP_STEP, each held ${HOLD} s"
 ((HOLD >= 10)) || say "  (--quick: steps held ${HOLD} s, not the 10 s of the full run)"
 info e2e_pool "$E2E_POOL"
 info e2e_step "$E2E_STEP"
@@ -422,8 +425,8 @@ info e2e_min_pct "$E2E_MIN_PCT"
 info e2e_conns "$E2E_CONNS"
 info e2e_pipeline "$E2E_PIPELINE"
 Q "INSERT INTO application (entity_key, step, max_pool_size, min_size_percent,
-    max_size_per_second, max_size_per_times)
-   VALUES ('e2e', $E2E_STEP, $E2E_POOL, $E2E_MIN_PCT, 100000000, 1000)"
+    max_size_per_second, max_size_per_times, current_offset)
+   VALUES ('e2e', $E2E_STEP, $E2E_POOL, $E2E_MIN_PCT, 100000000, 1000, $ID_BASE)"
 reload_until served e2e
 wait_until 120 "the e2e pool to fill" pool_settled e2e "$E2E_LOW"
 LEASES0=$(leases_of e2e)
@@ -610,31 +613,63 @@ if ((PROF)); then
     mkdir -p "$PD"
     # the latency client under a name of its own (perf sched tells tasks by name)
     ln -sf "$IDPOOL_LOAD" "$WORK/idpool-lat"
-    say "profile: perf sched of one idle and one refill latency window (not measured above)"
-    for cond in idle refill; do
+    # the same probe at SCHED_FIFO priority: its own wait for a CPU taken out
+    printf '#!/bin/sh\nexec chrt -f 10 "%s" "$@"\n' "$IDPOOL_LOAD" >"$WORK/idpool-lat-fifo"
+    chmod +x "$WORK/idpool-lat-fifo"
+    # prof_window COND PROBE: one latency window (idle*: nothing else runs;
+    # refill*: the e2e pool drained at HOG_RATE and refilled) with the probe
+    # binary PROBE; the plain windows under perf sched, the refill ones with
+    # Redis' command times and slow log.
+    prof_window() {
+        local cond=$1 probe=$2 ppid='' hog=''
         wait_until 120 "the e2e pool to refill" pool_settled e2e "$E2E_LOW"
-        perf sched record -o "$PD/sched-$cond.data" -- sleep "$((WIN + 1))" \
-            >"$PD/sched-$cond.log" 2>&1 &
-        ppid=$!
-        sleep 0.5
-        if [[ $cond == idle ]]; then
-            IDPOOL_LOAD=$WORK/idpool-lat load "prof.lat.idle" "${LAT_ARGS[@]}"
-        else
+        if [[ $probe == "$WORK/idpool-lat" ]]; then
+            perf sched record -o "$PD/sched-$cond.data" -- sleep "$((WIN + 1))" \
+                >"$PD/sched-$cond.log" 2>&1 &
+            ppid=$!
+            sleep 0.5
+        fi
+        R CONFIG RESETSTAT >/dev/null
+        R SLOWLOG RESET >/dev/null
+        if [[ $cond == refill* ]]; then
             timeout --foreground -k 5 "$LOAD_LIMIT" "$IDPOOL_LOAD" --port "$REDIS_PORT" \
                 --mode lpop --key "$(pool_key e2e)" --batch 100 --conns "$HOG_CONNS" \
-                --rate "$(calc "$HOG_RATE / 100")" --duration "$WIN" >"$OUT/raw/prof.hog.txt" 2>&1 &
+                --rate "$(calc "$HOG_RATE / 100")" --duration "$WIN" >"$OUT/raw/prof.hog.$cond.txt" 2>&1 &
             hog=$!
-            IDPOOL_LOAD=$WORK/idpool-lat load "prof.lat.refill" "${LAT_ARGS[@]}"
-            wait "$hog" || die "the drain of e2e failed (see $OUT/raw/prof.hog.txt)"
         fi
-        wait "$ppid" || die "perf sched record failed (see $PD/sched-$cond.log)"
-        sched_delays "$PD/sched-$cond.data" >"$PD/sched-$cond.txt"
-        perf sched latency -i "$PD/sched-$cond.data" --sort max 2>/dev/null |
-            head -n 20 >>"$PD/sched-$cond.txt" || true
-        say "  $cond: LPOP p99.9 $(kv "prof.lat.$cond" p999_us) µs; waiting for a CPU (idpool-lat: the latency client, idpool-load: the drain):"
-        sed 's/^/bench:     /' <(sched_delays "$PD/sched-$cond.data")
-        rm -f "$PD/sched-$cond.data"
-    done
+        IDPOOL_LOAD=$probe load "prof.lat.$cond" "${LAT_ARGS[@]}"
+        [[ -z $hog ]] || wait "$hog" || die "the drain of e2e failed (see $OUT/raw/prof.hog.$cond.txt)"
+        if [[ $cond == refill* ]]; then
+            { R INFO commandstats; echo "slowlog (> 500 µs):"; R SLOWLOG GET 20; } \
+                >"$PD/redis-$cond.txt"
+        fi
+        say "  $cond: LPOP p50 $(kv "prof.lat.$cond" p50_us) p99 $(kv "prof.lat.$cond" p99_us)" \
+            "p99.9 $(kv "prof.lat.$cond" p999_us) µs"
+        if [[ $cond == refill* ]]; then
+            say "    Redis, µs per call: $(tr -d '\r' <"$PD/redis-$cond.txt" | sed -n \
+                's/^cmdstat_\(exec\|rpush\|lpop\|fcall\):.*usec_per_call=\([0-9.]*\).*/\1 \2/p' |
+                paste -sd, | sed 's/,/, /g'); commands over 500 µs: $(R SLOWLOG LEN)"
+        fi
+        if [[ -n $ppid ]]; then
+            wait "$ppid" || die "perf sched record failed (see $PD/sched-$cond.log)"
+            sched_delays "$PD/sched-$cond.data" >"$PD/sched-$cond.txt"
+            perf sched latency -i "$PD/sched-$cond.data" --sort max 2>/dev/null |
+                head -n 20 >>"$PD/sched-$cond.txt" || true
+            say "    waiting for a CPU (idpool-lat: this probe, idpool-load: the drain):"
+            sed 's/^/bench:     /' <(sched_delays "$PD/sched-$cond.data")
+            rm -f "$PD/sched-$cond.data"
+        fi
+    }
+    say "profile: latency windows (not measured above): idle and refill under perf sched; the same with the probe at SCHED_FIFO"
+    R CONFIG SET slowlog-log-slower-than 500 >/dev/null
+    prof_window idle "$WORK/idpool-lat"
+    prof_window refill "$WORK/idpool-lat"
+    if chrt -f 10 true 2>/dev/null; then
+        prof_window idle-fifo "$WORK/idpool-lat-fifo"
+        prof_window refill-fifo "$WORK/idpool-lat-fifo"
+    else
+        say "  (chrt -f not permitted here: no SCHED_FIFO windows)"
+    fi
     say "profile: perf record -g of redis-server and idpoold over one e2e hold at $SUSTAINED IDs/s"
     wait_until 120 "the e2e pool to refill" pool_settled e2e "$E2E_LOW"
     perf record -F 499 -g -p "$REDIS_PID,$DPID" -o "$PD/e2e.perf.data" -- sleep "$HOLD" \
@@ -658,7 +693,8 @@ if ((PROF)); then
     Q "DELETE FROM application"
     R FLUSHALL >/dev/null
     Q "INSERT INTO application (entity_key, step, max_pool_size, min_size_percent,
-       max_size_per_second, max_size_per_times) VALUES ('cg', 10000, 500000, 90, 100000000, 1000)"
+       max_size_per_second, max_size_per_times, current_offset)
+       VALUES ('cg', 10000, 500000, 90, 100000000, 1000, $ID_BASE)"
     # valgrind slows it down ~50x: a lock TTL that outlasts the whole fill
     DAEMON_WRAP=(valgrind --tool=callgrind "--callgrind-out-file=$PD/callgrind.out")
     DAEMON_ARGS=(--lock-ttl-ms 120000)
