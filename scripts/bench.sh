@@ -35,7 +35,8 @@
 #   bench: e2e_ratio=X p999_ratio=Y sustained_ids_per_s=Z ceiling_ids_per_s=W mysql_writes_per_million=V idle_cpu_pct=U
 # Exit status: 0 measured (whether or not the goals hold), 1 error, 64 usage.
 # Environment: IDPOOLD, IDPOOL_LOAD (binaries; default from --build);
-# BENCH_RUNS, BENCH_WINDOW_S, BENCH_HOLD_S, BENCH_SCALE_APPS, BENCH_LOAD_APPS.
+# BENCH_RUNS, BENCH_WINDOW_S, BENCH_HOLD_S, BENCH_SCALE_APPS, BENCH_LOAD_APPS;
+# BENCH_HOG_RATE (IDs/s of the latency phase's drain; default the sustained rate).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -523,13 +524,14 @@ python3 "$LIB" ramp "$OUT" "$T0_NS" "$OUT/raw/ramp.llen" "$OUT/raw/ramp.steps"
 
 # ---------------------------------------------------- 3. latency under refill
 
-HOG_RATE=$SUSTAINED
+HOG_RATE=${BENCH_HOG_RATE:-$SUSTAINED}
 ((HOG_RATE > 0)) || HOG_RATE=$(calc0 "$CEILING * $RAMP_START")
 say "3. latency: LPOP (1 ID) at $LAT_RATE/s, open loop, ${WIN} s windows: idle; another list drained at $HOG_RATE IDs/s without refill; the e2e pool drained at that rate and refilled$( ((LAT_FLAT)) && echo '; drained flat out')"
 ((LAT_FLAT)) || say "  (--quick: no 'drained flat out' condition)"
 info lat_rate "$LAT_RATE"
 info lat_pipeline "$LAT_PIPELINE"
 info lat_hog_rate "$HOG_RATE"
+info e2e_sustained "$SUSTAINED"
 info hog_conns "$HOG_CONNS"
 # The latency client pops from a plain list that nothing refills, prefilled
 # with what all its windows need (and a margin).

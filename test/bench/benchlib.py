@@ -351,10 +351,12 @@ def cmd_report(outdir):
              "loop (up to %s requests in flight; latency counts from the scheduled send time) "
              "from a list nothing refills. *Idle*: nothing else runs. *Drain only*: %s "
              "connections (one request in flight each) pop batches of 100 from another "
-             "prefilled list at %s IDs/s (the sustained rate), nothing is refilled. "
+             "prefilled list at %s IDs/s (%s), nothing is refilled. "
              "*Refill*: the same drain on the e2e pool while idpoold refills it.%s"
              % (inum(i.get("lat_rate")), i.get("lat_pipeline", "?"), i.get("hog_conns", "?"),
                 inum(i.get("lat_hog_rate")),
+                "the sustained rate" if i.get("e2e_sustained") in (None, i.get("lat_hog_rate"))
+                else "BENCH_HOG_RATE; the sustained rate: %s" % inum(i.get("e2e_sustained")),
                 " *Flat out*: that pool drained as fast as those connections can (it runs "
                 "dry; idpoold refills it continuously)." if r.n("lat.flat.p50_us") else ""))
     L.append("")
