@@ -773,8 +773,8 @@ static void refill_latency(struct refill *rf, uint64_t ms)
  * Each chunk's guard expects the next left by the chunk before it, so after
  * a chunk that did nothing the following ones do nothing either: a refill
  * is pipelined (PUSH_WINDOW chunks in flight), and the push runs at Redis'
- * speed, not at one round trip per chunk. The lock is not renewed while the application
- * pushes (a renewal would touch the watched key).
+ * speed, not at one round trip per chunk. The lock is not renewed while the
+ * application pushes (a renewal would touch the watched key).
  *
  * WATCH is per connection, so one application at a time owns the push
  * connection (rf->pusher); the others wait in a FIFO with their locks
@@ -932,7 +932,19 @@ static int tx_write(struct app *a, size_t k)
     char nums[4][NUM_LEN], n[NUM_LEN];
     const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"};
     size_t multi_len[] = {5}, exec_len[] = {4};
+    size_t klen = strlen(a->k_pool), need = RESP_RPUSH_MAX(klen, c->n), rlen;
 
+    /* the RPUSH first: nothing is sent if it cannot be built (no MULTI left open) */
+    if (need > rf->respcap) {
+        char *b = realloc(rf->resp, need);
+        if (!b) {
+            push_error(a, PE_OTHER, "out of memory for a push chunk");
+            return -1;
+        }
+        rf->resp = b;
+        rf->respcap = need;
+    }
+    rlen = resp_rpush(rf->resp, a->k_pool, klen, a->ids + c->off, c->n);
     {
         const char *epoch = rds_epoch(rf->prds), *want = a->expected ? a->expected : "";
         const char *watch[] = {"WATCH", a->k_lock};
@@ -953,22 +965,8 @@ static int tx_write(struct app *a, size_t k)
             tx_send(a, on_tx_reply, 1, multi, multi_len) != 0)
             return -1;
     }
-    {
-        size_t klen = strlen(a->k_pool), need = RESP_RPUSH_MAX(klen, c->n), len;
-
-        if (need > rf->respcap) {
-            char *b = realloc(rf->resp, need);
-            if (!b) {
-                push_error(a, PE_OTHER, "out of memory for a push chunk");
-                return -1;
-            }
-            rf->resp = b;
-            rf->respcap = need;
-        }
-        len = resp_rpush(rf->resp, a->k_pool, klen, a->ids + c->off, c->n);
-        if (tx_queued(a, rds_command_resp(rf->prds, on_tx_reply, a, rf->resp, len)) != 0)
-            return -1;
-    }
+    if (tx_queued(a, rds_command_resp(rf->prds, on_tx_reply, a, rf->resp, rlen)) != 0)
+        return -1;
     {
         const char *epoch = rds_epoch(rf->prds);
         const char *argv[] = {"HSET",   a->k_meta, "next", nums[0], "hi",  nums[1],
