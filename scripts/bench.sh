@@ -11,7 +11,9 @@
 #   --out DIR    results directory (default bench-results/<UTC timestamp>/)
 #   --profile    also profile (after the measured runs, not counted in them):
 #                perf sched of an idle and a refill latency window (how long
-#                redis-server and the clients waited for a CPU), perf record
+#                redis-server and the clients waited for a CPU), Redis'
+#                command times and slow log in the refill window, the same
+#                two windows with the probe at SCHED_FIFO (chrt), perf record
 #                of redis-server and idpoold during an e2e hold, and
 #                callgrind of idpoold filling an empty pool; reports in
 #                profile/ of the results directory (needs perf: linux-perf)
