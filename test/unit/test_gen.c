@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "gen.h"
+#include "resp.h"
 #include "unit.h"
 
 static struct app_cfg mono_cfg(uint64_t delta, uint64_t rem, uint64_t inc_max, uint64_t start)

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "metrics.h"
+#include "sbuf.h"
 #include "statusjson.h"
 #include "unit.h"
 

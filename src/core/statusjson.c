@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "metrics.h"
+#include "sbuf.h"
 
 /*
  * The cJSON add functions return NULL when out of memory (and accept a NULL

@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "sbuf.h"
 #include "statusjson.h"
 
 #define HTTP_TIMEOUT_S   10    /* idle or slow clients are dropped after this */

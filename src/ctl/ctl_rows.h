@@ -1,14 +1,14 @@
 /*
- * ctl_apps — `idpoolctl apps ...`: list, show, add, set, disable and enable
- * rows of the MySQL `application` table. Every row is judged by
- * app_validate(), the daemon's own rules, so idpoolctl and idpoold always
- * agree on what is served; writes are validated before they are made.
+ * ctl_rows — what idpoolctl reads: rows of `application` (validated with
+ * the daemon's rules) and, per application, the pool and meta in Redis.
+ * Shared by `apps` and `status`.
  */
-#ifndef IDPOOL_CTL_APPS_H
-#define IDPOOL_CTL_APPS_H
+#ifndef IDPOOL_CTL_ROWS_H
+#define IDPOOL_CTL_ROWS_H
 
 #include <stddef.h>
-#include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "app.h"
 #include "ctl_common.h"
@@ -34,14 +34,18 @@ struct ctl_row {
 int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row **rows, size_t *n)
     __attribute__((warn_unused_result));
 
+/*
+ * Read the one row whose entity_key is `key` into *out (FOR UPDATE when
+ * for_update); an unknown key is reported. 0, or an exit code.
+ */
+int ctl_row_load(struct ctl *c, const char *key, int for_update, struct ctl_row *out)
+    __attribute__((warn_unused_result));
+
 /* "served", "deleted" or "invalid" (a soft-deleted row is "deleted" even if invalid). */
 const char *ctl_row_state(const struct ctl_row *r);
 
 /* The validation error without its "application 'KEY' (id N): " prefix. */
 const char *ctl_row_reason(const struct ctl_row *r);
-
-/* The row as a JSON object (columns, resolved values, validation). */
-cJSON *ctl_row_json(const struct ctl_row *r);
 
 /* What Redis holds for one application. */
 struct ctl_pool {
@@ -54,11 +58,5 @@ struct ctl_pool {
 int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_pool *out)
     __attribute__((warn_unused_result));
 void ctl_pool_free(struct ctl_pool *p);
-
-/* `idpoolctl apps SUBCOMMAND ...` (argv after "apps"). Returns the exit code. */
-int ctl_apps(struct ctl *c, int argc, char **argv);
-
-/* --help of `apps` (sub NULL) or of one subcommand; 0, or -1 for an unknown one. */
-int ctl_apps_help(FILE *out, const char *prog, const char *sub);
 
 #endif

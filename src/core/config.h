@@ -14,33 +14,9 @@
 #include <stdio.h>
 
 #include "log.h"
+#include "url.h"
 
 #define CONFIG_ERR_MAX 512
-
-/* redis://[user][:password@]host[:port][/db]; host may be [v6addr]. */
-struct redis_url {
-    char *host;     /* heap; without brackets */
-    int port;       /* default 6379 */
-    char *user;     /* heap or NULL (ACL user) */
-    char *password; /* heap or NULL; percent-decoded */
-    int db;         /* default 0 */
-};
-
-/* mysql://user[:password]@host[:port]/db; host may be [v6addr]. */
-struct mysql_url {
-    char *host;     /* heap */
-    int port;       /* default 3306 */
-    char *user;     /* heap; default "root" */
-    char *password; /* heap or NULL; percent-decoded */
-    char *db;       /* heap; default "idpool" */
-};
-
-/* http://host[:port][/path] */
-struct webhook_url {
-    char *host; /* heap; without brackets */
-    int port;   /* default 80 */
-    char *path; /* heap; starts with '/' */
-};
 
 struct config {
     char *redis_url;            /* as given (password included: never log it) */
@@ -91,19 +67,5 @@ void config_free(struct config *cfg);
 
 /* The --help text. */
 void config_usage(FILE *out, const char *progname);
-
-/* Parsers, exposed for unit tests and idpoolctl. 0 on success, -1 with err. */
-int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-void redis_url_free(struct redis_url *u);
-int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-void mysql_url_free(struct mysql_url *u);
-int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-void webhook_url_free(struct webhook_url *u);
-/* "host:port" or "[v6]:port"; host is heap-allocated. */
-int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
 
 #endif

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "ctl_apps.h"
+#include "ctl_rows.h"
 
 #define HTTP_TIMEOUT_MS 2000
 #define HTTP_MAX_BODY   (64u << 20)

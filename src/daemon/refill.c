@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "fault.h"
 #include "gen.h"
+#include "resp.h"
 #include "log.h"
 #include "status.h"
 

@@ -1,0 +1,21 @@
+/*
+ * text — small helpers for parsers that report errors as text: a printf
+ * into the caller's error buffer, and strict decimal integers. Pure.
+ */
+#ifndef IDPOOL_TEXT_H
+#define IDPOOL_TEXT_H
+
+#include <stddef.h>
+
+/* printf into err[errlen]; nothing when err is NULL or errlen 0. */
+void text_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * The n bytes at s as a strict decimal integer: optional '-', digits,
+ * nothing else (no spaces, no '+', no trailing junk), no overflow, within
+ * min..max. 0, or -1.
+ */
+int text_int(const char *s, size_t n, long long min, long long max, long long *out)
+    __attribute__((warn_unused_result));
+
+#endif

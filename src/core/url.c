@@ -1,0 +1,449 @@
+#include "url.h"
+
+#include "text.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REDIS_DEFAULT_PORT 6379
+#define MYSQL_DEFAULT_PORT 3306
+#define REDIS_DB_MAX       1000000
+#define MYSQL_DB_MAX       64
+#define HOSTNAME_MAX       253
+/* ---------------------------------------------------------------- URLs */
+
+/* The pieces of scheme://[userinfo@]hostport[/path], pointing into the URL. */
+struct url_parts {
+    bool has_userinfo;
+    const char *user; /* up to the first ':' of userinfo */
+    size_t user_len;
+    bool has_password; /* userinfo has a ':' */
+    const char *password;
+    size_t password_len;
+    const char *hostport;
+    size_t hostport_len;
+    bool has_path;    /* a '/' follows the host */
+    const char *path; /* after the '/' */
+    size_t path_len;
+};
+
+/*
+ * Check the scheme against the accepted ones and return what follows "://".
+ * Only the scheme is ever echoed: the rest may hold a password.
+ */
+static const char *url_scheme(const char *s, const char *const *schemes, const char *expect,
+                              char *err, size_t errlen)
+{
+    const char *sep = strstr(s, "://");
+
+    for (const char *const *sc = schemes; *sc; sc++) {
+        size_t n = strlen(*sc);
+        if (strncasecmp(s, *sc, n) == 0 && strncmp(s + n, "://", 3) == 0)
+            return s + n + 3;
+    }
+    if (sep && sep - s <= 16)
+        text_err(err, errlen, "unsupported scheme '%.*s://', expected %s", (int)(sep - s), s,
+                 expect);
+    else
+        text_err(err, errlen, "not a URL, expected %s", expect);
+    return NULL;
+}
+
+/*
+ * Split the part after "scheme://" into userinfo, host[:port] and path.
+ * Following RFC 3986 the authority ends at the first '/', '?' or '#', and the
+ * last '@' in it ends the userinfo (so a raw '@' in a password works). Query
+ * strings and fragments are rejected.
+ */
+static int url_split(const char *rest, struct url_parts *p, char *err, size_t errlen)
+{
+    size_t alen = strcspn(rest, "/?#");
+    const char *at = NULL, *after;
+
+    memset(p, 0, sizeof(*p));
+    for (const char *c = rest; *c; c++) {
+        if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+            text_err(err, errlen, "URL contains a space or control character");
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < alen; i++)
+        if (rest[i] == '@')
+            at = rest + i;
+    p->hostport = rest;
+    p->hostport_len = alen;
+    if (at) {
+        const char *colon = memchr(rest, ':', (size_t)(at - rest));
+
+        p->has_userinfo = true;
+        p->user = rest;
+        p->user_len = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+        if (colon) {
+            p->has_password = true;
+            p->password = colon + 1;
+            p->password_len = (size_t)(at - colon - 1);
+        }
+        p->hostport = at + 1;
+        p->hostport_len = alen - (size_t)(at + 1 - rest);
+    }
+    after = rest + alen;
+    if (*after == '/') {
+        p->has_path = true;
+        p->path = after + 1;
+        p->path_len = strcspn(p->path, "?#");
+        after = p->path + p->path_len;
+        if (memchr(p->path, '@', p->path_len)) {
+            text_err(err, errlen, "'@' after the host (percent-encode '/' in a password as %%2F)");
+            return -1;
+        }
+    }
+    if (*after == '?') {
+        text_err(err, errlen,
+                 "query strings ('?...') are not supported (percent-encode '?' in a password "
+                 "as %%3F)");
+        return -1;
+    }
+    if (*after == '#') {
+        text_err(err, errlen,
+                 "fragments ('#...') are not supported (percent-encode '#' in a password as %%23)");
+        return -1;
+    }
+    return 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/*
+ * Percent-decode n bytes into a new heap string. "what" names the part in the
+ * error message; the text itself is never echoed (it may be a password).
+ */
+static char *pct_decode(const char *s, size_t n, const char *what, char *err, size_t errlen)
+{
+    char *out = malloc(n + 1), *o = out;
+    int hi, lo;
+
+    if (out == NULL) {
+        text_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            *o++ = s[i];
+            continue;
+        }
+        hi = i + 1 < n ? hexval(s[i + 1]) : -1;
+        lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            text_err(err, errlen,
+                     "bad percent-escape in the %s (write '%%' itself as %%25; %%00 is not "
+                     "allowed)",
+                     what);
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+static bool hostname_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
+}
+
+/*
+ * Parse host[:port] or [v6addr][:port] (n bytes at s) into a heap host
+ * (brackets removed) and a port. default_port < 0 makes the port required.
+ * Only the host and port are echoed in errors, never anything else, and the
+ * port only when show_port: in a URL without '@', "user:password" with the
+ * host forgotten reads as host:port, so a bad port may be a password.
+ */
+static int hostport_split(const char *s, size_t n, int default_port, bool show_port, char **host,
+                          int *port, char *err, size_t errlen)
+{
+    const char *h, *p = NULL, *end = s + n;
+    size_t hlen, plen = 0;
+    long long v;
+
+    *host = NULL;
+    *port = 0;
+    if (n == 0) {
+        text_err(err, errlen, "missing host");
+        return -1;
+    }
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        char addr[INET6_ADDRSTRLEN + 1];
+        struct in6_addr a6;
+
+        if (close == NULL) {
+            text_err(err, errlen, "missing ']' after IPv6 address");
+            return -1;
+        }
+        h = s + 1;
+        hlen = (size_t)(close - h);
+        if (hlen == 0 || hlen >= sizeof(addr)) {
+            text_err(err, errlen, "bad IPv6 address '%.*s'", (int)(hlen < 64 ? hlen : 64), h);
+            return -1;
+        }
+        memcpy(addr, h, hlen);
+        addr[hlen] = '\0';
+        if (inet_pton(AF_INET6, addr, &a6) != 1) {
+            text_err(err, errlen, "bad IPv6 address '%s'", addr);
+            return -1;
+        }
+        if (close + 1 < end) {
+            if (close[1] != ':') {
+                text_err(err, errlen, "expected ':PORT' after ']', got '%.*s'",
+                         (int)((size_t)(end - close - 1) < 32 ? (size_t)(end - close - 1) : 32),
+                         close + 1);
+                return -1;
+            }
+            p = close + 2;
+            plen = (size_t)(end - p);
+        }
+    } else {
+        const char *colon = memchr(s, ':', n);
+
+        h = s;
+        hlen = colon ? (size_t)(colon - s) : n;
+        if (colon) {
+            p = colon + 1;
+            plen = (size_t)(end - p);
+            if (memchr(p, ':', plen)) {
+                text_err(err, errlen, "an IPv6 address must be in brackets, e.g. [::1]:PORT");
+                return -1;
+            }
+        }
+        if (hlen == 0) {
+            text_err(err, errlen, "missing host (use 0.0.0.0 or [::] for every address)");
+            return -1;
+        }
+        for (size_t i = 0; i < hlen; i++) {
+            if (!hostname_char(h[i]) || hlen > HOSTNAME_MAX) {
+                text_err(err, errlen, "bad host name '%.*s'", (int)(hlen < 64 ? hlen : 64), h);
+                return -1;
+            }
+        }
+    }
+    if (p == NULL) {
+        if (default_port < 0) {
+            text_err(err, errlen, "missing port (expected HOST:PORT or [IPv6]:PORT)");
+            return -1;
+        }
+        *port = default_port;
+    } else if (plen == 0) {
+        text_err(err, errlen, "missing port after ':'");
+        return -1;
+    } else if (text_int(p, plen, 1, 65535, &v) < 0) {
+        if (show_port)
+            text_err(err, errlen, "port must be an integer in 1..65535, got '%.*s'",
+                     (int)(plen < 32 ? plen : 32), p);
+        else
+            text_err(err, errlen,
+                     "port must be an integer in 1..65535 (not shown: with no '@' before the "
+                     "host it may be a password)");
+        return -1;
+    } else {
+        *port = (int)v;
+    }
+    *host = strndup(h, hlen);
+    if (*host == NULL) {
+        text_err(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
+{
+    return hostport_split(s, strlen(s), -1, true, host, port, err, errlen);
+}
+
+/* http://host[:port][/path]: where alerts are POSTed. No userinfo, query or TLS. */
+int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
+{
+    static const char *const schemes[] = {"http", NULL};
+    struct url_parts p;
+    const char *rest;
+
+    memset(out, 0, sizeof(*out));
+    if (strncasecmp(s, "https://", 8) == 0) {
+        text_err(err, errlen, "https:// is not supported, use http:// (e.g. to a local relay)");
+        return -1;
+    }
+    rest = url_scheme(s, schemes, "http://host[:port][/path]", err, errlen);
+    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+        return -1;
+    if (p.has_userinfo) {
+        text_err(err, errlen, "user:password@ is not supported in the webhook URL");
+        return -1;
+    }
+    /* has_userinfo is false here: a bad port is never shown (see hostport_split). */
+    if (hostport_split(p.hostport, p.hostport_len, 80, p.has_userinfo, &out->host, &out->port, err,
+                       errlen) < 0)
+        return -1;
+    out->path = malloc(p.path_len + 2);
+    if (out->path == NULL) {
+        webhook_url_free(out);
+        text_err(err, errlen, "out of memory");
+        return -1;
+    }
+    out->path[0] = '/';
+    if (p.has_path)
+        memcpy(out->path + 1, p.path, p.path_len);
+    out->path[p.has_path ? p.path_len + 1 : 1] = '\0';
+    return 0;
+}
+
+void webhook_url_free(struct webhook_url *u)
+{
+    free(u->host);
+    free(u->path);
+    memset(u, 0, sizeof(*u));
+}
+
+void redis_url_free(struct redis_url *u)
+{
+    free(u->host);
+    free(u->user);
+    free(u->password);
+    memset(u, 0, sizeof(*u));
+}
+
+/*
+ * redis://[[user]:password@]host[:port][/db]. ":pw@" is a password alone
+ * (classic AUTH), "user:pw@" an ACL user; "user@" leaves the password to the
+ * redis-password setting. An empty password counts as none.
+ */
+int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
+{
+    static const char *const schemes[] = {"redis", NULL};
+    struct url_parts p;
+    const char *rest;
+    long long db;
+
+    memset(out, 0, sizeof(*out));
+    if (strncasecmp(s, "rediss://", 9) == 0) {
+        text_err(err, errlen, "rediss:// (TLS) is not supported, use redis://");
+        return -1;
+    }
+    rest = url_scheme(s, schemes, "redis://[[user]:password@]host[:port][/db]", err, errlen);
+    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+        return -1;
+    if (p.has_userinfo && p.user_len > 0) {
+        out->user = pct_decode(p.user, p.user_len, "user", err, errlen);
+        if (out->user == NULL)
+            goto fail;
+    }
+    if (p.has_password && p.password_len > 0) {
+        out->password = pct_decode(p.password, p.password_len, "password", err, errlen);
+        if (out->password == NULL)
+            goto fail;
+    }
+    if (p.has_path && p.path_len > 0) {
+        if (text_int(p.path, p.path_len, 0, REDIS_DB_MAX, &db) < 0) {
+            text_err(err, errlen, "database must be an integer in 0..%d, got '%.*s'", REDIS_DB_MAX,
+                     (int)(p.path_len < 32 ? p.path_len : 32), p.path);
+            goto fail;
+        }
+        out->db = (int)db;
+    }
+    if (hostport_split(p.hostport, p.hostport_len, REDIS_DEFAULT_PORT, p.has_userinfo, &out->host,
+                       &out->port, err, errlen) < 0)
+        goto fail;
+    return 0;
+
+fail:
+    redis_url_free(out);
+    return -1;
+}
+
+void mysql_url_free(struct mysql_url *u)
+{
+    free(u->host);
+    free(u->user);
+    free(u->password);
+    free(u->db);
+    memset(u, 0, sizeof(*u));
+}
+
+static bool mysql_db_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > MYSQL_DB_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '$')
+            return false;
+    return true;
+}
+
+/*
+ * mysql://[user[:password]@]host[:port][/db], also mariadb://. The user
+ * defaults to "root", the database to "idpool"; an empty password counts as
+ * none.
+ */
+int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errlen)
+{
+    static const char *const schemes[] = {"mysql", "mariadb", NULL};
+    struct url_parts p;
+    const char *rest;
+
+    memset(out, 0, sizeof(*out));
+    rest = url_scheme(s, schemes, "mysql://[user[:password]@]host[:port][/db]", err, errlen);
+    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+        return -1;
+    if (p.has_userinfo && p.user_len > 0) {
+        out->user = pct_decode(p.user, p.user_len, "user", err, errlen);
+        if (out->user == NULL)
+            goto fail;
+    } else if ((out->user = strdup("root")) == NULL) {
+        text_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (p.has_password && p.password_len > 0) {
+        out->password = pct_decode(p.password, p.password_len, "password", err, errlen);
+        if (out->password == NULL)
+            goto fail;
+    }
+    if (p.has_path && p.path_len > 0) {
+        if (!mysql_db_valid(p.path, p.path_len)) {
+            text_err(err, errlen,
+                     "database name must be 1..%d characters of A-Z a-z 0-9 _ $, got '%.*s'",
+                     MYSQL_DB_MAX, (int)(p.path_len < 80 ? p.path_len : 80), p.path);
+            goto fail;
+        }
+        out->db = strndup(p.path, p.path_len);
+    } else {
+        out->db = strdup("idpool");
+    }
+    if (out->db == NULL) {
+        text_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (hostport_split(p.hostport, p.hostport_len, MYSQL_DEFAULT_PORT, p.has_userinfo, &out->host,
+                       &out->port, err, errlen) < 0)
+        goto fail;
+    return 0;
+
+fail:
+    mysql_url_free(out);
+    return -1;
+}

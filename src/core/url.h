@@ -1,0 +1,51 @@
+/*
+ * url — the URLs and addresses of the settings: redis://, mysql://, the
+ * alert webhook's http:// and host:port listeners. Pure: no I/O, fuzzed
+ * (test/fuzz/fuzz_url.c). Errors never echo a password.
+ */
+#ifndef IDPOOL_URL_H
+#define IDPOOL_URL_H
+
+#include <stddef.h>
+
+/* redis://[user][:password@]host[:port][/db]; host may be [v6addr]. */
+struct redis_url {
+    char *host;     /* heap; without brackets */
+    int port;       /* default 6379 */
+    char *user;     /* heap or NULL (ACL user) */
+    char *password; /* heap or NULL; percent-decoded */
+    int db;         /* default 0 */
+};
+
+/* mysql://user[:password]@host[:port]/db; host may be [v6addr]. */
+struct mysql_url {
+    char *host;     /* heap */
+    int port;       /* default 3306 */
+    char *user;     /* heap; default "root" */
+    char *password; /* heap or NULL; percent-decoded */
+    char *db;       /* heap; default "idpool" */
+};
+
+/* http://host[:port][/path] */
+struct webhook_url {
+    char *host; /* heap; without brackets */
+    int port;   /* default 80 */
+    char *path; /* heap; starts with '/' */
+};
+
+/* 0 on success, -1 with a message in err naming the part that is wrong. */
+int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+void redis_url_free(struct redis_url *u);
+int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void mysql_url_free(struct mysql_url *u);
+int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void webhook_url_free(struct webhook_url *u);
+/* "host:port" or "[v6]:port"; host is heap-allocated. */
+int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+#endif
