@@ -61,8 +61,11 @@
  *   when    whether the application has the series; VALID(v): the row is
  *           valid (an invalid row has only app_served and the alerts)
  *   value   read from `v` (const struct app_view *): U(x) an integer, F(x) a float
- * The ids of the COUNTER entries are the keys of "counters" in /v1/apps.
+ * The counters come from APP_COUNTERS (status.h); the ids of the COUNTER
+ * entries are the keys of "counters" in /v1/apps.
  */
+#define METRICS_APP_COUNTER(X, id, name, help, labels)                                             \
+    X(id, name, COUNTER, help, ONE, labels, VALID(v), U(v->c.id))
 #define METRICS_APP(X)                                                                             \
     X(pool_length, "idpool_pool_length", GAUGE, "IDs in the pool at the last check.", ONE, "",     \
       VALID(v) && v->len_known, U(v->pool_len))                                                    \
@@ -79,30 +82,7 @@
     X(lease_remaining, "idpool_lease_remaining", GAUGE,                                            \
       "ID space left in the current and prefetched leases.", ONE, "", VALID(v) && v->lease_known,  \
       U(v->lease_remaining))                                                                       \
-    X(pushed, "idpool_ids_pushed_total", COUNTER, "IDs pushed into the pool by this daemon.", ONE, \
-      "", VALID(v), U(v->pushed))                                                                  \
-    X(refills, "idpool_refills_total", COUNTER, "Successful refills by this daemon.", ONE, "",     \
-      VALID(v), U(v->refills))                                                                     \
-    X(lock_busy, "idpool_lock_contention_total", COUNTER,                                          \
-      "Refills skipped because another instance held the lock.", ONE, "", VALID(v),                \
-      U(v->lock_busy))                                                                             \
-    X(fenced, "idpool_fenced_pushes_total", COUNTER,                                               \
-      "Pushes rejected by the fence (a stale refiller).", ONE, "", VALID(v), U(v->fenced))         \
-    X(leases, "idpool_leases_total", COUNTER, "Lease reservations in MySQL by this daemon.", ONE,  \
-      "", VALID(v), U(v->leases))                                                                  \
-    X(discards, "idpool_pool_discards_total", COUNTER,                                             \
-      "Pools discarded after a Redis restart or failover (epoch change).", ONE, "", VALID(v),      \
-      U(v->epochs))                                                                                \
-    X(underflows, "idpool_underflows_total", COUNTER,                                              \
-      "Short or empty takes and empty pool checks.", ONE, "", VALID(v), U(v->underflows))          \
-    X(refused_limit, "idpool_takes_refused_total", COUNTER,                                        \
-      "Takes refused by idpool_take: limit (count > max_size_per_times) or rate "                  \
-      "(max_size_per_second).",                                                                    \
-      ONE, "reason=\"limit\"", VALID(v), U(v->refused_limit))                                      \
-    X(refused_rate, "idpool_takes_refused_total", COUNTER, "", ONE, "reason=\"rate\"", VALID(v),   \
-      U(v->refused_rate))                                                                          \
-    X(taken, "idpool_ids_taken_total", COUNTER, "IDs granted by idpool_take.", ONE, "", VALID(v),  \
-      U(v->taken))                                                                                 \
+    APP_COUNTERS(METRICS_APP_COUNTER, X)                                                           \
     X(last_refill, "idpool_last_refill_timestamp_seconds", GAUGE,                                  \
       "When the last successful refill ended, Unix time.", ONE, "",                                \
       VALID(v) && v->last_refill_unix_ms != 0, F((double)v->last_refill_unix_ms / 1000.0))         \

@@ -18,6 +18,40 @@
     X(0.001) X(0.0025) X(0.005) X(0.01) X(0.025) X(0.05) X(0.1) X(0.25) X(0.5) X(1.0) X(2.5)
 #define STATUS_NLATENCY 11
 
+/*
+ * Per-application counters, each declared once here:
+ *   C(arg, id, metric name, help, labels)
+ * The daemon's per-pool storage, the status view, the "counters" object of
+ * /v1/apps (keyed by id) and the /metrics series (COUNTER, labelled app=...
+ * plus `labels`) are all generated from this list. Entries with the same
+ * metric name are one family (help of the first) and must be adjacent.
+ */
+#define APP_COUNTERS(C, arg)                                                                       \
+    C(arg, pushed, "idpool_ids_pushed_total", "IDs pushed into the pool by this daemon.", "")      \
+    C(arg, refills, "idpool_refills_total", "Successful refills by this daemon.", "")              \
+    C(arg, lock_busy, "idpool_lock_contention_total",                                              \
+      "Refills skipped because another instance held the lock.", "")                               \
+    C(arg, fenced, "idpool_fenced_pushes_total",                                                   \
+      "Pushes rejected by the fence (a stale refiller).", "")                                      \
+    C(arg, leases, "idpool_leases_total", "Lease reservations in MySQL by this daemon.", "")       \
+    C(arg, discards, "idpool_pool_discards_total",                                                 \
+      "Pools discarded after a Redis restart or failover (epoch change).", "")                     \
+    C(arg, underflows, "idpool_underflows_total", "Short or empty takes and empty pool checks.",   \
+      "")                                                                                          \
+    C(arg, refused_limit, "idpool_takes_refused_total",                                            \
+      "Takes refused by idpool_take: limit (count > max_size_per_times) or rate "                  \
+      "(max_size_per_second).",                                                                    \
+      "reason=\"limit\"")                                                                          \
+    C(arg, refused_rate, "idpool_takes_refused_total", "", "reason=\"rate\"")                      \
+    C(arg, taken, "idpool_ids_taken_total", "IDs granted by idpool_take.", "")
+
+/* The counters of one application (underflows..taken are read from meta: all daemons). */
+struct app_counters {
+#define APP_COUNTER_FIELD(arg, id, name, help, labels) uint64_t id;
+    APP_COUNTERS(APP_COUNTER_FIELD, _)
+#undef APP_COUNTER_FIELD
+};
+
 /* One application, as the daemon sees it now. */
 struct app_view {
     const char *key;              /* entity_key */
@@ -33,16 +67,7 @@ struct app_view {
     int lease_known;              /* lease was read from meta */
     struct lease_state lease;     /* current (next, hi) and prefetched (nlo, nhi) lease */
     uint64_t lease_remaining;     /* ID space left in the leases: (hi - next) + (nhi - nlo) */
-    uint64_t pushed;              /* IDs pushed by this daemon */
-    uint64_t refills;             /* successful refills by this daemon */
-    uint64_t lock_busy;           /* refills skipped: another instance held the lock */
-    uint64_t fenced;              /* pushes rejected by the fence */
-    uint64_t leases;              /* lease reservations by this daemon */
-    uint64_t epochs;              /* pools discarded after a Redis restart/failover */
-    uint64_t underflows;          /* short/empty takes or empty checks (from meta) */
-    uint64_t refused_limit;       /* takes refused: count > max_size_per_times (from meta) */
-    uint64_t refused_rate;        /* takes refused: max_size_per_second (from meta) */
-    uint64_t taken;               /* IDs granted by idpool_take (from meta) */
+    struct app_counters c;        /* the counters (APP_COUNTERS) */
     uint64_t last_refill_unix_ms; /* wall clock of the last successful refill, 0 = never */
     const char *last_error;       /* last refill problem, NULL when fine */
     int alerts[ALERT_COUNT];      /* 1 = firing */

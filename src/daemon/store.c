@@ -34,7 +34,7 @@ struct job {
     uint64_t span;
     uint64_t floor;
     /* out */
-    int status;
+    enum store_err status; /* STORE_OK, or what went wrong (err says more) */
     char err[STORE_ERR_MAX];
     struct app_row *rows; /* load: heap array */
     size_t nrows;
@@ -69,16 +69,17 @@ struct store {
     _Atomic int up;
 };
 
-static void set_err(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-static void set_err(struct job *j, const char *fmt, ...)
+static void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(j->err, sizeof(j->err), fmt, ap);
     va_end(ap);
-    j->status = -1;
+    j->status = kind;
 }
 
 /* --- worker: connection ---------------------------------------------------- */
@@ -106,12 +107,12 @@ static int conn_open(struct store *s, struct job *j)
         return 0;
     if (now < s->retry_at_ms) {
         /* No countdown in the text: callers log each distinct message once. */
-        set_err(j, "cannot connect to MySQL: %s", s->last_err);
+        set_err(j, STORE_DOWN, "cannot connect to MySQL: %s", s->last_err);
         return -1;
     }
     m = mysql_init(NULL);
     if (!m) {
-        set_err(j, "mysql_init: out of memory");
+        set_err(j, STORE_NOMEM, "mysql_init: out of memory");
         return -1;
     }
     mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &s->timeout_s);
@@ -130,7 +131,7 @@ static int conn_open(struct store *s, struct job *j)
         if (s->failures == 1 || s->failures % 20 == 0)
             log_warn("mysql: cannot connect to %s:%d/%s: %s (attempt %d, retrying with backoff)",
                      s->host, s->port, s->db, s->last_err, s->failures);
-        set_err(j, "cannot connect to MySQL: %s", s->last_err);
+        set_err(j, STORE_DOWN, "cannot connect to MySQL: %s", s->last_err);
         return -1;
     }
     /*
@@ -164,7 +165,7 @@ static int q(struct store *s, struct job *j, const char *sql)
 {
     if (mysql_query(s->conn, sql) == 0)
         return 0;
-    set_err(j, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+    set_err(j, STORE_SQL, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
     conn_close(s);
     return -1;
 }
@@ -180,7 +181,7 @@ static int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out,
         return -1;
     res = mysql_store_result(s->conn);
     if (!res) {
-        set_err(j, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+        set_err(j, STORE_SQL, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
         conn_close(s);
         return -1;
     }
@@ -206,7 +207,7 @@ static void job_load(struct store *s, struct job *j)
         return;
     res = mysql_store_result(s->conn);
     if (!res) {
-        set_err(j, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+        set_err(j, STORE_SQL, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
         conn_close(s);
         return;
     }
@@ -214,13 +215,13 @@ static void job_load(struct store *s, struct job *j)
     j->rows = calloc(cap ? cap : 1, sizeof(*j->rows));
     if (!j->rows) {
         mysql_free_result(res);
-        set_err(j, "out of memory loading %zu rows", cap);
+        set_err(j, STORE_NOMEM, "out of memory loading %zu rows", cap);
         return;
     }
     while ((row = mysql_fetch_row(res)) && j->nrows < cap)
         app_row_from_text(&j->rows[j->nrows++], row, mysql_fetch_lengths(res));
     mysql_free_result(res);
-    j->status = 0;
+    j->status = STORE_OK;
 }
 
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
@@ -257,9 +258,9 @@ static void job_reserve(struct store *s, struct job *j)
         rc = q_ints(s, j, sql, app, 3);
         if (rc != 0) {
             if (rc > 0) {
-                set_err(j, "application id %" PRId64 " no longer exists", j->app_id);
+                set_err(j, STORE_GONE, "application id %" PRId64 " no longer exists", j->app_id);
                 (void)q(s, j, "ROLLBACK");
-                j->status = -1;
+                j->status = STORE_GONE;
             }
             return;
         }
@@ -276,7 +277,8 @@ static void job_reserve(struct store *s, struct job *j)
             lo = j->floor;
         if (lo >= (uint64_t)INT64_MAX) {
             (void)q(s, j, "ROLLBACK");
-            set_err(j, "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
+            set_err(j, STORE_EXHAUSTED,
+                    "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
             return;
         }
         hi = lo + (j->span < (uint64_t)INT64_MAX - lo ? j->span : (uint64_t)INT64_MAX - lo);
@@ -300,8 +302,9 @@ static void job_reserve(struct store *s, struct job *j)
             return;
         if (mysql_commit(s->conn) != 0) {
             /* Outcome unknown: never use this range (brief §4.1). */
-            set_err(j, "commit of lease [%" PRIu64 ", %" PRIu64 ") failed (%s); range discarded",
-                    lo, hi, mysql_error(s->conn));
+            set_err(j, STORE_UNKNOWN_COMMIT,
+                    "commit of lease [%" PRIu64 ", %" PRIu64 ") failed (%s); range discarded", lo,
+                    hi, mysql_error(s->conn));
             conn_close(s);
             return;
         }
@@ -311,10 +314,11 @@ static void job_reserve(struct store *s, struct job *j)
         j->lease.max_leased = maxhi > j->floor ? maxhi : j->floor;
         j->lease.regression = cur < j->lease.max_leased;
         j->lease.version = app[2] + 1;
-        j->status = 0;
+        j->status = STORE_OK;
         return;
     }
-    set_err(j, "current_offset kept changing under %d reservation attempts", RESERVE_RETRIES);
+    set_err(j, STORE_CONTENDED, "current_offset kept changing under %d reservation attempts",
+            RESERVE_RETRIES);
 }
 
 static void *worker(void *arg)
@@ -340,7 +344,8 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&s->mu);
 
         j->next = NULL;
-        j->status = -1;
+        j->status = STORE_SQL;
+        j->err[0] = '\0';
         if (conn_open(s, j) == 0) {
             if (j->kind == JOB_LOAD)
                 job_load(s, j);
@@ -348,9 +353,9 @@ static void *worker(void *arg)
                 job_reserve(s, j);
         }
 
-        if (j->status != 0)
+        if (j->status != STORE_OK)
             s->errors++;
-        s->up = j->status == 0;
+        s->up = j->status == STORE_OK;
         pthread_mutex_lock(&s->mu);
         if (s->done_tail)
             s->done_tail->next = j;

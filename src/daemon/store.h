@@ -35,10 +35,22 @@ struct store_lease {
     int64_t version;      /* application.version after the reservation */
 };
 
-/* status 0: ok; -1: failed, err says why. Called on the loop thread. */
-typedef void store_load_fn(void *arg, int status, const struct app_row *rows, size_t n,
+/* What a job came to: the kind decides, the message (err) is for the log. */
+enum store_err {
+    STORE_OK = 0,
+    STORE_DOWN,           /* cannot connect to MySQL (backing off) */
+    STORE_SQL,            /* a query failed, or the connection was lost */
+    STORE_NOMEM,          /* out of memory */
+    STORE_GONE,           /* the application row no longer exists */
+    STORE_EXHAUSTED,      /* reserve: no ID space left below 2^63-1 */
+    STORE_UNKNOWN_COMMIT, /* reserve: the commit's outcome is unknown; the range is a gap */
+    STORE_CONTENDED,      /* reserve: current_offset kept changing under every attempt */
+};
+
+/* Called on the loop thread; err is "" with STORE_OK. */
+typedef void store_load_fn(void *arg, enum store_err st, const struct app_row *rows, size_t n,
                            const char *err);
-typedef void store_reserve_fn(void *arg, int status, const struct store_lease *lease,
+typedef void store_reserve_fn(void *arg, enum store_err st, const struct store_lease *lease,
                               const char *err);
 
 struct store *store_new(struct event_base *base, const struct config *cfg);

@@ -554,13 +554,15 @@ check_app() {
 
 # ------------------------------------------------------------------ row ---
 
-# sanitizer_reports: daemon logs with an ASan/UBSan report, as failures.
+# sanitizer_reports: daemon logs with an ASan/UBSan report or an internal
+# error (a broken invariant of the code, e.g. a state change the refill cycle
+# does not allow), as failures.
 sanitizer_reports() {
     local n
     for n in "${DAEMON_NAMES[@]}"; do
-        if grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:' \
+        if grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:|internal error:' \
             "$DIR/$n.log" 2>/dev/null; then
-            failure "sanitizer report in $n.log"
+            failure "sanitizer report or internal error in $n.log"
         fi
     done
 }

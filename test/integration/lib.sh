@@ -135,11 +135,12 @@ cleanup() {
     for pid in $(jobs -p); do
         wait_until 5 eval "! proc_alive $pid" >/dev/null 2>&1 || kill -KILL "$pid" 2>/dev/null
     done
-    # A sanitizer report in any daemon log fails the test.
+    # A sanitizer report, or a broken invariant of the code (internal error), in any
+    # daemon log fails the test.
     for name in "${DAEMON_NAMES[@]}"; do
-        if grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:' \
+        if grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:|internal error:' \
             "$DIR/$name.log" 2>/dev/null; then
-            printf 'FAIL: sanitizer report in %s.log\n' "$name" >&2
+            printf 'FAIL: sanitizer report or internal error in %s.log\n' "$name" >&2
             ((rc == 0 || rc == 77)) && rc=1
         fi
     done

@@ -1,0 +1,105 @@
+/*
+ * plan — what one refill does, decided without I/O: how many IDs to add,
+ * how much ID space to lease, how to read the progress kept in meta, how to
+ * draw a batch from the leases and cut it into push chunks. Pure, so every
+ * rule here is unit-tested without servers (test/unit/test_plan.c).
+ */
+#ifndef IDPOOL_PLAN_H
+#define IDPOOL_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "app.h"
+#include "gen.h"
+
+#define PLAN_MAX_IDS        (1 << 20) /* most IDs one refill draws; the next check continues */
+#define PLAN_LEASE_SECONDS  60        /* a lease should last about this long at the current rate */
+#define PLAN_LEASE_MAX_IDS  (1ULL << 30) /* and hold no more IDs than this */
+#define PLAN_LEASE_MAX_SPAN (1ULL << 48) /* nor more ID space, unless one full pool needs it */
+
+/*
+ * IDs to add to a pool of `len` IDs that is below its low-water mark: the
+ * room up to max_pool_size in whole steps, at least one step, at most
+ * PLAN_MAX_IDS (in whole steps, at least one).
+ */
+uint64_t plan_want(const struct app_cfg *cfg, uint64_t len);
+
+/* Lease size in IDs: PLAN_LEASE_SECONDS of consumption at `rate` IDs/s, at least a full pool. */
+uint64_t plan_lease_ids(const struct app_cfg *cfg, double rate);
+
+/*
+ * The ID space to reserve for a lease: plan_lease_ids() worth, but no more
+ * than PLAN_LEASE_MAX_SPAN unless one full pool needs more, so that a large
+ * delta x increment_max cannot swallow the whole ID space at once.
+ */
+uint64_t plan_lease_span(const struct app_cfg *cfg, double rate);
+
+/* Prefetch the next lease when none is held and less than half a lease span is left. */
+int plan_should_prefetch(const struct lease_state *st, uint64_t span);
+
+/*
+ * The meta hash read field by field (HGETALL): meta_init(), meta_field() for
+ * each pair, then meta_end().
+ */
+struct meta {
+    struct lease_state st; /* next, hi, nlo, nhi as parsed */
+    const char *next;      /* the verbatim text of 'next' (points into the caller's reply) */
+    size_t next_len;
+    int have_next; /* 'next' is present */
+    int bad;       /* a lease field is not a decimal uint64 */
+};
+
+enum meta_result {
+    META_OK = 0,      /* *st is the progress to continue from */
+    META_NONE = 1,    /* no 'next': a fresh application (or meta was lost); *st is zero */
+    META_CORRUPT = 2, /* unusable progress: start from a fresh lease; *st is zero */
+};
+
+void meta_init(struct meta *m);
+void meta_field(struct meta *m, const char *f, size_t flen, const char *v, size_t vlen);
+enum meta_result meta_end(struct meta *m, struct lease_state *st);
+
+/* IDs [off, off+n) of a batch, and the lease state (meta) after them. */
+struct plan_chunk {
+    size_t off, n;
+    struct lease_state after;
+};
+
+/*
+ * One refill's IDs: drawn from the leases in `st`, recorded per draw so
+ * that every push carries a consistent meta, then cut into push chunks.
+ * Owned by the refill that fills it; batch_free() releases it.
+ */
+struct batch {
+    struct lease_state st;    /* lease state after the IDs drawn so far */
+    uint64_t *ids;            /* drawn IDs (heap) */
+    size_t nids, want;        /* drawn, wanted */
+    struct plan_chunk *draws; /* one per draw (heap) */
+    size_t ndraws, drawcap;
+    struct plan_chunk *chunks; /* the batch in push-sized chunks (heap) */
+    size_t nchunks, chunkcap;
+};
+
+enum draw_result { DRAW_DONE = 0, DRAW_SHORT = 1, DRAW_NOMEM = -1 };
+
+/* Empty the batch for `want` IDs drawn from `st`; -1 out of memory. */
+int batch_start(struct batch *b, const struct lease_state *st, size_t want)
+    __attribute__((warn_unused_result));
+/*
+ * Draw IDs until the batch is complete (DRAW_DONE) or the leases run out
+ * (DRAW_SHORT: add a lease to b->st and draw again). Monotonic draws
+ * `chunk` IDs at a time; trend draws whole blocks of step (several small
+ * blocks per chunk; a short batch ends on a whole block).
+ */
+enum draw_result batch_draw(struct batch *b, const struct app_cfg *cfg, struct rng *rng,
+                            size_t chunk) __attribute__((warn_unused_result));
+/*
+ * Cut the draws into chunks of at most `chunk` IDs (a trend block larger
+ * than a chunk goes out in several; all but the first carry the block's
+ * final state). -1 out of memory.
+ */
+int batch_split(struct batch *b, size_t chunk) __attribute__((warn_unused_result));
+void batch_free(struct batch *b);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * health — each pool's alerts (brief §7): the conditions, observed at every
+ * check, each alert's hysteresis (alert.c) and its message, firing and
+ * resolving through alerts.c. Writes only pool->health. Also the pool's
+ * last refill problem, logged once per change.
+ *
+ * The conditions:
+ *   underflow           the pool ran dry, or takes got short replies (meta)
+ *   low                 still below low water at two status reads in a row
+ *   stalled             below low water and nothing pushed for stall-ms
+ *   offset_regression   a reservation found current_offset lowered
+ *   invalid_config      the row breaks a rule
+ *   id_space_exhaustion the ID space is nearly or wholly used up
+ */
+#ifndef IDPOOL_HEALTH_H
+#define IDPOOL_HEALTH_H
+
+#include <stdint.h>
+
+struct alerts;
+struct app_cfg;
+struct health;
+struct pool;
+struct rds;
+struct store_lease;
+
+struct health *health_new(struct alerts *alerts, struct rds *rds, int stall_ms, int resolve_ms);
+void health_free(struct health *h);
+void health_configure(struct health *h, int stall_ms, int resolve_ms);
+/* Free what a pool's health holds (messages). */
+void health_pool_free(struct pool *p);
+
+/* A refill problem: logged once per distinct message, shown in the status views. */
+void health_fail(struct pool *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A refill succeeded: log the recovery from the last problem. */
+void health_refilled(struct health *h, struct pool *p);
+
+/* One check's status read of a served pool (counters and length in pool->seen). */
+void health_check(struct health *h, struct pool *p, uint64_t prev_underflows,
+                  int underflow_in_meta);
+/* A check saw the pool at or above its low-water mark. */
+void health_pool_ok(struct pool *p);
+/* Redis is unreachable: a served pool that needs IDs stalls. */
+void health_unreachable(struct health *h, struct pool *p, uint64_t now_ms);
+/* An alert fires or waits to fire or resolve (the status is then read every interval). */
+int health_pending(const struct pool *p);
+
+/* A lease was reserved: offset_regression, and the ID space is not exhausted. */
+void health_leased(struct health *h, struct pool *p, const struct store_lease *lease);
+/* A reservation found no ID space left. */
+void health_exhausted(struct health *h, struct pool *p, const char *why);
+
+/* The row as applied: invalid (err), soft-deleted, valid (the new cfg), or removed. */
+void health_row_invalid(struct health *h, struct pool *p, const char *err);
+void health_row_deleted(struct health *h, struct pool *p);
+void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg);
+void health_row_removed(struct health *h, struct pool *p);
+
+/* Redis is back: alerts announced while it was unreachable reach pub/sub and meta. */
+void health_resync(struct health *h, struct pool *p);
+
+#endif

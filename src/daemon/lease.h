@@ -1,0 +1,57 @@
+/*
+ * lease — a pool's ID space (brief §4.1, §4.5): the progress kept in meta
+ * (next, hi and the prefetched nlo/nhi), the size of the next lease, its
+ * write-ahead reservation in MySQL, and storing a prefetched lease in meta.
+ * A reservation for a batch and a prefetch share one success path
+ * (lease_got): counted, alerts, the lease added to the batch's state.
+ */
+#ifndef IDPOOL_LEASE_H
+#define IDPOOL_LEASE_H
+
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "plan.h"
+#include "rds.h"
+#include "store.h"
+
+struct health;
+struct pool;
+struct pools;
+
+/* What leases need of the rest of the daemon. */
+struct lease_ctx {
+    struct store *store;
+    struct rds *rds; /* main connection: the install of a prefetched lease */
+    struct health *health;
+    struct pools *pools; /* told when MySQL works again */
+};
+
+/*
+ * Read the progress in meta (an HGETALL reply) into the refill: the batch
+ * starts from it, and the fence expects meta's next verbatim. Unusable
+ * progress is logged; the batch then starts from a fresh lease.
+ */
+void lease_read_meta(struct pool *p, const redisReply *reply);
+
+/* The ID space a new lease of this pool should cover (plan_lease_span at its rate). */
+uint64_t lease_span(const struct pool *p);
+
+/* Reserve at least `span` above everything the batch's state has seen. 0, or -1 (fn not called). */
+int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, store_reserve_fn *fn)
+    __attribute__((warn_unused_result));
+
+/*
+ * The outcome of a reservation, for a batch or a prefetch (`what` begins
+ * the log line of a failure): on success counted, alerts updated, and the lease added to
+ * the batch's state (0); on failure logged, ID-space exhaustion alerted (-1).
+ */
+int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum store_err st,
+              const struct store_lease *lease, const char *err) __attribute__((warn_unused_result));
+
+/* Store the batch's state (a prefetched lease) in meta through the fence, without IDs. */
+int lease_install(const struct lease_ctx *lc, struct pool *p, rds_reply_fn *fn)
+    __attribute__((warn_unused_result));
+
+#endif

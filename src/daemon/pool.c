@@ -1,0 +1,602 @@
+#define _GNU_SOURCE /* vasprintf */
+#include "pool.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "health.h"
+#include "log.h"
+#include "rds.h"
+#include "store.h"
+
+/* A row whose entity_key is invalid, remembered by id so it is logged once per change. */
+struct bad_key {
+    int64_t id;
+    char *err;
+    int seen; /* present in the load being applied */
+};
+
+struct pools {
+    struct pools_env env;
+    char *prefix;    /* key prefix (heap) */
+    struct pool **v; /* every pool */
+    size_t n, cap;
+    struct pool **index;      /* open-addressing hash of the pools by key, rebuilt per load */
+    size_t index_cap;         /* its size: a power of two, at least twice the entries */
+    int loading;              /* a load job is in flight */
+    int loaded;               /* rows were loaded at least once */
+    int stopping;             /* no more loads */
+    char *load_err;           /* last load error, logged once per change */
+    struct bad_key *bad_keys; /* rows whose entity_key is invalid (no pool to hold the error) */
+    size_t nbad_keys;
+    size_t last_live, last_bad;
+};
+
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *str_printf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* --- pools --------------------------------------------------------------- */
+
+static void pool_free(struct pool *p)
+{
+    health_pool_free(p);
+    batch_free(&p->run.batch);
+    free(p->run.expected);
+    free(p->k_pool);
+    free(p->k_meta);
+    free(p->k_lock);
+    free(p->llen_cmd);
+    free(p->bad);
+    free(p);
+}
+
+static struct pool *pool_new(struct pools *reg, const char *key)
+{
+    struct pool *p = calloc(1, sizeof(*p));
+    size_t n = strnlen(key, sizeof(p->cfg.key) - 1);
+
+    if (!p)
+        return NULL;
+    p->reg = reg;
+    p->sched.busy = 1;
+    p->k_pool = str_printf("%s:{%s}:pool", reg->prefix, key);
+    p->k_meta = str_printf("%s:{%s}:meta", reg->prefix, key);
+    p->k_lock = str_printf("%s:{%s}:lock", reg->prefix, key);
+    if (p->k_pool)
+        p->llen_cmd =
+            str_printf("*2\r\n$4\r\nLLEN\r\n$%zu\r\n%s\r\n", strlen(p->k_pool), p->k_pool);
+    if (p->llen_cmd)
+        p->llen_len = strlen(p->llen_cmd);
+    if (!p->k_pool || !p->k_meta || !p->k_lock || !p->llen_cmd) {
+        pool_free(p);
+        return NULL;
+    }
+    memcpy(p->cfg.key, key, n);
+    p->cfg.key[n] = '\0';
+    return p;
+}
+
+void pool_set_state(struct pool *p, enum pool_state to)
+{
+    if (!pool_state_allowed(p->state, to))
+        log_error("app=%s internal error: state %s -> %s is not a transition of the refill "
+                  "cycle",
+                  p->cfg.key, pool_state_name(p->state), pool_state_name(to));
+    p->state = to;
+    if (to != POOL_IDLE)
+        return;
+    /* The refill is over: free its buffers, apply a row that changed meanwhile. */
+    batch_free(&p->run.batch);
+    free(p->run.expected);
+    p->run.expected = NULL;
+    if (p->has_new_cfg) {
+        p->cfg = p->new_cfg;
+        p->has_new_cfg = 0;
+    }
+    if (p->reg->env.on_idle)
+        p->reg->env.on_idle(p, p->reg->env.arg);
+}
+
+static void on_side_call(struct rds *r, redisReply *reply, void *arg)
+{
+    struct pool *p = arg;
+
+    (void)r;
+    p->side_calls--;
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        log_warn("app=%s %s", p->cfg.key, reply->str);
+}
+
+void pool_limits(struct pool *p, const char *per_take, const char *per_second)
+{
+    struct rds *rds = p->reg->env.rds;
+    int rc;
+
+    if (!rds_ready(rds))
+        return;
+    if (per_take)
+        rc = rds_command(rds, on_side_call, p, "HSET %s per_take %s per_second %s", p->k_meta,
+                         per_take, per_second);
+    else
+        rc = rds_command(rds, on_side_call, p, "HDEL %s per_take per_second", p->k_meta);
+    if (rc == 0)
+        p->side_calls++;
+}
+
+void *pool_owner(const struct pool *p)
+{
+    return p->reg->env.arg;
+}
+
+size_t pools_count(const struct pools *reg)
+{
+    return reg->n;
+}
+
+struct pool *pools_at(const struct pools *reg, size_t i)
+{
+    return reg->v[i];
+}
+
+int pools_quiet(const struct pools *reg)
+{
+    for (size_t i = 0; i < reg->n; i++)
+        if (reg->v[i]->state != POOL_IDLE)
+            return 0;
+    return !reg->loading;
+}
+
+void pools_sweep(struct pools *reg)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < reg->n; i++) {
+        struct pool *p = reg->v[i];
+        if (p->dead && p->state == POOL_IDLE && !p->side_calls && !p->sched.waiting)
+            pool_free(p);
+        else
+            reg->v[j++] = p;
+    }
+    reg->n = j;
+}
+
+/* --- the index by key ---------------------------------------------------- */
+
+static size_t key_hash(const char *key)
+{
+    size_t h = 14695981039346656037ULL; /* FNV-1a */
+
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 1099511628211ULL;
+    return h;
+}
+
+static void index_insert(struct pools *reg, struct pool *p)
+{
+    size_t i = key_hash(p->cfg.key) & (reg->index_cap - 1);
+
+    while (reg->index[i])
+        i = (i + 1) & (reg->index_cap - 1);
+    reg->index[i] = p;
+}
+
+/* Size the index for the pools we have plus `incoming` rows; -1 on OOM. */
+static int index_rebuild(struct pools *reg, size_t incoming)
+{
+    size_t cap = 16;
+
+    while (cap < 2 * (reg->n + incoming))
+        cap *= 2;
+    free(reg->index);
+    reg->index = calloc(cap, sizeof(*reg->index));
+    if (!reg->index) {
+        reg->index_cap = 0;
+        return -1;
+    }
+    reg->index_cap = cap;
+    for (size_t i = 0; i < reg->n; i++)
+        if (!reg->v[i]->dead)
+            index_insert(reg, reg->v[i]);
+    return 0;
+}
+
+struct pool *pools_find(struct pools *reg, const char *key)
+{
+    size_t i;
+
+    if (!reg->index_cap)
+        return NULL;
+    for (i = key_hash(key) & (reg->index_cap - 1); reg->index[i];
+         i = (i + 1) & (reg->index_cap - 1))
+        if (strcmp(reg->index[i]->cfg.key, key) == 0)
+            return reg->index[i];
+    return NULL;
+}
+
+/* --- applying rows ------------------------------------------------------- */
+
+static int same_settings(const struct app_cfg *x, const struct app_cfg *y)
+{
+    return x->id == y->id && x->type == y->type && x->start_offset == y->start_offset &&
+           x->step == y->step && x->per_take == y->per_take && x->per_second == y->per_second &&
+           x->min_percent == y->min_percent && x->interval_ms == y->interval_ms &&
+           x->max_pool == y->max_pool && x->delta == y->delta && x->remainder == y->remainder &&
+           x->increment_max == y->increment_max && strcmp(x->name, y->name) == 0;
+}
+
+static void describe(const struct app_cfg *c, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "%s step=%" PRIu64 " max_pool_size=%" PRIu64 " low_water=%" PRIu64 " delta=%" PRIu64
+             " remainder=%" PRIu64 " increment_max=%" PRIu64 " start_offset=%" PRIu64
+             " interval=%" PRIu64 "ms",
+             c->type == APP_TREND ? "trend" : "monotonic", c->step, c->max_pool, c->low_water,
+             c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms);
+}
+
+static void bad_key_report(struct pools *reg, int64_t id, const char *err)
+{
+    struct bad_key *b = NULL, *v;
+
+    for (size_t i = 0; i < reg->nbad_keys; i++)
+        if (reg->bad_keys[i].id == id)
+            b = &reg->bad_keys[i];
+    if (b && strcmp(b->err, err) == 0) {
+        b->seen = 1;
+        return;
+    }
+    log_error("%s; application not served until the row is fixed", err);
+    if (b) {
+        free(b->err);
+    } else {
+        v = realloc(reg->bad_keys, (reg->nbad_keys + 1) * sizeof(*v));
+        if (!v)
+            return;
+        reg->bad_keys = v;
+        b = &reg->bad_keys[reg->nbad_keys++];
+        b->id = id;
+    }
+    b->err = strdup(err);
+    b->seen = b->err != NULL;
+}
+
+/* Forget rows with a bad key that were fixed or removed (not seen in this load). */
+static void bad_key_sweep(struct pools *reg)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < reg->nbad_keys; i++) {
+        if (reg->bad_keys[i].seen) {
+            reg->bad_keys[i].seen = 0;
+            reg->bad_keys[j++] = reg->bad_keys[i];
+        } else {
+            free(reg->bad_keys[i].err);
+        }
+    }
+    reg->nbad_keys = j;
+}
+
+/* The pool of a row, created when the row is new; NULL when out of memory. */
+static struct pool *pool_for_row(struct pools *reg, const struct app_row *row)
+{
+    struct pool *p;
+
+    if (reg->n == reg->cap) {
+        size_t cap = reg->cap ? reg->cap * 2 : 16;
+        struct pool **v = realloc(reg->v, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        reg->v = v;
+        reg->cap = cap;
+    }
+    p = pool_new(reg, row->entity_key);
+    if (!p)
+        return NULL;
+    reg->v[reg->n++] = p;
+    index_insert(reg, p);
+    p->cfg.id = row->id;
+    return p;
+}
+
+static void row_deleted(struct pools *reg, struct pool *p, const struct app_row *row)
+{
+    if (p->live) {
+        log_info("app=%s soft-deleted (deleted_at=%" PRId64 "): no longer refilled", p->cfg.key,
+                 row->deleted_at);
+        pool_limits(p, NULL, NULL);
+    }
+    p->live = 0;
+    p->deleted = 1;
+    free(p->bad);
+    p->bad = NULL;
+    health_row_deleted(reg->env.health, p);
+}
+
+static void row_invalid(struct pools *reg, struct pool *p, const char *err)
+{
+    if (!p->bad || strcmp(p->bad, err) != 0) {
+        log_error("%s; application not served until the row is fixed", err);
+        free(p->bad);
+        p->bad = strdup(err);
+    }
+    if (p->live)
+        pool_limits(p, NULL, NULL);
+    p->live = 0;
+    health_row_invalid(reg->env.health, p, err);
+}
+
+static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *cfg)
+{
+    char desc[256];
+
+    if (p->bad) {
+        log_info("app=%s row fixed; serving again", p->cfg.key);
+        free(p->bad);
+        p->bad = NULL;
+    }
+    if (cfg->space_warning && !p->space_warned)
+        log_warn("app=%s ID space nearly exhausted: current_offset %" PRIu64
+                 " is above 90%% of 2^63-1",
+                 cfg->key, cfg->current_offset);
+    p->space_warned = cfg->space_warning;
+    health_row_valid(reg->env.health, p, cfg);
+    describe(cfg, desc, sizeof(desc));
+    if (!p->live) {
+        log_info("app=%s serving: %s", cfg->key, desc);
+        p->live = 1;
+        p->live_since_ms = clock_ms();
+        p->cfg = *cfg;
+        p->sched.due_ms = 0;
+        return;
+    }
+    if (!same_settings(&p->cfg, cfg)) {
+        log_info("app=%s row changed: %s", cfg->key, desc);
+        p->sched.due_ms = p->sched.status_due_ms =
+            0; /* look at the pool with the new settings now */
+    }
+    if (p->state == POOL_IDLE) {
+        p->cfg = *cfg;
+    } else {
+        p->new_cfg = *cfg;
+        p->has_new_cfg = 1;
+    }
+}
+
+static void row_apply(struct pools *reg, const struct app_row *row)
+{
+    struct app_cfg cfg;
+    char err[APP_ERR_MAX];
+    int key_ok = app_key_valid(row->entity_key), valid;
+    struct pool *p;
+
+    if (!key_ok && row->deleted_at != 0)
+        return; /* a deleted row with a bad key: nothing to serve or report */
+    valid = app_validate(row, (uint64_t)reg->env.tick_ms, &cfg, err, sizeof(err)) == 0;
+    p = key_ok ? pools_find(reg, row->entity_key) : NULL;
+    if (!valid && !p && !key_ok) {
+        /* Cannot even name a pool: report, keyed by the row id. */
+        bad_key_report(reg, row->id, err);
+        return;
+    }
+    if (!p && !(p = pool_for_row(reg, row)))
+        return;
+    p->mark = 1;
+    if (row->deleted_at != 0) {
+        row_deleted(reg, p, row);
+        return;
+    }
+    p->deleted = 0;
+    if (!valid)
+        row_invalid(reg, p, err);
+    else
+        row_valid(reg, p, &cfg);
+}
+
+static void on_load(void *arg, enum store_err st, const struct app_row *rows, size_t n,
+                    const char *err)
+{
+    struct pools *reg = arg;
+    size_t live = 0, bad = 0;
+
+    reg->loading = 0;
+    if (st != STORE_OK) {
+        if (!reg->load_err || strcmp(reg->load_err, err) != 0) {
+            log_warn("cannot load applications: %s; keeping the %zu already loaded", err, reg->n);
+            free(reg->load_err);
+            reg->load_err = strdup(err);
+        }
+        goto out;
+    }
+    if (reg->load_err) {
+        log_info("applications loaded again");
+        free(reg->load_err);
+        reg->load_err = NULL;
+    }
+    if (index_rebuild(reg, n) < 0) {
+        log_error("out of memory indexing %zu applications; keeping the current ones", n);
+        goto out;
+    }
+    for (size_t i = 0; i < reg->n; i++)
+        reg->v[i]->mark = 0;
+    for (size_t i = 0; i < n; i++)
+        row_apply(reg, &rows[i]);
+    bad_key_sweep(reg);
+    for (size_t i = 0; i < reg->n; i++) {
+        struct pool *p = reg->v[i];
+        if (!p->mark && !p->dead) {
+            log_info("app=%s row removed from the table: no longer refilled", p->cfg.key);
+            if (p->live)
+                pool_limits(p, NULL, NULL);
+            health_row_removed(reg->env.health, p);
+            p->live = 0;
+            p->dead = 1;
+        }
+        live += p->live;
+        bad += p->bad != NULL;
+    }
+    bad += reg->nbad_keys;
+    if (!reg->loaded || live != reg->last_live || bad != reg->last_bad)
+        log_info("applications: %zu served, %zu invalid, %zu rows read", live, bad, n);
+    reg->loaded = 1;
+    reg->last_live = live;
+    reg->last_bad = bad;
+    pools_sweep(reg);
+out:
+    if (reg->env.on_loaded)
+        reg->env.on_loaded(reg->env.arg);
+}
+
+void pools_reload(struct pools *reg)
+{
+    if (reg->loading || reg->stopping)
+        return;
+    if (store_load(reg->env.store, on_load, reg) == 0)
+        reg->loading = 1;
+}
+
+/*
+ * A MySQL job succeeded: if loading rows had failed, load them now. That
+ * refreshes the rows as soon as an outage ends, and clears the load error,
+ * so that the next outage is logged again even if it starts before the
+ * next periodic reload.
+ */
+void pools_mysql_back(struct pools *reg)
+{
+    if (reg->load_err)
+        pools_reload(reg);
+}
+
+void pools_stop(struct pools *reg)
+{
+    reg->stopping = 1;
+}
+
+void pools_set_tick(struct pools *reg, int tick_ms)
+{
+    reg->env.tick_ms = tick_ms;
+}
+
+/* --- views --------------------------------------------------------------- */
+
+static void fill_view(const struct pool *p, struct app_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->key = p->cfg.key;
+    v->cfg = &p->cfg;
+    v->id = p->cfg.id;
+    v->served = p->live;
+    v->deleted = p->deleted;
+    v->invalid = p->bad;
+    v->len_known = p->seen.len_known;
+    v->pool_len = p->seen.len;
+    v->fill_pct = p->cfg.max_pool ? (double)p->seen.len * 100.0 / (double)p->cfg.max_pool : 0;
+    v->rate = p->seen.rate;
+    v->lease_known = p->seen.lease_known;
+    v->lease = p->seen.lease;
+    v->lease_remaining = p->seen.lease_known ? lease_remaining_span(&p->seen.lease) : 0;
+    v->c = p->c;
+    v->last_refill_unix_ms = p->last_refill_unix_ms;
+    v->last_error = p->health.last_err;
+    for (int k = 0; k < ALERT_COUNT; k++)
+        v->alerts[k] = p->health.alert[k].firing;
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+    return strcmp((*(struct pool *const *)x)->cfg.key, (*(struct pool *const *)y)->cfg.key);
+}
+
+void pools_each_view(struct pools *reg, status_app_fn *fn, void *arg)
+{
+    struct pool **v = malloc((reg->n ? reg->n : 1) * sizeof(*v));
+    size_t n = 0;
+    struct app_view view;
+
+    if (!v)
+        return;
+    for (size_t i = 0; i < reg->n; i++)
+        if (!reg->v[i]->dead)
+            v[n++] = reg->v[i];
+    qsort(v, n, sizeof(*v), cmp_key);
+    for (size_t i = 0; i < n; i++) {
+        fill_view(v[i], &view);
+        fn(&view, arg);
+    }
+    free(v);
+}
+
+int pools_one_view(struct pools *reg, const char *key, status_app_fn *fn, void *arg)
+{
+    struct pool *p = pools_find(reg, key);
+    struct app_view view;
+
+    if (!p || p->dead)
+        return -1;
+    fill_view(p, &view);
+    fn(&view, arg);
+    return 0;
+}
+
+void pools_tally(const struct pools *reg, size_t *served, size_t *invalid, size_t *deleted,
+                 int *loaded)
+{
+    *served = *invalid = *deleted = 0;
+    for (size_t i = 0; i < reg->n; i++) {
+        const struct pool *p = reg->v[i];
+        if (p->dead)
+            continue;
+        *served += p->live;
+        *invalid += p->bad != NULL;
+        *deleted += p->deleted;
+    }
+    *invalid += reg->nbad_keys;
+    *loaded = reg->loaded;
+}
+
+/* --- lifecycle ----------------------------------------------------------- */
+
+struct pools *pools_new(const char *prefix, const struct pools_env *env)
+{
+    struct pools *reg = calloc(1, sizeof(*reg));
+
+    if (!reg)
+        return NULL;
+    reg->env = *env;
+    reg->prefix = strdup(prefix);
+    if (!reg->prefix) {
+        free(reg);
+        return NULL;
+    }
+    return reg;
+}
+
+void pools_free(struct pools *reg)
+{
+    if (!reg)
+        return;
+    for (size_t i = 0; i < reg->n; i++)
+        pool_free(reg->v[i]);
+    free(reg->v);
+    free(reg->index);
+    free(reg->prefix);
+    free(reg->load_err);
+    for (size_t i = 0; i < reg->nbad_keys; i++)
+        free(reg->bad_keys[i].err);
+    free(reg->bad_keys);
+    free(reg);
+}

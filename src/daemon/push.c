@@ -1,0 +1,292 @@
+#include "push.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+#include "rds.h"
+#include "resp.h"
+
+#define PUSH_WINDOW 32 /* chunks in flight on the push connection */
+#define NUM_LEN     21 /* decimal uint64 + NUL */
+
+struct pusher {
+    struct rds *prds;
+    struct push_job *running;       /* the job that owns the connection (WATCH) */
+    TAILQ_HEAD(, push_job) waiting; /* the others, in order */
+    int lock_ttl_ms;                /* for messages */
+    char *resp;                     /* a chunk's RPUSH in RESP (grown as needed) */
+    size_t respcap;
+};
+
+static void pusher_next(struct pusher *p);
+static int tx_fill(struct pusher *p, struct push_job *j);
+
+static void job_error(struct push_job *j, enum push_result kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Record the first problem: it tells what happened; later ones follow from it. */
+static void job_error(struct push_job *j, enum push_result kind, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (j->result != PUSH_OK)
+        return;
+    j->result = kind;
+    va_start(ap, fmt);
+    vsnprintf(j->msg, sizeof(j->msg), fmt, ap);
+    va_end(ap);
+}
+
+/* The job's pushes are over, successful or not: hand the connection on. */
+static void job_finish(struct pusher *p, struct push_job *j)
+{
+    if (p->running == j)
+        p->running = NULL;
+    if (j->result == PUSH_OK && j->ndone < j->nchunks)
+        job_error(j, PUSH_ERROR, "only %zu of %zu chunks appended", j->ndone, j->nchunks);
+    j->done(j, j->arg);
+    pusher_next(p);
+}
+
+static void tx_settle(struct pusher *p, struct push_job *j)
+{
+    if (j->pending == 0 && (j->result != PUSH_OK || j->ndone == j->nchunks))
+        job_finish(p, j);
+}
+
+/* A command was queued on the push connection (rc 0) or could not be. */
+static int tx_queued(struct push_job *j, int rc)
+{
+    if (rc != 0) {
+        job_error(j, PUSH_ERROR, "cannot send on the push connection");
+        return -1;
+    }
+    j->pending++;
+    return 0;
+}
+
+static void on_tx_reply(struct rds *r, redisReply *reply, void *arg);
+
+static int tx_send(struct pusher *p, struct push_job *j, rds_reply_fn *fn, int argc,
+                   const char **argv, const size_t *argvlen)
+{
+    return tx_queued(j, rds_command_argv(p->prds, fn, j, argc, argv, argvlen));
+}
+
+/* MULTI, RPUSH... : only an error matters (EXEC then fails with EXECABORT). */
+static void on_tx_reply(struct rds *r, redisReply *reply, void *arg)
+{
+    struct push_job *j = arg;
+
+    j->pending--;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        job_error(j, PUSH_ERROR, "%s", rds_errstr(reply));
+    (void)r;
+    tx_settle(j->pusher, j);
+}
+
+/* The guard's verdict: an IDPOOL_* error says which check failed. */
+static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
+{
+    struct push_job *j = arg;
+    struct pusher *p = j->pusher;
+
+    (void)r;
+    j->pending--;
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
+        if (strncmp(reply->str, "IDPOOL_FENCED", 13) == 0)
+            job_error(j, PUSH_FENCED, "lock not held by this refiller (held past its %d ms TTL?)",
+                      p->lock_ttl_ms);
+        else if (strncmp(reply->str, "IDPOOL_EPOCH", 12) == 0)
+            job_error(j, PUSH_EPOCH, "%s", reply->str);
+        else if (strncmp(reply->str, "IDPOOL_STALE", 12) == 0)
+            job_error(j, PUSH_STALE, "%s", reply->str);
+        else
+            job_error(j, PUSH_ERROR, "%s", reply->str);
+    } else if (!reply) {
+        job_error(j, PUSH_ERROR, "%s", rds_errstr(reply));
+    }
+    tx_settle(p, j);
+}
+
+static void on_tx_exec(struct rds *r, redisReply *reply, void *arg)
+{
+    struct push_job *j = arg;
+    struct pusher *p = j->pusher;
+
+    (void)r;
+    j->pending--;
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+        job_error(j, PUSH_ERROR, "%s", rds_errstr(reply));
+    } else if (reply->type == REDIS_REPLY_NIL) {
+        job_error(j, PUSH_FENCED, "the lock changed before EXEC (held past its %d ms TTL?)",
+                  p->lock_ttl_ms);
+    } else if (j->result == PUSH_OK) {
+        if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+            reply->element[0]->type == REDIS_REPLY_INTEGER)
+            j->len = (uint64_t)reply->element[0]->integer;
+        j->ndone++;
+        tx_fill(p, j);
+    }
+    tx_settle(p, j);
+}
+
+/* Send chunk k: WATCH, the guard, MULTI ... EXEC (see push.h). */
+static int tx_write(struct pusher *p, struct push_job *j, size_t k)
+{
+    const struct plan_chunk *c = &j->chunks[k];
+    const struct lease_state *st = &c->after;
+    char nums[4][NUM_LEN], n[NUM_LEN];
+    const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"};
+    size_t multi_len[] = {5}, exec_len[] = {4};
+    size_t klen = strlen(j->k_pool), need = RESP_RPUSH_MAX(klen, c->n), rlen;
+
+    /* the RPUSH first: nothing is sent if it cannot be built (no MULTI left open) */
+    if (need > p->respcap) {
+        char *b = realloc(p->resp, need);
+        if (!b) {
+            job_error(j, PUSH_ERROR, "out of memory for a push chunk");
+            return -1;
+        }
+        p->resp = b;
+        p->respcap = need;
+    }
+    rlen = resp_rpush(p->resp, j->k_pool, klen, j->ids + c->off, c->n);
+    {
+        const char *epoch = rds_epoch(p->prds), *want = j->expected;
+        const char *watch[] = {"WATCH", j->k_lock};
+        size_t watch_len[] = {5, strlen(j->k_lock)};
+        char prev[NUM_LEN];
+
+        if (k > 0) {
+            prev[u64_fmt(j->chunks[k - 1].after.next, prev)] = '\0';
+            want = prev;
+        }
+        const char *guard[] = {"FCALL",   "idpool_guard", "3",   j->k_pool, j->k_meta,
+                               j->k_lock, j->token,       epoch, want};
+        size_t guard_len[9];
+        for (int i = 0; i < 9; i++)
+            guard_len[i] = strlen(guard[i]);
+        if (tx_send(p, j, on_tx_reply, 2, watch, watch_len) != 0 ||
+            tx_send(p, j, on_tx_guard, 9, guard, guard_len) != 0 ||
+            tx_send(p, j, on_tx_reply, 1, multi, multi_len) != 0)
+            return -1;
+    }
+    if (tx_queued(j, rds_command_resp(p->prds, on_tx_reply, j, p->resp, rlen)) != 0)
+        return -1;
+    {
+        const char *epoch = rds_epoch(p->prds);
+        const char *argv[] = {"HSET",   j->k_meta, "next", nums[0], "hi",  nums[1],
+                              "run_id", epoch,     "nlo",  nums[2], "nhi", nums[3]};
+        size_t len[12] = {4, strlen(j->k_meta),
+                          4, u64_fmt(st->next, nums[0]),
+                          2, u64_fmt(st->hi, nums[1]),
+                          6, strlen(epoch),
+                          3, 0,
+                          3, 0};
+        int has_next = lease_has_next(st);
+
+        if (has_next) {
+            len[9] = u64_fmt(st->nlo, nums[2]);
+            len[11] = u64_fmt(st->nhi, nums[3]);
+        }
+        if (tx_send(p, j, on_tx_reply, has_next ? 12 : 8, argv, len) != 0)
+            return -1;
+        if (!has_next) {
+            const char *del[] = {"HDEL", j->k_meta, "nlo", "nhi"};
+            size_t del_len[] = {4, strlen(j->k_meta), 3, 3};
+            if (tx_send(p, j, on_tx_reply, 4, del, del_len) != 0)
+                return -1;
+        }
+    }
+    {
+        const char *argv[] = {"HINCRBY", j->k_meta, "pushed", n};
+        size_t len[] = {7, strlen(j->k_meta), 6, u64_fmt(c->n, n)};
+        if (tx_send(p, j, on_tx_reply, 4, argv, len) != 0)
+            return -1;
+    }
+    return tx_send(p, j, on_tx_exec, 1, exec, exec_len);
+}
+
+/*
+ * Keep up to PUSH_WINDOW chunks in flight: each EXEC reply sends the next
+ * chunk. Formatting a chunk overlaps with Redis appending the ones before it,
+ * and hiredis' output buffer stays small (a whole refill of 2^20 IDs queued
+ * at once is ~25 MB that hiredis shifts down after every partial write).
+ */
+static int tx_fill(struct pusher *p, struct push_job *j)
+{
+    while (j->result == PUSH_OK && j->sent < j->nchunks && j->sent - j->ndone < PUSH_WINDOW) {
+        if (tx_write(p, j, j->sent) != 0)
+            return -1;
+        if (j->sent++ == 0 && fault_at(FAULT_PUSHING)) {
+            rds_flush(p->prds); /* the first chunk is on the wire, the rest is not */
+            fault_fire();
+        }
+    }
+    return 0;
+}
+
+/* Give the push connection to the next waiting job that is ready. */
+static void pusher_next(struct pusher *p)
+{
+    struct push_job *j;
+
+    while (!p->running && (j = TAILQ_FIRST(&p->waiting)) && (!j->ready || j->ready(j->arg))) {
+        TAILQ_REMOVE(&p->waiting, j, q);
+        j->start(j, j->arg);
+        if (!rds_ready(p->prds)) {
+            job_error(j, PUSH_ERROR, "the push connection to Redis is down");
+            job_finish(p, j);
+            continue;
+        }
+        p->running = j;
+        tx_fill(p, j);
+        tx_settle(p, j);
+    }
+}
+
+void push_submit(struct pusher *p, struct push_job *job)
+{
+    job->pusher = p;
+    job->result = PUSH_OK;
+    job->msg[0] = '\0';
+    job->ndone = job->sent = 0;
+    job->pending = 0;
+    job->len = 0;
+    TAILQ_INSERT_TAIL(&p->waiting, job, q);
+    pusher_next(p);
+}
+
+void push_kick(struct pusher *p)
+{
+    pusher_next(p);
+}
+
+void pusher_configure(struct pusher *p, int lock_ttl_ms)
+{
+    p->lock_ttl_ms = lock_ttl_ms;
+}
+
+struct pusher *pusher_new(struct rds *prds, int lock_ttl_ms)
+{
+    struct pusher *p = calloc(1, sizeof(*p));
+
+    if (!p)
+        return NULL;
+    p->prds = prds;
+    TAILQ_INIT(&p->waiting);
+    pusher_configure(p, lock_ttl_ms);
+    return p;
+}
+
+void pusher_free(struct pusher *p)
+{
+    if (!p)
+        return;
+    free(p->resp);
+    free(p);
+}

@@ -1,0 +1,415 @@
+#include "scheduler.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "health.h"
+#include "log.h"
+#include "pool.h"
+#include "push.h"
+#include "rds.h"
+#include "resp.h"
+
+/*
+ * Check cadence. Every check is a plain LLEN, sent pre-encoded; the full
+ * idpool_status (counters for metrics and alerts, limits, the consumption
+ * rate) is read less often. A pool whose length did not change since the
+ * last look is idle: checked every IDLE_CHECK_MS instead of every interval,
+ * its status read every IDLE_STATUS_MS. Any change of length (pops, takes)
+ * makes it busy again at once, so a burst waits at most IDLE_CHECK_MS.
+ */
+#define IDLE_CHECK_MS  500
+#define STATUS_MS      1000
+#define IDLE_STATUS_MS 5000
+#define RATE_SAMPLE_MS 1000 /* minimum interval between consumption-rate samples */
+/*
+ * Refills in progress at once (lock taken, not yet released). More pools
+ * below their mark wait in line instead of all taking their lock at once:
+ * at a cold start with 10,000 applications, locks taken long before the
+ * single MySQL worker gets to their reservation would only be renewed for
+ * seconds, or expire and waste their lease.
+ */
+#define MAX_REFILLS 32
+#define NUM_LEN     21
+
+struct sched {
+    struct sched_env env;
+    struct event *tick_ev;   /* persistent tick */
+    struct event *reload_ev; /* persistent reload timer */
+    int tick_ms, reload_ms, lock_ttl_ms;
+    unsigned refilling;         /* pools holding a refill slot */
+    TAILQ_HEAD(, pool) waiting; /* pools in line for a slot */
+    int stopping;
+};
+
+static void set_timer(struct event *ev, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+    evtimer_add(ev, &tv);
+}
+
+/* --- slots --------------------------------------------------------------- */
+
+/* A pool below its mark: refill it now if a slot is free, else in line (FIFO) for the next. */
+static void sched_request(struct sched *s, struct pool *p)
+{
+    if (s->refilling >= MAX_REFILLS) {
+        pool_set_state(p, POOL_IDLE);
+        p->sched.waiting = 1;
+        TAILQ_INSERT_TAIL(&s->waiting, p, sched.wait);
+        return;
+    }
+    s->refilling++;
+    p->sched.slot = 1;
+    s->env.start(p, s->env.arg);
+}
+
+void sched_release(struct sched *s, struct pool *p)
+{
+    struct pool *w;
+
+    if (!p->sched.slot)
+        return;
+    p->sched.slot = 0;
+    s->refilling--;
+    while (s->refilling < MAX_REFILLS && (w = TAILQ_FIRST(&s->waiting))) {
+        TAILQ_REMOVE(&s->waiting, w, sched.wait);
+        w->sched.waiting = 0;
+        if (w->live && !w->dead && w->state == POOL_IDLE && !s->stopping && rds_ready(s->env.rds))
+            sched_request(s, w); /* it re-checks its pool under the lock */
+    }
+}
+
+int sched_waiters(const struct sched *s)
+{
+    return !TAILQ_EMPTY(&s->waiting);
+}
+
+void sched_locked(struct pool *p)
+{
+    p->sched.renewed_ms = clock_ms();
+}
+
+/* --- checks -------------------------------------------------------------- */
+
+static uint64_t reply_u64(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? (uint64_t)r->integer : 0;
+}
+
+/*
+ * Consumption (IDs/s, smoothed) from what every check sees in Redis: IDs
+ * pushed by all instances (meta 'pushed') minus what the pool grew by. It
+ * decays to 0 when clients stop, whoever does the refilling.
+ */
+static void rate_sample(struct pool *p, uint64_t pushed, uint64_t len)
+{
+    struct pool_seen *sn = &p->seen;
+    uint64_t now = clock_ms();
+
+    if (sn->rate_at_ms == 0 || pushed < sn->rate_pushed) {
+        /* first sample, or meta was lost: start over */
+        sn->rate_pushed = pushed;
+        sn->rate_len = len;
+        sn->rate_at_ms = now;
+        return;
+    }
+    if (now - sn->rate_at_ms < RATE_SAMPLE_MS)
+        return;
+    {
+        double gone = (double)(pushed - sn->rate_pushed) - ((double)len - (double)sn->rate_len);
+        double inst = gone > 0 ? gone * 1000.0 / (double)(now - sn->rate_at_ms) : 0;
+        sn->rate = sn->rate == 0 ? inst : 0.7 * sn->rate + 0.3 * inst;
+    }
+    sn->rate_pushed = pushed;
+    sn->rate_len = len;
+    sn->rate_at_ms = now;
+}
+
+/*
+ * idpool_take reads the limits from meta: keep them equal to the row (also
+ * after meta was lost), and remove them when the row is not served.
+ */
+static void sync_limits(struct pool *p, const redisReply *per_take, const redisReply *per_second)
+{
+    char t[NUM_LEN], ps[NUM_LEN];
+    int have = per_take->type == REDIS_REPLY_STRING && per_second->type == REDIS_REPLY_STRING;
+
+    if (!p->live) {
+        if (have)
+            pool_limits(p, NULL, NULL);
+        return;
+    }
+    t[u64_fmt(p->cfg.per_take, t)] = '\0';
+    ps[u64_fmt(p->cfg.per_second, ps)] = '\0';
+    if (have && strcmp(per_take->str, t) == 0 && strcmp(per_second->str, ps) == 0)
+        return;
+    pool_limits(p, t, ps);
+}
+
+/* After a check: is the pool busy, and when to look again (if it is not refilled now). */
+static void check_done(struct pool *p, uint64_t len)
+{
+    uint64_t idle = IDLE_CHECK_MS > p->cfg.interval_ms ? IDLE_CHECK_MS : p->cfg.interval_ms;
+
+    p->sched.busy = !p->seen.len_known || len != p->seen.len || p->seen.rate >= 1.0;
+    p->sched.due_ms = p->sched.check_ms + (p->sched.busy ? p->cfg.interval_ms : idle);
+    if (len >= p->cfg.low_water)
+        health_pool_ok(p);
+    p->seen.len = len;
+    p->seen.len_known = 1;
+}
+
+/* The check is over: refill the pool if it is below its mark, else go idle. */
+static void check_next(struct sched *s, struct pool *p)
+{
+    if (p->seen.len >= p->cfg.low_water || s->stopping || !p->live) {
+        pool_set_state(p, POOL_IDLE);
+        return;
+    }
+    sched_request(s, p);
+}
+
+static void on_llen(struct rds *r, redisReply *reply, void *arg)
+{
+    struct pool *p = arg;
+    struct sched *s = p->sched.owner;
+
+    (void)r;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        if (reply)
+            health_fail(p, "LLEN %s failed: %s", p->k_pool, rds_errstr(reply));
+        pool_set_state(p, POOL_IDLE);
+        return;
+    }
+    check_done(p, reply_u64(reply));
+    if (p->seen.len < p->cfg.low_water)
+        p->sched.status_due_ms = 0; /* read the counters at the next check */
+    check_next(s, p);
+}
+
+static void on_check(struct rds *r, redisReply *reply, void *arg)
+{
+    struct pool *p = arg;
+    struct sched *s = p->sched.owner;
+    uint64_t prev_underflows = p->c.underflows;
+    redisReply **e;
+    int uf_in_meta;
+
+    (void)r;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 8) {
+        if (reply)
+            health_fail(p, "idpool_status %s failed: %s", p->k_pool, rds_errstr(reply));
+        pool_set_state(p, POOL_IDLE);
+        return;
+    }
+    e = reply->element;
+    check_done(p, reply_u64(e[0]));
+    p->c.underflows = reply_u64(e[1]);
+    p->c.refused_limit = reply_u64(e[2]);
+    p->c.refused_rate = reply_u64(e[3]);
+    p->c.taken = reply_u64(e[4]);
+    uf_in_meta = reply_u64(e[5]) == 1;
+    sync_limits(p, e[6], e[7]);
+    if (reply->elements > 8)
+        rate_sample(p, reply_u64(e[8]), p->seen.len);
+    if (p->live)
+        health_check(s->env.health, p, prev_underflows, uf_in_meta);
+    p->seen.counters_known = 1;
+    p->sched.status_due_ms =
+        p->sched.check_ms + (health_pending(p) || uf_in_meta ? p->cfg.interval_ms
+                             : p->sched.busy                 ? STATUS_MS
+                                                             : IDLE_STATUS_MS);
+    check_next(s, p);
+}
+
+static void on_epoch(struct rds *r, redisReply *reply, void *arg)
+{
+    struct pool *p = arg;
+
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        if (reply)
+            health_fail(p, "epoch check failed: %s", rds_errstr(reply));
+        return;
+    }
+    if (reply->integer == 1) {
+        p->c.discards++;
+        log_warn("app=%s redis restart or failover detected (epoch now %s): pool "
+                 "discarded, refilling from a fresh lease",
+                 p->cfg.key, rds_epoch(r));
+    }
+    snprintf(p->sched.epoch_seen, sizeof(p->sched.epoch_seen), "%s", rds_epoch(r));
+}
+
+/* Send the check of one pool if it is due. */
+static void check_one(struct sched *s, struct pool *p, uint64_t now)
+{
+    struct rds *rds = s->env.rds;
+    /* First look at a pool on this Redis process: discard it if it was filled under
+     * another one, at once and even if the row is not served (clients may still pop). */
+    int epoch_due = strcmp(p->sched.epoch_seen, rds_epoch(rds)) != 0;
+
+    p->sched.owner = s;
+    if (p->sched.waiting)
+        return; /* in line for a refill slot */
+    if (p->dead || p->state != POOL_IDLE || (!p->live && !epoch_due) ||
+        (now < p->sched.due_ms && !epoch_due))
+        return;
+    p->sched.check_ms = now;
+    p->sched.due_ms = now + p->cfg.interval_ms;
+    pool_set_state(p, POOL_CHECK);
+    if (epoch_due && rds_command(rds, on_epoch, p, "FCALL idpool_epoch 2 %s %s %s", p->k_pool,
+                                 p->k_meta, rds_epoch(rds)) != 0) {
+        pool_set_state(p, POOL_IDLE);
+        return;
+    }
+    if (epoch_due || now >= p->sched.status_due_ms || !p->live) {
+        if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s", p->k_pool, p->k_meta) !=
+            0)
+            pool_set_state(p, POOL_IDLE);
+    } else if (rds_command_resp(rds, on_llen, p, p->llen_cmd, p->llen_len) != 0) {
+        pool_set_state(p, POOL_IDLE);
+    }
+}
+
+/* --- renewal ------------------------------------------------------------- */
+
+static void on_renew(struct rds *r, redisReply *reply, void *arg)
+{
+    struct pool *p = arg;
+    struct sched *s = p->sched.owner;
+
+    (void)r;
+
+    p->side_calls--;
+    p->sched.renewing--;
+    if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
+        log_debug("app=%s lock expired while waiting; the push will be fenced off", p->cfg.key);
+    if (p->state == POOL_PUSHQ)
+        push_kick(s->env.pusher); /* it may have waited for this renewal to land */
+}
+
+/*
+ * Keep the lock while a pool waits for a lease or for the push connection:
+ * a slow MySQL is not a reason to let another refiller in (its push would
+ * be fenced off and the lease wasted). Compare-and-pexpire, so a lock
+ * already lost stays lost. A pool that is pushing is not renewed: the
+ * renewal would touch the key its transactions WATCH.
+ */
+static void renew_locks(struct sched *s, uint64_t now)
+{
+    char ttl[16];
+
+    snprintf(ttl, sizeof(ttl), "%d", s->lock_ttl_ms);
+    for (size_t i = 0; i < pools_count(s->env.pools); i++) {
+        struct pool *p = pools_at(s->env.pools, i);
+
+        if (!p->run.locked ||
+            (p->state != POOL_RESERVE && p->state != POOL_PREFETCH && p->state != POOL_PUSHQ) ||
+            now - p->sched.renewed_ms < (uint64_t)s->lock_ttl_ms / 3)
+            continue;
+        p->sched.owner = s;
+        if (rds_command(s->env.rds, on_renew, p, "FCALL idpool_renew 1 %s %s %s", p->k_lock,
+                        p->run.token, ttl) == 0) {
+            p->side_calls++;
+            p->sched.renewing++;
+            p->sched.renewed_ms = now;
+        }
+    }
+}
+
+/* --- the tick ------------------------------------------------------------ */
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct sched *s = arg;
+    struct pools *reg = s->env.pools;
+    uint64_t now = clock_ms();
+
+    (void)fd;
+    (void)what;
+    pools_sweep(reg);
+    if (!rds_ready(s->env.rds)) {
+        /* Nothing can be pushed: a pool that needed IDs stalls. */
+        for (size_t i = 0; i < pools_count(reg); i++) {
+            struct pool *p = pools_at(reg, i);
+            if (p->live && !p->dead && !s->stopping)
+                health_unreachable(s->env.health, p, now);
+        }
+        return;
+    }
+    renew_locks(s, now);
+    if (s->stopping)
+        return;
+    /* Every due check goes out in one write: hiredis buffers until the loop flushes. */
+    for (size_t i = 0; i < pools_count(reg); i++)
+        check_one(s, pools_at(reg, i), now);
+}
+
+static void on_reload(evutil_socket_t fd, short what, void *arg)
+{
+    struct sched *s = arg;
+
+    (void)fd;
+    (void)what;
+    pools_reload(s->env.pools);
+}
+
+void sched_redis_ready(struct sched *s)
+{
+    on_tick(-1, 0, s); /* check every pool at once after (re)connecting */
+}
+
+void sched_stop(struct sched *s)
+{
+    s->stopping = 1;
+    evtimer_del(s->tick_ev);
+    evtimer_del(s->reload_ev);
+}
+
+void sched_configure(struct sched *s, int tick_ms, int reload_ms, int lock_ttl_ms)
+{
+    s->lock_ttl_ms = lock_ttl_ms;
+    if (s->tick_ms != tick_ms) {
+        s->tick_ms = tick_ms;
+        set_timer(s->tick_ev, tick_ms);
+    }
+    if (s->reload_ms != reload_ms) {
+        s->reload_ms = reload_ms;
+        set_timer(s->reload_ev, reload_ms);
+    }
+}
+
+struct sched *sched_new(struct event_base *base, const struct sched_env *env, int tick_ms,
+                        int reload_ms, int lock_ttl_ms)
+{
+    struct sched *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    s->env = *env;
+    TAILQ_INIT(&s->waiting);
+    s->tick_ev = event_new(base, -1, EV_PERSIST, on_tick, s);
+    s->reload_ev = event_new(base, -1, EV_PERSIST, on_reload, s);
+    if (!s->tick_ev || !s->reload_ev) {
+        sched_free(s);
+        return NULL;
+    }
+    sched_configure(s, tick_ms, reload_ms, lock_ttl_ms);
+    return s;
+}
+
+void sched_free(struct sched *s)
+{
+    if (!s)
+        return;
+    if (s->tick_ev)
+        event_free(s->tick_ev);
+    if (s->reload_ev)
+        event_free(s->reload_ev);
+    free(s);
+}

@@ -1,0 +1,49 @@
+/*
+ * scheduler — when each pool is looked at and when it may refill (brief §5):
+ * the tick, each pool's check (a pre-encoded LLEN, or the full
+ * idpool_status every STATUS_MS, less often for idle pools), the epoch
+ * sweep after every (re)connect, the consumption rate, the refill slots
+ * (at most MAX_REFILLS pools refill at once; the others wait in a FIFO),
+ * and the renewal of locks held while a pool waits for MySQL or for the
+ * push connection. Writes pool->sched and pool->seen.
+ */
+#ifndef IDPOOL_SCHEDULER_H
+#define IDPOOL_SCHEDULER_H
+
+#include <event2/event.h>
+
+struct health;
+struct pool;
+struct pools;
+struct pusher;
+struct rds;
+struct sched;
+
+struct sched_env {
+    struct rds *rds;
+    struct pools *pools;
+    struct health *health;
+    struct pusher *pusher; /* told when a renewal a push waited for has landed */
+    /* A pool below its low-water mark got a refill slot: take its lock. */
+    void (*start)(struct pool *p, void *arg);
+    void *arg;
+};
+
+struct sched *sched_new(struct event_base *base, const struct sched_env *env, int tick_ms,
+                        int reload_ms, int lock_ttl_ms);
+void sched_free(struct sched *s);
+void sched_configure(struct sched *s, int tick_ms, int reload_ms, int lock_ttl_ms);
+
+/* Redis is ready again: sweep epochs and check every pool now. */
+void sched_redis_ready(struct sched *s);
+/* Stop the timers and start nothing new. */
+void sched_stop(struct sched *s);
+
+/* The pool's refill is over (it is idle): its slot goes to the next in line. */
+void sched_release(struct sched *s, struct pool *p);
+/* The pool's lock was taken or renewed just now. */
+void sched_locked(struct pool *p);
+/* 1 when a pool waits for a refill slot (a refill then does not go on under its lock). */
+int sched_waiters(const struct sched *s);
+
+#endif
