@@ -415,6 +415,8 @@ static void on_load(void *arg, enum store_err st, const struct app_row *rows, si
 
     reg->loading = 0;
     if (st != STORE_OK) {
+        if (!err || !*err)
+            err = "unknown error";
         if (!reg->load_err || strcmp(reg->load_err, err) != 0) {
             log_warn("cannot load applications: %s; keeping the %zu already loaded", err, reg->n);
             free(reg->load_err);

@@ -1,13 +1,9 @@
 /*
- * refill — the refill cycle (design brief §5). Owns the applications loaded
- * from MySQL and, every tick, for each application that is due:
- *
- *   LLEN pool (all due applications in one pipelined write)
- *   below low water -> SET lock token NX PX ttl + LLEN + HGETALL meta
- *   draw IDs from the lease in meta (reserving a lease in MySQL first if
- *   the leases in meta cannot supply the batch), push them through the
- *   fenced push (WATCH/MULTI/EXEC, see refill.c) in chunks, prefetch the next lease when the
- *   current one runs low, release the lock.
+ * refill — the refill loop as main() sees it (design brief §5): builds the
+ * registry of pools (pool.c), the scheduler that checks them every tick
+ * (scheduler.c), the fenced pusher (push.c) and the alert conditions
+ * (health.c), and sequences each refill: lock -> plan -> reserve -> push ->
+ * prefetch -> continue or unlock (see refill.c and docs/architecture.md).
  *
  * Rows are re-read every reload interval and on refill_reload() (SIGHUP).
  */
