@@ -175,13 +175,18 @@ def parse_args(argv):
     return o
 
 
+def output(argv):
+    """What argv prints on stdout (stderr discarded; "" if it cannot run)."""
+    try:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError:
+        return ""
+    return r.stdout.decode(errors="replace")
+
+
 def first_line_of(argv, pattern):
     """The first group of pattern in the output of argv, or None."""
-    try:
-        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
-    except OSError:
-        return None
-    m = re.search(pattern, out)
+    m = re.search(pattern, output(argv))
     return m.group(1) if m else None
 
 
@@ -377,7 +382,8 @@ class Bench:
         except (OSError, ValueError):
             pass
 
-        out = self.o["out"] or os.path.join(ROOT, "bench-results", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+        out = self.o["out"] or os.path.join(ROOT, "bench-results",
+                                            time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
         os.makedirs(os.path.join(out, "raw"), exist_ok=True)
         self.out = os.path.realpath(out)
         for f in ("measure.txt", "info.txt"):
@@ -726,7 +732,8 @@ class Bench:
             hog = self.load_bg(hog_name, "--mode", "lpop", "--key", key, "--batch", 100,
                                "--conns", HOG_CONNS, *drain, "--duration", self.win + 1)
             time.sleep(0.5)
-            self.load("lat.%s.%d" % (cond, run), *self.lat_args, "--hist", self.raw("lat.%s.%d.hist" % (cond, run)))
+            lat = "lat.%s.%d" % (cond, run)
+            self.load(lat, *self.lat_args, "--hist", self.raw(lat + ".hist"))
             self.load_wait(hog, "the drain of %s failed (see %s)" % (key, self.raw(hog_name + ".txt")))
             if key == pool_key("e2e"):
                 self.e2e_ids += self.kvi(hog_name, "ids")
@@ -769,10 +776,8 @@ class Bench:
     def sched_delays(data):
         """Per task kind, how long its wakeups waited for a CPU (perf sched
         timehist's "sch delay"): count, p50, p99, p99.9, max, sum (ms)."""
-        out = subprocess.run(["perf", "sched", "timehist", "-i", data], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL).stdout.decode(errors="replace")
         d = {}
-        for line in out.splitlines():
+        for line in output(["perf", "sched", "timehist", "-i", data]).splitlines():
             f = line.split()
             if (len(f) >= 5 and re.match(r"(redis-server|idpoold|idpool-load|idpool-lat)\[", f[2])
                     and re.fullmatch(r"[0-9.]+", f[4])):
@@ -794,9 +799,10 @@ class Bench:
         self.wait_settled("e2e", self.e2e_low)
         perf = None
         if probe == self.probe_lat:
+            data = os.path.join(pd, "sched-%s.data" % cond)
             with open(os.path.join(pd, "sched-%s.log" % cond), "w") as f:
-                perf = subprocess.Popen(["perf", "sched", "record", "-o", os.path.join(pd, "sched-%s.data" % cond),
-                                         "--", "sleep", str(self.win + 1)], stdout=f, stderr=subprocess.STDOUT)
+                perf = subprocess.Popen(["perf", "sched", "record", "-o", data, "--", "sleep", str(self.win + 1)],
+                                        stdout=f, stderr=subprocess.STDOUT)
             self.children.append(perf)
             time.sleep(0.5)
         self.R("CONFIG", "RESETSTAT")
@@ -822,10 +828,8 @@ class Bench:
         if perf is not None:
             if perf.wait() != 0:
                 self.die("perf sched record failed (see %s)" % os.path.join(pd, "sched-%s.log" % cond))
-            data = os.path.join(pd, "sched-%s.data" % cond)
             delays = self.sched_delays(data)
-            lat = subprocess.run(["perf", "sched", "latency", "-i", data, "--sort", "max"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode(errors="replace")
+            lat = output(["perf", "sched", "latency", "-i", data, "--sort", "max"])
             with open(os.path.join(pd, "sched-%s.txt" % cond), "w") as f:
                 f.write("".join(ln + "\n" for ln in delays + lat.splitlines()[:20]))
             say("    waiting for a CPU (idpool-lat: this probe, idpool-load: the drain):")
@@ -857,19 +861,19 @@ class Bench:
         say("profile: perf record -g of redis-server and idpoold over one e2e hold at %d IDs/s" % self.sustained)
         self.wait_settled("e2e", self.e2e_low)
         data = os.path.join(pd, "e2e.perf.data")
+        pids = "%d,%d" % (self.redis_pid, self.d.pid)
         with open(os.path.join(pd, "e2e-perf.log"), "w") as f:
-            perf = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", "%d,%d" % (self.redis_pid, self.d.pid),
-                                     "-o", data, "--", "sleep", str(self.hold)], stdout=f, stderr=subprocess.STDOUT)
+            perf = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", pids, "-o", data, "--", "sleep",
+                                     str(self.hold)], stdout=f, stderr=subprocess.STDOUT)
         self.children.append(perf)
         self.load("prof.e2e", "--mode", "lpop", "--key", pool_key("e2e"), "--batch", 100, "--conns", E2E_CONNS,
                   "--pipeline", E2E_PIPELINE, "--rate", calc(self.sustained / 100), "--duration", self.hold)
         if perf.wait() != 0:
             self.die("perf record failed (see %s)" % os.path.join(pd, "e2e-perf.log"))
         for comm in ("redis-server", "idpoold"):
-            rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--comms", comm,
-                                  "--percentage", "relative", "--sort", "dso,symbol", "-g", "none",
-                                  "--percent-limit", "0.5"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL).stdout.decode(errors="replace")
+            rep = output(["perf", "report", "-i", data, "--stdio", "--no-children", "--comms", comm,
+                          "--percentage", "relative", "--sort", "dso,symbol", "-g", "none",
+                          "--percent-limit", "0.5"])
             lines = [ln for ln in rep.splitlines() if ln]
             with open(os.path.join(pd, "e2e-%s.txt" % comm), "w") as f:
                 f.write("".join(ln + "\n" for ln in lines))
@@ -891,8 +895,7 @@ class Bench:
                           wrap=["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out])
         self.wait_until(300, "the cg pool to fill under callgrind", lambda: self.h.pool_ge("cg", 500000))
         self.daemon_stop()
-        ann = subprocess.run(["callgrind_annotate", "--inclusive=no", out], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL).stdout.decode(errors="replace").splitlines()[:40]
+        ann = output(["callgrind_annotate", "--inclusive=no", out]).splitlines()[:40]
         with open(os.path.join(pd, "callgrind.txt"), "w") as f:
             f.write("".join(ln + "\n" for ln in ann))
         total = next((m.group(1).replace(",", "") for m in (re.match(r"([0-9,]*) .*PROGRAM TOTALS", ln)
@@ -938,7 +941,8 @@ class Bench:
         with open(os.path.join(self.out, "idpoold-scale.log"), errors="replace") as f:
             fenced = sum(1 for ln in f if "push fenced off" in ln)
         self.measure("scale.fill_fenced", fenced)
-        say("  %d pools full after %s s (daemon start included); refills fenced off meanwhile: %d" % (n, fill_s, fenced))
+        say("  %d pools full after %s s (daemon start included); refills fenced off meanwhile: %d"
+            % (n, fill_s, fenced))
         time.sleep(2)
         for run in range(1, self.runs + 1):
             d0, r0, u0 = self.cpu()
