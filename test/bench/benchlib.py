@@ -1,39 +1,23 @@
 #!/usr/bin/env python3
-"""Number crunching for scripts/bench.sh (standard library only).
+"""Number crunching of the benchmark (test/bench/bench.py; standard library
+only): what bench.py measured into numbers, plot data and the report.
+Measurements are lines "NAME VALUE" in a file (measure.txt), one line per
+run of a repeated measurement; facts about the run are "key value..." lines
+in info.txt.
 
-bench.sh measures; this file turns what it measured into numbers, plot
-data and the report. Measurements are lines "NAME VALUE" in a file
-(measure.txt), one line per run of a repeated measurement.
+    median_of(path, name)             -> (median, min, max, n) or None
+    fillrate(llen_path, target)       -> (ids_per_s, ms) or None
+    ramp(outdir, t0_ns, llen, steps)  -> ramp-llen.dat, ramp-cons.dat
+    ccdf(out, hists)                  -> a latency CCDF for latency.gp
+    report(outdir)                    -> results.md; returns the summary line
 
-    benchlib.py now-ns
-        CLOCK_MONOTONIC in ns (the clock idpool-load's logs use).
-
-    benchlib.py get FILE NAME
-        "median min max n" of NAME's values in FILE (exit 1 if none).
-
-    benchlib.py fillrate LLENFILE TARGET
-        IDs/s at which a pool grew, from an llen sampler file ("t_ns len"):
-        from the last sample at 0 to the first sample >= TARGET. Prints
-        "ids_per_s ms" (exit 1 if the pool never reached TARGET).
-
-    benchlib.py ramp OUTDIR T0_NS LLENFILE STEPS
-        Plot data of the end-to-end ramp. STEPS lists one step a line:
-        "start_ns target_ids_per_s timeline_file". Writes OUTDIR/ramp-llen.dat
-        ("t_s len") and OUTDIR/ramp-cons.dat ("t_s ids_per_s empties_per_s
-        target"), times in seconds from T0_NS.
-
-    benchlib.py ccdf OUT HIST...
-        Sums --hist files ("latency_us count") and writes OUT: "latency_us
-        fraction_of_requests_slower" (the complementary CDF).
+Run by hand, it renders results.md of a results directory again:
 
     benchlib.py report OUTDIR
-        Reads OUTDIR/measure.txt and OUTDIR/info.txt ("key value..." lines),
-        writes OUTDIR/results.md and prints the summary line last.
 """
 import math
 import os
 import sys
-import time
 from collections import OrderedDict
 
 
@@ -70,12 +54,12 @@ def read_info(path):
     return info
 
 
-def cmd_get(path, name):
+def median_of(path, name):
+    """(median, min, max, n) of NAME's values in the file; None if none."""
     v = read_measure(path).get(name)
     if not v:
-        return 1
-    print("%.2f %.2f %.2f %d" % (median(v), min(v), max(v), len(v)))
-    return 0
+        return None
+    return median(v), min(v), max(v), len(v)
 
 
 def read_pairs(path):
@@ -91,7 +75,10 @@ def read_pairs(path):
     return out
 
 
-def cmd_fillrate(path, target):
+def fillrate(path, target):
+    """IDs/s at which a pool grew, from an llen sampler file ("t_ns len"):
+    from the last sample at 0 to the first sample >= target. Returns
+    (ids_per_s, ms), None if the pool never reached target."""
     target = int(target)
     s = read_pairs(path)
     t_end = None
@@ -100,19 +87,22 @@ def cmd_fillrate(path, target):
             t_end, n_end, i_end = t, n, i
             break
     if t_end is None:
-        return 1
+        return None
     t_start, n_start = s[0]
     for t, n in s[:i_end]:
         if n == 0:
             t_start, n_start = t, n
     dt = (t_end - t_start) / 1e9
     if dt <= 0:
-        return 1
-    print("%.0f %.0f" % ((n_end - n_start) / dt, dt * 1000))
-    return 0
+        return None
+    return (n_end - n_start) / dt, dt * 1000
 
 
-def cmd_ramp(outdir, t0, llen, steps):
+def ramp(outdir, t0, llen, steps):
+    """Plot data of the end-to-end ramp. steps lists one step a line:
+    "start_ns target_ids_per_s timeline_file". Writes OUTDIR/ramp-llen.dat
+    ("t_s len") and OUTDIR/ramp-cons.dat ("t_s ids_per_s empties_per_s
+    target"), times in seconds from t0 (ns)."""
     t0 = int(t0)
     with open(os.path.join(outdir, "ramp-llen.dat"), "w") as out:
         for t, n in read_pairs(llen):
@@ -133,10 +123,11 @@ def cmd_ramp(outdir, t0, llen, steps):
                     out.write("%.3f %.0f %.0f %.0f\n" % (
                         (start - t0) / 1e9 + t, ids * 10, empties * 10, target))
             out.write("\n")
-    return 0
 
 
-def cmd_ccdf(out, hists):
+def ccdf(out, hists):
+    """Sums --hist files ("latency_us count") and writes out: "latency_us
+    fraction_of_requests_slower" (the complementary CDF); empty if none."""
     counts = {}
     for h in hists:
         if not os.path.exists(h):
@@ -153,14 +144,13 @@ def cmd_ccdf(out, hists):
     total = sum(counts.values())
     with open(out, "w") as f:
         if total == 0:
-            return 0
+            return
         seen = 0
         for lat in sorted(counts):
             seen += counts[lat]
             rest = (total - seen) / total
             # gnuplot's log scale cannot show 0: stop at 1 / total
             f.write("%g %.9g\n" % (lat, max(rest, 0.5 / total)))
-    return 0
 
 
 # ------------------------------------------------------------- report ---
@@ -228,7 +218,9 @@ def f0(x):
     return "n/a" if x is None else "%.0f" % x
 
 
-def cmd_report(outdir):
+def report(outdir):
+    """Reads OUTDIR/measure.txt and info.txt, writes OUTDIR/results.md and
+    returns the summary line."""
     r = Report(outdir)
     i = r.info
     push, pop100 = r.med("ceiling.push"), r.med("ceiling.pop100")
@@ -415,28 +407,13 @@ def cmd_report(outdir):
     L.append("```\n%s\n```" % summary)
     with open(os.path.join(outdir, "results.md"), "w") as f:
         f.write("\n".join(L) + "\n")
-    print(summary)
-    return 0
+    return summary
 
 
 def main(argv):
-    if len(argv) < 2:
-        sys.stderr.write(__doc__)
-        return 64
-    cmd, args = argv[1], argv[2:]
-    if cmd == "now-ns" and not args:
-        print(time.monotonic_ns())
+    if len(argv) == 3 and argv[1] == "report":
+        print(report(argv[2]))
         return 0
-    if cmd == "get" and len(args) == 2:
-        return cmd_get(*args)
-    if cmd == "fillrate" and len(args) == 2:
-        return cmd_fillrate(*args)
-    if cmd == "ramp" and len(args) == 4:
-        return cmd_ramp(*args)
-    if cmd == "ccdf" and len(args) >= 2:
-        return cmd_ccdf(args[0], args[1:])
-    if cmd == "report" and len(args) == 1:
-        return cmd_report(args[0])
     sys.stderr.write(__doc__)
     return 64
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""How fast one idpoold fills one application's pool, and how many MySQL
+writes (lease reservations) it makes per million IDs while clients drain it.
+
+  scripts/bench-refill.sh [RUNS] [POOL] [DRAIN_IDS]
+
+Per run, on throwaway loopback servers (scripts/servers.sh, through the
+harness' helpers in test/lib/harness.py) and a fresh application:
+  fill:  time from the first ID in the pool until it holds POOL IDs
+         -> IDs/s pushed into Redis by the daemon (fenced pushes included);
+  drain: two idpool-popper clients take DRAIN_IDS IDs (LPOP 1000) while the
+         daemon refills -> lease rows written per million IDs, empty pops.
+Prints one line per run and the medians. Defaults: 5 runs, 2000000, 20000000.
+Environment: BUILD (default build/).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
+sys.path.insert(0, HERE)
+
+import benchlib  # noqa: E402
+import harness  # noqa: E402
+
+
+def num(x):
+    """A median as awk prints it: integers whole, else 6 significant digits."""
+    return "%d" % x if float(x).is_integer() else "%.6g" % x
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+
+
+def main(argv):
+    if len(argv) > 4 or any(a in ("-h", "--help") for a in argv[1:]):
+        sys.stderr.write(__doc__)
+        return 64
+    runs, pool, drain = (int(a) for a in (argv[1:] + ["5", "2000000", "20000000"][len(argv) - 1:]))
+    build = os.environ.get("BUILD") or os.path.join(ROOT, "build")
+    idpoold = os.path.join(build, "idpoold")
+    popper = os.path.join(build, "test", "idpool-popper")
+    if not (os.access(idpoold, os.X_OK) and os.access(popper, os.X_OK)):
+        if not os.path.isdir(build):
+            subprocess.run(["meson", "setup", build, ROOT], stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(["ninja", "-C", build], stdout=subprocess.DEVNULL, check=True)
+    work = tempfile.mkdtemp(prefix="idpool-bench.", dir=os.environ.get("TMPDIR") or "/tmp")
+    h = harness.Harness(work)
+    try:
+        h.start_servers()
+        print("bench-refill: pool=%d drain=%d runs=%d cpu=%dx %s"
+              % (pool, drain, runs, len(os.sched_getaffinity(0)), cpu_model()), flush=True)
+        fills, writes_all = [], []
+        for run in range(1, runs + 1):
+            key = "bench%d" % run
+            # max_size_per_second only sizes the default pool; here the pool is explicit.
+            h.add_app(key, step=1000, max_size_per_second=100000000, max_pool_size=pool,
+                      max_size_per_times=1000)
+            d = h.start_daemon("idpoold", idpoold, os.path.join(work, "idpoold.log"), log_level="warn")
+            deadline = time.monotonic() + 60
+            if not harness.wait_until(deadline - time.monotonic(), lambda: (h.llen(key) or 0) > 0, 0.001):
+                sys.stderr.write("no IDs after 60 s\n")
+                return 1
+            t0 = time.monotonic()
+            if not harness.wait_until(deadline - time.monotonic(), lambda: h.pool_ge(key, pool), 0.002):
+                sys.stderr.write("pool not full after 60 s\n")
+                return 1
+            ms = int((time.monotonic() - t0) * 1000)
+            fill = pool * 1000 // (ms if ms > 0 else 1)
+            leases0 = h.leases_of(key)
+            logs = [os.path.join(work, "pop%d" % c) for c in (1, 2)]
+            pops = []
+            for log in logs:
+                with open(log, "w") as f:
+                    pops.append(subprocess.Popen(
+                        [popper, "--port", str(h.redis_port), "--key", harness.pool_key(key),
+                         "--count", str(drain // 2), "--batch", "1000", "--timeout-ms", "120000"],
+                        stderr=f))
+            for p in pops:
+                p.wait()
+            leases1 = h.leases_of(key)
+            h.stop_daemon(d)
+            text = "".join(open(log).read() for log in logs)
+            empties = sum(int(x) for x in re.findall(r"empties=([0-9]+)", text))
+            rates = sum(int(x) for x in re.findall(r"rate=([0-9]+)", text))
+            writes = "%.2f" % ((leases1 - leases0) * 1e6 / drain)
+            print("run %d: fill %d IDs/s (%d in %d ms); drain %d IDs/s, %d leases = %s MySQL writes per "
+                  "million IDs, %d empty pops" % (run, fill, pool, ms, rates, leases1 - leases0, writes, empties),
+                  flush=True)
+            fills.append(fill)
+            writes_all.append(float(writes))
+        print("median: fill %.0f IDs/s pushed by idpoold; %s MySQL writes per million IDs"
+              % (benchlib.median(fills), num(benchlib.median(writes_all))))
+        return 0
+    finally:
+        h.stop_all()
+        h.stop_servers()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,349 @@
+"""The test harness' server, application and daemon helpers, for Python.
+
+The Python side of test/integration/lib.sh, with its names and meanings,
+used by the benchmarks (test/bench/) and by any Python test that needs
+throwaway servers and an idpoold. Standard library only; the servers come
+from scripts/servers.sh (called, not re-implemented), Redis and MariaDB
+are reached with redis-cli and the mariadb client, as in lib.sh.
+
+    h = Harness(workdir)               # lib.sh: setup
+    h.start_servers()                  # scripts/servers.sh start DIR
+    h.add_app("user", step=100)        # lib.sh: add_app user step=100
+    d = h.start_daemon("a", idpoold, log=path, http=True)
+    wait_until(10, lambda: h.pool_ge("user", 1)) or fail("pool never filled")
+    h.stop_daemon(d)
+    h.stop_servers()
+
+Every wait here is bounded. Only loopback addresses.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SERVERS = os.path.join(ROOT, "scripts", "servers.sh")
+KEY_PREFIX = os.environ.get("IDPOOL_KEY_PREFIX", "idpool")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# urllib without any proxy from the environment: every address is loopback.
+_http = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class HarnessError(Exception):
+    """A helper could not do its job (a server or daemon did not come up)."""
+
+
+# ---------------------------------------------------------------- waits ---
+
+
+def wait_until(timeout, pred, interval=0.1):
+    """Polls pred() every interval seconds; True once it holds, False after
+    timeout seconds (lib.sh: wait_until TIMEOUT CMD...)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if pred():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+def free_port():
+    """A free loopback TCP port (lib.sh: free_port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------ processes ---
+
+
+def _stat_fields(pid):
+    """/proc/PID/stat after the command name (field 3 "state" first)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(") ", 1)[1].split()
+
+
+def proc_alive(pid):
+    """PID is a live process (zombies count as dead; lib.sh: proc_alive)."""
+    try:
+        return _stat_fields(pid)[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks (CLK_TCK a second)."""
+    f = _stat_fields(pid)
+    return int(f[11]) + int(f[12])
+
+
+def cpu_pct(ticks0, ticks1, secs):
+    """% of one core used between two cpu_ticks readings secs apart."""
+    return (ticks1 - ticks0) * 100 / CLK_TCK / secs
+
+
+def rss_mib(pid):
+    """Resident set size of a process, MiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def stop_process(proc, timeout=10, sig=signal.SIGTERM):
+    """Sends sig to a child (a subprocess.Popen), waits at most timeout
+    seconds, then SIGKILL; reaps it and returns its exit status (negative:
+    killed by a signal). A child not reaped yet cannot have had its pid
+    reused, so signalling it is safe."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait()
+
+
+def run_bounded(argv, timeout, kill_after=5, **kw):
+    """Runs argv to completion like timeout(1) -k KILL_AFTER TIMEOUT: SIGTERM
+    after timeout seconds, SIGKILL kill_after seconds later. Returns the exit
+    status (124 on timeout, as timeout(1))."""
+    proc = subprocess.Popen(argv, **kw)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        stop_process(proc, kill_after)
+        return 124
+
+
+# -------------------------------------------------------------- harness ---
+
+
+class Daemon:
+    """One idpoold started by Harness.start_daemon."""
+
+    def __init__(self, name, proc, log, http):
+        self.name = name  # the name it was started under (its log's name)
+        self.proc = proc  # the subprocess.Popen
+        self.log = log  # its stdout/stderr
+        self.http = http  # "127.0.0.1:PORT" of its status server, or None
+        self.status = None  # exit status once stopped
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def signal(self, sig):
+        """Just sends it (lib.sh: signal_daemon NAME SIG)."""
+        self.proc.send_signal(sig)
+
+    def get(self, path, timeout=2):
+        """The body of GET http://HTTP/PATH (str), or None on any failure."""
+        if not self.http:
+            return None
+        try:
+            with _http.open("http://%s%s" % (self.http, path), timeout=timeout) as r:
+                return r.read().decode()
+        except (OSError, urllib.error.URLError, ValueError):
+            return None
+
+    def app_status(self, key, timeout=2):
+        """/v1/apps/KEY as raw JSON text, or None."""
+        return self.get("/v1/apps/" + key, timeout)
+
+    def app_served(self, key):
+        """The daemon serves application KEY (its /v1/apps/KEY says so)."""
+        body = self.app_status(key)
+        return body is not None and re.search(r'"served": *true', body) is not None
+
+    def app_field(self, key, field, timeout=5):
+        """A numeric field of /v1/apps/KEY (first occurrence), or None."""
+        body = self.app_status(key, timeout)
+        m = body and re.search(r'"%s": *([0-9]+)' % re.escape(field), body)
+        return int(m.group(1)) if m else None
+
+
+class Harness:
+    """Throwaway servers in one directory (scripts/servers.sh), the helpers
+    that reach them, and the daemons started against them."""
+
+    def __init__(self, workdir):
+        self.dir = workdir  # servers.sh's DIR: data, logs, env
+        self.env = {}  # DIR/env: IDPOOL_REDIS_URL, REDIS_PORT, ...
+        self.daemons = []  # every Daemon started, running or not
+
+    # ------------------------------------------------------ servers ---
+
+    def start_servers(self, only=None, out=None):
+        """scripts/servers.sh start DIR [redis|mysql]; loads DIR/env.
+        Its output goes to the file out (default: discarded); raises
+        HarnessError if they did not start."""
+        argv = [SERVERS, "start", self.dir] + ([only] if only else [])
+        with open(out or os.devnull, "w") as f:
+            rc = subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT)
+        if rc != 0:
+            raise HarnessError("servers did not start")
+        self.env = {}
+        with open(os.path.join(self.dir, "env")) as f:
+            for line in f:
+                m = re.match(r"export (\w+)=(.*)$", line.rstrip("\n"))
+                if m:
+                    self.env[m.group(1)] = m.group(2)
+
+    def stop_servers(self, only=None, how="stop"):
+        """scripts/servers.sh stop|kill DIR [redis|mysql]; True if it worked."""
+        argv = [SERVERS, how, self.dir] + ([only] if only else [])
+        return subprocess.call(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+
+    @property
+    def redis_port(self):
+        return int(self.env["REDIS_PORT"])
+
+    @property
+    def mysql_port(self):
+        return int(self.env["MYSQL_PORT"])
+
+    def redis_pid(self):
+        with open(os.path.join(self.dir, "redis.pid")) as f:
+            return int(re.sub(r"[^0-9]", "", f.read()))
+
+    # -------------------------------------------------------- redis ---
+
+    def rcli(self, *args, check=True):
+        """redis-cli on the harness' Redis (lib.sh: rcli); its output,
+        without the trailing newline. check: raise if redis-cli fails."""
+        r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.redis_port)]
+                           + [str(a) for a in args], stdout=subprocess.PIPE, check=check)
+        return r.stdout.decode().rstrip("\n")
+
+    def rcli_int(self, *args):
+        """An integer reply, or None if there was none (an error reply)."""
+        try:
+            out = self.rcli(*args)
+        except subprocess.CalledProcessError:
+            return None
+        return int(out) if re.fullmatch(r"-?[0-9]+", out.strip()) else None
+
+    # -------------------------------------------------------- mysql ---
+
+    def _mariadb(self):
+        return ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(self.mysql_port),
+                "-u", "root", "idpool"]
+
+    def sql(self, statements):
+        """Runs them in database idpool (lib.sh: sql): tab-separated, no
+        header, values raw; returns the output without the last newline."""
+        r = subprocess.run(self._mariadb() + ["-N", "-B", "-r", "-e", statements],
+                           stdout=subprocess.PIPE, check=True)
+        return r.stdout.decode().rstrip("\n")
+
+    def sql_file(self, path):
+        """Feeds a file to database idpool (lib.sh: sql_file)."""
+        with open(path) as f:
+            subprocess.run(self._mariadb(), stdin=f, check=True)
+
+    def add_app(self, key, **cols):
+        """Inserts a row into application (lib.sh: add_app KEY col=val...)."""
+        names = ["entity_key"] + list(cols)
+        vals = [key] + list(cols.values())
+        self.sql("INSERT INTO application (%s) VALUES (%s)" % (
+            ", ".join("`%s`" % n for n in names), ", ".join(sql_value(v) for v in vals)))
+
+    def set_app(self, key, **cols):
+        """Updates an application row (lib.sh: set_app KEY col=val...)."""
+        self.sql("UPDATE application SET %s WHERE entity_key = %s" % (
+            ", ".join("`%s` = %s" % (k, sql_value(v)) for k, v in cols.items()), sql_value(key)))
+
+    def leases_of(self, pattern):
+        """Lease rows of the applications whose key matches a LIKE pattern."""
+        return int(self.sql(
+            "SELECT COUNT(*) FROM application_lease l JOIN application a "
+            "ON a.id = l.application_id WHERE a.entity_key LIKE %s" % sql_value(pattern)))
+
+    # --------------------------------------------------------- pools ---
+
+    def llen(self, key):
+        """Length of KEY's pool; None if Redis gave no integer."""
+        return self.rcli_int("LLEN", pool_key(key))
+
+    def pool_ge(self, key, n):
+        """The pool holds at least n IDs (lib.sh: pool_ge)."""
+        have = self.llen(key)
+        return have is not None and have >= n
+
+    # ------------------------------------------------------ daemons ---
+
+    def start_daemon(self, name, idpoold, log, args=(), http=False, wrap=(),
+                     log_level="debug", instance=None, ready_timeout=30):
+        """idpoold in the background against the harness' servers (lib.sh:
+        start_daemon NAME ARGS...), its output appended to log. wrap: a
+        command it runs under (valgrind ...). http: serve the status on a
+        free loopback port and wait until /healthz answers (HarnessError
+        after ready_timeout s); else --http ''."""
+        if not os.access(idpoold, os.X_OK):
+            raise HarnessError("idpoold not built: %s" % idpoold)
+        addr = "127.0.0.1:%d" % free_port() if http else None
+        argv = list(wrap) + [idpoold] + list(args) + [
+            "--redis", self.env["IDPOOL_REDIS_URL"], "--mysql", self.env["IDPOOL_MYSQL_URL"],
+            "--http", addr or "", "--log-level", log_level]
+        if instance:
+            argv += ["--instance", instance]
+        with open(log, "a") as f:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
+                                    stderr=subprocess.STDOUT)
+        d = Daemon(name, proc, log, addr)
+        self.daemons.append(d)
+        if http and not wait_until(ready_timeout, lambda: d.get("/healthz") is not None, 0.05):
+            raise HarnessError("timed out after %s s waiting for idpoold to answer on %s"
+                               % (ready_timeout, addr))
+        return d
+
+    def stop_daemon(self, d, timeout=10, sig=signal.SIGTERM):
+        """Sends sig (lib.sh: kill_daemon), waits at most timeout s, then
+        SIGKILL; reaps it. Returns and records its exit status."""
+        d.status = stop_process(d.proc, timeout, sig)
+        return d.status
+
+    def stop_all(self, timeout=5):
+        """Stops every daemon still running (for a cleanup path)."""
+        for d in self.daemons:
+            if d.status is None:
+                self.stop_daemon(d, timeout)
+
+
+# ------------------------------------------------------------------ IDs ---
+
+
+def pool_key(key):
+    return "%s:{%s}:pool" % (KEY_PREFIX, key)
+
+
+def meta_key(key):
+    return "%s:{%s}:meta" % (KEY_PREFIX, key)
+
+
+def lock_key(key):
+    return "%s:{%s}:lock" % (KEY_PREFIX, key)
+
+
+def sql_value(v):
+    """Quotes a value for SQL: integers and NULL as they are, others as
+    strings (lib.sh: sql_value)."""
+    s = str(v)
+    if isinstance(v, int) or re.fullmatch(r"-?[0-9]+", s) or s == "NULL":
+        return s
+    return "'%s'" % s.replace("\\", "\\\\").replace("'", "''")
+
