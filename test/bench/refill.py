@@ -8,13 +8,13 @@ Per run, on throwaway loopback servers (scripts/servers.sh, through the
 harness' helpers in test/lib/harness.py) and a fresh application:
   fill:  time from the first ID in the pool until it holds POOL IDs
          -> IDs/s pushed into Redis by the daemon (fenced pushes included);
-  drain: two idpool-popper clients take DRAIN_IDS IDs (LPOP 1000) while the
+  drain: two idpool-load clients take DRAIN_IDS IDs (LPOP 1000) while the
          daemon refills -> lease rows written per million IDs, empty pops.
 Prints one line per run and the medians. Defaults: 5 runs, 2000000, 20000000.
 Environment: BUILD (default build/).
 """
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -47,8 +47,8 @@ def main(argv):
     runs, pool, drain = (int(a) for a in (argv[1:] + ["5", "2000000", "20000000"][len(argv) - 1:]))
     build = os.environ.get("BUILD") or os.path.join(ROOT, "build")
     idpoold = os.path.join(build, "idpoold")
-    popper = os.path.join(build, "test", "idpool-popper")
-    if not (os.access(idpoold, os.X_OK) and os.access(popper, os.X_OK)):
+    load = os.path.join(build, "test", "idpool-load")
+    if not (os.access(idpoold, os.X_OK) and os.access(load, os.X_OK)):
         if not os.path.isdir(build):
             subprocess.run(["meson", "setup", build, ROOT], stdout=subprocess.DEVNULL, check=True)
         subprocess.run(["ninja", "-C", build], stdout=subprocess.DEVNULL, check=True)
@@ -76,21 +76,24 @@ def main(argv):
             ms = int((time.monotonic() - t0) * 1000)
             fill = pool * 1000 // (ms if ms > 0 else 1)
             leases0 = h.leases_of(key)
-            logs = [os.path.join(work, "pop%d" % c) for c in (1, 2)]
+            logs = [os.path.join(work, "pop%d.json" % c) for c in (1, 2)]
             pops = []
             for log in logs:
                 with open(log, "w") as f:
                     pops.append(subprocess.Popen(
-                        [popper, "--port", str(h.redis_port), "--key", harness.pool_key(key),
-                         "--count", str(drain // 2), "--batch", "1000", "--timeout-ms", "120000"],
-                        stderr=f))
+                        [load, "--port", str(h.redis_port), "--mode", "lpop", "--key",
+                         harness.pool_key(key), "--batch", "1000", "--count", str(drain // 2),
+                         "--duration", "120", "--json"], stdout=f))
             for p in pops:
                 p.wait()
             leases1 = h.leases_of(key)
             h.stop_daemon(d)
-            text = "".join(open(log).read() for log in logs)
-            empties = sum(int(x) for x in re.findall(r"empties=([0-9]+)", text))
-            rates = sum(int(x) for x in re.findall(r"rate=([0-9]+)", text))
+            stats = [json.load(open(log)) for log in logs]
+            if any(p.returncode != 0 for p in pops) or sum(s["ids"] for s in stats) < drain // 2 * 2:
+                sys.stderr.write("the drain did not take %d IDs within 120 s\n" % drain)
+                return 1
+            empties = sum(s["empties"] for s in stats)
+            rates = sum(s["ids_per_s"] for s in stats)
             writes = "%.2f" % ((leases1 - leases0) * 1e6 / drain)
             print("run %d: fill %d IDs/s (%d in %d ms); drain %d IDs/s, %d leases = %s MySQL writes per "
                   "million IDs, %d empty pops" % (run, fill, pool, ms, rates, leases1 - leases0, writes, empties),
