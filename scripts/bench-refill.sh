@@ -8,8 +8,8 @@
 # application:
 #   fill:  time from the first ID in the pool until it holds POOL IDs
 #          -> IDs/s pushed into Redis by the daemon (fenced pushes included);
-#   drain: two idpool-popper clients take DRAIN_IDS IDs (LPOP 1000) while the
-#          daemon refills -> lease rows written per million IDs, empty pops.
+#   drain: idpool-load on two connections takes DRAIN_IDS IDs (LPOP 1000)
+#          while the daemon refills -> lease rows written per million IDs, empty pops.
 # Prints one line per run and the medians. Defaults: 5 runs, 2000000, 20000000.
 set -euo pipefail
 
@@ -19,7 +19,7 @@ DRAIN=${3:-20000000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 
-[[ -x $BUILD/idpoold && -x $BUILD/test/idpool-popper ]] || {
+[[ -x $BUILD/idpoold && -x $BUILD/test/idpool-load ]] || {
     [[ -d $BUILD ]] || meson setup "$BUILD" "$ROOT" >/dev/null
     ninja -C "$BUILD" >/dev/null
 }
@@ -63,16 +63,13 @@ for run in $(seq 1 "$RUNS"); do
     t1=$(ms)
     fill=$((POOL * 1000 / (t1 - t0 > 0 ? t1 - t0 : 1)))
     leases0=$(Q "SELECT COUNT(*) FROM application_lease l JOIN application a ON a.id = l.application_id WHERE a.entity_key = '$key'")
-    for c in 1 2; do
-        "$BUILD/test/idpool-popper" --port "$REDIS_PORT" --key "$pool" --count $((DRAIN / 2)) \
-            --batch 1000 --timeout-ms 120000 2>"$WORK/pop$c" &
-    done
-    wait %2 %3 2>/dev/null || wait
+    "$BUILD/test/idpool-load" --port "$REDIS_PORT" --mode lpop --key "$pool" --conns 2 \
+        --count "$DRAIN" --batch 1000 --duration 120 >"$WORK/pop" 2>&1 || true
     leases1=$(Q "SELECT COUNT(*) FROM application_lease l JOIN application a ON a.id = l.application_id WHERE a.entity_key = '$key'")
     kill "$DPID" && wait "$DPID" || true
     DPID=
-    empties=$(cat "$WORK/pop1" "$WORK/pop2" | sed -n 's/.*empties=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
-    rates=$(cat "$WORK/pop1" "$WORK/pop2" | sed -n 's/.*rate=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+    empties=$(sed -n 's/^load: .* empties=\([0-9]*\).*/\1/p' "$WORK/pop")
+    rates=$(sed -n 's/^load: .* ids_per_s=\([0-9]*\).*/\1/p' "$WORK/pop")
     writes=$(awk -v n=$((leases1 - leases0)) -v d="$DRAIN" 'BEGIN {printf "%.2f", n * 1e6 / d}')
     echo "run $run: fill ${fill} IDs/s ($POOL in $((t1 - t0)) ms); drain ${rates} IDs/s, $((leases1 - leases0)) leases = ${writes} MySQL writes per million IDs, ${empties} empty pops"
     echo "$fill" >>"$WORK/fill"
