@@ -31,7 +31,9 @@
 # rcli, sql, redis_stop/kill/start, mysql_stop/kill/start, free_port,
 # log_has, pool_key, meta_key, lock_key, llen, pool_ge, proc_alive ...) and
 # test/integration/lib_fault.sh (log_count, lease_dump, pool_dump,
-# redis_server_pid ...).
+# redis_server_pid ...). Python helpers that talk to Redis (lockflip.py) run
+# with lib.sh's $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3, which has
+# python3-redis).
 
 CHAOS_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 IDPOOL_SOURCE_ROOT=${IDPOOL_SOURCE_ROOT:-$(cd "$CHAOS_LIB_DIR/../.." && pwd)}

@@ -12,8 +12,9 @@
 #   pass "user pool filled and drained"
 #
 # meson sets IDPOOLD, IDPOOL_LOAD, IDPOOL_CHECK and IDPOOL_SOURCE_ROOT; run
-# by hand they default to build/. KEEP=1 keeps $DIR. Every wait here is
-# bounded.
+# by hand they default to build/. Python helpers that talk to Redis run with
+# $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3: Debian's interpreter,
+# which has python3-redis). KEEP=1 keeps $DIR. Every wait here is bounded.
 set -euo pipefail
 
 IDPOOL_SOURCE_ROOT=${IDPOOL_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -21,8 +22,9 @@ IDPOOLD=${IDPOOLD:-$IDPOOL_SOURCE_ROOT/build/idpoold}
 IDPOOL_LOAD=${IDPOOL_LOAD:-$IDPOOL_SOURCE_ROOT/build/test/idpool-load}
 IDPOOL_CHECK=${IDPOOL_CHECK:-$IDPOOL_SOURCE_ROOT/build/test/idpool-check}
 IDPOOL_KEY_PREFIX=${IDPOOL_KEY_PREFIX:-idpool}
+PYTHON=${IDPOOL_PYTHON:-/usr/bin/python3}
 SERVERS=$IDPOOL_SOURCE_ROOT/scripts/servers.sh
-export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOL_LOAD IDPOOL_CHECK
+export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOL_LOAD IDPOOL_CHECK PYTHON
 
 declare -A DAEMON_PID=()    # name -> pid of a running daemon
 declare -A DAEMON_STATUS=() # name -> exit status once stopped
