@@ -31,7 +31,9 @@
 # rcli, sql, redis_stop/kill/start, mysql_stop/kill/start, free_port,
 # log_has, pool_key, meta_key, lock_key, llen, pool_ge, proc_alive ...) and
 # test/integration/lib_fault.sh (log_count, lease_dump, pool_dump,
-# redis_server_pid ...).
+# redis_server_pid ...). Python helpers that talk to Redis (lockflip.py) run
+# with lib.sh's $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3, which has
+# python3-redis).
 
 CHAOS_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 IDPOOL_SOURCE_ROOT=${IDPOOL_SOURCE_ROOT:-$(cd "$CHAOS_LIB_DIR/../.." && pwd)}
@@ -40,10 +42,9 @@ CHAOS_BUILD=${CHAOS_BUILD:-$IDPOOL_SOURCE_ROOT/build}
 [[ $CHAOS_BUILD == /* ]] || CHAOS_BUILD=$IDPOOL_SOURCE_ROOT/$CHAOS_BUILD
 IDPOOLD=${IDPOOLD:-$CHAOS_BUILD/idpoold}
 IDPOOLCTL=${IDPOOLCTL:-$CHAOS_BUILD/idpoolctl}
-IDPOOL_POPPER=${IDPOOL_POPPER:-$CHAOS_BUILD/test/idpool-popper}
 IDPOOL_LOAD=${IDPOOL_LOAD:-$CHAOS_BUILD/test/idpool-load}
 IDPOOL_CHECK=${IDPOOL_CHECK:-$CHAOS_BUILD/test/idpool-check}
-export IDPOOLD IDPOOLCTL IDPOOL_POPPER IDPOOL_LOAD IDPOOL_CHECK CHAOS_BUILD
+export IDPOOLD IDPOOLCTL IDPOOL_LOAD IDPOOL_CHECK CHAOS_BUILD
 [[ ${CHAOS_KEEP:-0} == 1 ]] && export KEEP=1
 
 # shellcheck source=../integration/lib.sh

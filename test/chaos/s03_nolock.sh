@@ -58,7 +58,7 @@ consumers_start shuf 2
 sleep 1
 
 # ----------------------------------------------------------------- flip ---
-bg_run flip python3 "$CHAOS_LIB_DIR/lockflip.py" --port "$REDIS_PORT" \
+bg_run flip "$PYTHON" "$CHAOS_LIB_DIR/lockflip.py" --port "$REDIS_PORT" \
     --keys "$(lock_key mono),$(lock_key shuf)" --stop-file "$DIR/flip.stopfile" \
     --duration $((FLIP_S + 30)) --interval-ms 3 --ttl-ms 100 --seed "$RANDOM"
 # Now and then a daemon also stalls for a moment (longer than the TTL).

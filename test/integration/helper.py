@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Test helpers for the integration tests (standard library only).
+"""Test helpers for the integration tests (standard library and python3-redis:
+run them with Debian's /usr/bin/python3, $PYTHON in lib.sh).
 
     helper.py hammer PORT POOL META COUNT SECONDS OUT
         One client calling, back to back for SECONDS,
@@ -33,89 +34,35 @@
 import json
 import os
 import re
-import socket
 import sys
 import time
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
-class Resp:
-    """A minimal RESP2 client over one TCP connection."""
-
-    def __init__(self, port, host="127.0.0.1"):
-        self.sock = socket.create_connection((host, port), timeout=10)
-        self.buf = b""
-
-    def send(self, *args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        self.sock.sendall(b"".join(out))
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("connection closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n + 2:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("connection closed")
-            self.buf += chunk
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        return data
-
-    def read(self):
-        """A reply; errors come back as RespError values (not raised)."""
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b"+":
-            return rest.decode()
-        if t == b"-":
-            return RespError(rest.decode())
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            return None if n < 0 else self._exact(n).decode()
-        if t == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        raise ValueError("bad RESP type %r" % line)
-
-    def call(self, *args):
-        self.send(*args)
-        return self.read()
+import redis
 
 
-class RespError(str):
-    pass
+def connect(port, timeout=10):
+    """A redis-py client of the loopback server (replies decoded to str);
+    timeout bounds each reply (None: wait for ever)."""
+    return redis.Redis(host="127.0.0.1", port=int(port), socket_timeout=timeout,
+                       socket_connect_timeout=10, decode_responses=True)
 
 
 def hammer(port, pool, meta, count, seconds, out):
-    r = Resp(int(port))
+    r = connect(port)
     deadline = time.monotonic() + float(seconds)
     lines = []
     while time.monotonic() < deadline:
-        r.send("MULTI")
-        r.send("TIME")
-        r.send("FCALL", "idpool_take", "2", pool, meta, count)
-        r.send("TIME")
-        r.send("EXEC")
-        for _ in range(4):  # +OK, +QUEUED x3
-            st = r.read()
-            if isinstance(st, RespError):
-                raise SystemExit("hammer: %s" % st)
-        res = r.read()
-        t1, take, t2 = res
-        if isinstance(take, RespError):
+        p = r.pipeline(transaction=True)
+        p.execute_command("TIME")
+        p.execute_command("FCALL", "idpool_take", "2", pool, meta, count)
+        p.execute_command("TIME")
+        try:
+            t1, take, t2 = p.execute(raise_on_error=False)
+        except redis.RedisError as e:  # MULTI, a queued command or EXEC failed
+            raise SystemExit("hammer: %s" % e)
+        if isinstance(take, redis.ResponseError):
             lines.append("%s %s error %s" % (t1[0], t2[0], take))
         else:
             lines.append("%s %s granted %d %s" % (t1[0], t2[0], len(take), ",".join(take)))
@@ -124,16 +71,21 @@ def hammer(port, pool, meta, count, seconds, out):
 
 
 def subscribe(port, channel, out, ready):
-    r = Resp(int(port))
-    r.sock.settimeout(None)
-    r.send("SUBSCRIBE", channel)
-    r.read()
+    r = connect(port, timeout=None)  # messages may be far apart
+    ps = r.pubsub()
+    ps.subscribe(channel)
+    deadline = time.monotonic() + 10
+    while True:  # the server's confirmation: from now on messages arrive
+        msg = ps.get_message(timeout=1)
+        if msg is not None and msg["type"] == "subscribe":
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit("subscribe: no confirmation from the server")
     open(ready, "w").close()
     with open(out, "a") as f:
-        while True:
-            msg = r.read()
-            if isinstance(msg, list) and len(msg) == 3 and msg[0] == "message":
-                f.write(msg[2].replace("\n", " ") + "\n")
+        for msg in ps.listen():
+            if msg["type"] == "message":
+                f.write(msg["data"].replace("\n", " ") + "\n")
                 f.flush()
 
 

@@ -7,20 +7,24 @@
 #   add_app user step=100
 #   start_daemon a
 #   wait_until 10 pool_ge user 1 || fail "pool never filled"
-#   pop user 500 --check-increasing --text --out "$DIR/ids.txt"
+#   pop user 500 "$DIR/u" --type monotonic --dump "$DIR/ids.txt"
 #   stop_daemon a               # fails unless it exits 0 within 10 s
 #   pass "user pool filled and drained"
 #
-# meson sets IDPOOLD, IDPOOL_POPPER and IDPOOL_SOURCE_ROOT; run by hand they
-# default to build/. KEEP=1 keeps $DIR. Every wait here is bounded.
+# meson sets IDPOOLD, IDPOOL_LOAD, IDPOOL_CHECK and IDPOOL_SOURCE_ROOT; run
+# by hand they default to build/. Python helpers that talk to Redis run with
+# $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3: Debian's interpreter,
+# which has python3-redis). KEEP=1 keeps $DIR. Every wait here is bounded.
 set -euo pipefail
 
 IDPOOL_SOURCE_ROOT=${IDPOOL_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 IDPOOLD=${IDPOOLD:-$IDPOOL_SOURCE_ROOT/build/idpoold}
-IDPOOL_POPPER=${IDPOOL_POPPER:-$IDPOOL_SOURCE_ROOT/build/test/idpool-popper}
+IDPOOL_LOAD=${IDPOOL_LOAD:-$IDPOOL_SOURCE_ROOT/build/test/idpool-load}
+IDPOOL_CHECK=${IDPOOL_CHECK:-$IDPOOL_SOURCE_ROOT/build/test/idpool-check}
 IDPOOL_KEY_PREFIX=${IDPOOL_KEY_PREFIX:-idpool}
+PYTHON=${IDPOOL_PYTHON:-/usr/bin/python3}
 SERVERS=$IDPOOL_SOURCE_ROOT/scripts/servers.sh
-export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOL_POPPER
+export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOL_LOAD IDPOOL_CHECK PYTHON
 
 declare -A DAEMON_PID=()    # name -> pid of a running daemon
 declare -A DAEMON_STATUS=() # name -> exit status once stopped
@@ -306,18 +310,73 @@ pool_ge() {
     n=$(llen "$1" 2>/dev/null) && [[ $n =~ ^[0-9]+$ ]] && ((n >= $2))
 }
 
-# pop KEY COUNT [popper options]: pops COUNT IDs from KEY's pool with the
-# popper (batch 100, timeout 10 s unless given); its exit status is kept.
+# pop KEY COUNT PREFIX [--batch B] [--timeout-ms T] [idpool-check options]:
+# pops COUNT IDs from KEY's pool with idpool-load (LPOP, batch 100 unless
+# given), recorded in the pop log PREFIX.0.bin, then checks that log with
+# idpool-check and the options (e.g. --type monotonic, --start-offset N,
+# --delta D --remainder R, --dump FILE for the IDs as text); the report is
+# in PREFIX.check. Status: 0 all COUNT IDs arrived within T ms (10000) and
+# the checks hold; 1 an error, or fewer IDs in time ("timeout" on stderr);
+# 2 a check failed.
 pop() {
-    local key=$1 count=$2
-    shift 2
-    [[ -x $IDPOOL_POPPER ]] || fail "popper not built: $IDPOOL_POPPER"
-    "$IDPOOL_POPPER" --port "$REDIS_PORT" --key "$(pool_key "$key")" \
-        --count "$count" --batch 100 --timeout-ms 10000 "$@"
+    local key=$1 count=$2 prefix=$3 batch=100 timeout_ms=10000 st=0 n check=()
+    shift 3
+    while (($#)); do
+        case $1 in
+        --batch) batch=$2 && shift 2 ;;
+        --timeout-ms) timeout_ms=$2 && shift 2 ;;
+        *) check+=("$1") && shift ;;
+        esac
+    done
+    [[ -x $IDPOOL_LOAD && -x $IDPOOL_CHECK ]] ||
+        fail "idpool-load or idpool-check not built: $IDPOOL_LOAD $IDPOOL_CHECK"
+    rm -f "$prefix.0.bin"
+    "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$key")" \
+        --batch "$batch" --count "$count" --record "$prefix" --timeout-ms "$timeout_ms" \
+        --duration "$(awk -v t="$timeout_ms" 'BEGIN { printf "%.3f", t / 1000 }')" \
+        >"$prefix.load" 2>&1 || st=$?
+    if ((st != 0)); then
+        printf 'pop %s: idpool-load exited with status %s: %s\n' "$key" "$st" \
+            "$(tail -n 3 "$prefix.load" | tr '\n' ' ')" >&2
+        return 1
+    fi
+    "$IDPOOL_CHECK" "${check[@]}" "$prefix.0.bin" >"$prefix.check" 2>&1 || st=$?
+    if ((st == 1)); then
+        printf 'pop %s: a check failed: %s\n' "$key" \
+            "$(grep -E '^    |^check: ' "$prefix.check" | tr '\n' ' ')" >&2
+        return 2
+    elif ((st != 0)); then
+        printf 'pop %s: idpool-check exited with status %s: %s\n' "$key" "$st" \
+            "$(tail -n 3 "$prefix.check" | tr '\n' ' ')" >&2
+        return 1
+    fi
+    n=$(sed -n 's/^check: ids=\([0-9]*\) .*/\1/p' "$prefix.check")
+    if [[ $n != "$count" ]]; then
+        printf 'pop %s: timeout: %s of %s IDs after %s ms\n' "$key" "${n:-?}" "$count" \
+            "$timeout_ms" >&2
+        return 1
+    fi
 }
 
-# ids_text BINFILE: a binary popper dump as decimal lines.
-ids_text() { od -An -v -tu8 -w8 "$1" | tr -d ' '; }
+# check_pops REPORT [idpool-check options] [LOG | --list FILE]...: runs
+# idpool-check, its report to REPORT; non-zero, with the report's examples
+# and last line on stderr, on a violation or unreadable input.
+check_pops() {
+    local report=$1 st=0
+    shift
+    "$IDPOOL_CHECK" "$@" >"$report" 2>&1 || st=$?
+    ((st == 0)) && return 0
+    printf 'idpool-check (status %s): %s\n' "$st" \
+        "$(grep -E '^    |^check: |^idpool-check: ' "$report" | tail -n 12)" >&2
+    return 1
+}
+
+# ids_text LOG...: the IDs of pop logs as decimal lines, in pop order.
+ids_text() {
+    local st=0
+    "$IDPOOL_CHECK" --dump /dev/fd/3 "$@" 3>&1 >/dev/null || st=$?
+    ((st <= 1)) || fail "ids_text: idpool-check cannot read $*"
+}
 
 # assert_unique FILE...: no ID occurs twice across the text dumps.
 assert_unique() {

@@ -13,8 +13,10 @@
 declare -A CONSUMER_PID=() # name -> pid of a running consumer
 
 # consumer_start NAME KEY [IDS_PER_CHUNK [SLEEP_S]]: pops KEY's pool in the
-# background (LPOP batches of 100) into $DIR/NAME.c/NNNNNN.txt until
-# consumer_stop. SLEEP_S between chunks slows it down (0: as fast as it can).
+# background (idpool-load, LPOP batches of 100, at most 400 ms a chunk) into
+# the pop logs $DIR/NAME.c/NNNNNN.0.bin, each also as text in NNNNNN.txt
+# (idpool-check --dump), until consumer_stop. SLEEP_S between chunks slows
+# it down (0: as fast as it can).
 # Errors (Redis down, timeouts) only make it retry after a short pause. A
 # stopped consumer can be started again: its chunks continue the sequence.
 # Bounded: it gives up by itself after CONSUMER_MAX_S (120) seconds.
@@ -28,13 +30,13 @@ consumer_start() {
         i=$(find "$DIR/$name.c" -name '*.txt' | wc -l)
         end=$(($(now_us) + ${CONSUMER_MAX_S:-120} * 1000000))
         while [[ ! -e $DIR/$name.stop ]] && (($(now_us) < end)); do
-            printf -v f '%s/%s.c/%06d.txt' "$DIR" "$name" "$i"
-            "$IDPOOL_POPPER" --port "$REDIS_PORT" --key "$(pool_key "$key")" \
-                --count "$chunk" --batch 100 --timeout-ms 400 --text --quiet \
-                --out "$f" 2>>"$DIR/$name.err"
-            st=$?
+            printf -v f '%s/%s.c/%06d' "$DIR" "$name" "$i"
+            "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$key")" \
+                --count "$chunk" --batch 100 --duration 0.4 --timeout-ms 400 \
+                --record "$f" >/dev/null 2>>"$DIR/$name.err"
+            "$IDPOOL_CHECK" --dump "$f.txt" "$f.0.bin" >/dev/null 2>>"$DIR/$name.err"
             i=$((i + 1))
-            if ((st == 1)) && [[ ! -s $f ]]; then
+            if [[ ! -s $f.txt ]]; then
                 sleep 0.05 # empty pool or Redis down: do not spin
             elif [[ $pause != 0 ]]; then
                 sleep "$pause"
@@ -134,59 +136,22 @@ lease_dump() {
          WHERE a.entity_key = $(sql_value "$1") ${3:+AND ($3)} ORDER BY l.lo" >"$2"
 }
 
-# check_ids KEY FILE...: over all the dumps together:
+# check_ids KEY FILE...: idpool-check over all the text dumps together:
 #   U  no ID occurs twice;
 #   A  start_offset <= ID < 2^63 and ID % delta == remainder;
 #   L  every ID lies in exactly one range of KEY's application_lease (the
-#      ranges must not overlap).
-# Sort + merge in python3 (exact integers), so 10^6 IDs take about a second.
+#      ranges must not overlap, and none may be empty).
 check_ids() {
-    local key=$1 out
+    local key=$1 f lists=() empty
     shift
     lease_dump "$key" "$DIR/leases.$key.txt"
-    out=$(python3 - "$DIR/leases.$key.txt" "$(app_col "$key" start_offset)" \
-        "$(app_col "$key" delta)" "$(app_col "$key" remainder)" "$@" <<'EOF'
-import sys
-leases_file, start, delta, rem = sys.argv[1], *map(int, sys.argv[2:5])
-files = sys.argv[5:]
-errs = []
-leases = []
-with open(leases_file) as f:
-    for line in f:
-        lo, hi = line.split('\t')[:2]
-        leases.append((int(lo), int(hi)))
-for (lo1, hi1), (lo2, hi2) in zip(leases, leases[1:]):
-    if lo2 < hi1:
-        errs.append(f"L: leases [{lo1},{hi1}) and [{lo2},{hi2}) overlap")
-for lo, hi in leases:
-    if hi <= lo:
-        errs.append(f"L: empty lease [{lo},{hi})")
-ids = []
-for name in files:
-    with open(name) as f:
-        ids.extend(int(x) for x in f.read().split())
-ids.sort()
-dups = [a for a, b in zip(ids, ids[1:]) if a == b]
-if dups:
-    errs.append(f"U: {len(dups)} duplicate IDs, e.g. {sorted(set(dups))[:5]}")
-bad = [x for x in ids if x < start or x >= 1 << 63 or x % delta != rem]
-if bad:
-    errs.append(f"A: {len(bad)} IDs break start_offset={start} delta={delta} "
-                f"remainder={rem}, e.g. {bad[:5]}")
-outside = []
-j = 0
-for x in ids:
-    while j < len(leases) and leases[j][1] <= x:
-        j += 1
-    if j == len(leases) or x < leases[j][0]:
-        outside.append(x)
-if outside:
-    errs.append(f"L: {len(outside)} IDs outside every lease, e.g. {outside[:5]}")
-print("\n".join(errs) if errs else f"ok {len(ids)} IDs in {len(leases)} leases")
-EOF
-    ) || fail "check_ids: python3 failed"
-    [[ $out == ok* ]] || fail "$key: $out"
-    info "$key: U/A/L $out"
+    empty=$(awk -F'\t' '$2 <= $1 { print "[" $1 "," $2 ")" }' "$DIR/leases.$key.txt" | head -n 3)
+    [[ -z $empty ]] || fail "$key: L: empty leases $empty"
+    for f in "$@"; do lists+=(--list "$f"); done
+    check_pops "$DIR/check_ids.$key" --start-offset "$(app_col "$key" start_offset)" \
+        --delta "$(app_col "$key" delta)" --remainder "$(app_col "$key" remainder)" \
+        --leases "$DIR/leases.$key.txt" "${lists[@]}" || fail "$key: U/A/L"
+    info "$key: U/A/L $(tail -n 1 "$DIR/check_ids.$key")"
     check_leases_upward "$key"
 }
 

@@ -7,7 +7,6 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
-IDCHECK=$(dirname "$0")/idcheck.py
 
 meta_pushed() { rcli HGET "$(meta_key "$1")" pushed; }
 # lpop KEY N: pops N IDs atomically, keeping them for the uniqueness check.
@@ -66,7 +65,8 @@ rcli LRANGE "$(pool_key e1)" 0 -1 >"$DIR/pool2.txt"
 assert_eq "$(tail -n 8800 "$DIR/mono1.txt")" "$(head -n 8800 "$DIR/pool2.txt")" "pool head after the trend refill"
 tail -n 2800 "$DIR/pool2.txt" >"$DIR/trend.txt"
 cat "$DIR/mono1.txt" "$DIR/trend.txt" >"$DIR/before-trend-blocks.txt"
-python3 "$IDCHECK" --blocks 700 --count 2800 "$DIR/trend.txt" || fail "trend refill is not 4 shuffled blocks"
+check_pops "$DIR/trend.check" --blocks 700 --count 2800 --list "$DIR/trend.txt" ||
+    fail "trend refill is not 4 shuffled blocks"
 top=$(sort -n "$DIR/mono1.txt" | tail -n 1)
 assert_gt "$(sort -n "$DIR/trend.txt" | head -n 1)" "$top" "first trend ID above the last monotonic ID"
 
@@ -81,7 +81,7 @@ assert_increasing "$DIR/mono2.txt"
 top=$(sort -n "$DIR/trend.txt" | tail -n 1)
 assert_gt "$(head -n 1 "$DIR/mono2.txt")" "$top" "first monotonic ID above the trend blocks"
 cat "$DIR/e1.popped" "$DIR/pool3.txt" >"$DIR/e1.all"
-python3 "$IDCHECK" "$DIR/e1.all" || fail "IDs repeated across the type switches"
+check_pops "$DIR/e1.check" --list "$DIR/e1.all" || fail "IDs repeated across the type switches"
 pass "type switch 1 -> 2 -> 1: blocks, then increasing again, all unique"
 
 # --- soft delete and undo ---------------------------------------------------
@@ -120,5 +120,5 @@ settles e1 19700 # room 8000 -> 11 steps of 700
 stop_daemon b
 cat "$DIR/e1.popped" >"$DIR/e1.all"
 rcli LRANGE "$(pool_key e1)" 0 -1 >>"$DIR/e1.all"
-python3 "$IDCHECK" "$DIR/e1.all" || fail "IDs repeated"
+check_pops "$DIR/e1.check" --list "$DIR/e1.all" || fail "IDs repeated"
 pass "SIGHUP applies an edit without waiting for the reload interval"

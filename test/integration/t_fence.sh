@@ -71,7 +71,7 @@ assert_eq 0 "$(llen $KEY)" "pool while A is stopped"
 start_daemon B "${COMMON[@]}" --instance fence-B
 wait_until 5 pool_ge $KEY "$LOW" || fail "B did not fill the pool"
 n=$(llen $KEY)
-pop $KEY "$n" --check-increasing --text --out "$DIR/p1.txt" 2>/dev/null ||
+pop $KEY "$n" "$DIR/p1" --type monotonic --dump "$DIR/p1.txt" 2>/dev/null ||
     fail "popping B's first $n IDs"
 info "popped the $n IDs B pushed"
 # Let B refill, so that a working fence is the only thing that keeps A out.
@@ -109,7 +109,7 @@ assert_eq "$(cat "$DIR/pool_before.txt")" "$(head -n "$(wc -l <"$DIR/pool_before
 if log_has B 'push fenced off'; then fail "B was fenced although it never stalled"; fi
 
 # Consume more through B; everything stays unique, increasing and leased.
-pop $KEY 3000 --check-increasing --text --out "$DIR/p2.txt" 2>/dev/null ||
+pop $KEY 3000 "$DIR/p2" --type monotonic --dump "$DIR/p2.txt" 2>/dev/null ||
     fail "popping 3000 more"
 check_increasing "$DIR/p1.txt" "first pop"
 check_increasing "$DIR/p2.txt" "second pop"

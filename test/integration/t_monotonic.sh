@@ -8,7 +8,6 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
-IDCHECK=$(dirname "$0")/idcheck.py
 
 START=5000000000
 DELTA=7
@@ -24,9 +23,9 @@ start_daemon a --tick-ms 20
 wait_until 10 pool_ge mono 4800 || fail "mono pool never filled"
 
 t0=$(now_us)
-pop mono "$N" --batch 200 --timeout-ms 40000 --out "$DIR/mono.bin" \
-    --check-increasing --min "$START" --delta "$DELTA" --remainder "$REM" ||
-    fail "popper: IDs not increasing / out of range / timed out (status $?)"
+pop mono "$N" "$DIR/mono" --batch 200 --timeout-ms 40000 \
+    --type monotonic --start-offset "$START" --delta "$DELTA" --remainder "$REM" ||
+    fail "pop: IDs not increasing / out of range / timed out (status $?)"
 info "popped $N IDs in $((($(now_us) - t0) / 1000)) ms"
 wait_until 5 pool_ge mono 4800 || fail "pool not refilled after the run"
 stop_daemon a
@@ -45,11 +44,10 @@ assert_eq "$cur" "$(sql "SELECT MAX(hi) FROM application_lease WHERE application
 assert_eq "$START" "$(sql "SELECT MIN(lo) FROM application_lease WHERE application_id = $app_id")" \
     "the first lease starts at start_offset"
 
-# The IDs still in the pool continue the stream (and are checked too).
-rcli LRANGE "$(pool_key mono)" 0 -1 >"$DIR/rest.txt"
-ids_text "$DIR/mono.bin" >"$DIR/all.txt"
-cat "$DIR/rest.txt" >>"$DIR/all.txt"
-python3 "$IDCHECK" --leases "$DIR/leases.tsv" --current-offset "$cur" --min "$START" \
-    --delta "$DELTA" --remainder "$REM" --increasing --gap 1 "$INC" --gap-all \
-    "$DIR/all.txt" || fail "ID checks failed"
+# The IDs still in the pool continue the stream (and are checked too):
+# popped after the first pop completed, they must all lie above it.
+pop mono "$(llen mono)" "$DIR/rest" || fail "popping the rest of the pool"
+check_pops "$DIR/all.check" --type monotonic --leases "$DIR/leases.tsv" --current-offset "$cur" \
+    --start-offset "$START" --delta "$DELTA" --remainder "$REM" --gap "1:$INC" --gap-all \
+    "$DIR/mono.0.bin" "$DIR/rest.0.bin" || fail "ID checks failed"
 pass "$N IDs: increasing, arithmetic, gaps in [1, $INC] x $DELTA, all in $nleases disjoint leases"

@@ -8,7 +8,6 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
-IDCHECK=$(dirname "$0")/idcheck.py
 
 add_app m1 max_size_per_second=500 increment_max=2                # pool 30000
 add_app m2 max_size_per_second=500 delta=5 remainder=1 increment_max=3 start_offset=77
@@ -24,17 +23,17 @@ wait_until 10 filled ||
 
 t0=$(now_us)
 pids=()
-# consumer NAME KEY COUNT BATCH [popper options]
+# consumer NAME KEY COUNT BATCH [idpool-check options]: pop log $DIR/NAME.0.bin
 consumer() {
     local name=$1 key=$2 count=$3 batch=$4
     shift 4
-    pop "$key" "$count" --batch "$batch" --timeout-ms 45000 --quiet --out "$DIR/$name.bin" "$@" \
+    pop "$key" "$count" "$DIR/$name" --batch "$batch" --timeout-ms 45000 "$@" \
         2>"$DIR/$name.err" &
     pids+=($!)
 }
-consumer c1 m1 250000 100 --check-increasing
-consumer c2 m1 250000 1000 --check-increasing
-consumer c3 m2 250000 500 --check-increasing --delta 5 --remainder 1 --min 77
+consumer c1 m1 250000 100 --type monotonic
+consumer c2 m1 250000 1000 --type monotonic
+consumer c3 m2 250000 500 --type monotonic --delta 5 --remainder 1 --start-offset 77
 consumer c4 t1 200000 250
 consumer c5 t1 150000 1000
 for i in "${!pids[@]}"; do
@@ -48,22 +47,21 @@ for d in a b c; do
 done
 for d in a b c; do stop_daemon "$d"; done
 
+# The rest of each pool, popped now that no daemon refills it.
 for k in m1 m2 t1; do
     leases "$k" >"$DIR/$k.leases"
-    rcli LRANGE "$(pool_key "$k")" 0 -1 >"$DIR/$k.rest"
+    pop "$k" "$(llen "$k")" "$DIR/$k.rest" || fail "popping the rest of $k"
 done
-for c in c1 c2 c3 c4 c5; do ids_text "$DIR/$c.bin" >"$DIR/$c.txt"; done
 
-python3 "$IDCHECK" --leases "$DIR/m1.leases" --current-offset "$(app_col m1 current_offset)" \
-    --increasing "$DIR/c1.txt" "$DIR/c2.txt" || fail "m1"
-python3 "$IDCHECK" --leases "$DIR/m1.leases" "$DIR/c1.txt" "$DIR/c2.txt" "$DIR/m1.rest" ||
-    fail "m1 with the rest of the pool"
-python3 "$IDCHECK" --leases "$DIR/m2.leases" --current-offset "$(app_col m2 current_offset)" \
-    --increasing --gap 1 3 --delta 5 --remainder 1 --min 77 "$DIR/c3.txt" "$DIR/m2.rest" || fail "m2"
-python3 "$IDCHECK" --leases "$DIR/t1.leases" --current-offset "$(app_col t1 current_offset)" \
-    "$DIR/c4.txt" "$DIR/c5.txt" "$DIR/t1.rest" || fail "t1"
-# The same check, by the harness's own helper, across both m1 consumers.
-assert_unique "$DIR/c1.txt" "$DIR/c2.txt"
+check_pops "$DIR/m1.check" --type monotonic --leases "$DIR/m1.leases" \
+    --current-offset "$(app_col m1 current_offset)" "$DIR/c1.0.bin" "$DIR/c2.0.bin" || fail "m1"
+check_pops "$DIR/m1r.check" --leases "$DIR/m1.leases" "$DIR/c1.0.bin" "$DIR/c2.0.bin" \
+    "$DIR/m1.rest.0.bin" || fail "m1 with the rest of the pool"
+check_pops "$DIR/m2.check" --type monotonic --leases "$DIR/m2.leases" \
+    --current-offset "$(app_col m2 current_offset)" --gap 1:3 --delta 5 --remainder 1 \
+    --start-offset 77 "$DIR/c3.0.bin" "$DIR/m2.rest.0.bin" || fail "m2"
+check_pops "$DIR/t1.check" --leases "$DIR/t1.leases" --current-offset "$(app_col t1 current_offset)" \
+    "$DIR/c4.0.bin" "$DIR/c5.0.bin" "$DIR/t1.rest.0.bin" || fail "t1"
 pass "1.1M IDs over 3 apps and 5 consumers: unique per app, increasing per consumer, all leased"
 
 # --- more than one daemon did the work ------------------------------------

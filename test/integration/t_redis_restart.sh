@@ -54,7 +54,7 @@ start_daemon a --tick-ms 100 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance
 wait_until 5 pool_ge $KEY "$LOW" || fail "pool never filled"
 
 # ================================================= (a) clean restart, AOF ===
-pop $KEY 3000 --check-increasing --text --out "$DIR/p0.txt" 2>/dev/null || fail "first pop"
+pop $KEY 3000 "$DIR/p0" --type monotonic --dump "$DIR/p0.txt" 2>/dev/null || fail "first pop"
 wait_until 5 pool_ge $KEY "$LOW" || fail "pool not refilled"
 sleep 0.3 # a refill in flight lands
 rcli SET witness restored >/dev/null
@@ -81,7 +81,7 @@ same=$(sort "$DIR/pre.txt" "$DIR/post.txt" | uniq -d | sed -n 1,5p)
 check_above "$DIR/pre.txt" -- "$DIR/post.txt"
 assert_eq "$new_run_id" "$(rcli HGET "$(meta_key $KEY)" run_id)" "meta run_id"
 n=$(llen $KEY)
-pop $KEY $((n + 2000)) --check-increasing --text --out "$DIR/p1.txt" 2>/dev/null ||
+pop $KEY $((n + 2000)) "$DIR/p1" --type monotonic --dump "$DIR/p1.txt" 2>/dev/null ||
     fail "pop after the restart"
 check_above "$DIR/p0.txt" -- "$DIR/p1.txt"
 pass "(a) clean Redis restart: restored pool discarded, refilled from a fresh lease"
@@ -185,7 +185,7 @@ pass "U, M, A, L over $(cat "$DIR/p0.txt" "$DIR/p1.txt" "$DIR/c.txt" | wc -l) po
 # the promoted server as a new epoch and discard the pool.
 start_daemon a --tick-ms 100 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance rr-a
 wait_until 5 pool_ge $KEY "$LOW" || fail "pool not refilled after the restart of a"
-pop $KEY 2000 --check-increasing --text --out "$DIR/d0.txt" 2>/dev/null || fail "pop before (d)"
+pop $KEY 2000 "$DIR/d0" --type monotonic --dump "$DIR/d0.txt" 2>/dev/null || fail "pop before (d)"
 wait_until 5 pool_ge $KEY "$LOW" || fail "pool not refilled before (d)"
 pool_dump $KEY "$DIR/d_pre.txt"
 n_epoch=$(log_count a "$EPOCH")

@@ -13,7 +13,6 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
-IDCHECK=$(dirname "$0")/idcheck.py
 
 D=1000000
 for kr in rA:12345 rB:54321; do
@@ -24,10 +23,11 @@ rem_of() { app_col "$1" remainder; }
 maxhi() { sql "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
 maxlease() { sql "SELECT COALESCE(MAX(id), 0) FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
 leases() { sql "SELECT lo, hi FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
-# popn KEY N PHASE: pops N IDs from KEY, checking order and arithmetic.
+# popn KEY N PHASE: pops N IDs from KEY into $DIR/KEY.PHASE.0.bin, checking
+# order and arithmetic.
 popn() {
-    pop "$1" "$2" --batch 100 --timeout-ms 30000 --check-increasing --delta $D \
-        --remainder "$(rem_of "$1")" --out "$DIR/$1.$3.bin"
+    pop "$1" "$2" "$DIR/$1.$3" --batch 100 --timeout-ms 30000 --type monotonic --delta $D \
+        --remainder "$(rem_of "$1")"
 }
 # full KEY: the pool is at or above low water (1000) and no refill is running,
 # so none will start until IDs are popped again.
@@ -63,7 +63,7 @@ pa=$!
 popn rB 40000 2 || fail "rB phase 2"
 st=0
 wait "$pa" || st=$?
-assert_eq 0 "$st" "rA phase 2 popper status"
+assert_eq 0 "$st" "rA phase 2 pop status"
 wait_until 5 log_has a "app=rA offset_regression: current_offset 0 is below the $hiA already reserved; kept the higher value" ||
     fail "no offset_regression line for rA (expected 0 below $hiA)"
 wait_until 5 log_has a "app=rB offset_regression: current_offset $loB is below the $hiB already reserved; kept the higher value" ||
@@ -85,7 +85,7 @@ sleep 0.2
 set_app rA current_offset=0
 st=0
 wait "$pa" || st=$?
-assert_eq 0 "$st" "rA phase 3 popper status"
+assert_eq 0 "$st" "rA phase 3 pop status"
 popn rA 20000 4 || fail "rA phase 4"
 wait_until 5 eval 'full rA && full rB' || fail "pools not refilled at the end"
 n=$(grep -c 'app=rA offset_regression: current_offset 0 is below' "$DIR/a.log" || true)
@@ -93,13 +93,13 @@ assert_ge "$n" 2 "rA offset_regression lines"
 stop_daemon a
 
 # --- everything ever handed out ---------------------------------------------
+# The phases popped one after the other, then the rest of the pool: as
+# monotonic consumers, each one's IDs lie above everything popped before.
 for k in rA rB; do
-    : >"$DIR/$k.all"
-    for f in "$DIR/$k".[1-4].bin; do ids_text "$f" >>"$DIR/$k.all"; done
-    rcli LRANGE "$(pool_key $k)" 0 -1 >>"$DIR/$k.all"
+    pop $k "$(llen $k)" "$DIR/$k.5" || fail "$k: popping the rest of the pool"
     cur=$(app_col $k current_offset)
-    python3 "$IDCHECK" --leases <(leases $k) --current-offset "$cur" --increasing \
-        --delta $D --remainder "$(rem_of $k)" "$DIR/$k.all" || fail "$k: IDs"
+    check_pops "$DIR/$k.check" --type monotonic --leases <(leases $k) --current-offset "$cur" \
+        --delta $D --remainder "$(rem_of $k)" "$DIR/$k".[1-5].0.bin || fail "$k: IDs"
     assert_eq "$cur" "$(maxhi $k)" "$k: current_offset back at the newest lease end"
 done
 pass "regression: unique, increasing across the edits, all leased, current_offset above every ID"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the harness itself (lib.sh, scripts/servers.sh, the popper);
+# Smoke test of the harness itself (lib.sh, scripts/servers.sh, pop);
 # needs no working idpoold. A fake daemon stands in for it.
 # shellcheck source-path=SCRIPTDIR disable=SC2016 # nested bodies expand later
 source "$(dirname "$0")/lib.sh"
@@ -48,30 +48,27 @@ assert_le "$elapsed" 2000 "wait_until bounded (ms)"
 wait_until 1 true || fail "wait_until true failed"
 pass "wait_until"
 
-# --- the popper: order, strict parsing, timeout ----------------------------
-if [[ -x $IDPOOL_POPPER ]]; then
-    seq 1000 2999 | xargs -n 500 | sed "s/^/RPUSH $(pool_key p) /" | rcli >/dev/null
-    assert_eq 2000 "$(llen p)" "filled pool"
-    pop p 2000 --check-increasing --text --out "$DIR/p.txt" --min 1000
-    assert_eq 2000 "$(count_ids "$DIR/p.txt")" "popped"
-    assert_increasing "$DIR/p.txt"
-    assert_unique "$DIR/p.txt"
-    rcli RPUSH "$(pool_key p)" 5 7 7 >/dev/null
-    st=0
-    pop p 3 --batch 1 --check-increasing --out "$DIR/p.bin" 2>/dev/null || st=$?
-    assert_eq 2 "$st" "popper exit status on a repeated ID"
-    assert_eq "5 7 7" "$(ids_text "$DIR/p.bin" | tr '\n' ' ' | sed 's/ $//')" "binary dump"
-    rcli RPUSH "$(pool_key p)" 12x >/dev/null
-    st=0
-    pop p 1 2>/dev/null || st=$?
-    assert_eq 1 "$st" "popper exit status on a non-ID"
-    st=0
-    pop p 1 --timeout-ms 200 2>/dev/null || st=$?
-    assert_eq 1 "$st" "popper exit status on timeout"
-    pass "popper"
-else
-    info "popper not built ($IDPOOL_POPPER); skipping its checks"
-fi
+# --- pop (idpool-load, idpool-check): order, strict parsing, timeout --------
+seq 1000 2999 | xargs -n 500 | sed "s/^/RPUSH $(pool_key p) /" | rcli >/dev/null
+assert_eq 2000 "$(llen p)" "filled pool"
+pop p 2000 "$DIR/p" --type monotonic --start-offset 1000 --dump "$DIR/p.txt"
+assert_eq 2000 "$(count_ids "$DIR/p.txt")" "popped"
+assert_increasing "$DIR/p.txt"
+assert_unique "$DIR/p.txt"
+rcli RPUSH "$(pool_key p)" 5 7 7 >/dev/null
+st=0
+pop p 3 "$DIR/r" --batch 1 --type monotonic 2>/dev/null || st=$?
+assert_eq 2 "$st" "pop status on a repeated ID"
+assert_eq "5 7 7" "$(ids_text "$DIR/r.0.bin" | tr '\n' ' ' | sed 's/ $//')" "pop log"
+rcli RPUSH "$(pool_key p)" 12x >/dev/null
+st=0
+pop p 1 "$DIR/x" 2>/dev/null || st=$?
+assert_eq 1 "$st" "pop status on a non-ID"
+st=0
+pop p 1 "$DIR/t" --timeout-ms 200 2>"$DIR/t.err" || st=$?
+assert_eq 1 "$st" "pop status on timeout"
+grep -q 'timeout: 0 of 1 IDs' "$DIR/t.err" || fail "pop on timeout: $(cat "$DIR/t.err")"
+pass "pop"
 
 # --- a nested test: cleanup kills daemons and servers, keeps the status ---
 cat >"$DIR/fake-idpoold" <<'EOF'

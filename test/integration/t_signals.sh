@@ -8,7 +8,6 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
-IDCHECK=$(dirname "$0")/idcheck.py
 
 elapsed_ms() { echo $((($(now_us) - $1) / 1000)); }
 locks() { rcli --scan --pattern '*:lock' | tr '\n' ' '; }
@@ -41,10 +40,10 @@ for sig in TERM INT; do
     start_daemon "$d" --tick-ms 20 --lock-ttl-ms 3000
     wait_until 10 pool_ge s1 48000 || fail "s1 not filled"
     # A consumer that drains as fast as it can for 3 s (it then times out,
-    # status 1, with its dump written).
-    pop s1 100000000 --batch 100 --timeout-ms 3000 --quiet --out "$DIR/s1.$round.bin" \
-        --check-increasing 2>"$DIR/pop.$round.err" &
-    popper=$!
+    # status 1, with its log written).
+    pop s1 100000000 "$DIR/s1.$round" --batch 100 --timeout-ms 3000 --type monotonic \
+        2>"$DIR/pop.$round.err" &
+    consumer=$!
     sleep 0.7
     n0=$(grep -c 'app=s1 pushed' "$DIR/$d.log" || true)
     sleep 0.2
@@ -66,24 +65,23 @@ for sig in TERM INT; do
         info "SIG$sig arrived during a push, which was completed first"
     fi
     st=0
-    wait "$popper" || st=$?
+    wait "$consumer" || st=$?
     # 1 = timed out (expected: the pool ran dry once the daemon was gone).
-    [[ $st == 1 ]] || fail "popper status $st: $(cat "$DIR/pop.$round.err")"
-    grep -q 'timeout' "$DIR/pop.$round.err" || fail "popper: $(cat "$DIR/pop.$round.err")"
+    [[ $st == 1 ]] || fail "pop status $st: $(cat "$DIR/pop.$round.err")"
+    grep -q 'timeout' "$DIR/pop.$round.err" || fail "pop: $(cat "$DIR/pop.$round.err")"
     assert_eq 0 "$(llen s1)" "pool drained after the daemon stopped"
     pass "SIG$sig while refilling: exit 0 after $ms ms, locks released"
 done
 
 # A new daemon carries on; nothing handed out before is handed out again.
 start_daemon c --tick-ms 20
-pop s1 30000 --batch 500 --timeout-ms 10000 --out "$DIR/s1.3.bin" --check-increasing ||
+pop s1 30000 "$DIR/s1.3" --batch 500 --timeout-ms 10000 --type monotonic ||
     fail "popping after the restart"
 stop_daemon c
-: >"$DIR/s1.txt"
-for f in "$DIR"/s1.[1-3].bin; do ids_text "$f" >>"$DIR/s1.txt"; done
-python3 "$IDCHECK" --increasing --current-offset "$(app_col s1 current_offset)" \
+# One consumer after the other: each one's IDs lie above the ones before.
+check_pops "$DIR/s1.check" --type monotonic --current-offset "$(app_col s1 current_offset)" \
     --leases <(sql "SELECT lo, hi FROM application_lease WHERE application_id = $(app_col s1 id)") \
-    "$DIR/s1.txt" || fail "IDs across the stops"
+    "$DIR"/s1.[1-3].0.bin || fail "IDs across the stops"
 pass "IDs stay unique and increasing across SIGTERM, SIGINT and a restart"
 
 # --- work in flight: a reservation waiting on a row lock ---------------------

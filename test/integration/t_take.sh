@@ -105,7 +105,7 @@ pass "unknown, soft-deleted and invalid applications -> IDPOOL_NOAPP; a fixed ro
 t0=$(now_us)
 pids=()
 for c in 50 7 3 1; do
-    python3 "$HELPER" hammer "$REDIS_PORT" "$(pool_key rl)" "$(meta_key rl)" "$c" 2.6 "$DIR/rate.$c" &
+    "$PYTHON" "$HELPER" hammer "$REDIS_PORT" "$(pool_key rl)" "$(meta_key rl)" "$c" 2.6 "$DIR/rate.$c" &
     pids+=($!)
 done
 for p in "${pids[@]}"; do

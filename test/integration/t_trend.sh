@@ -10,7 +10,6 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
-IDCHECK=$(dirname "$0")/idcheck.py
 
 add_app t1 increasing_type=2 max_size_per_second=100
 add_app t2 increasing_type=2 step=500 delta=3 remainder=2 start_offset=1000000 \
@@ -28,44 +27,45 @@ log_has a 'app=t2 serving: trend step=500 max_pool_size=5000' || fail "t2 not se
 # --- the filled pool, in list order -----------------------------------------
 rcli LRANGE "$(pool_key t1)" 0 -1 >"$DIR/t1.pool"
 rcli LRANGE "$(pool_key t2)" 0 -1 >"$DIR/t2.pool"
-python3 "$IDCHECK" --blocks 1000 --count 6000 --leases <(leases t1) "$DIR/t1.pool" ||
-    fail "t1 pool is not 6 shuffled contiguous blocks of 1000"
-python3 "$IDCHECK" --blocks 500 --count 5000 --delta 3 --remainder 2 --min 1000000 \
-    --leases <(leases t2) "$DIR/t2.pool" ||
+check_pops "$DIR/t1.pool.check" --blocks 1000 --count 6000 --leases <(leases t1) \
+    --list "$DIR/t1.pool" || fail "t1 pool is not 6 shuffled contiguous blocks of 1000"
+check_pops "$DIR/t2.pool.check" --blocks 500 --count 5000 --delta 3 --remainder 2 \
+    --start-offset 1000000 --leases <(leases t2) --list "$DIR/t2.pool" ||
     fail "t2 pool is not 10 shuffled contiguous blocks of 500 (stride 3)"
 pass "filled pools are whole shuffled contiguous blocks in list order"
 
 # --- consumption with refills --------------------------------------------
 # The pools were full, and refills append whole blocks, so everything popped
 # from the start is whole blocks too: 100 blocks each.
-pop t1 100000 --batch 300 --timeout-ms 30000 --out "$DIR/t1.bin" &
+pop t1 100000 "$DIR/t1" --batch 300 --timeout-ms 30000 &
 p1=$!
-pop t2 50000 --batch 700 --timeout-ms 30000 --out "$DIR/t2a.bin" --delta 3 --remainder 2 --min 1000000
+pop t2 50000 "$DIR/t2a" --batch 700 --timeout-ms 30000 --delta 3 --remainder 2 \
+    --start-offset 1000000
 st=0
 wait "$p1" || st=$?
-assert_eq 0 "$st" "t1 popper status"
-pop t2 50000 --batch 1000 --timeout-ms 30000 --out "$DIR/t2b.bin" --delta 3 --remainder 2 --min 1000000 ||
-    fail "t2 popper failed"
+assert_eq 0 "$st" "t1 pop status"
+pop t2 50000 "$DIR/t2b" --batch 1000 --timeout-ms 30000 --delta 3 --remainder 2 \
+    --start-offset 1000000 || fail "t2 pop failed"
 wait_until 5 above_low || fail "pools not refilled"
 stop_daemon a
 
-ids_text "$DIR/t2a.bin" >"$DIR/t2.txt"
-ids_text "$DIR/t2b.bin" >>"$DIR/t2.txt"
+# t2's two pops are one stream: its blocks run across them.
+ids_text "$DIR/t2a.0.bin" "$DIR/t2b.0.bin" >"$DIR/t2.txt"
 for k in t1 t2; do
-    rcli LRANGE "$(pool_key "$k")" 0 -1 >"$DIR/$k.rest"
+    pop $k "$(llen $k)" "$DIR/$k.rest" || fail "popping the rest of $k"
     n=$(grep -c 'app='$k' pushed [0-9]* IDs' "$DIR/a.log" || true)
     info "$k: $n refills, $(leases $k | wc -l) leases"
     assert_ge "$n" 10 "$k refills"
 done
-ids_text "$DIR/t1.bin" >"$DIR/t1.txt"
-python3 "$IDCHECK" --blocks 1000 --count 100000 --leases <(leases t1) \
-    --current-offset "$(app_col t1 current_offset)" "$DIR/t1.txt" ||
+check_pops "$DIR/t1.check" --blocks 1000 --count 100000 --leases <(leases t1) \
+    --current-offset "$(app_col t1 current_offset)" "$DIR/t1.0.bin" ||
     fail "t1 consumed stream"
-python3 "$IDCHECK" --blocks 500 --count 100000 --delta 3 --remainder 2 --min 1000000 \
-    --leases <(leases t2) --current-offset "$(app_col t2 current_offset)" "$DIR/t2.txt" ||
-    fail "t2 consumed stream"
+check_pops "$DIR/t2.check" --blocks 500 --count 100000 --delta 3 --remainder 2 \
+    --start-offset 1000000 --leases <(leases t2) --current-offset "$(app_col t2 current_offset)" \
+    --list "$DIR/t2.txt" || fail "t2 consumed stream"
 # Unique and leased including what is still in the pools.
-python3 "$IDCHECK" --leases <(leases t1) "$DIR/t1.txt" "$DIR/t1.rest" || fail "t1 with the rest"
-python3 "$IDCHECK" --leases <(leases t2) --delta 3 --remainder 2 "$DIR/t2.txt" "$DIR/t2.rest" ||
-    fail "t2 with the rest"
+check_pops "$DIR/t1r.check" --leases <(leases t1) "$DIR/t1.0.bin" "$DIR/t1.rest.0.bin" ||
+    fail "t1 with the rest"
+check_pops "$DIR/t2r.check" --leases <(leases t2) --delta 3 --remainder 2 "$DIR/t2a.0.bin" \
+    "$DIR/t2b.0.bin" "$DIR/t2.rest.0.bin" || fail "t2 with the rest"
 pass "100k IDs each through refills: whole shuffled blocks, unique, leased"

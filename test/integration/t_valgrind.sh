@@ -27,7 +27,7 @@ start_daemon vg --tick-ms 100 --reload-ms 1000 --redis-timeout-ms 3000
 # valgrind makes everything ~20x slower: generous, bounded waits.
 wait_until 60 pool_ge vg_mono 6000 || fail "vg_mono pool not filled"
 wait_until 60 pool_ge vg_trend 6000 || fail "vg_trend pool not filled"
-pop vg_mono 3000 --batch 500 --check-increasing --out "$DIR/ids.bin"
+pop vg_mono 3000 "$DIR/ids" --batch 500 --type monotonic
 wait_until 30 pool_ge vg_mono 6000 || fail "vg_mono not refilled"
 signal_daemon vg HUP
 wait_until 30 log_has vg 'SIGHUP: reloading' || fail "no reload after SIGHUP"

@@ -14,10 +14,33 @@
  * low-water mark (--llen samples), alert timings (--alerts) and duplicates
  * inside a measured Redis-rollback window (--exposure: "exposed").
  *
+ * Further checks, each only when its option is given (the integration
+ * tests use them):
+ *
+ *   --count N           every log holds exactly N IDs ("count_mismatch": logs);
+ *   --current-offset N  every ID is below N and no lease ends above N
+ *                       ("above_offset": IDs and leases);
+ *   --gap LO:HI         (needs --leases) sorted distinct neighbours inside one
+ *                       lease differ by k x delta, LO <= k <= HI ("bad_gaps");
+ *   --gap-all           and every k in [LO, HI] occurs ("gap_missing": the
+ *                       multiples that never do);
+ *   --blocks STEP       each log, in pop order, is whole groups of STEP IDs;
+ *                       each group sorted is a run with stride delta, is not
+ *                       in sorted order (STEP >= 8: shuffled) and lies above
+ *                       the group before ("bad_blocks": groups, and a log
+ *                       that ends inside a group).
+ *
+ * --list FILE reads one more stream from a text file of decimal IDs, one
+ * per line (a pool snapshot, `redis-cli LRANGE`): it is checked like a log
+ * in list order, but has no times, so it takes no part in cross_order.
+ * --dump FILE writes every ID read, in input order, one decimal per line.
+ *
  *   idpool-check [--type monotonic|trend] [--start-offset N] [--delta D]
  *                [--remainder R] [--leases FILE] [--low-water N --llen FILE]
  *                [--alerts FILE] [--t0-ns T] [--exposure FROM_NS:TO_NS]
- *                [--json] LOG.bin...
+ *                [--count N] [--current-offset N] [--gap LO:HI [--gap-all]]
+ *                [--blocks STEP] [--dump FILE] [--json]
+ *                [LOG.bin | --list FILE]...
  *
  * Pop log, one per consumer, little-endian: a 32-byte header ("IDPLOG1\n",
  * u32 version 1, u32 consumer_id, 16 reserved bytes), then records
@@ -29,6 +52,8 @@
  * The last line of the report is one line:
  *   check: ids=N consumers=C duplicates=N order=N cross_order=N arith=N
  *          unleased=N lease_overlaps=N gaps=N empty_pops=N below_low_ms=N exposed=N
+ * followed by count_mismatch=N, above_offset=N, bad_gaps=N gap_missing=N and
+ * bad_blocks=N, each only with its option.
  * --json prints one JSON object with the same fields instead, plus details.
  * A truncated last record (consumer killed mid-write) is a warning; anything
  * else malformed is an error naming the file and the byte offset.
@@ -46,7 +71,8 @@
  * popped a duplicate is found by re-reading the logs, only when there is one.
  *
  * Exit status: 0 no violation; 1 a violation (duplicates, order, cross_order,
- * arith, unleased, lease_overlaps); 2 bad usage or unreadable input.
+ * arith, unleased, lease_overlaps, and the counts of the further checks);
+ * 2 bad usage or unreadable input.
  */
 #define _GNU_SOURCE /* fread_unlocked: one reader thread, no stdio locking per record */
 #include <endian.h>
@@ -70,6 +96,7 @@
 #define LOG_RECORD_LEN 24
 #define ID_LIMIT       (UINT64_C(1) << 63)
 #define MAX_EXAMPLES   5
+#define MAX_GAP_RANGE  (1u << 24) /* --gap-all: multiples tracked at most */
 
 /* Command-line options. */
 struct opts {
@@ -88,13 +115,25 @@ struct opts {
     uint64_t exp_from;     /* exposure window start, ns (inclusive) */
     uint64_t exp_to;       /* exposure window end, ns (inclusive) */
     bool json;             /* one JSON object instead of the text report */
-    char **logs;           /* the pop logs */
+    bool has_count;        /* --count given */
+    uint64_t count;        /* IDs every log must hold */
+    bool has_cur;          /* --current-offset given */
+    uint64_t cur;          /* every ID below it, no lease end above it */
+    bool has_gap;          /* --gap given */
+    uint64_t gap_lo;       /* neighbours in one lease differ by k x delta, */
+    uint64_t gap_hi;       /* gap_lo <= k <= gap_hi */
+    bool gap_all;          /* every k of [gap_lo, gap_hi] must occur */
+    uint64_t blocks;       /* --blocks STEP, 0 = not checked */
+    const char *dump;      /* write the IDs here, or NULL */
+    char **logs;           /* the pop logs and lists, in the order given */
+    bool *is_list;         /* per input: a --list text file */
     size_t nlogs;          /* how many */
 };
 
 /* One pop log (one consumer). */
 struct logfile {
     const char *path;         /* as given */
+    bool is_list;             /* a --list text file: no header, no times */
     uint32_t consumer;        /* consumer_id from the header */
     uint64_t records;         /* complete records */
     uint64_t ids;             /* IDs in them */
@@ -185,6 +224,11 @@ struct result {
     uint64_t t_first;           /* earliest t_send */
     uint64_t t_last;            /* latest t_recv */
     uint64_t warnings;          /* truncated records and headers */
+    uint64_t count_mismatch;    /* --count: logs with another number of IDs */
+    uint64_t above_offset;      /* --current-offset: IDs at or above it, leases ending above */
+    uint64_t bad_gaps;          /* --gap: neighbours in one lease outside the range */
+    uint64_t gap_missing;       /* --gap-all: multiples in the range never seen */
+    uint64_t bad_blocks;        /* --blocks: bad groups, logs ending inside a group */
     struct example ex_order[MAX_EXAMPLES];
     size_t n_ex_order;
     struct example ex_cross[MAX_EXAMPLES];
@@ -193,6 +237,8 @@ struct result {
     size_t n_ex_arith;
     struct example ex_lease[MAX_EXAMPLES];
     size_t n_ex_lease;
+    struct example ex_more[MAX_EXAMPLES]; /* the further checks */
+    size_t n_ex_more;
     struct dup_example ex_dup[MAX_EXAMPLES];
     size_t n_ex_dup;
 };
@@ -203,6 +249,10 @@ struct cursor {
     uint64_t max;        /* largest ID of this consumer so far */
     bool in_empty;       /* the previous record was empty */
     uint64_t empty_from; /* t_send of the first empty pop of the run */
+    size_t nblk;         /* --blocks: IDs of the current group so far */
+    uint64_t blk_first;  /* index in the log of the group's first ID */
+    bool have_top;       /* top is valid */
+    uint64_t top;        /* largest ID of the previous group */
 };
 
 /* The whole run: options, inputs, working arrays and result. */
@@ -222,13 +272,17 @@ struct check {
     struct alert_ev *alerts;
     size_t nalerts;
     struct cursor cur; /* the log being loaded */
+    uint64_t *blk;     /* --blocks: the current group, in pop order */
+    uint64_t *blk_tmp; /* and sorted */
+    bool *gap_seen;    /* --gap-all: multiples seen, index k - gap_lo */
+    FILE *dump;        /* --dump */
     bool oom;          /* the first pass ran out of memory */
     struct result r;
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: idpool-check [options] LOG.bin...\n"
+    fprintf(f, "usage: idpool-check [options] [LOG.bin | --list FILE]...\n"
                "  --type monotonic|trend   monotonic also checks order (M); default trend\n"
                "  --start-offset N         every ID >= N (0)\n"
                "  --delta D --remainder R  every ID %% D == R (1, 0)\n"
@@ -237,6 +291,15 @@ static void usage(FILE *f)
                "  --alerts FILE            lines \"t_ns <json>\": alert timings\n"
                "  --t0-ns T                alert times relative to T (default: first pop)\n"
                "  --exposure FROM:TO       duplicates sent in [FROM, TO] ns count as exposed\n"
+               "  --count N                every log holds exactly N IDs\n"
+               "  --current-offset N       every ID < N, every lease end <= N\n"
+               "  --gap LO:HI              (with --leases) sorted neighbours in one lease\n"
+               "                           differ by k x delta, LO <= k <= HI\n"
+               "  --gap-all                and every such k occurs\n"
+               "  --blocks STEP            each log is whole shuffled runs of STEP IDs, each\n"
+               "                           above the one before\n"
+               "  --list FILE              one more stream: decimal IDs, one per line\n"
+               "  --dump FILE              write every ID read, one per line, input order\n"
                "  --json                   one JSON object instead of the report\n"
                "exit: 0 ok, 1 a violation, 2 bad usage or unreadable input\n");
 }
@@ -278,7 +341,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
     memset(o, 0, sizeof *o);
     o->delta = 1;
     o->logs = calloc((size_t)argc, sizeof *o->logs);
-    if (!o->logs)
+    o->is_list = calloc((size_t)argc, sizeof *o->is_list);
+    if (!o->logs || !o->is_list)
         return -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -289,6 +353,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return 1;
         if (!strcmp(a, "--json")) {
             o->json = true;
+            continue;
+        }
+        if (!strcmp(a, "--gap-all")) {
+            o->gap_all = true;
             continue;
         }
         if (a[0] != '-' || !a[1]) {
@@ -326,6 +394,22 @@ static int parse_args(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--exposure")) {
             bad = parse_window(v, &o->exp_from, &o->exp_to);
             o->has_exposure = true;
+        } else if (!strcmp(a, "--count")) {
+            bad = parse_u64(v, &o->count);
+            o->has_count = true;
+        } else if (!strcmp(a, "--current-offset")) {
+            bad = parse_u64(v, &o->cur);
+            o->has_cur = true;
+        } else if (!strcmp(a, "--gap")) {
+            bad = parse_window(v, &o->gap_lo, &o->gap_hi) || o->gap_lo == 0;
+            o->has_gap = true;
+        } else if (!strcmp(a, "--blocks")) {
+            bad = parse_u64(v, &o->blocks) || o->blocks == 0 || o->blocks > UINT32_MAX;
+        } else if (!strcmp(a, "--list")) {
+            o->is_list[o->nlogs] = true;
+            o->logs[o->nlogs++] = argv[i];
+        } else if (!strcmp(a, "--dump")) {
+            o->dump = v;
         } else {
             fprintf(stderr, "idpool-check: unknown option %s\n", a);
             return -1;
@@ -337,6 +421,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
     }
     if (o->remainder >= o->delta) {
         fprintf(stderr, "idpool-check: --remainder must be below --delta\n");
+        return -1;
+    }
+    if (o->has_gap && !o->leases) {
+        fprintf(stderr, "idpool-check: --gap needs --leases\n");
+        return -1;
+    }
+    if (o->gap_all && (!o->has_gap || o->gap_hi - o->gap_lo >= MAX_GAP_RANGE)) {
+        fprintf(stderr, "idpool-check: --gap-all needs a --gap range of at most %u\n",
+                MAX_GAP_RANGE);
         return -1;
     }
     if (o->has_low_water != (o->llen != NULL)) {
@@ -543,6 +636,78 @@ out:
     return rc;
 }
 
+/* Where a record is: a byte offset in a log, a line of a --list. */
+static const char *unit(const struct logfile *lf)
+{
+    return lf->is_list ? "line" : "byte";
+}
+
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/*
+ * --blocks: checks the group of STEP IDs just completed in c->blk: a run
+ * with stride delta once sorted, not handed out in sorted order (a refill
+ * shuffles each block), and above the group before (blocks never overlap).
+ */
+static void block_check(struct check *c, const struct logfile *lf)
+{
+    const struct opts *o = &c->o;
+    struct result *r = &c->r;
+    size_t n = (size_t)o->blocks;
+    uint64_t *srt = c->blk_tmp;
+    const char *why = NULL;
+    bool asc = true, desc = true;
+
+    memcpy(srt, c->blk, n * sizeof *srt);
+    qsort(srt, n, sizeof *srt, cmp_u64);
+    for (size_t i = 1; i < n; i++) {
+        if (srt[i] == srt[i - 1] && !why)
+            why = "repeats an ID";
+        else if (srt[i] - srt[i - 1] != o->delta && !why)
+            why = "is not a run with stride delta";
+        asc = asc && c->blk[i] > c->blk[i - 1];
+        desc = desc && c->blk[i] < c->blk[i - 1];
+    }
+    if (!why && n >= 8 && (asc || desc))
+        why = "is not shuffled";
+    if (!why && c->cur.have_top && srt[0] <= c->cur.top)
+        why = "is not above the group before";
+    if (why) {
+        r->bad_blocks++;
+        add_example(r->ex_more, &r->n_ex_more,
+                    "%s: group of %zu at ID #%" PRIu64 " (%" PRIu64 "..%" PRIu64 ") %s", lf->path,
+                    n, c->cur.blk_first, srt[0], srt[n - 1], why);
+    }
+    c->cur.have_top = true;
+    c->cur.top = srt[n - 1];
+}
+
+/* --blocks: adds IDs of the log in pop order, checking each full group. */
+static void blocks_add(struct check *c, const struct logfile *lf, const uint64_t *ids,
+                       uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (c->cur.nblk == 0)
+            c->cur.blk_first = lf->ids - count + i;
+        c->blk[c->cur.nblk++] = ids[i];
+        if (c->cur.nblk == c->o.blocks) {
+            block_check(c, lf);
+            c->cur.nblk = 0;
+        }
+    }
+}
+
+/* --dump: the IDs, one decimal per line. */
+static void dump_ids(struct check *c, const uint64_t *ids, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        fprintf(c->dump, "%" PRIu64 "\n", ids[i]);
+}
+
 /*
  * First pass: collects the IDs, checks A and per-consumer order, counts empty
  * pops and keeps what the cross-consumer sweep needs.
@@ -557,11 +722,17 @@ static void pass_load(struct check *c, uint32_t file, uint64_t offset, uint64_t 
     lf->records++;
     lf->ids += count;
     r->records++;
-    if (!r->has_t_first || t_send < r->t_first)
-        r->t_first = t_send;
-    if (!r->has_t_first || t_recv > r->t_last)
-        r->t_last = t_recv;
-    r->has_t_first = true;
+    if (c->dump)
+        dump_ids(c, ids, count);
+    if (o->blocks)
+        blocks_add(c, lf, ids, count);
+    if (!lf->is_list) {
+        if (!r->has_t_first || t_send < r->t_first)
+            r->t_first = t_send;
+        if (!r->has_t_first || t_recv > r->t_last)
+            r->t_last = t_recv;
+        r->has_t_first = true;
+    }
 
     if (count == 0) {
         lf->empties++;
@@ -593,8 +764,8 @@ static void pass_load(struct check *c, uint32_t file, uint64_t offset, uint64_t 
             hi = id;
         if (id < o->start_offset || id >= ID_LIMIT || id % o->delta != o->remainder) {
             r->arith++;
-            add_example(r->ex_arith, &r->n_ex_arith, "%s byte %" PRIu64 ": id %" PRIu64 " (%s)",
-                        lf->path, offset, id,
+            add_example(r->ex_arith, &r->n_ex_arith, "%s %s %" PRIu64 ": id %" PRIu64 " (%s)",
+                        lf->path, unit(lf), offset, id,
                         id >= ID_LIMIT         ? ">= 2^63"
                         : id < o->start_offset ? "below start_offset"
                                                : "id % delta != remainder");
@@ -603,8 +774,8 @@ static void pass_load(struct check *c, uint32_t file, uint64_t offset, uint64_t 
             if (c->cur.have_max && id <= c->cur.max) {
                 if (!order_bad)
                     add_example(r->ex_order, &r->n_ex_order,
-                                "%s byte %" PRIu64 ": id %" PRIu64 " after %" PRIu64, lf->path,
-                                offset, id, c->cur.max);
+                                "%s %s %" PRIu64 ": id %" PRIu64 " after %" PRIu64, lf->path,
+                                unit(lf), offset, id, c->cur.max);
                 order_bad = true;
             }
             if (!c->cur.have_max || id > c->cur.max)
@@ -614,7 +785,7 @@ static void pass_load(struct check *c, uint32_t file, uint64_t offset, uint64_t 
     }
     if (order_bad)
         r->order++;
-    if (o->monotonic) {
+    if (o->monotonic && !lf->is_list) {
         if (grow(&c->recs, &c->cap_recs, c->nrecs + 1, sizeof *c->recs) < 0) {
             c->oom = true;
             return;
@@ -738,6 +909,63 @@ __attribute__((warn_unused_result)) static int two_numbers(char *line, uint64_t 
     return parse_u64(x, a) || parse_u64(y, b) ? -1 : 0;
 }
 
+/*
+ * Reads a --list file (decimal IDs, one per line, blank and '#' lines
+ * skipped) and calls fn with them in chunks, as records without times;
+ * offset is the line number of a chunk's first ID.
+ */
+__attribute__((warn_unused_result)) static int list_scan(struct check *c, uint32_t file,
+                                                         record_fn fn)
+{
+    enum { CHUNK = 1024 };
+    const char *path = c->files[file].path;
+    uint64_t buf[CHUNK], first = 0;
+    size_t n = 0, len = 0, lineno = 0;
+    char *line = NULL;
+    int rc = -1;
+    FILE *f = open_text(path);
+
+    if (!f)
+        return -1;
+    while (getline(&line, &len, f) > 0) {
+        char *save = NULL, *tok;
+        lineno++;
+        if (skip_line(line))
+            continue;
+        tok = strtok_r(line, " \t\r\n", &save);
+        if (parse_u64(tok, &buf[n]) < 0 || strtok_r(NULL, " \t\r\n", &save)) {
+            fprintf(stderr, "idpool-check: %s:%zu: expected one decimal ID\n", path, lineno);
+            goto out;
+        }
+        if (n++ == 0)
+            first = lineno;
+        if (n == CHUNK) {
+            fn(c, file, first, 0, 0, buf, (uint32_t)n);
+            n = 0;
+        }
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "idpool-check: %s: read error\n", path);
+        goto out;
+    }
+    if (n)
+        fn(c, file, first, 0, 0, buf, (uint32_t)n);
+    rc = 0;
+out:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Reads input file (a pop log or a --list) and calls fn for each record. */
+__attribute__((warn_unused_result)) static int input_scan(struct check *c, uint32_t file,
+                                                          record_fn fn, bool warn)
+{
+    if (c->files[file].is_list)
+        return list_scan(c, file, fn);
+    return log_scan(c, file, fn, warn);
+}
+
 /* Reads --leases: lines "lo hi" (further columns ignored), [lo, hi). */
 __attribute__((warn_unused_result)) static int leases_load(struct check *c)
 {
@@ -796,6 +1024,12 @@ __attribute__((warn_unused_result)) static int leases_check(struct check *c)
         }
         if (rg.hi > reach)
             reach = rg.hi;
+        if (c->o.has_cur && rg.hi > c->o.cur) {
+            r->above_offset++;
+            add_example(r->ex_more, &r->n_ex_more,
+                        "lease [%" PRIu64 ", %" PRIu64 ") ends above current_offset %" PRIu64,
+                        rg.lo, rg.hi, c->o.cur);
+        }
         if (c->nmerged && rg.lo <= c->merged[c->nmerged - 1].hi) {
             if (rg.hi > c->merged[c->nmerged - 1].hi)
                 c->merged[c->nmerged - 1].hi = rg.hi;
@@ -812,17 +1046,51 @@ static uint64_t valid_below(uint64_t n, uint64_t delta, uint64_t rem)
     return n / delta + (n % delta > rem ? 1 : 0);
 }
 
+/* The index of the lease holding id, or SIZE_MAX; *j moves up with id. */
+static size_t lease_of(const struct check *c, size_t *j, uint64_t id)
+{
+    while (*j + 1 < c->nleases && c->leases[*j + 1].lo <= id)
+        (*j)++;
+    if (*j < c->nleases && c->leases[*j].lo <= id && id < c->leases[*j].hi)
+        return *j;
+    return SIZE_MAX;
+}
+
+/*
+ * --gap: distinct sorted neighbours prev < id. Inside one lease the
+ * generator stepped from prev to id by k x delta with k drawn from
+ * [1, increment_max]: k must lie in [gap_lo, gap_hi].
+ */
+static void gap_check(struct check *c, uint64_t prev, size_t lease_prev, uint64_t id, size_t lease)
+{
+    const struct opts *o = &c->o;
+    struct result *r = &c->r;
+    uint64_t d = id - prev, k = d / o->delta;
+
+    if (lease == SIZE_MAX || lease != lease_prev)
+        return;
+    if (d % o->delta || k < o->gap_lo || k > o->gap_hi) {
+        r->bad_gaps++;
+        add_example(r->ex_more, &r->n_ex_more,
+                    "gap %" PRIu64 " -> %" PRIu64 " (%" PRIu64 " = %.2f x delta) outside [%" PRIu64
+                    ", %" PRIu64 "] x delta inside one lease",
+                    prev, id, d, (double)d / (double)o->delta, o->gap_lo, o->gap_hi);
+    } else if (c->gap_seen) {
+        c->gap_seen[k - o->gap_lo] = true;
+    }
+}
+
 /*
  * U, gaps and L over the sorted IDs in one walk: counts extra pops, collects
- * the duplicated IDs, counts gaps, and checks each ID against the union of
- * the leases.
+ * the duplicated IDs, counts gaps, checks each ID against the union of the
+ * leases, and the options --gap and --current-offset.
  */
 __attribute__((warn_unused_result)) static int walk_sorted(struct check *c)
 {
     const struct opts *o = &c->o;
     struct result *r = &c->r;
     const uint64_t *a = c->ids;
-    size_t n = c->nids, j = 0, cap = 0;
+    size_t n = c->nids, j = 0, cap = 0, jl = 0, lease_prev = SIZE_MAX;
     uint64_t leased_popped = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -839,6 +1107,17 @@ __attribute__((warn_unused_result)) static int walk_sorted(struct check *c)
             r->distinct++;
             if (i > 0 && id - a[i - 1] > o->delta)
                 r->gaps++;
+            if (o->has_gap) {
+                size_t lease = lease_of(c, &jl, id);
+                if (i > 0)
+                    gap_check(c, a[i - 1], lease_prev, id, lease);
+                lease_prev = lease;
+            }
+            if (o->has_cur && id >= o->cur) {
+                r->above_offset++;
+                add_example(r->ex_more, &r->n_ex_more,
+                            "id %" PRIu64 " is not below current_offset %" PRIu64, id, o->cur);
+            }
         }
         if (o->leases) {
             while (j < c->nmerged && c->merged[j].hi <= id)
@@ -860,6 +1139,20 @@ __attribute__((warn_unused_result)) static int walk_sorted(struct check *c)
                      valid_below(c->merged[k].lo, o->delta, o->remainder);
         r->has_missing = true;
         r->missing_leased = valid - leased_popped;
+    }
+    if (c->gap_seen) {
+        uint64_t first = 0;
+        for (uint64_t k = 0; k <= o->gap_hi - o->gap_lo; k++) {
+            if (c->gap_seen[k])
+                continue;
+            if (!r->gap_missing++)
+                first = o->gap_lo + k;
+        }
+        if (r->gap_missing)
+            add_example(r->ex_more, &r->n_ex_more,
+                        "%" PRIu64 " multiples of delta in [%" PRIu64 ", %" PRIu64
+                        "] never occur inside a lease, e.g. %" PRIu64,
+                        r->gap_missing, o->gap_lo, o->gap_hi, first);
     }
     return 0;
 }
@@ -934,7 +1227,7 @@ __attribute__((warn_unused_result)) static int dups_classify(struct check *c)
     if (!c->ndups)
         return 0;
     for (uint32_t f = 0; f < c->o.nlogs; f++)
-        if (log_scan(c, f, pass_dups, false) < 0)
+        if (input_scan(c, f, pass_dups, false) < 0)
             return -1;
     for (int want_exposed = 0; want_exposed < 2; want_exposed++) {
         for (size_t k = 0; k < c->ndups; k++) {
@@ -951,7 +1244,7 @@ __attribute__((warn_unused_result)) static int dups_classify(struct check *c)
         }
     }
     for (uint32_t f = 0; f < c->o.nlogs; f++)
-        if (log_scan(c, f, pass_examples, false) < 0)
+        if (input_scan(c, f, pass_examples, false) < 0)
             return -1;
     return 0;
 }
@@ -1272,7 +1565,37 @@ static const char *alert_str(const cJSON *ev, const char *a, const char *b)
 static bool violated(const struct result *r)
 {
     return r->duplicates || r->order || r->cross_order || r->arith || r->unleased ||
-           r->lease_overlaps;
+           r->lease_overlaps || r->count_mismatch || r->above_offset || r->bad_gaps ||
+           r->gap_missing || r->bad_blocks;
+}
+
+/* The counts of the further checks given, as " name=N" fields (or JSON members). */
+static void more_fields(const struct check *c, cJSON *j)
+{
+    const struct opts *o = &c->o;
+    const struct result *r = &c->r;
+    struct {
+        bool on;
+        const char *name;
+        uint64_t v;
+    } f[] = {
+        {o->has_count, "count_mismatch", r->count_mismatch},
+        {o->has_cur, "above_offset", r->above_offset},
+        {o->has_gap, "bad_gaps", r->bad_gaps},
+        {o->gap_all, "gap_missing", r->gap_missing},
+        {o->blocks != 0, "bad_blocks", r->bad_blocks},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (!f[i].on)
+            continue;
+        if (j) {
+            char buf[24];
+            snprintf(buf, sizeof buf, "%" PRIu64, f[i].v);
+            cJSON_AddRawToObject(j, f[i].name, buf);
+        } else {
+            printf(" %s=%" PRIu64, f[i].name, f[i].v);
+        }
+    }
 }
 
 static void print_last_line(const struct check *c)
@@ -1280,10 +1603,11 @@ static void print_last_line(const struct check *c)
     const struct result *r = &c->r;
     printf("check: ids=%" PRIu64 " consumers=%zu duplicates=%" PRIu64 " order=%" PRIu64
            " cross_order=%" PRIu64 " arith=%" PRIu64 " unleased=%" PRIu64 " lease_overlaps=%" PRIu64
-           " gaps=%" PRIu64 " empty_pops=%" PRIu64 " below_low_ms=%" PRIu64 " exposed=%" PRIu64
-           "\n",
+           " gaps=%" PRIu64 " empty_pops=%" PRIu64 " below_low_ms=%" PRIu64 " exposed=%" PRIu64,
            r->ids, c->o.nlogs, r->duplicates, r->order, r->cross_order, r->arith, r->unleased,
            r->lease_overlaps, r->gaps, r->empty_pops, r->below_low_ns / 1000000, r->exposed);
+    more_fields(c, NULL);
+    printf("\n");
 }
 
 static void print_pop(const struct check *c, const char *what, const struct pop *p, uint64_t t0)
@@ -1292,10 +1616,9 @@ static void print_pop(const struct check *c, const char *what, const struct pop 
         printf("      %s: ?\n", what);
         return;
     }
-    printf("      %s: %s (consumer %" PRIu32 ") byte %" PRIu64
-           ", sent +%.3f ms, received +%.3f ms\n",
-           what, c->files[p->file].path, c->files[p->file].consumer, p->offset,
-           rel_ms(p->t_send, t0), rel_ms(p->t_recv, t0));
+    printf("      %s: %s (consumer %" PRIu32 ") %s %" PRIu64 ", sent +%.3f ms, received +%.3f ms\n",
+           what, c->files[p->file].path, c->files[p->file].consumer, unit(&c->files[p->file]),
+           p->offset, rel_ms(p->t_send, t0), rel_ms(p->t_recv, t0));
 }
 
 static void print_examples(const struct example *ex, size_t n)
@@ -1370,6 +1693,12 @@ static void report_text(const struct check *c)
                    alert_str(ev, "app", NULL));
         }
     }
+    if (o->has_count || o->has_cur || o->has_gap || o->blocks) {
+        printf("  further:");
+        more_fields(c, NULL);
+        printf("\n");
+        print_examples(r->ex_more, r->n_ex_more);
+    }
     printf("  verdict: %s\n", violated(r) ? "VIOLATION" : "ok");
     print_last_line(c);
 }
@@ -1423,6 +1752,7 @@ static int report_json(const struct check *c)
     json_u64(j, "empty_pops", r->empty_pops);
     json_u64(j, "below_low_ms", r->below_low_ns / 1000000);
     json_u64(j, "exposed", r->exposed);
+    more_fields(c, j);
     cJSON_AddBoolToObject(j, "ok", !violated(r));
     cJSON_AddStringToObject(j, "type", o->monotonic ? "monotonic" : "trend");
     json_u64(j, "records", r->records);
@@ -1457,6 +1787,7 @@ static int report_json(const struct check *c)
     json_examples(j, "cross_order_examples", r->ex_cross, r->n_ex_cross);
     json_examples(j, "arith_examples", r->ex_arith, r->n_ex_arith);
     json_examples(j, "lease_examples", r->ex_lease, r->n_ex_lease);
+    json_examples(j, "further_examples", r->ex_more, r->n_ex_more);
     cJSON *logs = cJSON_AddArrayToObject(j, "logs");
     for (size_t i = 0; i < o->nlogs; i++) {
         const struct logfile *lf = &c->files[i];
@@ -1503,7 +1834,13 @@ static void check_free(struct check *c)
     free(c->leases);
     free(c->merged);
     free(c->dups);
+    free(c->blk);
+    free(c->blk_tmp);
+    free(c->gap_seen);
+    if (c->dump)
+        fclose(c->dump);
     free(c->o.logs);
+    free(c->o.is_list);
 }
 
 /* Runs every check; 0 or -1 (input unreadable, message printed). */
@@ -1514,21 +1851,66 @@ __attribute__((warn_unused_result)) static int check_run(struct check *c)
     c->files = calloc(c->o.nlogs, sizeof *c->files);
     if (!c->files)
         return -1;
-    for (uint32_t f = 0; f < c->o.nlogs; f++) {
-        c->files[f].path = c->o.logs[f];
-        memset(&c->cur, 0, sizeof c->cur);
-        c->files[f].rec_first = c->nrecs;
-        if (log_scan(c, f, pass_load, true) < 0)
+    if (c->o.blocks) {
+        c->blk = calloc((size_t)c->o.blocks, sizeof *c->blk);
+        c->blk_tmp = calloc((size_t)c->o.blocks, sizeof *c->blk_tmp);
+        if (!c->blk || !c->blk_tmp) {
+            fprintf(stderr, "idpool-check: out of memory\n");
             return -1;
-        c->files[f].rec_end = c->nrecs;
+        }
+    }
+    if (c->o.gap_all) {
+        c->gap_seen = calloc((size_t)(c->o.gap_hi - c->o.gap_lo + 1), sizeof *c->gap_seen);
+        if (!c->gap_seen) {
+            fprintf(stderr, "idpool-check: out of memory\n");
+            return -1;
+        }
+    }
+    if (c->o.dump) {
+        c->dump = fopen(c->o.dump, "w");
+        if (!c->dump) {
+            fprintf(stderr, "idpool-check: %s: %s\n", c->o.dump, strerror(errno));
+            return -1;
+        }
+    }
+    for (uint32_t f = 0; f < c->o.nlogs; f++) {
+        struct logfile *lf = &c->files[f];
+        lf->path = c->o.logs[f];
+        lf->is_list = c->o.is_list[f];
+        memset(&c->cur, 0, sizeof c->cur);
+        lf->rec_first = c->nrecs;
+        if (input_scan(c, f, pass_load, true) < 0)
+            return -1;
+        lf->rec_end = c->nrecs;
         if (c->oom)
             return -1;
+        if (c->o.has_count && lf->ids != c->o.count) {
+            r->count_mismatch++;
+            add_example(r->ex_more, &r->n_ex_more,
+                        "%s: %" PRIu64 " IDs, expected %" PRIu64 " (--count)", lf->path, lf->ids,
+                        c->o.count);
+        }
+        if (c->o.blocks && c->cur.nblk) {
+            r->bad_blocks++;
+            add_example(r->ex_more, &r->n_ex_more,
+                        "%s: %" PRIu64 " IDs is not a whole number of groups of %" PRIu64, lf->path,
+                        lf->ids, c->o.blocks);
+        }
         if (c->files[f].longest_empty > r->longest_empty) {
             r->longest_empty = c->files[f].longest_empty;
             r->longest_empty_file = f;
         }
     }
     r->ids = c->nids;
+    if (c->dump) {
+        int bad = ferror(c->dump);
+        if (fclose(c->dump) != 0 || bad) {
+            c->dump = NULL;
+            fprintf(stderr, "idpool-check: %s: write error\n", c->o.dump);
+            return -1;
+        }
+        c->dump = NULL;
+    }
     if (c->o.leases && (leases_load(c) < 0 || leases_check(c) < 0))
         return -1;
     if (c->o.llen && llen_check(c) < 0)
@@ -1557,6 +1939,7 @@ int main(int argc, char **argv)
     if (rc != 0) {
         usage(rc > 0 ? stdout : stderr);
         free(c.o.logs);
+        free(c.o.is_list);
         return rc > 0 ? 0 : EXIT_BAD;
     }
     if (check_run(&c) < 0) {

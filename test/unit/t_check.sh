@@ -337,5 +337,135 @@ jfield "float(j['longest_empty_ms']), float(j['below_low_longest_ms']), j['below
 jfield "[(a['kind'], a['state'], float(a['t_ms'])) for a in j['alerts']]" \
     "[('low', 'firing', 2.0), ('low', 'resolved', 4.5)]"
 
+name=count
+gen "log('n0.bin', 0, [(100, 200, [1, 2]), (300, 400, []), (500, 600, [3])]);
+log('n1.bin', 1, [(100, 200, [4, 5])])"
+run --count 3 n0.bin
+expect 0 ids=3 count_mismatch=0
+run --count 3 n0.bin n1.bin
+expect 1 count_mismatch=1
+contains "n1.bin: 2 IDs, expected 3 (--count)"
+run --count 0 n1.bin
+expect 1 count_mismatch=1
+run --count 3 --json n0.bin n1.bin
+jfield "j['count_mismatch'], j['ok']" "(1, False)"
+# Without the option the last line has no such field.
+run n0.bin
+expect 0
+[[ $out != *count_mismatch* ]] || fail "count_mismatch printed without --count"
+run --count x n0.bin
+expect 2
+
+name=current_offset
+gen "log('k0.bin', 0, [(100, 200, [10, 20, 29])])"
+printf '10 20\n20 30\n' >"$tmp/leases.k"
+run --current-offset 30 --leases leases.k k0.bin
+expect 0 above_offset=0
+run --current-offset 29 k0.bin
+expect 1 above_offset=1
+contains "id 29 is not below current_offset 29"
+# A lease ending above it fails even if no ID is above.
+run --current-offset 29 --leases leases.k --list <(echo 10)
+expect 1 above_offset=1
+contains "lease [20, 30) ends above current_offset 29"
+
+name=gap
+# Leases [100, 200) and [200, 300), delta 3 remainder 1: steps of 1..2 x 3
+# inside a lease; 187 -> 202 crosses into the next lease (not judged).
+printf '100 200\n200 300\n' >"$tmp/leases.g"
+gen "log('g0.bin', 0, [(100, 200, [100, 103, 109, 112, 118])]);
+log('g1.bin', 1, [(300, 400, [181, 187, 202, 205])])"
+run --gap 1:2 --leases leases.g --delta 3 --remainder 1 g0.bin g1.bin
+expect 1 bad_gaps=1
+contains "gap 118 -> 181"
+run --gap 1:21 --leases leases.g --delta 3 --remainder 1 g0.bin g1.bin
+expect 0 bad_gaps=0
+run --gap 2:21 --leases leases.g --delta 3 --remainder 1 g0.bin g1.bin
+expect 1 bad_gaps=3
+# --gap-all: every multiple in the range occurs inside a lease.
+run --gap 1:2 --gap-all --leases leases.g --delta 3 --remainder 1 g1.bin
+expect 0 bad_gaps=0 gap_missing=0
+run --gap 1:3 --gap-all --leases leases.g --delta 3 --remainder 1 g1.bin
+expect 1 bad_gaps=0 gap_missing=1
+contains "never occur inside a lease, e.g. 3"
+run --gap 1:2 g0.bin
+expect 2
+run --gap-all --leases leases.g g0.bin
+expect 2
+run --gap 0:2 --leases leases.g g0.bin
+expect 2
+
+name=blocks
+# Groups of 8 in pop order, split across records: shuffled runs, each above
+# the one before.
+gen "a = [13, 10, 17, 11, 16, 12, 15, 14]; b = [25, 20, 27, 21, 26, 22, 24, 23]
+log('b0.bin', 0, [(100, 200, a[:5]), (300, 400, []), (500, 600, a[5:] + b[:2]), (700, 800, b[2:])])
+log('b1.bin', 1, [(100, 200, sorted(a))])
+log('b2.bin', 1, [(100, 200, sorted(a, reverse=True))])
+log('b3.bin', 2, [(100, 200, a[:7] + [18])])
+log('b4.bin', 3, [(100, 200, b + a)])
+log('b5.bin', 4, [(100, 200, a + b[:3])])
+log('b6.bin', 5, [(100, 200, [13, 10, 13, 11, 16, 12, 15, 14])])
+log('b7.bin', 6, [(100, 200, [3, 1, 2, 6, 4, 5])])"
+run --blocks 8 --count 16 b0.bin
+expect 0 bad_blocks=0 count_mismatch=0
+run --blocks 8 b1.bin
+expect 1 bad_blocks=1
+contains "is not shuffled"
+run --blocks 8 b2.bin
+expect 1 bad_blocks=1
+run --blocks 8 b3.bin
+expect 1 bad_blocks=1
+contains "is not a run with stride delta"
+run --blocks 8 b4.bin
+expect 1 bad_blocks=1
+contains "is not above the group before"
+run --blocks 8 b5.bin
+expect 1 bad_blocks=1
+contains "11 IDs is not a whole number of groups of 8"
+run --blocks 8 b6.bin
+expect 1 bad_blocks=1 duplicates=1
+contains "repeats an ID"
+# Stride delta; below 8 IDs a group may come out sorted.
+gen "log('b8.bin', 0, [(100, 200, [17, 11, 14, 20, 26, 23])])"
+run --blocks 3 --delta 3 --remainder 2 b8.bin
+expect 0 bad_blocks=0
+run --blocks 3 b8.bin
+expect 1 bad_blocks=2
+run --blocks 3 b7.bin
+expect 0 bad_blocks=0
+run --blocks 0 b7.bin
+expect 2
+
+name=list
+# A pool snapshot (LRANGE): one more stream, without times.
+gen "log('s0.bin', 0, [(100, 200, [1, 2, 3])])"
+printf '4\n\n5\n7\n' >"$tmp/pool.1"
+printf '3\n8\n' >"$tmp/pool.2"
+printf '9\n6\n' >"$tmp/pool.3"
+printf '9\n1x\n' >"$tmp/pool.4"
+run --type monotonic --count 3 s0.bin --list pool.1
+expect 0 ids=6 consumers=2 duplicates=0 order=0 cross_order=0 count_mismatch=0
+run s0.bin --list pool.2
+expect 1 duplicates=1
+contains "pool.2 (consumer 0) line 1"
+run --type monotonic --list pool.3
+expect 1 order=1 cross_order=0
+contains "pool.3 line 1: id 6 after 9"
+run --list pool.4
+expect 2
+contains "pool.4:2"
+printf '8\n7\n' >"$tmp/pool.5"
+run --blocks 2 --list pool.5 --list pool.3
+expect 1 bad_blocks=1
+contains "pool.3: group of 2 at ID #0 (6..9) is not a run with stride delta"
+
+name=dump
+run --dump ids.txt s0.bin --list pool.3 s0.bin
+expect 1 duplicates=3
+[[ $(tr '\n' ' ' <"$tmp/ids.txt") == "1 2 3 9 6 1 2 3 " ]] || fail "dump: $(cat "$tmp/ids.txt" 2>&1)"
+run --dump /nonexistent/ids.txt s0.bin
+expect 2
+
 echo "$cases cases, $failures failed assertions"
 [[ $failures == 0 ]]
