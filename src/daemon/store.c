@@ -20,6 +20,11 @@
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
 #define RESERVE_RETRIES 8
+#define SESSION_IDLE_S  10   /* the server ends a session idle this long (wait_timeout) */
+#define IDLE_TRX_S      2    /* MariaDB: and a write transaction idle this long */
+#define KEEPALIVE_MS    3000 /* an idle connection is pinged this often */
+#define STR_(x)         #x
+#define STR(x)          STR_(x)
 #define JOIN_TIMEOUT_MS 300 /* at shutdown, how long to wait for the worker */
 
 enum job_kind { JOB_LOAD, JOB_RESERVE };
@@ -64,6 +69,7 @@ struct store {
     int failures; /* consecutive connect failures */
     char last_err[STORE_ERR_MAX];
     int ever_connected;
+    uint64_t used_ms; /* the connection's last statement or ping */
     /* counters, written by the worker, read by the loop */
     _Atomic uint64_t errors, reconnects;
     _Atomic int up;
@@ -93,6 +99,22 @@ static void conn_close(struct store *s)
     pthread_mutex_unlock(&s->mu);
     mysql_close(s->conn);
     s->conn = NULL;
+}
+
+/*
+ * Ping an idle connection, so that the server's wait_timeout ends only the
+ * sessions of daemons that stopped running; a connection the server already
+ * ended is closed here (the next job reconnects, without an error).
+ */
+static void conn_keepalive(struct store *s)
+{
+    if (mysql_ping(s->conn) != 0) {
+        log_info("mysql: the idle connection was closed by the server (%s); reconnecting on "
+                 "the next job",
+                 mysql_error(s->conn));
+        conn_close(s);
+    }
+    s->used_ms = clock_ms();
 }
 
 /* Open the connection if needed, honouring the backoff. 0 or -1 (j->err). */
@@ -136,13 +158,21 @@ static int conn_open(struct store *s, struct job *j)
     }
     /*
      * A daemon stopped inside a reservation (SIGSTOP, a frozen VM) holds the
-     * application row's lock: MariaDB ends a write transaction idle for 2 s,
-     * so that the other daemons can reserve; the stopped one finds its
-     * connection gone and never uses that range. Best effort: MySQL has no
-     * idle_write_transaction_timeout.
+     * application row's lock. The server must end its session within
+     * seconds, so that the other daemons can reserve; the stopped one finds
+     * its connection gone and never uses that range. MariaDB ends a write
+     * transaction idle for IDLE_TRX_S; on both MariaDB and MySQL 8 the
+     * session ends after SESSION_IDLE_S without a statement (wait_timeout),
+     * and the worker pings an idle connection every KEEPALIVE_MS so that a
+     * daemon that runs keeps its session.
      */
-    if (mysql_query(m, "SET SESSION idle_write_transaction_timeout = 2") != 0)
-        log_debug("mysql: idle_write_transaction_timeout not set: %s", mysql_error(m));
+    if (mysql_query(m, "SET SESSION wait_timeout = " STR(SESSION_IDLE_S)) != 0)
+        log_warn("mysql: cannot set wait_timeout (%s): a frozen daemon may hold a row lock "
+                 "for the server's default wait_timeout",
+                 mysql_error(m));
+    if (mysql_query(m, "SET SESSION idle_write_transaction_timeout = " STR(IDLE_TRX_S)) != 0)
+        log_debug("mysql: idle_write_transaction_timeout not set (not MariaDB?): %s",
+                  mysql_error(m));
     if (s->failures)
         log_info("mysql: connected to %s:%d/%s, recovered after %d failed attempts", s->host,
                  s->port, s->db, s->failures);
@@ -151,6 +181,7 @@ static int conn_open(struct store *s, struct job *j)
     s->failures = 0;
     s->backoff_ms = BACKOFF_MIN_MS;
     s->conn = m;
+    s->used_ms = clock_ms();
     if (s->ever_connected)
         s->reconnects++;
     s->ever_connected = 1;
@@ -232,11 +263,16 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 
 /*
  * The write-ahead reservation (brief §4.1): in one READ COMMITTED
- * transaction, read current_offset and the highest leased hi, choose
- * lo above both (and above start_offset and the caller's floor), move
- * current_offset to hi by compare-and-set, record the lease, commit. A lost
- * compare-and-set retries from a fresh read; a failed commit is never
- * reported as success.
+ * transaction, read current_offset, version and the highest leased hi,
+ * choose lo above current_offset, that hi, start_offset and the caller's
+ * floor, move current_offset to hi by compare-and-set on current_offset
+ * AND version, record the lease, commit. Every reservation bumps version,
+ * so a reservation whose reads went stale (another one committed between
+ * its reads and its UPDATE, even if an operator then wrote the old
+ * current_offset back: ABA) matches no row and retries from fresh reads:
+ * leases never overlap (L). No row lock is held across the reads, so a
+ * reserver that stops between them holds nothing another daemon waits for.
+ * A failed commit is never reported as success.
  */
 static void job_reserve(struct store *s, struct job *j)
 {
@@ -284,12 +320,12 @@ static void job_reserve(struct store *s, struct job *j)
         hi = lo + (j->span < (uint64_t)INT64_MAX - lo ? j->span : (uint64_t)INT64_MAX - lo);
         snprintf(sql, sizeof(sql),
                  "UPDATE application SET current_offset = %" PRIu64 ", version = version + 1 "
-                 "WHERE id = %" PRId64 " AND current_offset = %" PRId64,
-                 hi, j->app_id, app[0]);
+                 "WHERE id = %" PRId64 " AND current_offset = %" PRId64 " AND version = %" PRId64,
+                 hi, j->app_id, app[0], app[2]);
         if (q(s, j, sql) < 0)
             return;
         if (mysql_affected_rows(s->conn) != 1) {
-            /* Someone moved current_offset under us: re-read and try again. */
+            /* Someone reserved (or edited the row) under us: re-read and try again. */
             if (q(s, j, "ROLLBACK") < 0)
                 return;
             continue;
@@ -331,8 +367,23 @@ static void *worker(void *arg)
         char byte = 'x';
 
         pthread_mutex_lock(&s->mu);
-        while (!s->todo && !s->stopping)
-            pthread_cond_wait(&s->cv, &s->mu);
+        while (!s->todo && !s->stopping) {
+            if (s->conn && clock_ms() - s->used_ms >= KEEPALIVE_MS) {
+                pthread_mutex_unlock(&s->mu);
+                conn_keepalive(s);
+                pthread_mutex_lock(&s->mu);
+                continue;
+            }
+            if (s->conn) {
+                struct timespec ts;
+                uint64_t at = s->used_ms + KEEPALIVE_MS;
+                ts.tv_sec = (time_t)(at / 1000);
+                ts.tv_nsec = (long)(at % 1000) * 1000000L;
+                pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+            } else {
+                pthread_cond_wait(&s->cv, &s->mu);
+            }
+        }
         if (s->stopping) {
             pthread_mutex_unlock(&s->mu);
             break;
@@ -346,6 +397,10 @@ static void *worker(void *arg)
         j->next = NULL;
         j->status = STORE_SQL;
         j->err[0] = '\0';
+        /* Keep-alives were missed (the process was stopped): the server may have ended the session.
+         */
+        if (s->conn && clock_ms() - s->used_ms >= 2 * KEEPALIVE_MS)
+            conn_keepalive(s);
         if (conn_open(s, j) == 0) {
             if (j->kind == JOB_LOAD)
                 job_load(s, j);
@@ -353,6 +408,7 @@ static void *worker(void *arg)
                 job_reserve(s, j);
         }
 
+        s->used_ms = clock_ms();
         if (j->status != STORE_OK)
             s->errors++;
         s->up = j->status == STORE_OK;
@@ -477,7 +533,13 @@ struct store *store_new(struct event_base *base, const struct config *cfg)
     s->timeout_s = (unsigned)((cfg->mysql_timeout_ms + 999) / 1000);
     s->backoff_ms = BACKOFF_MIN_MS;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* keep-alive waits */
+        pthread_cond_init(&s->cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     if (!s->host || !s->user || !s->db || !s->instance || pipe2(s->pipefd, O_CLOEXEC) < 0 ||
         fcntl(s->pipefd[0], F_SETFL, O_NONBLOCK) < 0)
         goto fail;
