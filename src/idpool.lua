@@ -7,6 +7,22 @@
 -- IDs and offsets are passed and stored as decimal strings and only ever
 -- compared as strings: Lua numbers are doubles, exact only below 2^53.
 
+-- The library's version: idpoold loads this library only when the one in
+-- Redis is missing or older (never a newer one), so that a rolling upgrade
+-- or a rollback of the daemon does not swap the fence under a running one.
+-- Bump it with every change of this file. (meson.build reads this line.)
+local LIB_VERSION = 2
+
+-- The epoch ("run_id:master_replid" as idpoold reads it from INFO) under
+-- which the pools of this Redis process were re-validated. It lives as long
+-- as the loaded library: a restart, a rollback to older data, a failover
+-- (a replica loads its functions at its own start) or a reload of the library
+-- starts with it empty. idpool_take serves a pool only when its meta was
+-- written under this epoch, so a take never returns IDs that a previous
+-- process (or the old primary) may already have handed out; the daemons set
+-- it with every epoch sweep and status read.
+local validated = nil
+
 -- Alerts: the state of each alert kind of an application lives in its meta
 -- hash (field alert:<kind> = "firing", absent when resolved), so that any
 -- number of daemons and clients agree on it and a transition is published
@@ -128,11 +144,16 @@ end
 -- the old process already handed out are never served again. The daemon
 -- calls it for every application after each (re)connect, because a pool
 -- above its low-water mark would otherwise not be pushed to (and so not be
--- checked by idpool_push) for a long time.
+-- checked by idpool_push) for a long time. A pool whose meta lacks run_id
+-- (meta evicted or deleted) is discarded too. Also records run_id as the
+-- epoch under which takes are served (see `validated`). Allowed over
+-- maxmemory: the sweep must work whenever LPOP does.
 --   FCALL idpool_epoch 2 <pool> <meta> run_id   -> 1 discarded, 0 kept
 local function epoch(keys, args)
-    local cur = redis.call('HMGET', keys[2], 'next', 'run_id')
-    if cur[1] and cur[2] ~= args[1] then
+    validated = args[1]
+    local run_id = redis.call('HGET', keys[2], 'run_id')
+    if run_id ~= args[1] and (run_id or redis.call('EXISTS', keys[1]) == 1) then
+        -- written under another process, or meta lost (evicted) under a pool
         redis.call('DEL', keys[1], keys[2])
         return 1
     end
@@ -154,10 +175,15 @@ end
 --   FCALL idpool_take 2 <pool> <meta> COUNT   -> array of up to COUNT IDs
 --
 -- Errors: IDPOOL_BADARG (COUNT not an integer >= 1), IDPOOL_NOAPP (no limits
--- in meta: the daemon does not serve this application), IDPOOL_LIMIT (COUNT
+-- in meta: the daemon does not serve this application), IDPOOL_EPOCH (the
+-- pool was not written under this Redis process's validated epoch: after a
+-- restart, a rollback or a failover, until the daemon's sweep; says when to
+-- retry; never an ID that may have been handed out before), IDPOOL_LIMIT (COUNT
 -- above max_size_per_times), IDPOOL_RATE (max_size_per_second IDs already
 -- granted in this second; says how long to wait). A short or empty reply
 -- counts an underflow in meta and fires the underflow alert.
+local EPOCH_RETRY_MS = 200
+
 local function take(keys, args)
     local pool, meta = keys[1], keys[2]
     local raw = args[1] or ''
@@ -166,10 +192,16 @@ local function take(keys, args)
                                  string.format('%q', raw))
     end
     local n = tonumber(raw)
-    local cfg = redis.call('HMGET', meta, 'per_take', 'per_second', 'rl_sec', 'rl_used', 'taken')
+    local cfg = redis.call('HMGET', meta, 'per_take', 'per_second', 'rl_sec', 'rl_used', 'taken',
+                           'run_id')
     if not cfg[1] or not cfg[2] then
         return redis.error_reply('IDPOOL_NOAPP no such application: ' .. meta ..
                                  ' has no limits (not served by idpoold)')
+    end
+    if not validated or cfg[6] ~= validated then
+        redis.call('HINCRBY', meta, 'refused_epoch', 1)
+        return redis.error_reply('IDPOOL_EPOCH pool not yet re-validated after a Redis restart, ' ..
+                                 'rollback or failover; retry in ' .. EPOCH_RETRY_MS .. ' ms')
     end
     local per_take, per_second = tonumber(cfg[1]), tonumber(cfg[2])
     if n > per_take or n > per_second then
@@ -206,16 +238,23 @@ local function take(keys, args)
 end
 
 -- idpool_status: what the daemon checks every interval, in one round trip.
---   FCALL_RO idpool_status 2 <pool> <meta>
+--   FCALL_RO idpool_status 2 <pool> <meta> epoch
 --   -> {LLEN, underflows, refused_limit, refused_rate, taken,
---       underflow alert firing 0/1, per_take or nil, per_second or nil, pushed}
--- The limits come back so the daemon can restore them when meta was lost.
+--       underflow alert firing 0/1, per_take or nil, per_second or nil, pushed,
+--       refused_epoch, meta run_id or ""}
+-- The limits come back so the daemon can restore them when meta was lost;
+-- run_id so that it can sweep a pool not written under its epoch. The
+-- caller's epoch becomes the validated one if the library was reloaded.
 local function status(keys, args)
+    if not validated and args[1] and args[1] ~= '' then
+        validated = args[1]
+    end
     local m = redis.call('HMGET', keys[2], 'underflows', 'refused_limit', 'refused_rate', 'taken',
-                         'alert:underflow', 'per_take', 'per_second', 'pushed')
+                         'alert:underflow', 'per_take', 'per_second', 'pushed', 'refused_epoch',
+                         'run_id')
     return {redis.call('LLEN', keys[1]), tonumber(m[1] or 0), tonumber(m[2] or 0),
             tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0, m[6], m[7],
-            tonumber(m[8] or 0)}
+            tonumber(m[8] or 0), tonumber(m[9] or 0), m[10] or ''}
 end
 
 -- idpool_alert: a daemon moves an alert to firing or resolved.
@@ -253,28 +292,29 @@ end
 --
 --   WATCH <lock>
 --   FCALL idpool_guard 3 <pool> <meta> <lock> token run_id expected_next
---   MULTI  RPUSH <pool> id...  HSET <meta> next .. hi .. run_id ..  ...  EXEC
+--   MULTI  RPUSH <pool> id...  HSET <meta> next .. hi .. run_id ..  ...
+--          PEXPIRE <lock> ttl
+--   (the daemon waits for the guard's verdict) EXEC only on 1, else DISCARD
 --
--- all pipelined. The guard makes the checks of idpool_push; when one fails
--- it returns the same error and touches the watched lock key (rewriting it
--- as it is, or creating it for 1 ms if it is gone), so that the EXEC of this
--- chunk does nothing. The EXEC also does nothing if anyone else changes the
--- lock in between. A chunk whose EXEC did nothing leaves meta's next where it
--- was, so the next chunk's guard (which expects the next after this chunk)
--- fails as well. Returns 1.
+-- The guard makes the checks of idpool_push and returns 1 or the error. The
+-- verdict is what decides: whatever keeps the guard from running (the
+-- library missing or another version without it, a Lua error, BUSY, OOM)
+-- gives an error reply, and the transaction is discarded. WATCH covers the
+-- time between the verdict and EXEC: a lock that expires or is taken over
+-- meanwhile aborts the EXEC. A failed guard writes nothing (the legitimate
+-- holder's transactions are not disturbed), except that a pool of another
+-- epoch is discarded as in idpool_push.
 local function guard(keys, args)
-    local pool, meta, lock = keys[1], keys[2], keys[3]
-    local err = fence(pool, meta, lock, args[1], args[2], args[3])
+    local err = fence(keys[1], keys[2], keys[3], args[1], args[2], args[3])
     if err then
-        local v = redis.call('GET', lock)
-        if v then
-            redis.call('SET', lock, v, 'KEEPTTL')
-        else
-            redis.call('SET', lock, '', 'PX', 1)
-        end
         return err
     end
     return 1
+end
+
+-- idpool_version: the version of the loaded library (LIB_VERSION).
+local function version()
+    return LIB_VERSION
 end
 
 -- idpool_unlock: release the lock only if the caller still holds it.
@@ -288,9 +328,11 @@ end
 
 redis.register_function('idpool_push', push)
 redis.register_function('idpool_guard', guard)
-redis.register_function('idpool_epoch', epoch)
+redis.register_function{function_name = 'idpool_epoch', callback = epoch, flags = {'allow-oom'}}
 redis.register_function('idpool_renew', renew)
 redis.register_function('idpool_unlock', unlock)
 redis.register_function('idpool_take', take)
 redis.register_function{function_name = 'idpool_status', callback = status, flags = {'no-writes'}}
 redis.register_function('idpool_alert', alert)
+redis.register_function{function_name = 'idpool_version', callback = version,
+                        flags = {'no-writes'}}

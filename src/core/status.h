@@ -39,10 +39,11 @@
     C(arg, underflows, "idpool_underflows_total", "Short or empty takes and empty pool checks.",   \
       "")                                                                                          \
     C(arg, refused_limit, "idpool_takes_refused_total",                                            \
-      "Takes refused by idpool_take: limit (count > max_size_per_times) or rate "                  \
-      "(max_size_per_second).",                                                                    \
+      "Takes refused by idpool_take: limit (count > max_size_per_times), rate "                    \
+      "(max_size_per_second) or epoch (pool not yet re-validated after a Redis restart).",         \
       "reason=\"limit\"")                                                                          \
     C(arg, refused_rate, "idpool_takes_refused_total", "", "reason=\"rate\"")                      \
+    C(arg, refused_epoch, "idpool_takes_refused_total", "", "reason=\"epoch\"")                    \
     C(arg, taken, "idpool_ids_taken_total", "IDs granted by idpool_take.", "")
 
 /* The counters of one application (underflows..taken are read from meta: all daemons). */

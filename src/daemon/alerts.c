@@ -32,8 +32,11 @@ struct hook_msg {
  * daemon that announced the firing even if Redis forgot it meanwhile. */
 struct notified {
     char *app;
-    unsigned mask; /* 1 << kind */
+    unsigned mask; /* 1 << kind: announced here; 1 << (UNSYNCED + kind): and meta never
+                      recorded the firing (idpool_alert failed), so its 'resolved' is stale */
 };
+
+#define UNSYNCED 16
 
 struct alerts {
     struct event_base *base;
@@ -77,7 +80,7 @@ static ssize_t notified_find(const struct alerts *al, const char *app)
  * alert kind of app. Entries whose mask drops to 0 are removed, so the list
  * holds only applications with an alert announced here and still firing.
  */
-static void notified_set(struct alerts *al, const char *app, enum alert_kind kind, int set)
+static void notified_bit(struct alerts *al, const char *app, unsigned bit, int set)
 {
     ssize_t i = notified_find(al, app);
 
@@ -96,13 +99,20 @@ static void notified_set(struct alerts *al, const char *app, enum alert_kind kin
         i = (ssize_t)al->nnotified++;
     }
     if (set)
-        al->notified[i].mask |= 1u << kind;
+        al->notified[i].mask |= 1u << bit;
     else
-        al->notified[i].mask &= ~(1u << kind);
+        al->notified[i].mask &= ~(1u << bit);
     if (al->notified[i].mask == 0) {
         free(al->notified[i].app);
         al->notified[i] = al->notified[--al->nnotified];
     }
+}
+
+static void notified_set(struct alerts *al, const char *app, enum alert_kind kind, int set)
+{
+    notified_bit(al, app, (unsigned)kind, set);
+    if (!set)
+        notified_bit(al, app, UNSYNCED + (unsigned)kind, 0);
 }
 
 static void rfc3339_now(char *buf, size_t len) /* len >= 64 */
@@ -300,11 +310,16 @@ static void forget(struct alerts *al, const char *app, enum alert_kind kind)
     notified_set(al, app, kind, 0);
 }
 
-static int was_notified(struct alerts *al, const char *app, enum alert_kind kind)
+static int has_bit(struct alerts *al, const char *app, unsigned bit)
 {
     ssize_t i = notified_find(al, app);
 
-    return i >= 0 && (al->notified[i].mask & (1u << kind));
+    return i >= 0 && (al->notified[i].mask & (1u << bit));
+}
+
+static int was_notified(struct alerts *al, const char *app, enum alert_kind kind)
+{
+    return has_bit(al, app, (unsigned)kind);
 }
 
 static void emit_ctx_free(struct emit_ctx *c)
@@ -326,6 +341,8 @@ static void on_alert_reply(struct rds *r, redisReply *reply, void *arg)
         /* 1: ours to announce; 0: another instance announced it. */
         if (reply->integer == 1)
             deliver(c->al, c->app, c->kind, c->firing, c->message, c->event);
+        else if (!c->firing && has_bit(c->al, c->app, UNSYNCED + (unsigned)c->kind))
+            deliver(c->al, c->app, c->kind, 0, c->message, c->event); /* meta never knew */
         else if (!c->firing)
             forget(c->al, c->app, c->kind);
     } else {
@@ -335,6 +352,8 @@ static void on_alert_reply(struct rds *r, redisReply *reply, void *arg)
                      rds_errstr(reply));
         if (c->firing || was_notified(c->al, c->app, c->kind))
             deliver(c->al, c->app, c->kind, c->firing, c->message, c->event);
+        if (c->firing)
+            notified_bit(c->al, c->app, UNSYNCED + (unsigned)c->kind, 1);
     }
     emit_ctx_free(c);
 }

@@ -194,12 +194,12 @@ void health_check(struct health *h, struct pool *p, uint64_t prev_underflows, in
     observe(h, p, ALERT_OFFSET_REGRESSION, 0, 0, "-");
 }
 
-void health_unreachable(struct health *h, struct pool *p, uint64_t now_ms)
+void health_unreachable(struct health *h, struct pool *p, uint64_t now_ms, const char *why)
 {
     uint64_t ref = ok_since(p);
 
     observe(h, p, ALERT_STALLED, now_ms - ref > (uint64_t)h->stall_ms, 0,
-            "no IDs pushed for %" PRIu64 " ms: Redis is unreachable", now_ms - ref);
+            "no IDs pushed for %" PRIu64 " ms: %s", now_ms - ref, why);
 }
 
 int health_pending(const struct pool *p)

@@ -40,8 +40,11 @@ void health_check(struct health *h, struct pool *p, uint64_t prev_underflows,
                   int underflow_in_meta);
 /* A check saw the pool at or above its low-water mark. */
 void health_pool_ok(struct pool *p);
-/* Redis is unreachable: a served pool that needs IDs stalls. */
-void health_unreachable(struct health *h, struct pool *p, uint64_t now_ms);
+/*
+ * The pool cannot be looked at (`why`: Redis is unreachable, its checks
+ * fail): a served pool stalls once nothing was pushed for stall-ms.
+ */
+void health_unreachable(struct health *h, struct pool *p, uint64_t now_ms, const char *why);
 /* An alert fires or waits to fire or resolve (the status is then read every interval). */
 int health_pending(const struct pool *p);
 

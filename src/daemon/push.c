@@ -9,20 +9,20 @@
 #include "rds.h"
 #include "resp.h"
 
-#define PUSH_WINDOW 32 /* chunks in flight on the push connection */
-#define NUM_LEN     21 /* decimal uint64 + NUL */
+#define NUM_LEN 21 /* decimal uint64 + NUL */
 
 struct pusher {
     struct rds *prds;
     struct push_job *running;       /* the job that owns the connection (WATCH) */
     TAILQ_HEAD(, push_job) waiting; /* the others, in order */
     int lock_ttl_ms;                /* for messages */
+    char ttl[16];                   /* lock_ttl_ms as text, for the renewal in each chunk */
     char *resp;                     /* a chunk's RPUSH in RESP (grown as needed) */
     size_t respcap;
 };
 
 static void pusher_next(struct pusher *p);
-static int tx_fill(struct pusher *p, struct push_job *j);
+static void tx_open(struct pusher *p, struct push_job *j);
 
 static void job_error(struct push_job *j, enum push_result kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -88,11 +88,18 @@ static void on_tx_reply(struct rds *r, redisReply *reply, void *arg)
     tx_settle(j->pusher, j);
 }
 
-/* The guard's verdict: an IDPOOL_* error says which check failed. */
+static void on_tx_exec(struct rds *r, redisReply *reply, void *arg);
+
+/*
+ * The guard's verdict on the open chunk decides: EXEC on 1 (and the next
+ * chunk's transaction goes out right behind it), DISCARD on anything else.
+ * An IDPOOL_* error says which check failed.
+ */
 static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
 {
     struct push_job *j = arg;
     struct pusher *p = j->pusher;
+    int ok = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
 
     (void)r;
     j->pending--;
@@ -105,9 +112,25 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
         else if (strncmp(reply->str, "IDPOOL_STALE", 12) == 0)
             job_error(j, PUSH_STALE, "%s", reply->str);
         else
-            job_error(j, PUSH_ERROR, "%s", reply->str);
-    } else if (!reply) {
-        job_error(j, PUSH_ERROR, "%s", rds_errstr(reply));
+            job_error(j, PUSH_ERROR, "the fence did not run: %s", reply->str);
+    } else if (!ok) {
+        job_error(j, PUSH_ERROR, "the fence did not run: %s",
+                  reply ? "unexpected reply from idpool_guard" : rds_errstr(reply));
+    }
+    if (reply) { /* (a lost connection took its MULTI along) */
+        const char *cmd[1];
+        size_t cmd_len[1];
+
+        ok = ok && j->result == PUSH_OK;
+        cmd[0] = ok ? "EXEC" : "DISCARD";
+        cmd_len[0] = ok ? 4 : 7;
+        if (tx_send(p, j, ok ? on_tx_exec : on_tx_reply, 1, cmd, cmd_len) == 0 && ok) {
+            if (j->sent == 1 && fault_at(FAULT_PUSHING)) {
+                rds_flush(p->prds); /* the first chunk is on the wire, the rest is not */
+                fault_fire();
+            }
+            tx_open(p, j);
+        }
     }
     tx_settle(p, j);
 }
@@ -129,19 +152,18 @@ static void on_tx_exec(struct rds *r, redisReply *reply, void *arg)
             reply->element[0]->type == REDIS_REPLY_INTEGER)
             j->len = (uint64_t)reply->element[0]->integer;
         j->ndone++;
-        tx_fill(p, j);
     }
     tx_settle(p, j);
 }
 
-/* Send chunk k: WATCH, the guard, MULTI ... EXEC (see push.h). */
+/* Open chunk k's transaction: WATCH, the guard, MULTI ... PEXPIRE; EXEC waits for the verdict. */
 static int tx_write(struct pusher *p, struct push_job *j, size_t k)
 {
     const struct plan_chunk *c = &j->chunks[k];
     const struct lease_state *st = &c->after;
     char nums[4][NUM_LEN], n[NUM_LEN];
-    const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"};
-    size_t multi_len[] = {5}, exec_len[] = {4};
+    const char *multi[] = {"MULTI"};
+    size_t multi_len[] = {5};
     size_t klen = strlen(j->k_pool), need = RESP_RPUSH_MAX(klen, c->n), rlen;
 
     /* the RPUSH first: nothing is sent if it cannot be built (no MULTI left open) */
@@ -208,26 +230,25 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k)
         if (tx_send(p, j, on_tx_reply, 4, argv, len) != 0)
             return -1;
     }
-    return tx_send(p, j, on_tx_exec, 1, exec, exec_len);
+    {
+        /* the lock is renewed with every chunk: a long push is not fenced off part-way */
+        const char *argv[] = {"PEXPIRE", j->k_lock, p->ttl};
+        size_t len[] = {7, strlen(j->k_lock), strlen(p->ttl)};
+        return tx_send(p, j, on_tx_reply, 3, argv, len);
+    }
 }
 
 /*
- * Keep up to PUSH_WINDOW chunks in flight: each EXEC reply sends the next
- * chunk. Formatting a chunk overlaps with Redis appending the ones before it,
- * and hiredis' output buffer stays small (a whole refill of 2^20 IDs queued
- * at once is ~25 MB that hiredis shifts down after every partial write).
+ * Open the next chunk's transaction, if any. One is open at a time (WATCH
+ * and MULTI belong to the connection); it goes out right behind the EXEC of
+ * the one before, whose outcome it need not wait for: its guard runs after
+ * that EXEC and expects the meta it leaves, so a chunk after one that did
+ * nothing fails its guard and is discarded.
  */
-static int tx_fill(struct pusher *p, struct push_job *j)
+static void tx_open(struct pusher *p, struct push_job *j)
 {
-    while (j->result == PUSH_OK && j->sent < j->nchunks && j->sent - j->ndone < PUSH_WINDOW) {
-        if (tx_write(p, j, j->sent) != 0)
-            return -1;
-        if (j->sent++ == 0 && fault_at(FAULT_PUSHING)) {
-            rds_flush(p->prds); /* the first chunk is on the wire, the rest is not */
-            fault_fire();
-        }
-    }
-    return 0;
+    if (j->result == PUSH_OK && j->sent < j->nchunks && tx_write(p, j, j->sent) == 0)
+        j->sent++;
 }
 
 /* Give the push connection to the next waiting job that is ready. */
@@ -244,7 +265,7 @@ static void pusher_next(struct pusher *p)
             continue;
         }
         p->running = j;
-        tx_fill(p, j);
+        tx_open(p, j);
         tx_settle(p, j);
     }
 }
@@ -269,6 +290,7 @@ void push_kick(struct pusher *p)
 void pusher_configure(struct pusher *p, int lock_ttl_ms)
 {
     p->lock_ttl_ms = lock_ttl_ms;
+    snprintf(p->ttl, sizeof(p->ttl), "%d", lock_ttl_ms);
 }
 
 struct pusher *pusher_new(struct rds *prds, int lock_ttl_ms)

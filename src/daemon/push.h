@@ -3,20 +3,23 @@
  * with native RPUSH inside MULTI/EXEC on a connection of its own
  * ("redis-push"): a Lua function that unpacks 1000 arguments into RPUSH
  * costs Redis about twice the CPU of the plain command. The fence is
- * idpool_guard (src/idpool.lua), run inside the transaction:
+ * idpool_guard (src/idpool.lua), and its verdict comes before the commit:
  *
  *   WATCH lock
  *   FCALL idpool_guard 3 pool meta lock token epoch expected_next
  *   MULTI; RPUSH pool ids...; HSET meta next hi run_id [nlo nhi];
- *   [HDEL meta nlo nhi]; HINCRBY meta pushed n; EXEC
+ *   [HDEL meta nlo nhi]; HINCRBY meta pushed n; PEXPIRE lock ttl
+ *   ... the guard's reply ... EXEC if it is 1, else DISCARD
  *
- * The guard checks the lock token, the epoch and meta's next; when a check
- * fails it touches the watched lock key, so the EXEC does nothing. EXEC also
- * does nothing if the lock expired, was taken over or deleted after WATCH.
- * Each chunk's guard expects the next left by the chunk before it, so after
- * a chunk that did nothing the following ones do nothing either: a job is
- * pipelined (PUSH_WINDOW chunks in flight) and runs at Redis' speed, not at
- * one round trip per chunk.
+ * The guard checks the lock token, the epoch and meta's next. Whatever
+ * keeps it from saying 1 (a failed check, a missing or foreign function
+ * library, a Lua error, BUSY, OOM, a lost connection) means no EXEC: the
+ * push fails closed. WATCH covers the time between the verdict and EXEC: a
+ * lock that expired, was taken over or deleted meanwhile makes EXEC do
+ * nothing. Each chunk renews the lock (PEXPIRE inside the transaction), so
+ * a long push on a slow Redis keeps it. The next chunk's transaction goes
+ * out right behind an EXEC; its guard expects the next left by the chunk
+ * before, so after a chunk that did nothing the following ones fail too.
  *
  * WATCH is per connection, so one job at a time owns the push connection;
  * the others wait in a FIFO. A job works on what it is given (keys, token,

@@ -14,6 +14,7 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000 /* also bounds the window after a Redis restart (README) */
 #define ROLE_CHECK_MS  1000 /* how often a ready connection checks for a failover */
+#define LIB_CHECK_MS   1000 /* at most this often after "Function not found" */
 
 enum rds_conn {
     RDS_DOWN,       /* no connection; a reconnect is scheduled */
@@ -43,6 +44,9 @@ struct rds {
     uint64_t role_check_ms;  /* last INFO replication probe sent (0 = none in flight) */
     int role_probe;          /* a probe is in flight */
     int ever_ready;          /* was ready at least once */
+    int lib_loading;         /* a check or load of the function library is in flight */
+    uint64_t lib_checked_ms; /* when the library was last checked after a missing function */
+    long long lib_newer;     /* version of a newer library found and kept (0: none) */
     struct rds_stats stats;  /* for /metrics */
     struct event *retry_ev;  /* reconnect timer */
     struct event *watch_ev;  /* persistent timeout watchdog */
@@ -58,6 +62,7 @@ struct rds_cb {
 };
 
 static void rds_connect(struct rds *r);
+static int lib_check(struct rds *r, int handshake);
 
 const char *rds_errstr(const redisReply *reply)
 {
@@ -120,6 +125,23 @@ static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
     (void)ac;
     r->outstanding--;
     r->progress_ms = clock_ms();
+    /*
+     * The library was flushed or deleted under us: load it again (and say so).
+     * Only on the main connection: the push connection's transactions would
+     * swallow the check (queued inside MULTI).
+     */
+    if (r->main_conn && reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR &&
+        r->state == RDS_READY && !r->lib_loading &&
+        r->progress_ms - r->lib_checked_ms >= LIB_CHECK_MS &&
+        strncmp(((redisReply *)reply)->str, "ERR Function not found", 22) == 0) {
+        if (r->lib_newer == 0)
+            log_warn("%s: a function of the idpool library is missing (FUNCTION FLUSH or "
+                     "DELETE?): %s; loading it again",
+                     r->name, ((redisReply *)reply)->str);
+        r->lib_checked_ms = r->progress_ms;
+        if (lib_check(r, 0) != 0)
+            r->lib_loading = 0;
+    }
     if (cb->fn)
         cb->fn(r, reply, cb->arg);
     free(cb);
@@ -315,19 +337,90 @@ static void hs_policy(struct rds *r, redisReply *reply, void *arg)
     }
 }
 
-static void hs_function(struct rds *r, redisReply *reply, void *arg)
+/*
+ * The function library. idpoold loads its own only when the one in Redis is
+ * missing (a fresh server, FUNCTION FLUSH/DELETE) or older: a newer one is
+ * never replaced (a rolling upgrade or rollback of the daemons), and an
+ * equal one is not reloaded, which would reset its state (the validated
+ * epoch of idpool_take) under the other daemons. The push path does not
+ * depend on it for safety: it commits only on the guard's verdict.
+ */
+static void hs_ready(struct rds *r);
+
+static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
 {
-    (void)arg;
-    if (r->state != RDS_HANDSHAKE || !reply)
+    int handshake = arg != NULL;
+
+    r->lib_loading = 0;
+    if (handshake && r->state != RDS_HANDSHAKE)
+        return;
+    if (!reply)
         return;
     if (reply->type == REDIS_REPLY_ERROR) {
         char why[256];
         snprintf(why, sizeof(why),
-                 "FUNCTION LOAD of the idpool library failed (Redis >= 7.0 needed): %s",
-                 reply->str);
-        rds_drop(r, why);
+                 "FUNCTION LOAD of the idpool library (version %d) failed: %s (Redis >= 7.0 "
+                 "with FUNCTION LOAD allowed for this user is needed)",
+                 IDPOOL_LIB_VERSION, reply->str);
+        if (handshake)
+            rds_drop(r, why);
+        else
+            log_error("%s: %s; pools cannot be checked or refilled until it is loaded", r->name,
+                      why);
         return;
     }
+    if (!handshake)
+        log_warn("%s: the idpool function library (version %d) was loaded again", r->name,
+                 IDPOOL_LIB_VERSION);
+    if (handshake)
+        hs_ready(r);
+}
+
+static void lib_version(struct rds *r, redisReply *reply, void *arg)
+{
+    int handshake = arg != NULL;
+    static const char lib[] = IDPOOL_LUA_SOURCE;
+    const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", lib};
+    size_t len[] = {8, 4, 7, sizeof(lib) - 1};
+
+    if ((handshake && r->state != RDS_HANDSHAKE) || !reply) {
+        r->lib_loading = 0;
+        return;
+    }
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= IDPOOL_LIB_VERSION) {
+        r->lib_loading = 0;
+        if (reply->integer > IDPOOL_LIB_VERSION && reply->integer != r->lib_newer)
+            log_warn("%s: a newer idpool function library (version %lld) is loaded; this daemon "
+                     "(library version %d) keeps it",
+                     r->name, reply->integer, IDPOOL_LIB_VERSION);
+        r->lib_newer = reply->integer > IDPOOL_LIB_VERSION ? reply->integer : 0;
+        if (handshake)
+            hs_ready(r);
+        return;
+    }
+    r->lib_newer = 0;
+    if (reply->type == REDIS_REPLY_INTEGER)
+        log_info("%s: replacing the idpool function library version %lld with version %d", r->name,
+                 reply->integer, IDPOOL_LIB_VERSION);
+    if (rds_send(r, lib_loaded, arg, 4, argv, len) != 0) {
+        r->lib_loading = 0;
+        if (handshake)
+            rds_drop(r, "cannot queue FUNCTION LOAD");
+    }
+}
+
+/* Look at the loaded library and load ours if it is missing or older. */
+static int lib_check(struct rds *r, int handshake)
+{
+    const char *argv[] = {"FCALL_RO", "idpool_version", "0"};
+    size_t len[] = {8, 14, 1};
+
+    r->lib_loading = 1;
+    return rds_send(r, lib_version, handshake ? r : NULL, 3, argv, len);
+}
+
+static void hs_ready(struct rds *r)
+{
     r->state = RDS_READY;
     r->backoff_ms = BACKOFF_MIN_MS;
     if (r->ever_ready)
@@ -380,12 +473,7 @@ static void rds_handshake(struct rds *r)
         size_t len[] = {6, 3, 16};
         ok |= rds_send(r, hs_policy, NULL, 3, argv, len);
     }
-    {
-        static const char lib[] = IDPOOL_LUA_SOURCE;
-        const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", lib};
-        size_t len[] = {8, 4, 7, sizeof(lib) - 1};
-        ok |= rds_send(r, hs_function, NULL, 4, argv, len);
-    }
+    ok |= lib_check(r, 1);
     if (ok != 0)
         rds_drop(r, "cannot queue handshake commands");
 }

@@ -578,7 +578,8 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
             goto fail;
     }
     {
-        struct sched_env env = {.rds = rds,
+        struct sched_env env = {.prefix = cfg->key_prefix,
+                                .rds = rds,
                                 .pools = rf->pools,
                                 .health = rf->health,
                                 .pusher = rf->pusher,

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* asprintf */
 #include "scheduler.h"
 
 #include <inttypes.h>
@@ -37,6 +38,10 @@
 
 struct sched {
     struct sched_env env;
+    char *match;             /* SCAN pattern of every pool: <prefix>:{*}:pool */
+    int sweeping;            /* an epoch sweep's SCAN is in progress */
+    unsigned sweep_pending;  /* its idpool_epoch calls in flight */
+    size_t swept, discarded; /* pools seen and discarded by the sweep in progress */
     struct event *tick_ev;   /* persistent tick */
     struct event *reload_ev; /* persistent reload timer */
     int tick_ms, reload_ms, lock_ttl_ms;
@@ -202,8 +207,13 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
 
     (void)r;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 8) {
-        if (reply)
+        if (reply) {
+            char why[300];
+            snprintf(why, sizeof(why), "idpool_status failed: %.250s", rds_errstr(reply));
             health_fail(p, "idpool_status %s failed: %s", p->k_pool, rds_errstr(reply));
+            if (p->live) /* a check that keeps failing must page, not wedge quietly */
+                health_unreachable(s->env.health, p, clock_ms(), why);
+        }
         pool_set_state(p, POOL_IDLE);
         return;
     }
@@ -217,6 +227,14 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     sync_limits(p, e[6], e[7]);
     if (reply->elements > 8)
         rate_sample(p, reply_u64(e[8]), p->seen.len);
+    if (reply->elements > 10) {
+        p->c.refused_epoch = reply_u64(e[9]);
+        /* IDs in a pool not written under this epoch (meta lost, or written by a daemon
+         * that saw another Redis): sweep it at the next check, before refilling it. */
+        if (e[10]->type == REDIS_REPLY_STRING && p->seen.len > 0 &&
+            strcmp(e[10]->str, rds_epoch(r)) != 0)
+            p->sched.epoch_seen[0] = '\0';
+    }
     if (p->live)
         health_check(s->env.health, p, prev_underflows, uf_in_meta);
     p->seen.counters_known = 1;
@@ -268,12 +286,154 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
         return;
     }
     if (epoch_due || now >= p->sched.status_due_ms || !p->live) {
-        if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s", p->k_pool, p->k_meta) !=
-            0)
+        if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s %s", p->k_pool, p->k_meta,
+                        rds_epoch(rds)) != 0)
             pool_set_state(p, POOL_IDLE);
     } else if (rds_command_resp(rds, on_llen, p, p->llen_cmd, p->llen_len) != 0) {
         pool_set_state(p, POOL_IDLE);
     }
+}
+
+/* --- the epoch sweep ---------------------------------------------------- */
+
+/*
+ * After every (re)connect, every pool in Redis is checked against the
+ * epoch: idpool_epoch discards one written under another Redis process (a
+ * restart, a rollback to older data, a failover) or whose meta was lost.
+ * The pools come from SCAN, not from the rows: the sweep does not wait for
+ * MySQL (it may be down when Redis comes back) nor for a pool that is busy
+ * refilling, and it also covers pools of rows soft-deleted or removed.
+ * (Redis Cluster: one SCAN per primary.)
+ */
+struct sweep_item {
+    struct sched *s;
+    char *pool; /* the pool key (heap) */
+};
+
+static void sweep_scan(struct sched *s, const char *cursor);
+
+/* The sweep is over when its SCAN is done and every idpool_epoch has answered. */
+static void sweep_done(struct sched *s, struct rds *r)
+{
+    if (s->sweeping || s->sweep_pending)
+        return;
+    log_info("epoch sweep (epoch %s): %zu pools in Redis, %zu discarded", rds_epoch(r), s->swept,
+             s->discarded);
+}
+
+/* The registered pool of a pool key (its entity key between the braces), or NULL. */
+static struct pool *sweep_pool_of(struct sched *s, const char *key)
+{
+    const char *a = strchr(key, '{'), *b = a ? strchr(a, '}') : NULL;
+    char app[APP_KEY_MAX + 1];
+
+    if (!a || !b || (size_t)(b - a - 1) > APP_KEY_MAX)
+        return NULL;
+    memcpy(app, a + 1, (size_t)(b - a - 1));
+    app[b - a - 1] = '\0';
+    return pools_find(s->env.pools, app);
+}
+
+static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
+{
+    struct sweep_item *it = arg;
+    struct sched *s = it->s;
+    struct pool *p = sweep_pool_of(s, it->pool);
+
+    if (p)
+        p->side_calls--;
+    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+        if (p)
+            snprintf(p->sched.epoch_seen, sizeof(p->sched.epoch_seen), "%s", rds_epoch(r));
+        if (reply->integer == 1) {
+            s->discarded++;
+            if (p) {
+                p->c.discards++;
+                log_warn("app=%s redis restart or failover detected (epoch now %s): pool "
+                         "discarded, refilling from a fresh lease",
+                         p->cfg.key, rds_epoch(r));
+            } else {
+                log_warn("pool %s discarded: written under another Redis process or without "
+                         "meta (epoch now %s); no application row for it is loaded",
+                         it->pool, rds_epoch(r));
+            }
+        }
+    } else if (reply) {
+        log_warn("epoch sweep: idpool_epoch %s failed: %s", it->pool, rds_errstr(reply));
+    }
+    free(it->pool);
+    free(it);
+    s->sweep_pending--;
+    if (reply)
+        sweep_done(s, r);
+}
+
+/* Sweep the pools of one SCAN reply, then go on with its cursor. */
+static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
+{
+    struct sched *s = arg;
+    const redisReply *keys;
+
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_STRING ||
+        reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (reply)
+            log_warn("epoch sweep: SCAN failed: %s; the pools are checked one by one",
+                     rds_errstr(reply));
+        s->sweeping = 0;
+        return;
+    }
+    keys = reply->element[1];
+    for (size_t i = 0; i < keys->elements; i++) {
+        const redisReply *k = keys->element[i];
+        struct sweep_item *it;
+        struct pool *p;
+        char *meta;
+
+        if (k->type != REDIS_REPLY_STRING || k->len < 5 || strcmp(k->str + k->len - 5, ":pool"))
+            continue;
+        it = malloc(sizeof(*it));
+        meta = it ? strdup(k->str) : NULL;
+        if (!meta || !(it->pool = strdup(k->str))) {
+            free(meta);
+            free(it);
+            continue;
+        }
+        it->s = s;
+        memcpy(meta + k->len - 4, "meta", 4);
+        s->swept++;
+        p = sweep_pool_of(s, k->str);
+        if (rds_command(r, on_sweep_epoch, it, "FCALL idpool_epoch 2 %s %s %s", it->pool, meta,
+                        rds_epoch(r)) == 0) {
+            s->sweep_pending++;
+            if (p)
+                p->side_calls++;
+        } else {
+            free(it->pool);
+            free(it);
+        }
+        free(meta);
+    }
+    if (strcmp(reply->element[0]->str, "0") != 0) {
+        sweep_scan(s, reply->element[0]->str);
+        return;
+    }
+    s->sweeping = 0;
+    sweep_done(s, r);
+}
+
+static void sweep_scan(struct sched *s, const char *cursor)
+{
+    if (rds_command(s->env.rds, on_sweep_scan, s, "SCAN %s MATCH %s COUNT 1000", cursor,
+                    s->match) != 0)
+        s->sweeping = 0;
+}
+
+static void sweep_start(struct sched *s)
+{
+    s->sweeping = 1;
+    s->swept = s->discarded = 0;
+    sweep_scan(s, "0");
 }
 
 /* --- renewal ------------------------------------------------------------- */
@@ -338,7 +498,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         for (size_t i = 0; i < pools_count(reg); i++) {
             struct pool *p = pools_at(reg, i);
             if (p->live && !p->dead && !s->stopping)
-                health_unreachable(s->env.health, p, now);
+                health_unreachable(s->env.health, p, now, "Redis is unreachable");
         }
         return;
     }
@@ -361,6 +521,7 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
 
 void sched_redis_ready(struct sched *s)
 {
+    sweep_start(s);
     on_tick(-1, 0, s); /* check every pool at once after (re)connecting */
 }
 
@@ -393,6 +554,10 @@ struct sched *sched_new(struct event_base *base, const struct sched_env *env, in
         return NULL;
     s->env = *env;
     TAILQ_INIT(&s->waiting);
+    if (asprintf(&s->match, "%s:{*}:pool", env->prefix) < 0) {
+        free(s);
+        return NULL;
+    }
     s->tick_ev = event_new(base, -1, EV_PERSIST, on_tick, s);
     s->reload_ev = event_new(base, -1, EV_PERSIST, on_reload, s);
     if (!s->tick_ev || !s->reload_ev) {
@@ -411,5 +576,6 @@ void sched_free(struct sched *s)
         event_free(s->tick_ev);
     if (s->reload_ev)
         event_free(s->reload_ev);
+    free(s->match);
     free(s);
 }

@@ -20,6 +20,7 @@ struct rds;
 struct sched;
 
 struct sched_env {
+    const char *prefix; /* key prefix: the epoch sweep SCANs <prefix>:{*}:pool */
     struct rds *rds;
     struct pools *pools;
     struct health *health;
@@ -34,7 +35,10 @@ struct sched *sched_new(struct event_base *base, const struct sched_env *env, in
 void sched_free(struct sched *s);
 void sched_configure(struct sched *s, int tick_ms, int reload_ms, int lock_ttl_ms);
 
-/* Redis is ready again: sweep epochs and check every pool now. */
+/*
+ * Redis is ready again: sweep every pool in Redis (SCAN, whatever MySQL
+ * knows and whatever state a pool is in) and check every pool now.
+ */
 void sched_redis_ready(struct sched *s);
 /* Stop the timers and start nothing new. */
 void sched_stop(struct sched *s);

@@ -13,6 +13,11 @@ floor of any Redis Function that returns BATCH IDs: the Lua <-> RESP
 conversion of the reply); and FCALL idpool_take 2 POOL META BATCH with
 limits that never refuse. Prints IDs/s per run, then the medians and ratios.
 Defaults: 5 runs, batch 100, 20000 requests.
+
+BENCH_TAKE_BASELINE=FILE also loads FILE (another version of src/idpool.lua,
+e.g. `git show REV:src/idpool.lua`) as a second library whose functions are
+renamed base_*, and times its base_take in the same runs: the cost of a
+change to idpool_take, measured side by side.
 """
 import os
 import re
@@ -31,6 +36,15 @@ import harness  # noqa: E402
 
 BENCH_LUA = """#!lua name=idpool_bench
 redis.register_function('bench_lpop', function(k, a) return redis.call('LPOP', k[1], a[1]) end)"""
+
+
+def baseline_library(path):
+    """The library in `path`, renamed so that it loads beside ours."""
+    with open(path) as f:
+        lua = f.read()
+    lua = lua.replace("#!lua name=idpool", "#!lua name=idpool_baseline", 1)
+    lua = re.sub(r"(register_function\(\s*'|function_name = ')idpool_", r"\1base_", lua)
+    return lua
 
 
 class Failed(Exception):
@@ -82,14 +96,22 @@ def main(argv):
         with open(os.path.join(ROOT, "src", "idpool.lua")) as f:
             h.rcli("FUNCTION", "LOAD", "REPLACE", f.read())
         h.rcli("FUNCTION", "LOAD", "REPLACE", BENCH_LUA)
-        h.rcli("HSET", meta, "per_take", batch, "per_second", 1000000000)
+        base_path = os.environ.get("BENCH_TAKE_BASELINE")
+        if base_path:
+            h.rcli("FUNCTION", "LOAD", "REPLACE", baseline_library(base_path))
+        # Written under the epoch the library validated (no daemon runs here): takes are served.
+        h.rcli("HSET", meta, "per_take", batch, "per_second", 1000000000, "run_id", "bench")
+        h.rcli("FCALL", "idpool_epoch", 2, pool, meta, "bench")
         version = subprocess.run(["redis-server", "--version"], stdout=subprocess.PIPE).stdout.decode().split()
         print("bench-take: batch=%d requests=%d runs=%d redis=%s" % (batch, reqs, runs, version[2]), flush=True)
-        lpop, floor, take = [], [], []
+        lpop, floor, take, base = [], [], [], []
         for run in range(1, runs + 1):
             lp = ids("LPOP", pool, batch)
             fl = ids("FCALL", "bench_lpop", 1, pool, batch)
             tk = ids("FCALL", "idpool_take", 2, pool, meta, batch)
+            if base_path:
+                base.append(ids("FCALL", "base_take", 2, pool, meta, batch))
+                print("run %d: baseline take %.0f IDs/s" % (run, base[-1]), flush=True)
             print("run %d: LPOP %.0f IDs/s, LPOP-in-a-function %.0f IDs/s, idpool_take %.0f IDs/s"
                   % (run, lp, fl, tk), flush=True)
             lpop.append(lp)
@@ -98,6 +120,10 @@ def main(argv):
         ml, mf, mt = (benchlib.median(v) for v in (lpop, floor, take))
         print("median (batch %d): LPOP %.0f, LPOP-in-a-function %.0f, idpool_take %.0f IDs/s; take/LPOP %.2f, "
               "take/function-floor %.2f" % (batch, ml, mf, mt, mt / ml, mt / mf))
+        if base:
+            mb = benchlib.median(base)
+            print("median (batch %d): baseline take %.0f IDs/s; idpool_take/baseline %.3f"
+                  % (batch, mb, mt / mb))
         return 0
     except (Failed, harness.HarnessError) as e:
         sys.stderr.write("bench-take: %s\n" % e)

@@ -212,7 +212,10 @@ for k in benchpop benchtake; do
     done
     assert_eq "$FILL" "$(llen "$k")" "$k prefilled"
 done
-rcli HSET "$(meta_key benchtake)" per_take "$B" per_second 100000000000 >/dev/null
+# Written under this Redis process's validated epoch, as the daemon's pools are.
+rcli HSET "$(meta_key benchtake)" per_take "$B" per_second 100000000000 run_id "$(redis_epoch)" \
+    >/dev/null
+rcli FCALL idpool_epoch 2 "$(pool_key benchtake)" "$(meta_key benchtake)" "$(redis_epoch)" >/dev/null
 bench() { redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -n "$N" -q --csv "$@" | tail -n 1 | cut -d, -f2 | tr -d '"'; }
 # usec_per_call CMD: Redis' own CPU time per call (INFO commandstats) since CONFIG RESETSTAT.
 usec_per_call() { rcli INFO commandstats | tr -d '\r' | sed -n "s/^cmdstat_$1:.*usec_per_call=\([0-9.]*\).*/\1/p"; }

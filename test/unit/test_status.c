@@ -109,6 +109,7 @@ static void fake_init(struct fake *f)
     v->c.underflows = 5;
     v->c.refused_limit = 6;
     v->c.refused_rate = 7;
+    v->c.refused_epoch = 8;
     v->c.taken = 99;
     v->last_refill_unix_ms = 1717243200250ULL; /* 2024-06-01T12:00:00.250Z */
     v->last_error = "redis: timeout";
@@ -247,6 +248,7 @@ static void test_metrics_per_app(void)
     CHECK_LINE(m, "idpool_underflows_total{app=\"user\"} 5");
     CHECK_LINE(m, "idpool_takes_refused_total{app=\"user\",reason=\"limit\"} 6");
     CHECK_LINE(m, "idpool_takes_refused_total{app=\"user\",reason=\"rate\"} 7");
+    CHECK_LINE(m, "idpool_takes_refused_total{app=\"user\",reason=\"epoch\"} 8");
     CHECK_LINE(m, "idpool_ids_taken_total{app=\"user\"} 99");
     CHECK_LINE(m, "idpool_last_refill_timestamp_seconds{app=\"user\"} 1717243200.25");
     CHECK_LINE(m, "idpool_app_served{app=\"user\"} 1");
@@ -570,12 +572,12 @@ static void test_json_list(void)
     CHECK(jnull(x, "next_lo") && jnull(x, "next_hi"));
     CHECK(strcmp(jstr(x, "remaining"), "800") == 0);
     x = cJSON_GetObjectItemCaseSensitive(user, "counters");
-    CHECK(cJSON_GetArraySize(x) == 10);
+    CHECK(cJSON_GetArraySize(x) == 11);
     CHECK(jnum(x, "pushed") == 123456789012.0 && jnum(x, "refills") == 42);
     CHECK(jnum(x, "lock_busy") == 3 && jnum(x, "fenced") == 1 && jnum(x, "leases") == 17);
     CHECK(jnum(x, "discards") == 2 && jnum(x, "underflows") == 5);
     CHECK(jnum(x, "refused_limit") == 6 && jnum(x, "refused_rate") == 7);
-    CHECK(jnum(x, "taken") == 99);
+    CHECK(jnum(x, "taken") == 99 && jnum(x, "refused_epoch") == 8);
     CHECK(strcmp(jstr(user, "last_refill"), "2024-06-01T12:00:00.250Z") == 0);
     CHECK(strcmp(jstr(user, "last_error"), "redis: timeout") == 0);
     x = cJSON_GetObjectItemCaseSensitive(user, "alerts");
