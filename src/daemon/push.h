@@ -38,11 +38,12 @@ struct rds;
 struct pusher;
 
 enum push_result {
-    PUSH_OK = 0, /* every chunk was appended */
-    PUSH_FENCED, /* the lock is not held by this refiller (or changed before EXEC) */
-    PUSH_EPOCH,  /* Redis restarted or failed over: the pool was discarded */
-    PUSH_STALE,  /* meta's next is not what the batch was drawn from */
-    PUSH_ERROR,  /* anything else: connection, error reply, memory */
+    PUSH_OK = 0,  /* every chunk was appended */
+    PUSH_FENCED,  /* the lock is not held by this refiller (or changed before EXEC) */
+    PUSH_EPOCH,   /* Redis restarted or failed over: the pool was discarded */
+    PUSH_STALE,   /* meta's next is not what the batch was drawn from */
+    PUSH_NOFENCE, /* the guard did not run (function library missing or foreign, Lua error) */
+    PUSH_ERROR,   /* anything else: connection, error reply, memory */
 };
 
 struct push_job;
@@ -70,6 +71,8 @@ struct push_job {
     struct pusher *pusher;
     unsigned pending; /* replies outstanding */
     size_t sent;      /* chunks written */
+    size_t open_n;    /* chunks in the transaction waiting for its verdict */
+    size_t exec_n;    /* chunks in the transaction whose EXEC is in flight */
     TAILQ_ENTRY(push_job) q;
 };
 

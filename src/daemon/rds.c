@@ -45,6 +45,7 @@ struct rds {
     int role_probe;          /* a probe is in flight */
     int ever_ready;          /* was ready at least once */
     int lib_loading;         /* a check or load of the function library is in flight */
+    int in_multi;            /* the owner has a MULTI open: send nothing of our own */
     uint64_t lib_checked_ms; /* when the library was last checked after a missing function */
     long long lib_newer;     /* version of a newer library found and kept (0: none) */
     struct rds_stats stats;  /* for /metrics */
@@ -93,6 +94,7 @@ static void rds_lost(struct rds *r, const char *why)
     r->state = RDS_DOWN;
     r->epoch[0] = '\0';
     r->role_probe = 0;
+    r->in_multi = 0;
     r->failures++;
     r->stats.errors++;
     if (was_ready)
@@ -409,6 +411,17 @@ static void lib_version(struct rds *r, redisReply *reply, void *arg)
     }
 }
 
+void rds_check_library(struct rds *r)
+{
+    uint64_t now = clock_ms();
+
+    if (r->state != RDS_READY || r->lib_loading || now - r->lib_checked_ms < LIB_CHECK_MS)
+        return;
+    r->lib_checked_ms = now;
+    if (lib_check(r, 0) != 0)
+        r->lib_loading = 0;
+}
+
 /* Look at the loaded library and load ours if it is missing or older. */
 static int lib_check(struct rds *r, int handshake)
 {
@@ -556,7 +569,8 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
         snprintf(why, sizeof(why), "no reply for %d ms (%u commands pending)", r->timeout_ms,
                  r->outstanding);
         rds_drop(r, why);
-    } else if (r->state == RDS_READY && !r->role_probe && now - r->role_check_ms >= ROLE_CHECK_MS) {
+    } else if (r->state == RDS_READY && !r->role_probe && !r->in_multi &&
+               now - r->role_check_ms >= ROLE_CHECK_MS) {
         const char *argv[] = {"INFO", "replication"};
         size_t len[] = {4, 11};
         r->role_check_ms = now;
@@ -650,6 +664,11 @@ void rds_flush(struct rds *r)
 unsigned rds_outstanding(const struct rds *r)
 {
     return r->outstanding;
+}
+
+void rds_in_multi(struct rds *r, int open)
+{
+    r->in_multi = open;
 }
 
 void rds_set_timeout(struct rds *r, int timeout_ms)

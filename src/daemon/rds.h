@@ -48,6 +48,17 @@ const char *rds_epoch(const struct rds *r);
 void rds_flush(struct rds *r);
 /* Number of commands sent and not yet answered. */
 unsigned rds_outstanding(const struct rds *r);
+/*
+ * The owner has a MULTI open (1) or closed it (0): the connection's own
+ * probes wait, or they would be queued inside the transaction.
+ */
+void rds_in_multi(struct rds *r, int open);
+/*
+ * A function of the library failed to run (on another connection): look at
+ * the loaded library and load ours if it is missing or older (at most once
+ * a second; the main connection only).
+ */
+void rds_check_library(struct rds *r);
 /* Change the command timeout (config reload). */
 void rds_set_timeout(struct rds *r, int timeout_ms);
 

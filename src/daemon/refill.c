@@ -378,6 +378,10 @@ static void on_pushed(struct push_job *job, void *arg)
                  "discarded, refilling from a fresh lease",
                  p->cfg.key);
         break;
+    case PUSH_NOFENCE:
+        rds_check_library(rf->rds); /* the guard's library may be gone or foreign */
+        health_fail(p, "push failed: %s", job->msg);
+        break;
     case PUSH_STALE:
     case PUSH_ERROR:
         health_fail(p, "push failed: %s", job->msg);
