@@ -133,10 +133,6 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
         rds_in_multi(p->prds, 0);
         if (tx_send(p, j, ok ? on_tx_exec : on_tx_reply, 1, cmd, cmd_len) == 0 && ok) {
             j->exec_n = j->open_n;
-            if (j->sent == j->open_n && fault_at(FAULT_PUSHING)) {
-                rds_flush(p->prds); /* the first chunk is on the wire, the rest is not */
-                fault_fire();
-            }
             tx_open(p, j);
         }
     }
@@ -273,8 +269,13 @@ static void tx_open(struct pusher *p, struct push_job *j)
 {
     size_t g = j->nchunks - j->sent < PUSH_GROUP ? j->nchunks - j->sent : PUSH_GROUP;
 
-    if (j->result == PUSH_OK && g > 0 && tx_write(p, j, j->sent, g) == 0)
+    if (j->result == PUSH_OK && g > 0 && tx_write(p, j, j->sent, g) == 0) {
+        if (j->sent == 0 && fault_at(FAULT_PUSHING)) {
+            rds_flush(p->prds); /* the first transaction is on the wire, its EXEC is not */
+            fault_fire();
+        }
         j->sent += g;
+    }
 }
 
 /* Give the push connection to the next waiting job that is ready. */
