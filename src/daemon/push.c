@@ -97,8 +97,9 @@ static void on_tx_reply(struct rds *r, redisReply *reply, void *arg)
 static void on_tx_exec(struct rds *r, redisReply *reply, void *arg);
 
 /*
- * The guard's verdict on the open chunk decides: EXEC on 1 (and the next
- * chunk's transaction goes out right behind it), DISCARD on anything else.
+ * The guard's verdict on the open transaction decides: EXEC on 1 (and the
+ * next chunks' transaction goes out right behind it), DISCARD on anything
+ * else.
  * An IDPOOL_* error says which check failed.
  */
 static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
