@@ -5,9 +5,9 @@
  *
  * stage: locked   (a refill holds the lock, before its MySQL reservation)
  *        reserved (a lease was committed in MySQL, before it is pushed)
- *        pushing  (the first transaction of a refill was written to Redis, its EXEC not yet)
- * action: stop (raise SIGSTOP: the test decides when to SIGCONT) or kill (SIGKILL).
- * n: fire the n-th time the stage is reached (default 1); it fires once.
+ *        pushing  (the first chunk of a refill was written to Redis with its EXEC, the rest not
+ * yet) action: stop (raise SIGSTOP: the test decides when to SIGCONT) or kill (SIGKILL). n: fire
+ * the n-th time the stage is reached (default 1); it fires once.
  *
  * Unset (production), fault_at() is one predictable branch.
  */

@@ -134,6 +134,10 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
         rds_in_multi(p->prds, 0);
         if (tx_send(p, j, ok ? on_tx_exec : on_tx_reply, 1, cmd, cmd_len) == 0 && ok) {
             j->exec_n = j->open_n;
+            if (j->sent == j->open_n && fault_at(FAULT_PUSHING)) {
+                rds_flush(p->prds); /* the first chunk is committed, the rest is not sent */
+                fault_fire();
+            }
             tx_open(p, j);
         }
     }
@@ -270,13 +274,10 @@ static void tx_open(struct pusher *p, struct push_job *j)
 {
     size_t g = j->nchunks - j->sent < PUSH_GROUP ? j->nchunks - j->sent : PUSH_GROUP;
 
-    if (j->result == PUSH_OK && g > 0 && tx_write(p, j, j->sent, g) == 0) {
-        if (j->sent == 0 && fault_at(FAULT_PUSHING)) {
-            rds_flush(p->prds); /* the first transaction is on the wire, its EXEC is not */
-            fault_fire();
-        }
+    if (j->sent == 0 && g > 1)
+        g = 1; /* the first chunk alone: a refill shows early whether the fence lets it through */
+    if (j->result == PUSH_OK && g > 0 && tx_write(p, j, j->sent, g) == 0)
         j->sent += g;
-    }
 }
 
 /* Give the push connection to the next waiting job that is ready. */
