@@ -160,6 +160,18 @@ local function epoch(keys, args)
     return 0
 end
 
+-- idpool_validate: a daemon connected to this Redis process records its
+-- epoch (run_id:master_replid as it read it at its handshake) as the one
+-- takes are served under, before it sweeps the pools: pools written under
+-- another epoch stay refused until the sweep discards them and a refill
+-- writes them anew. Called first in every sweep, so that takes are served
+-- at once on a server that holds no pool yet.
+--   FCALL idpool_validate 0 epoch   -> 1
+local function validate(keys, args)
+    validated = args[1]
+    return 1
+end
+
 -- idpool_renew: extend the lock only if the caller still holds it.
 --   FCALL idpool_renew 1 <lock> token ttl_ms   -> 1 renewed, 0 not held
 local function renew(keys, args)
@@ -330,6 +342,8 @@ redis.register_function('idpool_push', push)
 redis.register_function('idpool_guard', guard)
 redis.register_function{function_name = 'idpool_epoch', callback = epoch, flags = {'allow-oom'}}
 redis.register_function('idpool_renew', renew)
+redis.register_function{function_name = 'idpool_validate', callback = validate,
+                        flags = {'no-writes', 'allow-oom'}}
 redis.register_function('idpool_unlock', unlock)
 redis.register_function('idpool_take', take)
 redis.register_function{function_name = 'idpool_status', callback = status, flags = {'no-writes'}}

@@ -429,8 +429,20 @@ static void sweep_scan(struct sched *s, const char *cursor)
         s->sweeping = 0;
 }
 
+static void on_validate(struct rds *r, redisReply *reply, void *arg)
+{
+    (void)r;
+    (void)arg;
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        log_warn("epoch sweep: idpool_validate failed: %s", reply->str);
+}
+
 static void sweep_start(struct sched *s)
 {
+    /* takes are served under this epoch; pools of another one wait for the sweep */
+    if (rds_command(s->env.rds, on_validate, NULL, "FCALL idpool_validate 0 %s",
+                    rds_epoch(s->env.rds)) != 0)
+        log_warn("epoch sweep: cannot send idpool_validate");
     s->sweeping = 1;
     s->swept = s->discarded = 0;
     sweep_scan(s, "0");
