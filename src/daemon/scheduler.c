@@ -245,6 +245,15 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     check_next(s, p);
 }
 
+/* idpool_epoch discarded the pool: counted and logged (the sweep and a single check alike). */
+static void pool_discarded(struct pool *p, struct rds *r)
+{
+    p->c.discards++;
+    log_warn("app=%s redis restart or failover detected (epoch now %s): pool "
+             "discarded, refilling from a fresh lease",
+             p->cfg.key, rds_epoch(r));
+}
+
 static void on_epoch(struct rds *r, redisReply *reply, void *arg)
 {
     struct pool *p = arg;
@@ -254,12 +263,8 @@ static void on_epoch(struct rds *r, redisReply *reply, void *arg)
             health_fail(p, "epoch check failed: %s", rds_errstr(reply));
         return;
     }
-    if (reply->integer == 1) {
-        p->c.discards++;
-        log_warn("app=%s redis restart or failover detected (epoch now %s): pool "
-                 "discarded, refilling from a fresh lease",
-                 p->cfg.key, rds_epoch(r));
-    }
+    if (reply->integer == 1)
+        pool_discarded(p, r);
     snprintf(p->sched.epoch_seen, sizeof(p->sched.epoch_seen), "%s", rds_epoch(r));
 }
 
@@ -348,10 +353,7 @@ static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
         if (reply->integer == 1) {
             s->discarded++;
             if (p) {
-                p->c.discards++;
-                log_warn("app=%s redis restart or failover detected (epoch now %s): pool "
-                         "discarded, refilling from a fresh lease",
-                         p->cfg.key, rds_epoch(r));
+                pool_discarded(p, r);
             } else {
                 log_warn("pool %s discarded: written under another Redis process or without "
                          "meta (epoch now %s); no application row for it is loaded",
