@@ -18,9 +18,12 @@
 # Each scenario runs in its own process (one failure does not stop the
 # rest) and prints one row:
 #   chaos: 01 sigstop ids=N duplicates=0 order=0 arith=0 unleased=0 gaps=N
-#          empty_pops=N exposed=0 recovery_ms=N ... secs=N fault=<evidence> result=ok
+#          empty_pops=N exposed=N exposed_lpop=N exposed_take=0 recovery_ms=N ...
+#          secs=N fault=<evidence> result=ok
+# (exposed: IDs popped again inside a measured Redis-rollback window, split
+# by client kind; exposed_take > 0 fails the scenario.)
 # The last line sums them up:
-#   chaos: N scenarios, ids=..., duplicates=0, order=0, arith=0, unleased=0, gaps=..., exposed=..., empty_pops=..., failed=0, secs=...
+#   chaos: N scenarios, ids=..., duplicates=0, order=0, arith=0, unleased=0, gaps=..., exposed=..., exposed_lpop=..., exposed_take=0, empty_pops=..., failed=0, secs=...
 # Exit status: 0 if every scenario passed, 1 otherwise, 64 on bad usage.
 # A scenario's full log (stderr) is kept in the log dir printed at the end
 # when it failed. CHAOS_SCENARIO_TIMEOUT (seconds) bounds one scenario
@@ -110,7 +113,7 @@ printf 'chaos: profile %s, build %s, %d scenarios, logs in %s\n' "$PROFILE" "$BU
     "${#SCENARIOS[@]}" "$LOGS"
 
 declare -A SUM=()
-KEYS=(ids duplicates order arith unleased gaps exposed empty_pops)
+KEYS=(ids duplicates order arith unleased gaps exposed exposed_lpop exposed_take empty_pops)
 FAILED=0
 T0=$SECONDS
 STOP=0
@@ -157,7 +160,8 @@ fi
 if ((FAILED == 0 && KEEP == 0)); then
     rm -rf "$LOGS"
 fi
-printf 'chaos: %d scenarios, ids=%d, duplicates=%d, order=%d, arith=%d, unleased=%d, gaps=%d, exposed=%d, empty_pops=%d, failed=%d, secs=%d\n' \
+printf 'chaos: %d scenarios, ids=%d, duplicates=%d, order=%d, arith=%d, unleased=%d, gaps=%d, exposed=%d, exposed_lpop=%d, exposed_take=%d, empty_pops=%d, failed=%d, secs=%d\n' \
     "$n" "${SUM[ids]}" "${SUM[duplicates]}" "${SUM[order]}" "${SUM[arith]}" "${SUM[unleased]}" \
-    "${SUM[gaps]}" "${SUM[exposed]}" "${SUM[empty_pops]}" "$FAILED" "$((SECONDS - T0))"
+    "${SUM[gaps]}" "${SUM[exposed]}" "${SUM[exposed_lpop]}" "${SUM[exposed_take]}" \
+    "${SUM[empty_pops]}" "$FAILED" "$((SECONDS - T0))"
 ((FAILED == 0))

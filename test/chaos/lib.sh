@@ -356,7 +356,9 @@ bg_stop_all() {
 # consumers_start APP N [idpool-load args]: N recorded consumers (one
 # idpool-load, --conns N, LPOP batches of CHAOS_BATCH, CHAOS_RATE requests/s
 # in all) that reconnect after errors and run until consumers_stop. Each
-# call starts a new group: logs $DIR/APP.c<g>.<i>.bin.
+# call starts a new group: logs $DIR/APP.c<g>.<i>.bin. `--mode take` makes
+# them idpool_take clients (the log header says which kind; idpool-check
+# reports exposure per kind); `--backoff-ms 1:2` retries at once.
 consumers_start() {
     local app=$1 n=$2 g
     shift 2
@@ -502,7 +504,8 @@ recovered() {
 # check_app APP [idpool-check args]: dumps APP's leases, runs idpool-check
 # over every consumer log of APP (and the llen samples and alerts if
 # recorded). Fills CHECK (ids consumers duplicates order cross_order arith
-# unleased lease_overlaps gaps empty_pops below_low_ms exposed) and adds them
+# unleased lease_overlaps gaps empty_pops below_low_ms exposed exposed_lpop
+# exposed_take) and adds them
 # to CHECK_SUM. A violation (exit 1) or an error (2) is a failure.
 # LEASE_EXCLUDE[APP]=FILE ("lo hi" lines): leases that must never have been
 # served are left out of the leases file, so any ID of theirs is unleased.
@@ -572,7 +575,7 @@ sanitizer_reports() {
 print_row() {
     local -A v=()
     local k kv ev res=ok order
-    for k in ids duplicates arith unleased gaps empty_pops exposed; do
+    for k in ids duplicates arith unleased gaps empty_pops exposed exposed_lpop exposed_take; do
         v[$k]=${CHECK_SUM[$k]:-0}
     done
     order=$((${CHECK_SUM[order]:-0} + ${CHECK_SUM[cross_order]:-0}))
@@ -593,7 +596,8 @@ print_row() {
     printf 'chaos: %s %s ids=%s duplicates=%s order=%s arith=%s unleased=%s gaps=%s' \
         "$CHAOS_NUM" "$CHAOS_NAME" "${v[ids]}" "${v[duplicates]}" "${v[order]}" "${v[arith]}" \
         "${v[unleased]}" "${v[gaps]}"
-    printf ' empty_pops=%s exposed=%s recovery_ms=%s' "${v[empty_pops]}" "${v[exposed]}" \
+    printf ' empty_pops=%s exposed=%s exposed_lpop=%s exposed_take=%s recovery_ms=%s' \
+        "${v[empty_pops]}" "${v[exposed]}" "${v[exposed_lpop]}" "${v[exposed_take]}" \
         "${v[recovery_ms]}"
     ((${#extra[@]} == 0)) || printf ' %s' "${extra[@]}"
     printf ' secs=%s fault=%s result=%s\n' "$(($(ms_since "$CHAOS_T0") / 1000))" "${v[fault]}" "$res"
@@ -606,10 +610,15 @@ print_row() {
 # row [key=val...]: prints the scenario's result row and exits: 0 if no
 # failure was recorded, else 1. The counts come from CHECK_SUM; key=val
 # overrides one or adds a column (e.g. window_ms=12). A scenario without
-# fault evidence, or with a sanitizer report, fails.
+# fault evidence, or with a sanitizer report, fails; so does one where an
+# idpool_take client received an ID twice, even inside an exposure window
+# (README: idpool_take has no restart window).
 row() {
     bg_stop_all >/dev/null 2>&1
     sanitizer_reports
+    ((${CHECK_SUM[exposed_take]:-0} == 0)) ||
+        failure "idpool_take clients received ${CHECK_SUM[exposed_take]} IDs twice" \
+            "inside the exposure window (the zero-window take)"
     ((${#EVIDENCE[@]})) || failure "no evidence that the fault landed"
     [[ -n ${CHECK_SUM[ids]:-} ]] || failure "nothing was checked (check_app never ran)"
     print_row "$@"

@@ -3,9 +3,11 @@
 # pools still hold IDs that consumers already popped (design brief §9,
 # README "Guarantees / Not guaranteed").
 #
-# Two daemons, one monotonic application per round (rb1, rb2, ...), two
-# recorded consumers popping it all along. Each round, while the consumers
-# pop:
+# Two daemons, one monotonic application per round (rb1, rb2, ...), popped
+# all along by two kinds of recorded consumers: two with LPOP and two with
+# idpool_take. Both retry at once (every millisecond) and catch up on the
+# requests they missed, so they pop the moment the restored Redis accepts
+# connections. Each round, while the consumers pop:
 #   odd rounds  (rdb): BGSAVE, keep the snapshot, let the consumers pop on,
 #               kill -9 Redis and restart it from the snapshot (put in place
 #               as the base of its AOF, so servers.sh's AOF settings stay);
@@ -16,14 +18,17 @@
 # The restored pool holds IDs already handed out. The daemons must detect the
 # new Redis (run_id) and discard pool and meta (idpool_epoch) before
 # refilling from a fresh lease. Between Redis accepting connections again and
-# that discard, consumers can get those IDs again: the documented exposure
-# window. A watcher measures it: it connects every millisecond until the new
+# that discard, LPOP consumers can get those IDs again: the documented
+# exposure window. idpool_take consumers cannot: the library refuses a pool
+# until the daemon has re-validated it in this Redis process (IDPOOL_EPOCH),
+# so their exposure must be 0. A watcher measures the window: it connects every millisecond until the new
 # Redis answers (t_accept), then polls meta's run_id until it is gone or
 # changed (t_discard). Then:
 #   * duplicates whose later pop was sent in [t_restart, t_discard] are
-#     reported as exposed= (idpool-check --exposure); any other duplicate
-#     is a violation; the row shows window_ms = t_discard - t_accept (the
-#     worst round);
+#     reported as exposed= (idpool-check --exposure), split by client kind:
+#     exposed_lpop= is measured, exposed_take= must be 0; any other
+#     duplicate is a violation; the row shows window_ms = t_discard -
+#     t_accept (the worst round);
 #   * M: the stale IDs of the window are lower than IDs seen before it
 #     (README: "lower than ones they saw before"), so order is checked over
 #     the logs without the records sent inside the window (how many were
@@ -258,7 +263,7 @@ check_rollback() {
     info "$app: U A L: $line (status $st)"
     for kv in ${line#check: }; do
         case ${kv%%=*} in
-        ids | duplicates | arith | unleased | lease_overlaps | gaps | empty_pops | exposed)
+        ids | duplicates | arith | unleased | lease_overlaps | gaps | empty_pops | exposed | exposed_lpop | exposed_take)
             CHECK_SUM[${kv%%=*}]=$((${CHECK_SUM[${kv%%=*}]:-0} + ${kv#*=}))
             ;;
         esac
@@ -291,7 +296,8 @@ check_rollback() {
 # Automatic AOF rewrites would swap the files under save_aof.
 rcli CONFIG SET auto-aof-rewrite-percentage 0 >/dev/null
 for ((r = 1; r <= ROUNDS; r++)); do
-    add_app "rb$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3
+    add_app "rb$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
+        max_size_per_second=1000000
 done
 chaos_daemon a
 chaos_daemon b
@@ -307,7 +313,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
     ((r % 2)) || kind=aof
     info "round $r ($kind) on $APP"
     app_params "$APP"
-    consumers_start "$APP" 2
+    consumers_start "$APP" 2 --backoff-ms 1:2
+    consumers_start "$APP" 2 --mode take --backoff-ms 1:2
     popped_wait "$APP" $((PER_ROUND / 4)) "$APP: consumers starved"
     [[ $kind == aof ]] && {
         rcli BGREWRITEAOF >/dev/null

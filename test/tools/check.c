@@ -43,7 +43,8 @@
  *                [LOG.bin | --list FILE]...
  *
  * Pop log, one per consumer, little-endian: a 32-byte header ("IDPLOG1\n",
- * u32 version 1, u32 consumer_id, 16 reserved bytes), then records
+ * u32 version 1, u32 consumer_id, u32 client kind (0 LPOP, 1 idpool_take),
+ * 12 reserved bytes), then records
  * (u64 t_send_ns, u64 t_recv_ns, u32 count, u32 flags 0, count x u64 id);
  * times are CLOCK_MONOTONIC, comparable across the processes of a machine.
  * Side files: --leases "lo hi" lines ([lo, hi)), --llen "t_ns len" lines,
@@ -52,6 +53,7 @@
  * The last line of the report is one line:
  *   check: ids=N consumers=C duplicates=N order=N cross_order=N arith=N
  *          unleased=N lease_overlaps=N gaps=N empty_pops=N below_low_ms=N exposed=N
+ *          exposed_lpop=N exposed_take=N
  * followed by count_mismatch=N, above_offset=N, bad_gaps=N gap_missing=N and
  * bad_blocks=N, each only with its option.
  * --json prints one JSON object with the same fields instead, plus details.
@@ -60,7 +62,9 @@
  *
  * Counts: duplicates = pops of an ID beyond its first (earliest t_send);
  * with --exposure, such a pop sent inside [FROM, TO] counts as exposed
- * instead. order and cross_order count records (requests); arith and
+ * instead, and is charged to the client kind of the log that made it
+ * (exposed_lpop, exposed_take: what that kind of client received twice).
+ * order and cross_order count records (requests); arith and
  * unleased count IDs; lease_overlaps counts leases that overlap one with a
  * lower start; gaps counts places where sorted distinct IDs are more than
  * delta apart; below_low_ms is whole milliseconds.
@@ -91,7 +95,12 @@
 #define EXIT_VIOLATION 1
 #define EXIT_BAD       2
 
-#define LOG_MAGIC      "IDPLOG1\n"
+#define LOG_MAGIC "IDPLOG1\n"
+/* Client kinds of the header (idpool-load writes them). */
+#define KIND_LPOP 0
+#define KIND_TAKE 1
+#define KINDS     2
+static const char *const kind_names[KINDS] = {"lpop", "take"};
 #define LOG_HEADER_LEN 32
 #define LOG_RECORD_LEN 24
 #define ID_LIMIT       (UINT64_C(1) << 63)
@@ -135,6 +144,7 @@ struct logfile {
     const char *path;         /* as given */
     bool is_list;             /* a --list text file: no header, no times */
     uint32_t consumer;        /* consumer_id from the header */
+    uint32_t kind;            /* client kind from the header: KIND_LPOP, KIND_TAKE */
     uint64_t records;         /* complete records */
     uint64_t ids;             /* IDs in them */
     uint64_t empties;         /* records with count 0 */
@@ -163,10 +173,12 @@ struct range {
 
 /* What was learnt about one duplicated ID by re-reading the logs. */
 struct dup {
-    uint64_t id;        /* the ID */
-    uint64_t n;         /* pops of it */
-    uint64_t min_send;  /* earliest t_send among them: the legitimate pop */
-    uint64_t in_window; /* pops sent inside the exposure window */
+    uint64_t id;                    /* the ID */
+    uint64_t n;                     /* pops of it */
+    uint64_t min_send;              /* earliest t_send among them: the legitimate pop */
+    uint64_t in_window;             /* pops sent inside the exposure window */
+    uint64_t in_window_kind[KINDS]; /* the same, by the client kind of the log */
+    uint32_t min_kind;              /* client kind of the earliest pop */
 };
 
 /* One pop of an example duplicate. */
@@ -199,36 +211,37 @@ struct alert_ev {
 
 /* Everything the run found. */
 struct result {
-    uint64_t ids;               /* IDs in all logs */
-    uint64_t records;           /* complete records */
-    uint64_t distinct;          /* distinct IDs */
-    uint64_t duplicates;        /* extra pops of an ID, outside the exposure window */
-    uint64_t exposed;           /* extra pops sent inside the exposure window */
-    uint64_t order;             /* records breaking per-consumer order */
-    uint64_t cross_order;       /* records breaking cross-consumer order */
-    uint64_t arith;             /* IDs breaking A */
-    uint64_t unleased;          /* IDs outside every lease */
-    uint64_t lease_overlaps;    /* leases overlapping an earlier one (sorted by lo) */
-    uint64_t leases;            /* lease rows read */
-    uint64_t gaps;              /* sorted distinct neighbours more than delta apart */
-    bool has_missing;           /* missing_leased is meaningful */
-    uint64_t missing_leased;    /* valid IDs inside the leases never popped */
-    uint64_t empty_pops;        /* empty replies */
-    uint64_t longest_empty;     /* longest run of empty pops of one consumer, ns */
-    size_t longest_empty_file;  /* in which log */
-    uint64_t below_low_ns;      /* time the pool was below the low-water mark */
-    uint64_t below_low_longest; /* longest stretch of it */
-    uint64_t below_low_runs;    /* stretches */
-    uint64_t llen_samples;      /* samples read */
-    bool has_t_first;           /* some record was read */
-    uint64_t t_first;           /* earliest t_send */
-    uint64_t t_last;            /* latest t_recv */
-    uint64_t warnings;          /* truncated records and headers */
-    uint64_t count_mismatch;    /* --count: logs with another number of IDs */
-    uint64_t above_offset;      /* --current-offset: IDs at or above it, leases ending above */
-    uint64_t bad_gaps;          /* --gap: neighbours in one lease outside the range */
-    uint64_t gap_missing;       /* --gap-all: multiples in the range never seen */
-    uint64_t bad_blocks;        /* --blocks: bad groups, logs ending inside a group */
+    uint64_t ids;                 /* IDs in all logs */
+    uint64_t records;             /* complete records */
+    uint64_t distinct;            /* distinct IDs */
+    uint64_t duplicates;          /* extra pops of an ID, outside the exposure window */
+    uint64_t exposed;             /* extra pops sent inside the exposure window */
+    uint64_t exposed_kind[KINDS]; /* the same, by the client kind that made them */
+    uint64_t order;               /* records breaking per-consumer order */
+    uint64_t cross_order;         /* records breaking cross-consumer order */
+    uint64_t arith;               /* IDs breaking A */
+    uint64_t unleased;            /* IDs outside every lease */
+    uint64_t lease_overlaps;      /* leases overlapping an earlier one (sorted by lo) */
+    uint64_t leases;              /* lease rows read */
+    uint64_t gaps;                /* sorted distinct neighbours more than delta apart */
+    bool has_missing;             /* missing_leased is meaningful */
+    uint64_t missing_leased;      /* valid IDs inside the leases never popped */
+    uint64_t empty_pops;          /* empty replies */
+    uint64_t longest_empty;       /* longest run of empty pops of one consumer, ns */
+    size_t longest_empty_file;    /* in which log */
+    uint64_t below_low_ns;        /* time the pool was below the low-water mark */
+    uint64_t below_low_longest;   /* longest stretch of it */
+    uint64_t below_low_runs;      /* stretches */
+    uint64_t llen_samples;        /* samples read */
+    bool has_t_first;             /* some record was read */
+    uint64_t t_first;             /* earliest t_send */
+    uint64_t t_last;              /* latest t_recv */
+    uint64_t warnings;            /* truncated records and headers */
+    uint64_t count_mismatch;      /* --count: logs with another number of IDs */
+    uint64_t above_offset;        /* --current-offset: IDs at or above it, leases ending above */
+    uint64_t bad_gaps;            /* --gap: neighbours in one lease outside the range */
+    uint64_t gap_missing;         /* --gap-all: multiples in the range never seen */
+    uint64_t bad_blocks;          /* --blocks: bad groups, logs ending inside a group */
     struct example ex_order[MAX_EXAMPLES];
     size_t n_ex_order;
     struct example ex_cross[MAX_EXAMPLES];
@@ -577,6 +590,12 @@ __attribute__((warn_unused_result)) static int log_scan(struct check *c, uint32_
         goto out;
     }
     lf->consumer = get32(hdr + 12);
+    lf->kind = get32(hdr + 16);
+    if (lf->kind >= KINDS) {
+        fprintf(stderr, "idpool-check: %s: byte offset 16: unknown client kind %" PRIu32 "\n", path,
+                lf->kind);
+        goto out;
+    }
     off = LOG_HEADER_LEN;
     while (off < size) {
         unsigned char rh[LOG_RECORD_LEN];
@@ -1101,7 +1120,7 @@ __attribute__((warn_unused_result)) static int walk_sorted(struct check *c)
             if (!c->ndups || c->dups[c->ndups - 1].id != id) {
                 if (grow(&c->dups, &cap, c->ndups + 1, sizeof *c->dups) < 0)
                     return -1;
-                c->dups[c->ndups++] = (struct dup){id, 0, UINT64_MAX, 0};
+                c->dups[c->ndups++] = (struct dup){.id = id, .min_send = UINT64_MAX};
             }
         } else {
             r->distinct++;
@@ -1178,16 +1197,22 @@ static struct dup *dup_find(struct check *c, uint64_t id)
 static void pass_dups(struct check *c, uint32_t file, uint64_t offset, uint64_t t_send,
                       uint64_t t_recv, const uint64_t *ids, uint32_t count)
 {
-    (void)file, (void)offset, (void)t_recv;
+    uint32_t kind = c->files[file].kind;
+
+    (void)offset, (void)t_recv;
     for (uint32_t i = 0; i < count; i++) {
         struct dup *d = dup_find(c, ids[i]);
         if (!d)
             continue;
         d->n++;
-        if (t_send < d->min_send)
+        if (t_send < d->min_send) {
             d->min_send = t_send;
-        if (in_window(&c->o, t_send))
+            d->min_kind = kind;
+        }
+        if (in_window(&c->o, t_send)) {
             d->in_window++;
+            d->in_window_kind[kind]++;
+        }
     }
 }
 
@@ -1236,6 +1261,10 @@ __attribute__((warn_unused_result)) static int dups_classify(struct check *c)
             if (!want_exposed) {
                 r->exposed += exposed;
                 r->duplicates += d->n - 1 - exposed;
+                for (uint32_t kind = 0; kind < KINDS; kind++)
+                    r->exposed_kind[kind] +=
+                        d->in_window_kind[kind] -
+                        (kind == d->min_kind && in_window(&c->o, d->min_send) ? 1 : 0);
             }
             bool fits = want_exposed ? exposed > 0 : d->n - 1 - exposed > 0;
             if (fits && r->n_ex_dup < MAX_EXAMPLES)
@@ -1606,19 +1635,24 @@ static void print_last_line(const struct check *c)
            " gaps=%" PRIu64 " empty_pops=%" PRIu64 " below_low_ms=%" PRIu64 " exposed=%" PRIu64,
            r->ids, c->o.nlogs, r->duplicates, r->order, r->cross_order, r->arith, r->unleased,
            r->lease_overlaps, r->gaps, r->empty_pops, r->below_low_ns / 1000000, r->exposed);
+    printf(" exposed_lpop=%" PRIu64 " exposed_take=%" PRIu64, r->exposed_kind[KIND_LPOP],
+           r->exposed_kind[KIND_TAKE]);
     more_fields(c, NULL);
     printf("\n");
 }
 
 static void print_pop(const struct check *c, const char *what, const struct pop *p, uint64_t t0)
 {
+    const struct logfile *lf = &c->files[p->file];
+
     if (!p->set) {
         printf("      %s: ?\n", what);
         return;
     }
-    printf("      %s: %s (consumer %" PRIu32 ") %s %" PRIu64 ", sent +%.3f ms, received +%.3f ms\n",
-           what, c->files[p->file].path, c->files[p->file].consumer, unit(&c->files[p->file]),
-           p->offset, rel_ms(p->t_send, t0), rel_ms(p->t_recv, t0));
+    printf("      %s: %s (consumer %" PRIu32 ") %s %" PRIu64
+           "%s%s, sent +%.3f ms, received +%.3f ms\n",
+           what, lf->path, lf->consumer, unit(lf), p->offset, lf->is_list ? "" : ", ",
+           lf->is_list ? "" : kind_names[lf->kind], rel_ms(p->t_send, t0), rel_ms(p->t_recv, t0));
 }
 
 static void print_examples(const struct example *ex, size_t n)
@@ -1640,7 +1674,9 @@ static void report_text(const struct check *c)
            r->has_t_first ? ms(r->t_last - r->t_first) / 1000 : 0.0);
     if (r->warnings)
         printf("  warnings: %" PRIu64 " (truncated records ignored, see stderr)\n", r->warnings);
-    printf("  U unique:     duplicates=%" PRIu64 " exposed=%" PRIu64, r->duplicates, r->exposed);
+    printf("  U unique:     duplicates=%" PRIu64 " exposed=%" PRIu64 " (lpop %" PRIu64
+           ", take %" PRIu64 ")",
+           r->duplicates, r->exposed, r->exposed_kind[KIND_LPOP], r->exposed_kind[KIND_TAKE]);
     if (o->has_exposure)
         printf(" (window %" PRIu64 "..%" PRIu64 " ns, +%.3f..+%.3f ms)", o->exp_from, o->exp_to,
                rel_ms(o->exp_from, t0), rel_ms(o->exp_to, t0));
@@ -1752,6 +1788,8 @@ static int report_json(const struct check *c)
     json_u64(j, "empty_pops", r->empty_pops);
     json_u64(j, "below_low_ms", r->below_low_ns / 1000000);
     json_u64(j, "exposed", r->exposed);
+    json_u64(j, "exposed_lpop", r->exposed_kind[KIND_LPOP]);
+    json_u64(j, "exposed_take", r->exposed_kind[KIND_TAKE]);
     more_fields(c, j);
     cJSON_AddBoolToObject(j, "ok", !violated(r));
     cJSON_AddStringToObject(j, "type", o->monotonic ? "monotonic" : "trend");

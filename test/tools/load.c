@@ -17,7 +17,8 @@
  *
  * Chaos use: --record logs only requests whose reply was parsed, each ID
  * once; --reconnect survives restarts and partitions (connect and command
- * timeouts, backoff 50 ms doubling to 1 s). SIGTERM/SIGINT/--stop-file stop
+ * timeouts, backoff 50 ms doubling to 1 s; --backoff-ms 1:1 retries every
+ * millisecond, to pop the moment a restarted Redis accepts). SIGTERM/SIGINT/--stop-file stop
  * sending, wait for the replies in flight (bounded by --timeout-ms) and
  * flush the logs; a second signal stops at once (logs still flushed).
  *
@@ -55,7 +56,7 @@
 #define NS_PER_S       1000000000ULL
 #define POLL_SLICE_NS  (100 * NS_PER_MS) /* stop flags are checked this often */
 #define TIMELINE_NS    (100 * NS_PER_MS) /* one timeline line per 100 ms */
-#define BACKOFF_MIN_MS 50
+#define BACKOFF_MIN_MS 50                /* --backoff-ms defaults */
 #define BACKOFF_MAX_MS 1000
 #define MAX_BATCH      1000000
 #define MAX_CONNS      1024
@@ -72,6 +73,10 @@
 #define HIST_SUBBITS 7
 #define HIST_OCTAVES 14 /* 2^10 .. 2^24 us */
 #define HIST_N       (HIST_LINEAR + (HIST_OCTAVES << HIST_SUBBITS))
+
+/* The pop log header's client kind (idpool-check reports exposure per kind). */
+#define LOG_KIND_LPOP 0
+#define LOG_KIND_TAKE 1
 
 enum mode { MODE_LPOP, MODE_TAKE, MODE_INCRBY, MODE_RPUSH, MODE_LLEN, MODE_SUBSCRIBE };
 static const char *const mode_names[] = {"lpop", "take", "incrby", "rpush", "llen", "subscribe"};
@@ -117,6 +122,8 @@ struct opts {
     const char *out;         /* llen / subscribe lines */
     bool json;               /* summary as JSON */
     uint64_t empty_pause_us; /* flat out: pause after an empty or refused reply */
+    uint64_t backoff_min_ms; /* first wait after a failure */
+    uint64_t backoff_max_ms; /* doubling up to this */
 };
 
 /* Timeline bucket (100 ms). */
@@ -274,6 +281,8 @@ static void usage(FILE *f)
                "  --timeline FILE     lines 't_s ids empties errors' per 100 ms\n"
                "  --hist FILE         lines 'latency_us count'\n"
                "  --reconnect         survive connection errors and error replies\n"
+               "  --backoff-ms MIN:MAX  waits between reconnects and after error replies,\n"
+               "                      doubling from MIN to MAX (50:1000)\n"
                "  --timeout-ms MS     connect and command timeout (2000)\n"
                "  --stop-file FILE    stop gracefully once FILE exists\n"
                "  --interval-ms MS    llen: sampling period (20)\n"
@@ -507,6 +516,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return -1;
         } else if (strcmp(a, "--out") == 0) {
             o->out = v;
+        } else if (strcmp(a, "--backoff-ms") == 0) {
+            char lo[24], *colon = strchr(v, ':');
+
+            if (colon == NULL || (size_t)(colon - v) >= sizeof lo)
+                return usage_error(a, "expected MIN:MAX milliseconds");
+            memcpy(lo, v, (size_t)(colon - v));
+            lo[colon - v] = '\0';
+            if (opt_u64(a, lo, 1, 60000, &o->backoff_min_ms) != 0 ||
+                opt_u64(a, colon + 1, 1, 60000, &o->backoff_max_ms) != 0)
+                return -1;
+            if (o->backoff_max_ms < o->backoff_min_ms)
+                return usage_error(a, "MAX is below MIN");
         } else if (strcmp(a, "--empty-pause-us") == 0) {
             if (opt_u64(a, v, 0, 10000000, &o->empty_pause_us) != 0)
                 return -1;
@@ -681,6 +702,7 @@ static int rec_open(struct conn *cn, const char *prefix)
     }
     put_le32(hdr + 8, 1);
     put_le32(hdr + 12, cn->idx);
+    put_le32(hdr + 16, cn->o->mode == MODE_TAKE ? LOG_KIND_TAKE : LOG_KIND_LPOP);
     if (write_all(cn->rec_fd, hdr, sizeof hdr) != 0) {
         fprintf(stderr, "idpool-load: %s: %s\n", cn->rec_path, strerror(errno));
         return -1;
@@ -898,9 +920,11 @@ static int stop_level(struct conn *cn, uint64_t now)
     return s;
 }
 
-static uint64_t backoff_next(uint64_t ms)
+static uint64_t backoff_next(const struct conn *cn)
 {
-    return ms * 2 < BACKOFF_MAX_MS ? ms * 2 : BACKOFF_MAX_MS;
+    uint64_t ms = cn->backoff_ms, max = cn->o->backoff_max_ms;
+
+    return ms * 2 < max ? ms * 2 : max;
 }
 
 /* A good reply ends an outage: one line, and the backoff starts over. */
@@ -911,7 +935,7 @@ static void replies_again(struct conn *cn)
                 cn->down_errors);
     cn->down_reported = false;
     cn->down_errors = 0;
-    cn->backoff_ms = BACKOFF_MIN_MS;
+    cn->backoff_ms = cn->o->backoff_min_ms;
 }
 
 /* --count IDs have arrived (over all connections). */
@@ -956,7 +980,7 @@ static void conn_fail(struct conn *cn, enum ekind kind, const char *why)
 }
 
 /*
- * Connects, retrying with backoff (50 ms doubling to 1 s) with --reconnect
+ * Connects, retrying with backoff (--backoff-ms) with --reconnect
  * until it works or the run stops. 0 connected, -1 not (fatal set when
  * there is no --reconnect).
  */
@@ -968,7 +992,7 @@ static int conn_ensure(struct conn *cn, bool first)
 
             while (now_ns() < until && stop_level(cn, now_ns()) == 0)
                 sleep_until(until);
-            cn->backoff_ms = backoff_next(cn->backoff_ms);
+            cn->backoff_ms = backoff_next(cn);
         }
         if (stop_level(cn, now_ns()) != 0 || count_reached(cn))
             return -1;
@@ -1122,7 +1146,7 @@ static int on_reply(struct conn *cn)
         cn->down_reported = true;
         /* LOADING, READONLY...: back off like a reconnect. */
         cn->pause_until = now + cn->backoff_ms * NS_PER_MS;
-        cn->backoff_ms = backoff_next(cn->backoff_ms);
+        cn->backoff_ms = backoff_next(cn);
         goto done;
     case REDIS_REPLY_NIL:
         if (o->mode != MODE_LPOP && o->mode != MODE_TAKE)
@@ -1653,7 +1677,7 @@ static int conn_init(struct conn *cn, struct run *run, unsigned idx)
     cn->o = o;
     cn->idx = idx;
     cn->rec_fd = -1;
-    cn->backoff_ms = BACKOFF_MIN_MS;
+    cn->backoff_ms = cn->o->backoff_min_ms;
     cn->ids_cap = o->batch;
     cn->ids = malloc(cn->ids_cap * sizeof *cn->ids);
     cn->ring = calloc(o->pipeline, sizeof *cn->ring);
@@ -1845,6 +1869,8 @@ int main(int argc, char **argv)
         .timeout_ms = 2000,
         .interval_ms = 20,
         .empty_pause_us = 1000,
+        .backoff_min_ms = BACKOFF_MIN_MS,
+        .backoff_max_ms = BACKOFF_MAX_MS,
     };
     struct run run = {.o = &o};
     struct conn **cns = NULL;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # idpool-check against small hand-made pop logs: each case writes logs with
-# a python3 generator (struct.pack, the format of notes/interfaces.md), runs
+# a python3 generator (struct.pack, the format in test/tools/check.c), runs
 # the checker and asserts its exit status and the counts of its last line.
 #
 #   t_check.sh                  run the cases ($IDPOOL_CHECK or build/test/idpool-check)
@@ -23,10 +23,11 @@ from array import array
 MAGIC = b"IDPLOG1\n"
 
 
-def log(path, consumer, records, magic=MAGIC, tail=b""):
-    """records: (t_send, t_recv, [ids]) or (t_send, t_recv, [ids], flags)."""
+def log(path, consumer, records, magic=MAGIC, tail=b"", kind=0):
+    """records: (t_send, t_recv, [ids]) or (t_send, t_recv, [ids], flags);
+    kind: the client kind of the header (0 LPOP, 1 idpool_take)."""
     with open(path, "wb") as f:
-        f.write(magic + struct.pack("<IIQQ", 1, consumer, 0, 0))
+        f.write(magic + struct.pack("<IIIIQ", 1, consumer, kind, 0, 0))
         for r in records:
             flags = r[3] if len(r) > 3 else 0
             f.write(struct.pack("<QQII", r[0], r[1], len(r[2]), flags))
@@ -150,7 +151,7 @@ gen "clean('c', 3, 20, 7)"
 run --type monotonic --start-offset 1000 c.0.bin c.1.bin c.2.bin
 expect 0 ids=420 consumers=3 duplicates=0 order=0 cross_order=0 arith=0 unleased=0 \
     lease_overlaps=0 gaps=0 empty_pops=0 below_low_ms=0 exposed=0
-[[ $(tail -n 1 <<<"$out") =~ ^check:\ ids=[0-9]+\ consumers=[0-9]+\ duplicates=[0-9]+\ order=[0-9]+\ cross_order=[0-9]+\ arith=[0-9]+\ unleased=[0-9]+\ lease_overlaps=[0-9]+\ gaps=[0-9]+\ empty_pops=[0-9]+\ below_low_ms=[0-9]+\ exposed=[0-9]+$ ]] ||
+[[ $(tail -n 1 <<<"$out") =~ ^check:\ ids=[0-9]+\ consumers=[0-9]+\ duplicates=[0-9]+\ order=[0-9]+\ cross_order=[0-9]+\ arith=[0-9]+\ unleased=[0-9]+\ lease_overlaps=[0-9]+\ gaps=[0-9]+\ empty_pops=[0-9]+\ below_low_ms=[0-9]+\ exposed=[0-9]+\ exposed_lpop=[0-9]+\ exposed_take=[0-9]+$ ]] ||
     fail "last line format"
 printf '1000 1200\n1200 1420\n' >"$tmp/leases.ok"
 run --type monotonic --leases leases.ok c.0.bin c.1.bin c.2.bin
@@ -319,6 +320,22 @@ run --exposure 4000:6000 f0.bin f1.bin
 expect 0 duplicates=0 exposed=1
 run --exposure 4000:x f0.bin
 expect 2
+# Per client kind: an extra pop is charged to the kind of the log that made
+# it; the legitimate (earliest) pop to none, whichever its kind.
+gen "log('k0.bin', 0, [(100, 200, [7, 8, 9])], kind=1); log('k1.bin', 1, [(5000, 5100, [7])]);
+log('k2.bin', 2, [(5200, 5300, [8])], kind=1); log('k3.bin', 3, [(4500, 4600, [9, 10])], kind=1);
+log('k4.bin', 4, [(5500, 5600, [9, 10])])"
+run --exposure 4000:6000 k0.bin k1.bin k2.bin k3.bin k4.bin
+expect 0 duplicates=0 exposed=5 exposed_lpop=3 exposed_take=2
+contains "k2.bin (consumer 2) byte 32, take"
+run --exposure 4000:6000 --json k0.bin k1.bin k2.bin k3.bin k4.bin
+jfield "j['exposed'], j['exposed_lpop'], j['exposed_take']" "(5, 3, 2)"
+run --exposure 5000:6000 k0.bin k1.bin k2.bin k3.bin k4.bin
+expect 1 duplicates=1 exposed=4 exposed_lpop=3 exposed_take=1
+gen "log('k5.bin', 0, [(100, 200, [1])], kind=2)"
+run k5.bin
+expect 2
+contains "k5.bin: byte offset 16: unknown client kind 2"
 
 name=reports
 gen "log('r0.bin', 0, [(1000000, 2000000, []), (3000000, 4000000, []), (5000000, 6000000, [1, 2]),
