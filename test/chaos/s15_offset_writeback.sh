@@ -88,11 +88,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
         failure "round $r: no daemon reserved within 10 s of losing the pool"
     fi
     maxhi=$(sql "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = $ID")
-    lo=$((cur0 > maxhi ? cur0 : maxhi))
-    hi=$((lo + RACER_SPAN))
+    rlo=$((cur0 > maxhi ? cur0 : maxhi))
+    rhi=$((rlo + RACER_SPAN))
     racer_send "INSERT INTO application_lease (application_id, lo, hi, instance)
-                VALUES ($ID, $lo, $hi, 'racer');"
-    racer_send "UPDATE application SET current_offset = $hi, version = version + 1 WHERE id = $ID;"
+                VALUES ($ID, $rlo, $rhi, 'racer');"
+    racer_send "UPDATE application SET current_offset = $rhi, version = version + 1 WHERE id = $ID;"
     racer_send "UPDATE application SET current_offset = $cur0 WHERE id = $ID;"
     racer_send "SELECT ROW_COUNT();"
     changed=$(racer_read) || changed=
@@ -104,13 +104,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
     expect "[[ $changed == 1 && $committed == committed ]]" \
         "round $r: the racer's write-back did not commit (changed '$changed', '$committed')"
     WRITEBACKS=$((WRITEBACKS + 1))
-    info "round $r: racer lease [$lo, $hi), current_offset $cur0 (version $ver0) written back"
+    info "round $r: racer lease [$rlo, $rhi), current_offset $cur0 (version $ver0) written back"
     t0=$(now_ns)
     recovered $APP "$t0"
-    first=$(sql "SELECT MIN(lo) FROM application_lease WHERE application_id = $ID AND lo >= $lo
+    first=$(sql "SELECT MIN(lo) FROM application_lease WHERE application_id = $ID AND lo >= $rlo
                  AND instance <> 'racer'")
-    expect "[[ -n '$first' && '$first' != NULL ]] && ((first >= hi))" \
-        "round $r: the next daemon lease starts at ${first:-none}, inside the racer's [$lo, $hi)"
+    expect "[[ -n '$first' && '$first' != NULL ]] && ((first >= rhi))" \
+        "round $r: the next daemon lease starts at ${first:-none}, inside the racer's [$rlo, $rhi)"
     n=$(overlaps)
     expect "((n == 0))" "round $r: $n overlapping leases after the write-back"
     # An operator writes the previous round's value back (a regression).
