@@ -644,3 +644,118 @@ alerts_clear() {
         [[ $(alerts_firing "$n" "$app") == '[]' ]] || return 1
     done
 }
+
+# ------------------------------------------------ Redis rollbacks (07, 14) ---
+
+# The watcher, log filter and stale counter of the rollback scenarios.
+ROLLBACK_PY=$CHAOS_LIB_DIR/rollback.py
+
+run_id() { rcli INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+persistence() { rcli INFO persistence | sed -n "s/^$1:\([^[:space:]]*\).*/\1/p"; }
+
+# save_rdb OUT: BGSAVE now; OUT becomes a Redis dir whose AOF is that
+# snapshot alone (base file + manifest: what servers.sh's AOF Redis loads).
+save_rdb() {
+    local out=$1 last
+    last=$(persistence rdb_last_bgsave_time_sec)
+    wait_until 20 eval '[[ $(persistence rdb_bgsave_in_progress) == 0 ]]' ||
+        fail "a BGSAVE is still running"
+    rcli BGSAVE >/dev/null || fail "BGSAVE refused"
+    wait_until 20 eval '[[ $(persistence rdb_bgsave_in_progress) == 0 &&
+        $(persistence rdb_last_bgsave_status) == ok ]]' || fail "BGSAVE did not finish"
+    [[ -s $DIR/redis/dump.rdb ]] || fail "no dump.rdb after BGSAVE (last save $last)"
+    mkdir -p "$out/appendonlydir"
+    mv "$DIR/redis/dump.rdb" "$out/appendonlydir/appendonly.aof.1.base.rdb"
+    printf 'file appendonly.aof.1.base.rdb seq 1 type b\n' \
+        >"$out/appendonlydir/appendonly.aof.manifest"
+}
+
+# save_aof OUT: a copy of Redis' data directory as it is on disk now (AOF
+# base, increments and manifest). The AOF was rewritten just before, so the
+# copy is small; automatic rewrites are off, so the files do not change
+# under the copy except by appends (a torn last command is truncated on
+# load, aof-load-truncated).
+save_aof() {
+    cp -a "$DIR/redis" "$1"
+    rm -f "$1/dump.rdb"
+}
+
+# probe SRC APP: loads a copy of the Redis dir SRC in a throwaway
+# redis-server; APP's pool to $DIR/probe.pool, meta's run_id and next to
+# PROBE_RUN_ID and PROBE_NEXT.
+probe() {
+    local port pid app=$2
+    rm -rf "$DIR/probe"
+    cp -a "$1" "$DIR/probe"
+    port=$(free_port)
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$DIR/probe" --save '' \
+        --appendonly yes --daemonize no --logfile "$DIR/probe.log" </dev/null &
+    pid=$!
+    wait_until 10 eval "[[ \$(redis-cli -p $port PING 2>/dev/null) == PONG ]]" ||
+        fail "the old data set does not load: $(tail -n 5 "$DIR/probe.log")"
+    redis-cli -p "$port" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
+    PROBE_RUN_ID=$(redis-cli -p "$port" HGET "$(meta_key "$app")" run_id)
+    PROBE_NEXT=$(redis-cli -p "$port" HGET "$(meta_key "$app")" next)
+    redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    wait_until 5 eval "! proc_alive $pid" || kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+    rm -rf "$DIR/probe"
+}
+
+# check_rollback APP FROM TO: U, A, L over all logs with the exposure window
+# [FROM, TO] (as check_app does, but --type trend: the order is judged next);
+# M over the logs without the records sent inside the window.
+check_rollback() {
+    local app=$1 from=$2 to=$3 f n left=0 line st=0 kv logs=() mlogs=()
+    app_params "$app"
+    sql "SELECT l.lo, l.hi FROM application_lease l JOIN application a
+         ON a.id = l.application_id WHERE a.entity_key = $(sql_value "$app")
+         ORDER BY l.lo" | tr '\t' ' ' >"$DIR/$app.leases"
+    mkdir -p "$DIR/m.$app"
+    for f in "$DIR/$app".c*.bin; do
+        [[ -e $f ]] || continue
+        logs+=("$f")
+        n=$(python3 "$ROLLBACK_PY" filter "$from" "$to" "$f" "$DIR/m.$app/${f##*/}") ||
+            fail "filtering $f failed"
+        left=$((left + n))
+        mlogs+=("$DIR/m.$app/${f##*/}")
+    done
+    ((${#logs[@]})) || fail "$app: no consumer logs"
+    local common=(--start-offset "$P_START" --delta "$P_DELTA" --remainder "$P_REM"
+        --leases "$DIR/$app.leases")
+    # U A L, exposure
+    "$IDPOOL_CHECK" --type trend "${common[@]}" --exposure "$from:$to" "${logs[@]}" \
+        >"$DIR/$app.check" 2>&1 || st=$?
+    line=$(grep '^check: ' "$DIR/$app.check" | tail -n 1)
+    info "$app: U A L: $line (status $st)"
+    for kv in ${line#check: }; do
+        case ${kv%%=*} in
+        ids | duplicates | arith | unleased | lease_overlaps | gaps | empty_pops | exposed | exposed_lpop | exposed_take)
+            CHECK_SUM[${kv%%=*}]=$((${CHECK_SUM[${kv%%=*}]:-0} + ${kv#*=}))
+            ;;
+        esac
+    done
+    case $st in
+    0) ;;
+    1) failure "$app: idpool-check found violations: $line" ;;
+    *) failure "$app: idpool-check failed (status $st): $(tail -n 3 "$DIR/$app.check" | tr '\n' ' ')" ;;
+    esac
+    [[ -n $line ]] || failure "$app: idpool-check printed no summary"
+    # M, outside the window
+    st=0
+    info "$app: M checked without the $left records sent inside the window"
+    "$IDPOOL_CHECK" --type monotonic "${common[@]}" "${mlogs[@]}" >"$DIR/$app.mcheck" 2>&1 ||
+        st=$?
+    line=$(grep '^check: ' "$DIR/$app.mcheck" | tail -n 1)
+    info "$app: M outside the window: $line (status $st)"
+    for kv in ${line#check: }; do
+        case ${kv%%=*} in
+        order | cross_order)
+            CHECK_SUM[${kv%%=*}]=$((${CHECK_SUM[${kv%%=*}]:-0} + ${kv#*=}))
+            ((${kv#*=} == 0)) || failure "$app: M violated outside the exposure window: $line"
+            ;;
+        esac
+    done
+    ((st <= 1)) || failure "$app: idpool-check (M) failed, status $st: $(tail -n 2 "$DIR/$app.mcheck")"
+    [[ -n $line ]] || failure "$app: idpool-check (M) printed no summary"
+}
