@@ -279,6 +279,8 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
     p->sched.owner = s;
     if (p->sched.waiting)
         return; /* in line for a refill slot */
+    if (epoch_due && (s->sweeping || s->sweep_pending))
+        return; /* the sweep's idpool_epoch for this pool is on its way (or it has none) */
     if (p->dead || p->state != POOL_IDLE || (!p->live && !epoch_due) ||
         (now < p->sched.due_ms && !epoch_due))
         return;
