@@ -11,7 +11,7 @@
 -- Redis is missing or older (never a newer one), so that a rolling upgrade
 -- or a rollback of the daemon does not swap the fence under a running one.
 -- Bump it with every change of this file. (meson.build reads this line.)
-local LIB_VERSION = 2
+local LIB_VERSION = 3
 
 -- The epoch ("run_id:master_replid" as idpoold reads it from INFO) under
 -- which the pools of this Redis process were re-validated. It lives as long
@@ -186,7 +186,8 @@ end
 --
 --   FCALL idpool_take 2 <pool> <meta> COUNT   -> array of up to COUNT IDs
 --
--- Errors: IDPOOL_BADARG (COUNT not an integer >= 1), IDPOOL_NOAPP (no limits
+-- Errors: IDPOOL_BADARG (not two keys and one argument; COUNT not an integer
+-- >= 1), IDPOOL_NOAPP (no limits
 -- in meta: the daemon does not serve this application), IDPOOL_EPOCH (the
 -- pool was not written under this Redis process's validated epoch: after a
 -- restart, a rollback or a failover, until the daemon's sweep; says when to
@@ -196,9 +197,15 @@ end
 -- counts an underflow in meta and fires the underflow alert.
 local EPOCH_RETRY_MS = 200
 
+local TAKE_USAGE = 'FCALL idpool_take 2 <prefix>:{app}:pool <prefix>:{app}:meta COUNT'
+
 local function take(keys, args)
     local pool, meta = keys[1], keys[2]
     local raw = args[1] or ''
+    if #keys ~= 2 or #args ~= 1 then
+        return redis.error_reply('IDPOOL_BADARG idpool_take takes 2 keys and 1 argument, got ' ..
+                                 #keys .. ' and ' .. #args .. ': ' .. TAKE_USAGE)
+    end
     if not string.match(raw, '^%d+$') or tonumber(raw) < 1 then
         return redis.error_reply('IDPOOL_BADARG count must be an integer >= 1, got ' ..
                                  string.format('%q', raw))

@@ -5,7 +5,8 @@
 #   * up to COUNT IDs, head of the pool first (what LRANGE showed), strictly
 #     increasing for a monotonic application, exactly COUNT popped;
 #   * COUNT > max_size_per_times -> IDPOOL_LIMIT stating the limit;
-#     COUNT 0, -1, abc, 1.5, '' -> IDPOOL_BADARG; neither pops anything;
+#     COUNT 0, -1, abc, 1.5, '' -> IDPOOL_BADARG; so does a wrong number of
+#     keys or arguments (never a raw Lua error); none pops anything;
 #   * unknown application (no meta), soft-deleted row, invalid row ->
 #     IDPOOL_NOAPP (and takes work again once the row is fixed);
 #   * rate: 4 concurrent clients hammering takes never get more than
@@ -80,9 +81,21 @@ take_err tk 1000000 '^IDPOOL_LIMIT.*100'
 for bad in 0 -1 abc 1.5 '' ' 5' 1e2 0x10; do
     take_err tk "$bad" '^IDPOOL_BADARG'
 done
+# FCALL with the wrong number of keys or arguments, or keys of two applications.
+bad_fcall() { # ERE ARGS...: FCALL idpool_take ARGS fails with an error matching ERE
+    local want=$1 out
+    shift
+    out=$(rcli FCALL idpool_take "$@" 2>&1 | sed '/^$/d')
+    [[ $out =~ $want ]] || fail "FCALL idpool_take $*: expected /$want/, got: $out"
+}
+bad_fcall '^IDPOOL_BADARG idpool_take takes 2 keys and 1 argument, got 1 and 1: FCALL idpool_take 2 ' \
+    1 "$(pool_key tk)" 5
+bad_fcall '^IDPOOL_BADARG .*got 0 and 0' 0
+bad_fcall '^IDPOOL_BADARG .*got 2 and 2' 2 "$(pool_key tk)" "$(meta_key tk)" 5 6
+bad_fcall '^IDPOOL_BADARG .*got 3 and 0' 3 "$(pool_key tk)" "$(meta_key tk)" 5
 assert_eq "$len0" "$(llen tk)" "pool length after refused takes"
 take_ok tk 100 >/dev/null
-pass "COUNT above max_size_per_times -> IDPOOL_LIMIT naming 100; 0 -1 abc 1.5 '' -> IDPOOL_BADARG; nothing popped"
+pass "COUNT above max_size_per_times -> IDPOOL_LIMIT naming 100; 0 -1 abc 1.5 '', wrong keys or arity -> IDPOOL_BADARG; nothing popped"
 
 # --- unknown, soft-deleted, invalid -> IDPOOL_NOAPP --------------------------------
 take_err nosuch 1 '^IDPOOL_NOAPP'
