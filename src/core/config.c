@@ -424,17 +424,20 @@ static char *trim(char *s)
     return s;
 }
 
+/* A config file is a few KiB: anything this large is not one (--config /dev/zero, a log). */
+#define CONFIG_FILE_MAX (1024 * 1024)
+
 /*
  * Read "key = value" lines from the config file cfg->config_file. '#' and ';'
  * start comment lines (not trailing comments: a '#' may be part of a
- * password); a value may be wrapped in double quotes.
+ * password); a value may be wrapped in double quotes. The file is read
+ * whole, at most CONFIG_FILE_MAX bytes, then parsed.
  */
 static int file_apply(struct loader *ld)
 {
     const char *path = ld->cfg->config_file;
-    char *line = NULL, where[CONFIG_ERR_MAX];
-    size_t cap = 0;
-    ssize_t n;
+    char *buf, *line, *end, where[CONFIG_ERR_MAX];
+    size_t len;
     long lineno = 0;
     int rc = -1;
     FILE *f;
@@ -445,18 +448,43 @@ static int file_apply(struct loader *ld)
         text_err(ld->err, ld->errlen, "%s: cannot read %s: %s", where, path, strerror(errno));
         return -1;
     }
+    buf = malloc(CONFIG_FILE_MAX + 1);
+    if (buf == NULL) {
+        text_err(ld->err, ld->errlen, "%s: cannot read %s: out of memory", where, path);
+        fclose(f);
+        return -1;
+    }
     errno = 0;
-    while ((n = getline(&line, &cap, f)) >= 0) {
+    len = fread(buf, 1, CONFIG_FILE_MAX + 1, f);
+    if (ferror(f)) {
+        text_err(ld->err, ld->errlen, "%s: cannot read %s: %s", where, path,
+                 strerror(errno ? errno : EIO));
+        goto out;
+    }
+    if (len > CONFIG_FILE_MAX) {
+        text_err(ld->err, ld->errlen,
+                 "%s: %s is larger than %d KiB: not a config file (a config file holds a few "
+                 "'name = value' lines)",
+                 where, path, CONFIG_FILE_MAX / 1024);
+        goto out;
+    }
+    end = buf + len;
+    for (line = buf; line < end;) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
+        char *next = nl ? nl + 1 : end;
         char *key, *value, *eq;
         size_t vlen;
         int id;
 
         lineno++;
-        if ((size_t)n != strlen(line)) {
+        if (memchr(line, '\0', n) != NULL) {
             text_err(ld->err, ld->errlen, "%s:%ld: line contains a NUL byte", path, lineno);
             goto out;
         }
+        line[n] = '\0'; /* in the buffer: n <= len <= CONFIG_FILE_MAX */
         key = trim(line);
+        line = next;
         if (*key == '\0' || *key == '#' || *key == ';')
             continue;
         eq = strchr(key, '=');
@@ -485,16 +513,10 @@ static int file_apply(struct loader *ld)
         }
         if (setting_apply(ld, (enum setting_id)id, value, (struct origin){O_FILE, lineno}) < 0)
             goto out;
-        errno = 0;
-    }
-    if (ferror(f)) {
-        text_err(ld->err, ld->errlen, "%s: cannot read %s: %s", where, path,
-                 strerror(errno ? errno : EIO));
-        goto out;
     }
     rc = 0;
 out:
-    free(line);
+    free(buf);
     fclose(f);
     return rc;
 }

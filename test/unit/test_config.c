@@ -4,6 +4,8 @@
  * and memory ownership (run under valgrind).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -635,6 +637,7 @@ static void test_file_value_errors(void)
 
 static void test_file_syntax_errors(void)
 {
+    struct config cfg;
     char path[64], want[256];
 
     write_tmp(path, "tick-ms = 10\nfoo = 1\n");
@@ -671,6 +674,43 @@ static void test_file_syntax_errors(void)
     expect_error(ENV({"IDPOOL_CONFIG", "/nonexistent/x.conf"}), no_args, want);
     snprintf(want, sizeof(want), "--config: cannot read /tmp: %s", strerror(EISDIR));
     expect_error(NULL, ARGV("--config=/tmp"), want);
+
+    /* Not a config file: refused at 1 MiB rather than read forever. */
+    expect_error(NULL, ARGV("--config", "/dev/zero"),
+                 "--config: /dev/zero is larger than 1024 KiB: not a config file");
+    {
+        char big[64];
+        FILE *f;
+
+        write_tmp(big, "");
+        f = fopen(big, "w");
+        CHECK(f != NULL);
+        for (int i = 0; f && i < 1024 * 1024 / 16 + 1; i++)
+            fputs("# comment line.\n", f); /* 16 bytes */
+        if (f)
+            fclose(f);
+        snprintf(want, sizeof(want), "IDPOOL_CONFIG: %s is larger than 1024 KiB", big);
+        expect_error(ENV({"IDPOOL_CONFIG", big}), no_args, want);
+        unlink(big);
+    }
+    /* A NUL byte names its line; a last line without a newline is read. */
+    write_tmp(path, "tick-ms = 10\nkey-prefix = a");
+    {
+        int fd = open(path, O_WRONLY | O_APPEND);
+
+        CHECK(fd >= 0 && write(fd, "\0b\n", 3) == 3);
+        if (fd >= 0)
+            close(fd);
+    }
+    snprintf(want, sizeof(want), "%s:2: line contains a NUL byte", path);
+    expect_error(NULL, ARGV("--config", path), want);
+    unlink(path);
+    write_tmp(path, "tick-ms = 20\nlock-ttl-ms = 3000");
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--config", path)), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64(cfg.tick_ms, 20);
+    CHECK_EQ_U64(cfg.lock_ttl_ms, 3000);
+    config_free(&cfg);
+    unlink(path);
 }
 
 static void test_lock_ttl_rule(void)
