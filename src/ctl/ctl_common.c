@@ -87,20 +87,6 @@ int ctl_usage(struct ctl *c, const char *fmt, ...)
     return CTL_USAGE;
 }
 
-/*
- * config_load() reports syntax problems of the flags (unknown option,
- * missing value, stray argument) and bad values alike; the first kind is a
- * usage error (exit 2), and so is a bad value given as a flag. A bad value
- * from the environment or the config file is an error (exit 1).
- */
-static int config_error_code(const char *msg)
-{
-    if (strncmp(msg, "unknown option", 14) == 0 || strncmp(msg, "unexpected argument", 19) == 0 ||
-        strncmp(msg, "--", 2) == 0)
-        return CTL_USAGE;
-    return CTL_ERROR;
-}
-
 int ctl_setup(struct ctl *c)
 {
     char err[CONFIG_ERR_MAX];
@@ -115,13 +101,13 @@ int ctl_setup(struct ctl *c)
         c->cfg_loaded = 1;
         return 0;
     }
-    /* --help/--version never reach config_load (main handles them). */
+    /*
+     * --help/--version never reach config_load (main handles them). A bad
+     * setting is a usage error (exit 2, with the "Try" line) wherever it
+     * came from: a flag, the environment or a config file, as for idpoold.
+     */
     c->cmd = NULL; /* a global option is not the command's fault */
-    code = config_error_code(err);
-    if (code == CTL_USAGE)
-        ctl_usage(c, "%s", err);
-    else
-        ctl_fail(c, CTL_ERROR, "%s", err);
+    code = ctl_usage(c, "%s", err);
     c->cmd = cmd;
     return code;
 }

@@ -391,8 +391,21 @@ EOF
     expect 0 --config "$DIR/ctl.conf" --key-prefix=p2 apps show user
     out_has '^  pool key +p2:\{user\}:pool'
 ) || exit 1
-IDPOOL_TICK_MS=abc expect 1 apps list
-err_has "IDPOOL_TICK_MS"
+# A bad setting is a usage error (2, with "Try ...") wherever it comes from, as for idpoold.
+printf 'tick-ms = abc\n' >"$DIR/bad.conf"
+IDPOOL_TICK_MS=abc expect 2 apps list
+err_has "^idpoolctl: IDPOOL_TICK_MS: must be an integer"
+err_has "^Try 'idpoolctl --help'"
+IDPOOL_CONFIG=/nonexistent expect 2 apps list
+err_has "^idpoolctl: IDPOOL_CONFIG: cannot read /nonexistent"
+err_has "^Try 'idpoolctl --help'"
+IDPOOL_LOG_LEVEL=bogus expect 2 status
+err_has "^Try 'idpoolctl --help'"
+IDPOOL_CONFIG=$DIR/bad.conf expect 2 apps list
+err_has "bad\.conf:1"
+err_has "^Try 'idpoolctl --help'"
+expect 2 --tick-ms abc apps list
+err_has "^Try 'idpoolctl --help'"
 pass "config file, environment and flags as for idpoold"
 
 pass "idpoolctl"
