@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS `application` (
   `create_time`         DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   `update_time`         DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
   `deleted_at`          BIGINT       NOT NULL DEFAULT 0    COMMENT 'soft delete: non-zero = not served',
-  `entity_key`          VARCHAR(64)  NOT NULL              COMMENT 'unique key, [A-Za-z0-9_.-]{1,64}',
+  `entity_key`          VARCHAR(64)  NOT NULL              COMMENT 'unique key, [A-Za-z0-9_.-]{1,64}, not . or .., no leading -',
   `entity_name`         VARCHAR(255) NOT NULL DEFAULT ''   COMMENT 'human description',
   `increasing_type`     INT          NOT NULL DEFAULT 1    COMMENT '1 = monotonic, 2 = trend (shuffled blocks)',
   `start_offset`        BIGINT       NOT NULL DEFAULT 0    COMMENT 'first ID the application may ever get',

@@ -118,6 +118,16 @@ void app_row_from_text(struct app_row *row, char *const *cols, const unsigned lo
         *nums[i] = cols[4 + i] ? strtoll(cols[4 + i], NULL, 10) : 0;
 }
 
+/*
+ * A key must be addressable everywhere it is used: "." and ".." are path
+ * segments a URL cannot name (/v1/apps/..), and a leading '-' reads as an
+ * option on a command line (idpoolctl apps show --name).
+ */
+static int key_addressable(const char *key)
+{
+    return key[0] != '-' && strcmp(key, ".") != 0 && strcmp(key, "..") != 0;
+}
+
 int app_key_valid(const char *key)
 {
     size_t i;
@@ -128,7 +138,7 @@ int app_key_valid(const char *key)
         if (i >= APP_KEY_MAX || !key_char_ok((unsigned char)key[i]))
             return 0;
     }
-    return i >= 1;
+    return i >= 1 && key_addressable(key);
 }
 
 uint64_t app_span_for(const struct app_cfg *cfg, uint64_t count)
@@ -241,6 +251,12 @@ static int key_fail(const struct vctx *v)
             return fail(v, "entity_key", "%s, got byte 0x%02x at offset %zu", pat,
                         (unsigned char)key[i], i);
     }
+    if (key[0] == '-')
+        return fail(v, "entity_key",
+                    "must not start with '-' (a command line would read it as an option)");
+    if (strcmp(key, ".") == 0 || strcmp(key, "..") == 0)
+        return fail(v, "entity_key",
+                    "must not be '.' or '..' (a URL path cannot address it: /v1/apps/%s)", key);
     return fail(v, "entity_key", "%s", pat); /* not reached */
 }
 

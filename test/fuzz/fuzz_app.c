@@ -55,7 +55,7 @@ static int ref_key_char(unsigned char c)
            c == '.' || c == '-';
 }
 
-/* [A-Za-z0-9_.-]{1,64} on the n bytes at s. */
+/* [A-Za-z0-9_.-]{1,64} on the n bytes at s, not "." or "..", not starting with '-'. */
 static int ref_key(const char *s, size_t n)
 {
     if (n < 1 || n > APP_KEY_MAX)
@@ -63,6 +63,8 @@ static int ref_key(const char *s, size_t n)
     for (size_t i = 0; i < n; i++)
         if (!ref_key_char((unsigned char)s[i]))
             return 0;
+    if (s[0] == '-' || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+        return 0;
     return 1;
 }
 

@@ -25,6 +25,8 @@ declare -A FIELD=(
     [b_inc]=increment_max
     ['bad key']=entity_key
     ['a/b']=entity_key
+    ['..']=entity_key
+    ['--name']=entity_key
 )
 add_app b_step step=-5
 add_app b_type increasing_type=3
@@ -37,6 +39,8 @@ add_app b_start start_offset=-1
 add_app b_inc increment_max=1000001
 add_app 'bad key'
 add_app 'a/b'
+add_app '..'     # a URL path cannot address it
+add_app '--name' # a command line reads it as an option
 # The rendering of a key in messages: bytes outside the alphabet become '?'.
 shown() { local k=${1// /?}; echo "${k//\//?}"; }
 
@@ -51,7 +55,7 @@ done
 id=$(app_col b_step id)
 log_has a "error +application 'b_step' \(id $id\): step: must be 1\.\.1000000 \(0 means 1000\), got -5; application not served until the row is fixed$" ||
     fail "message for b_step not in the documented format"
-log_has a "applications: 1 served, [0-9]+ invalid, 12 rows read" || fail "no summary line"
+log_has a "applications: 1 served, [0-9]+ invalid, 14 rows read" || fail "no summary line"
 
 # Over many reloads (150 ms), each error is logged exactly once. (Rows with a
 # bad entity_key are checked at the end, so that a failure there does not

@@ -485,6 +485,29 @@ static void test_bad_key_message(void)
     CHECK(bad(&r, "entity_key"));
     CHECK_STR_CONTAINS(err, "zzz...'");
 
+    /* not addressable in a URL path or on a command line */
+    strcpy(r.entity_key, "..");
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "application '..' (id 7): entity_key: must not be '.' or '..' (a URL "
+                            "path cannot address it: /v1/apps/..)");
+    strcpy(r.entity_key, ".");
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "must not be '.' or '..'");
+    strcpy(r.entity_key, "--name");
+    CHECK(bad(&r, "entity_key"));
+    CHECK_STR_CONTAINS(err, "application '--name' (id 7): entity_key: must not start with '-'");
+    strcpy(r.entity_key, "-");
+    CHECK(bad(&r, "entity_key"));
+    CHECK(!app_key_valid("..") && !app_key_valid(".") && !app_key_valid("-x"));
+    /* dots and dashes elsewhere are fine */
+    strcpy(r.entity_key, "...");
+    CHECK(validate(&r, &c) == 0);
+    strcpy(r.entity_key, ".hidden");
+    CHECK(validate(&r, &c) == 0);
+    strcpy(r.entity_key, "a-.b-");
+    CHECK(validate(&r, &c) == 0);
+    CHECK(app_key_valid("a..b") && app_key_valid("x-"));
+
     /* 64 bytes is fine and copied whole */
     memset(r.entity_key, 'q', 64);
     r.entity_key[64] = '\0';
