@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,31 +207,48 @@ static void serve_apps(struct http *h, struct evhttp_request *req, const char *p
     }
 }
 
-/* Every request: route on the decoded path, then check the method. */
+/*
+ * The path of the request target as sent, without query or fragment (heap).
+ * Not evhttp_uri_get_path(): it parses "//metrics" as an authority
+ * ("metrics") with an empty path. A CONNECT's "host:port" has no path: "".
+ */
+static char *target_path(struct evhttp_request *req)
+{
+    const char *t = evhttp_request_get_uri(req);
+    size_t n;
+
+    if (t == NULL || t[0] != '/')
+        return strdup("");
+    n = strcspn(t, "?#");
+    return strndup(t, n);
+}
+
+/* Every request: only GET and HEAD exist (405 for any other method, on any path); then route on
+ * the decoded path. */
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *h = arg;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
-    const char *raw = uri ? evhttp_uri_get_path(uri) : NULL;
     const char *key = NULL;
-    char *path;
+    char *raw = target_path(req), *path = NULL;
     size_t len = 0;
     enum route r;
 
-    if (raw == NULL || raw[0] == '\0')
-        raw = "/";
-    path = evhttp_uridecode(raw, 0, &len);
+    if (raw != NULL && method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+        reply_405(req, raw);
+        free(raw);
+        return;
+    }
+    path = raw ? evhttp_uridecode(raw, 0, &len) : NULL;
     if (path == NULL) {
         reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
+        free(raw);
         return;
     }
     /* A %00 would cut the path short: such a path names nothing. */
     r = strlen(path) == len ? route_of(path, &key) : R_NONE;
     if (r == R_NONE)
         reply(req, 404, "Not Found", CTYPE_JSON, error_json("not found", raw, NULL, NULL));
-    else if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD)
-        reply_405(req, raw);
     else if (r == R_METRICS)
         serve_metrics(h, req);
     else if (r == R_HEALTHZ)
@@ -238,6 +256,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     else
         serve_apps(h, req, raw, r == R_APP ? key : NULL);
     free(path);
+    free(raw);
 }
 
 /*
@@ -299,11 +318,12 @@ struct http *http_new(struct event_base *base, const struct config *cfg,
     evhttp_set_timeout(h->evh, HTTP_TIMEOUT_S);
     evhttp_set_max_headers_size(h->evh, HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(h->evh, HTTP_MAX_BODY);
-    /* Every method reaches on_request, so that it can answer 405 with Allow. */
-    evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                           EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-                                           EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
-                                           EVHTTP_REQ_PATCH);
+    /*
+     * Every method reaches on_request, so that it can answer 405 with Allow:
+     * also methods libevent does not know (FOO, PROPFIND), which it parses as
+     * a private "unknown" type and would otherwise answer 501 with HTML.
+     */
+    evhttp_set_allowed_methods(h->evh, UINT16_MAX);
     evhttp_set_gencb(h->evh, on_request, h);
     fd = listen_on(cfg->http_host, cfg->http_port, h->addr, sizeof(h->addr));
     if (fd < 0)

@@ -10,7 +10,9 @@
 #              as in Redis, 64-bit lease values as exact strings, counters
 #              that follow takes, invalid and soft-deleted rows flagged
 #   /v1/apps/KEY  one object; unknown key, /nope -> 404 JSON
-#   POST /metrics -> 405 with Allow; HEAD answers the headers of GET
+#   POST /metrics -> 405 with Allow; HEAD answers the headers of GET; any
+#   other method, also one libevent does not know (FOO), or CONNECT -> 405
+#   JSON; //metrics -> 404 naming "//metrics"
 #   --http on a port in use -> the daemon exits non-zero at start naming it
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -259,6 +261,41 @@ assert_eq "200 0" "$code $blen" "HEAD /metrics: status and body bytes"
 read -r code clen blen ctype <<<"$(head_req /nope)"
 assert_eq "404 0" "$code $blen" "HEAD /nope: status and body bytes"
 pass "POST/PUT/DELETE -> 405 with Allow: GET, HEAD; HEAD answers headers only, Content-Length as GET"
+
+# raw_req METHOD TARGET: "STATUS CONTENT-TYPE ALLOW" of a raw HTTP/1.0 request; the body in $DIR/body.
+raw_req() {
+    python3 - "$HTTP_PORT" "$1" "$2" "$DIR/body" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(("%s %s HTTP/1.0\r\nHost: x\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+head, _, body = data.partition(b"\r\n\r\n")
+open(sys.argv[4], "wb").write(body)
+lines = head.decode().split("\r\n")
+hdr = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+print(lines[0].split()[1], hdr.get("content-type", "-").replace(" ", ""), hdr.get("allow", "-").replace(" ", ""))
+EOF
+}
+# Methods libevent does not know, and every other one, on any path: 405 JSON with Allow.
+for m in FOO PROPFIND OPTIONS TRACE PATCH CONNECT; do
+    for p in /metrics /nope; do
+        assert_eq "405 application/json GET,HEAD" "$(raw_req "$m" "$p")" "$m $p: status, type, Allow"
+        json 'd.get("error") == "method not allowed"' "d.get(\"path\") == \"$p\""
+    done
+done
+assert_eq "405 application/json GET,HEAD" "$(raw_req CONNECT 127.0.0.1:80)" "CONNECT host:port"
+# The path as sent: //metrics is not /metrics (nor "/").
+get //metrics
+assert_eq 404 "$CODE" "GET //metrics status"
+json 'd.get("path") == "//metrics"'
+get '/v1/apps?x=//y'
+assert_eq 200 "$CODE" "GET /v1/apps?x=//y status"
+pass "unknown methods, CONNECT, OPTIONS... -> 405 JSON with Allow; //metrics -> 404 naming //metrics"
 
 # --- /healthz follows Redis and MySQL --------------------------------------------------------
 redis_kill
