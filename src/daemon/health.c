@@ -161,6 +161,12 @@ void health_pool_ok(struct pool *p)
     p->health.low_checks = 0;
 }
 
+void health_served(struct pool *p)
+{
+    p->health.last_ok_ms = 0; /* underflow and low watch a pool once it was full */
+    p->health.low_checks = 0;
+}
+
 void health_check(struct health *h, struct pool *p, uint64_t prev_underflows, int underflow_in_meta)
 {
     struct pool_health *ph = &p->health;

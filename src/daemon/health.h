@@ -38,8 +38,13 @@ void health_refilled(struct health *h, struct pool *p);
 /* One check's status read of a served pool (counters and length in pool->seen). */
 void health_check(struct health *h, struct pool *p, uint64_t prev_underflows,
                   int underflow_in_meta);
-/* A check saw the pool at or above its low-water mark. */
+/* A check saw the pool of a served row at or above its low-water mark. */
 void health_pool_ok(struct pool *p);
+/*
+ * The row has just become served (new, fixed, restored): its pool is
+ * filling, not underflowing, until a check first sees it at its mark.
+ */
+void health_served(struct pool *p);
 /*
  * The pool cannot be looked at (`why`: Redis is unreachable, its checks
  * fail): a served pool stalls once nothing was pushed for stall-ms.

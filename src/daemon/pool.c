@@ -360,6 +360,7 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
         log_info("app=%s serving: %s", cfg->key, desc);
         p->live = 1;
         p->live_since_ms = clock_ms();
+        health_served(p);
         p->cfg = *cfg;
         p->sched.due_ms = 0;
         return;

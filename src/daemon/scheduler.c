@@ -163,7 +163,7 @@ static void check_done(struct pool *p, uint64_t len)
 
     p->sched.busy = !p->seen.len_known || len != p->seen.len || p->seen.rate >= 1.0;
     p->sched.due_ms = p->sched.check_ms + (p->sched.busy ? p->cfg.interval_ms : idle);
-    if (len >= p->cfg.low_water)
+    if (p->live && len >= p->cfg.low_water) /* (an invalid row's low water means nothing) */
         health_pool_ok(p);
     p->seen.len = len;
     p->seen.len_known = 1;

@@ -101,7 +101,11 @@ wait_until 3 log_has a "app=b_rem row fixed; serving again" || fail "no 'row fix
 wait_until 5 pool_ge b_rem 4800 || fail "fixed row b_rem did not get a pool"
 sleep 0.5
 assert_eq 1 "$(log_count a 'app=b_step row fixed')" "'row fixed' lines for b_step"
-pass "fixed rows are served again"
+# A fixed row's empty pool is filling, not underflowing (underflow pages).
+for key in b_step b_rem; do
+    assert_eq 0 "$(log_count a "alert (underflow|low) firing app=$key:")" "underflow/low alerts of fixed row $key"
+done
+pass "fixed rows are served again, without a false underflow"
 
 # --- breaking a served row ----------------------------------------------------
 wait_until 3 pool_ge good 6000 || fail "good not full"
