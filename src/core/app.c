@@ -14,7 +14,9 @@
  *   2. then the relations between columns:
  *      max_size_per_times <= max_pool_size; max_pool_size >= step;
  *      a refill must fit above the low-water mark; room in the ID space for
- *      one full pool above max(start_offset, current_offset).
+ *      one full pool above start_offset. (current_offset running into the
+ *      end of the ID space is a state, space_warning, not an error: the
+ *      IDs already leased are still served.)
  */
 #include "app.h"
 
@@ -366,22 +368,26 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
     c.low_water = c.max_pool * c.min_percent / 100;
 
     /*
-     * No ID can exceed 2^63-1: there must be room for one full pool above
-     * the higher of the two offsets. The error names that offset.
+     * No ID can exceed 2^63-1: an operator's start_offset must leave room
+     * for one full pool. current_offset is where the leases got to: near
+     * the end it is a warning (the application serves what is left, then
+     * its reservations find no space and id_space_exhaustion fires).
      */
-    base = c.current_offset >= c.start_offset ? c.current_offset : c.start_offset;
     span = app_span_for(&c, c.max_pool);
     if (span >= (uint64_t)APP_ID_MAX) /* saturated: no offset could work */
         return fail(v, "max_pool_size",
                     "must be small enough that a full pool fits below 2^63 (max_pool_size x "
                     "delta%s + delta), got %" PRIu64,
                     c.type == APP_TREND ? "" : " x increment_max", c.max_pool);
-    if (span > (uint64_t)APP_ID_MAX - base)
-        return fail(v, c.current_offset >= c.start_offset ? "current_offset" : "start_offset",
+    if (span > (uint64_t)APP_ID_MAX - c.start_offset)
+        return fail(v, "start_offset",
                     "ID space exhausted: must be <= %" PRIu64 " (a full pool spans %" PRIu64
                     "), got %" PRIu64,
-                    (uint64_t)APP_ID_MAX - span, span, base);
-    c.space_warning = base > (uint64_t)APP_ID_MAX / 10 * 9;
+                    (uint64_t)APP_ID_MAX - span, span, c.start_offset);
+    base = c.current_offset > c.start_offset ? c.current_offset : c.start_offset;
+    c.space_field = c.current_offset > c.start_offset ? "current_offset" : "start_offset";
+    c.space_base = base;
+    c.space_warning = base > (uint64_t)APP_ID_MAX / 10 * 9 || span > (uint64_t)APP_ID_MAX - base;
 
     c.id = row->id;
     c.version = row->version;

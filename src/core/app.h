@@ -69,7 +69,15 @@ struct app_cfg {
     uint64_t remainder;
     uint64_t increment_max; /* monotonic gap in [1, increment_max] x delta */
     int64_t version;        /* bumped on every reservation */
-    int space_warning;      /* 1 when the ID space is nearly exhausted */
+    /*
+     * The ID space is running out: the higher offset (space_field names it,
+     * space_base is its value) is above 90% of 2^63-1 or leaves less than one
+     * full pool below it. A state of the application, not a config error:
+     * what is left is still served, and id_space_exhaustion fires.
+     */
+    int space_warning;
+    const char *space_field; /* "current_offset" or "start_offset" (static) */
+    uint64_t space_base;
 };
 
 /*

@@ -260,8 +260,9 @@ void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cf
 {
     observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
     observe(h, p, ALERT_ID_SPACE_EXHAUSTION, cfg->space_warning || p->health.space_exhausted, 0,
-            "current_offset %" PRIu64 " is above 90%% of 2^63-1: the ID space will run out",
-            cfg->current_offset);
+            "%s %" PRIu64 " is above 90%% of 2^63-1 or leaves less than one full pool below it: "
+            "the ID space will run out",
+            cfg->space_field, cfg->space_base);
 }
 
 /* Resolve every firing alert at once (the row is gone). */

@@ -350,9 +350,9 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
         p->bad = NULL;
     }
     if (cfg->space_warning && !p->space_warned)
-        log_warn("app=%s ID space nearly exhausted: current_offset %" PRIu64
-                 " is above 90%% of 2^63-1",
-                 cfg->key, cfg->current_offset);
+        log_warn("app=%s ID space nearly exhausted: %s %" PRIu64
+                 " is above 90%% of 2^63-1 or leaves less than one full pool below it",
+                 cfg->key, cfg->space_field, cfg->space_base);
     p->space_warned = cfg->space_warning;
     health_row_valid(reg->env.health, p, cfg);
     describe(cfg, desc, sizeof(desc));

@@ -109,10 +109,11 @@ static int ref_valid(const struct app_row *r)
         return 0;
     if (per_take > pool || pool < step || pool * (100 - pct) / 100 < step)
         return 0;
-    /* A full pool above the higher offset stays below 2^63. app.c also
-     * refuses a span of exactly 2^63-1 (it cannot tell it from saturation). */
+    /* A full pool above start_offset stays below 2^63 (current_offset may be
+     * anywhere up to 2^63-1: a state). app.c also refuses a span of exactly
+     * 2^63-1 (it cannot tell it from saturation). */
     span = pool * delta * (r->increasing_type == 1 ? inc : 1) + delta;
-    base = r->start_offset > r->current_offset ? r->start_offset : r->current_offset;
+    base = r->start_offset;
     if (span >= INT64_MAX || base + span > INT64_MAX)
         return 0;
     return 1;
@@ -165,13 +166,17 @@ static void check_cfg(const struct app_row *r, uint64_t tick, const struct app_c
     CHECK(c->low_water == c->max_pool * c->min_percent / 100);
     CHECK(c->low_water < c->max_pool && c->max_pool - c->low_water >= c->step);
 
-    /* No ID can exceed 2^63-1: a full pool above the higher offset fits. */
+    /* No ID can exceed 2^63-1: a full pool above start_offset fits; the higher
+     * offset near the end (or leaving less than a pool) is a warning. */
     span =
         (i128)c->max_pool * c->delta * (c->type == APP_MONOTONIC ? c->increment_max : 1) + c->delta;
+    CHECK(c->start_offset + span <= INT64_MAX);
     base = c->start_offset > c->current_offset ? c->start_offset : c->current_offset;
-    CHECK(base + span <= INT64_MAX);
     CHECK((i128)app_span_for(c, c->max_pool) == span);
-    CHECK(c->space_warning == (base > INT64_MAX / 10 * 9));
+    CHECK(c->space_warning == (base > INT64_MAX / 10 * 9 || base + span > INT64_MAX));
+    CHECK(c->space_base == (uint64_t)base);
+    CHECK(strcmp(c->space_field,
+                 c->current_offset > c->start_offset ? "current_offset" : "start_offset") == 0);
 }
 
 /* A rejected row's message: terminated, printable, naming the row and one column. */
