@@ -265,6 +265,29 @@ void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cf
             cfg->space_field, cfg->space_base);
 }
 
+void health_adopt(struct health *h, struct pool *p, unsigned firing_in_meta)
+{
+    struct pool_health *ph = &p->health;
+    uint64_t now = clock_ms();
+
+    (void)h;
+    ph->adopted = 1;
+    for (int k = 0; k < ALERT_COUNT; k++) {
+        struct alert_track *t = &ph->alert[k];
+        if (!(firing_in_meta & (1u << k)) || t->firing)
+            continue;
+        /* as if it fired here: it resolves after alert-resolve-ms with its condition clear */
+        t->firing = 1;
+        t->cond = 1;
+        t->since_ms = now;
+        free(ph->msg[k]);
+        ph->msg[k] = strdup("firing in meta when this instance started (adopted)");
+        log_info("app=%s alert %s found firing in meta (left by another instance): adopted; "
+                 "resolved here once its condition is clear",
+                 p->cfg.key, alert_name((enum alert_kind)k));
+    }
+}
+
 /* Resolve every firing alert at once (the row is gone). */
 void health_row_removed(struct health *h, struct pool *p)
 {

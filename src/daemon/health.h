@@ -64,6 +64,14 @@ void health_row_deleted(struct health *h, struct pool *p);
 void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg);
 void health_row_removed(struct health *h, struct pool *p);
 
+/*
+ * The alert states found in meta (1 << kind: "firing"), read once when this
+ * process first looks at the pool: an alert another instance fired and left
+ * (it stopped, or was killed) is taken over as firing, so that it resolves,
+ * announced once, when its condition is clear.
+ */
+void health_adopt(struct health *h, struct pool *p, unsigned firing_in_meta);
+
 /* Redis is back: alerts announced while it was unreachable reach pub/sub and meta. */
 void health_resync(struct health *h, struct pool *p);
 

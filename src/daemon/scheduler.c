@@ -268,6 +268,49 @@ static void on_epoch(struct rds *r, redisReply *reply, void *arg)
     snprintf(p->sched.epoch_seen, sizeof(p->sched.epoch_seen), "%s", rds_epoch(r));
 }
 
+/* The alert states in meta, read once: firing ones are adopted (health_adopt). */
+static void on_adopt(struct rds *r, redisReply *reply, void *arg)
+{
+    struct pool *p = arg;
+    struct sched *s = p->sched.owner;
+    unsigned mask = 0;
+
+    (void)r;
+    p->side_calls--;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != ALERT_COUNT) {
+        if (reply)
+            log_debug("app=%s reading the alert states in meta failed: %s", p->cfg.key,
+                      rds_errstr(reply));
+        return; /* read again at the next check */
+    }
+    for (size_t k = 0; k < reply->elements; k++) {
+        const redisReply *e = reply->element[k];
+        if (e->type == REDIS_REPLY_STRING && strcmp(e->str, "firing") == 0)
+            mask |= 1u << k;
+    }
+    if (!p->dead)
+        health_adopt(s->env.health, p, mask);
+}
+
+/* HMGET <meta> alert:<kind>... for every kind, in enum order. */
+static int send_adopt(struct sched *s, struct pool *p)
+{
+    static char fields[ALERT_COUNT][64];
+    const char *argv[2 + ALERT_COUNT];
+
+    argv[0] = "HMGET";
+    argv[1] = p->k_meta;
+    for (int k = 0; k < ALERT_COUNT; k++) {
+        if (!fields[k][0])
+            snprintf(fields[k], sizeof(fields[k]), "alert:%s", alert_name((enum alert_kind)k));
+        argv[2 + k] = fields[k];
+    }
+    if (rds_command_argv(s->env.rds, on_adopt, p, 2 + ALERT_COUNT, argv, NULL) != 0)
+        return -1;
+    p->side_calls++;
+    return 0;
+}
+
 /* Send the check of one pool if it is due. */
 static void check_one(struct sched *s, struct pool *p, uint64_t now)
 {
@@ -292,6 +335,9 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
         pool_set_state(p, POOL_IDLE);
         return;
     }
+    /* after idpool_epoch: alert states of a discarded meta are gone with it */
+    if (!p->health.adopted)
+        (void)send_adopt(s, p);
     if (epoch_due || now >= p->sched.status_due_ms || !p->live) {
         if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s %s", p->k_pool, p->k_meta,
                         rds_epoch(rds)) != 0)

@@ -20,6 +20,8 @@
 #      the firing is paused while the other one resolves it
 #   g  an underflow firing when Redis loses its state (FLUSHALL) still
 #      resolves on every channel, pub/sub included
+#   h  alerts left firing in meta by an instance that stopped are adopted by
+#      a fresh daemon and resolved once (the states were never resolved)
 # At the end every (application, alert) that fired has exactly one firing
 # and one resolved event (uf underflow: two, a and g) on pub/sub, on the
 # webhook and in the logs: the three channels agree.
@@ -274,4 +276,38 @@ awk '{ n[$1 " " $2 " " $3] = $4 }
 awk '{ n[$1 " " $2]++ } END { for (k in n) if (n[k] != 2) exit 1 }' "$DIR/sum.pubsub" ||
     fail "an alert fired without resolving (or the reverse)"
 stop_daemon a
+
+# --- h: alerts another instance fired and left in meta are adopted and resolved -------------------
+# As after a daemon fired `stalled` (a CLIENT PAUSE) and was stopped: the states stay in meta, no
+# running daemon has them. A fresh daemon adopts them and resolves each once its condition is clear.
+wait_until 5 pool_ge lw 1000 || fail "lw is not full"
+declare -A BEFORE=()
+for kind in stalled low invalid_config; do
+    rcli HSET "$(meta_key lw)" "alert:$kind" firing "alert:$kind:notified" 1 >/dev/null
+    BEFORE[$kind]="$(n_pubsub lw "$kind" resolved) $(n_hook lw "$kind" resolved) $(n_log lw "$kind" resolved)"
+done
+uf_before=$(counts lw underflow firing)
+start_daemon c "${DFLAGS[@]}" --http "127.0.0.1:$HTTP_PORT"
+# one_more KIND: one more resolution of lw's KIND on each channel than before c started.
+one_more() {
+    local p h l
+    read -r p h l <<<"${BEFORE[$1]}"
+    [[ $(counts lw "$1" resolved) == "pubsub=$((p + 1)) webhook=$((h + 1)) log=$((l + 1))" ]]
+}
+for kind in stalled low invalid_config; do
+    wait_until 8 one_more "$kind" ||
+        fail "lw $kind: not resolved once more on every channel: $(counts lw "$kind" resolved), before ${BEFORE[$kind]}"
+done
+sleep 1.5 # > alert-resolve-ms: nothing more
+for kind in stalled low invalid_config; do
+    one_more "$kind" || fail "lw $kind: resolved more than once: $(counts lw "$kind" resolved), before ${BEFORE[$kind]}"
+    assert_eq resolved "$(rcli HGET "$(meta_key lw)" "alert:$kind")" "meta alert:$kind of lw"
+    log_has c "app=lw alert $kind found firing in meta .*adopted" || fail "c did not say it adopted $kind"
+done
+assert_eq "$uf_before" "$(counts lw underflow firing)" "underflow firings of lw"
+curl -fsS "http://127.0.0.1:$HTTP_PORT/v1/apps/lw" >"$DIR/lw.json"
+"$PYTHON" -c 'import json, sys; a = json.load(open(sys.argv[1]))["alerts"]; sys.exit("firing: %s" % a if a else 0)' \
+    "$DIR/lw.json" || fail "lw still shows firing alerts"
+stop_daemon c
+pass "alerts left firing in meta by another instance are adopted and resolved once, on every channel"
 pass "alerts"
