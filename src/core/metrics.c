@@ -204,6 +204,8 @@ static void render_app_series(const struct app_view *v, void *arg)
 {
     struct sbuf *series = arg;
 
+    if (v->bad_key) /* counted in idpool_applications{state="invalid"}; no series of its own */
+        return;
     for (int id = 0; id < MA_COUNT; id++) {
         const struct metric_def *m = &app_defs[id];
         struct sbuf *b = &series[id];

@@ -72,6 +72,8 @@ struct app_view {
     uint64_t last_refill_unix_ms; /* wall clock of the last successful refill, 0 = never */
     const char *last_error;       /* last refill problem, NULL when fine */
     int alerts[ALERT_COUNT];      /* 1 = firing */
+    int bad_key;                  /* the row's key cannot name a pool: cfg is NULL, only key (as
+                                     stored), id and the error are known; no metrics series */
 };
 
 /* The daemon as a whole. */

@@ -16,6 +16,7 @@
 /* A row whose entity_key is invalid, remembered by id so it is logged once per change. */
 struct bad_key {
     int64_t id;
+    char *key; /* the key as stored (heap; any bytes but NUL) */
     char *err;
     int seen; /* present in the load being applied */
 };
@@ -249,30 +250,43 @@ static void describe(const struct app_cfg *c, char *buf, size_t len)
              c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms);
 }
 
-static void bad_key_report(struct pools *reg, int64_t id, const char *err)
+static void bad_key_report(struct pools *reg, const struct app_row *row, const char *err)
 {
     struct bad_key *b = NULL, *v;
+    char *key, *msg;
 
     for (size_t i = 0; i < reg->nbad_keys; i++)
-        if (reg->bad_keys[i].id == id)
+        if (reg->bad_keys[i].id == row->id)
             b = &reg->bad_keys[i];
-    if (b && strcmp(b->err, err) == 0) {
+    if (b && strcmp(b->err, err) == 0 &&
+        strncmp(b->key, row->entity_key, sizeof(row->entity_key)) == 0) {
         b->seen = 1;
         return;
     }
-    log_error("%s; application not served until the row is fixed", err);
+    if (!b || strcmp(b->err, err) != 0)
+        log_error("%s; application not served until the row is fixed", err);
+    key = strndup(row->entity_key, sizeof(row->entity_key));
+    msg = strdup(err);
+    if (!key || !msg)
+        goto oom;
     if (b) {
         free(b->err);
+        free(b->key);
     } else {
         v = realloc(reg->bad_keys, (reg->nbad_keys + 1) * sizeof(*v));
         if (!v)
-            return;
+            goto oom;
         reg->bad_keys = v;
         b = &reg->bad_keys[reg->nbad_keys++];
-        b->id = id;
+        b->id = row->id;
     }
-    b->err = strdup(err);
-    b->seen = b->err != NULL;
+    b->key = key;
+    b->err = msg;
+    b->seen = 1;
+    return;
+oom:
+    free(key);
+    free(msg);
 }
 
 /* Forget rows with a bad key that were fixed or removed (not seen in this load). */
@@ -286,6 +300,7 @@ static void bad_key_sweep(struct pools *reg)
             reg->bad_keys[j++] = reg->bad_keys[i];
         } else {
             free(reg->bad_keys[i].err);
+            free(reg->bad_keys[i].key);
         }
     }
     reg->nbad_keys = j;
@@ -391,7 +406,7 @@ static void row_apply(struct pools *reg, const struct app_row *row)
     p = key_ok ? pools_find(reg, row->entity_key) : NULL;
     if (!valid && !p && !key_ok) {
         /* Cannot even name a pool: report, keyed by the row id. */
-        bad_key_report(reg, row->id, err);
+        bad_key_report(reg, row, err);
         return;
     }
     if (!p && !(p = pool_for_row(reg, row)))
@@ -541,6 +556,18 @@ void pools_each_view(struct pools *reg, status_app_fn *fn, void *arg)
         fn(&view, arg);
     }
     free(v);
+    /* Rows whose key cannot name a pool are shown too, with their error (by id). */
+    for (size_t i = 0; i < reg->nbad_keys; i++) {
+        const struct bad_key *b = &reg->bad_keys[i];
+
+        memset(&view, 0, sizeof(view));
+        view.key = b->key;
+        view.id = b->id;
+        view.invalid = b->err;
+        view.alerts[ALERT_INVALID_CONFIG] = 1;
+        view.bad_key = 1;
+        fn(&view, arg);
+    }
 }
 
 int pools_one_view(struct pools *reg, const char *key, status_app_fn *fn, void *arg)
@@ -598,8 +625,10 @@ void pools_free(struct pools *reg)
     free(reg->index);
     free(reg->prefix);
     free(reg->load_err);
-    for (size_t i = 0; i < reg->nbad_keys; i++)
+    for (size_t i = 0; i < reg->nbad_keys; i++) {
         free(reg->bad_keys[i].err);
+        free(reg->bad_keys[i].key);
+    }
     free(reg->bad_keys);
     free(reg);
 }

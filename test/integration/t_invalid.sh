@@ -44,7 +44,8 @@ add_app '--name' # a command line reads it as an option
 # The rendering of a key in messages: bytes outside the alphabet become '?'.
 shown() { local k=${1// /?}; echo "${k//\//?}"; }
 
-start_daemon a --tick-ms 20 --reload-ms 150
+HTTP_PORT=$(free_port)
+start_daemon a --tick-ms 20 --reload-ms 150 --http "127.0.0.1:$HTTP_PORT"
 wait_until 10 pool_ge good 6000 || fail "the valid application was not served"
 for key in "${!FIELD[@]}"; do
     id=$(app_col "$key" id)
@@ -85,6 +86,38 @@ done
 assert_eq 1 "$(log_count a "alert invalid_config firing app=b_step: application 'b_step'")" \
     "invalid_config alert announced once for b_step"
 pass "${#FIELD[@]} invalid rows: each reported with key and field, none served, field errors logged once"
+
+# Every row is shown with its error, also those whose key cannot name a pool
+# (/healthz and idpool_applications{state="invalid"} count them).
+curl -fsS "http://127.0.0.1:$HTTP_PORT/v1/apps" >"$DIR/apps.json" || fail "GET /v1/apps failed"
+"$PYTHON" - "$DIR/apps.json" "${!FIELD[@]}" <<'EOF' || fail "/v1/apps does not show every row with its error"
+import json, sys
+apps = {a["key"]: a for a in json.load(open(sys.argv[1]))}
+missing = [k for k in sys.argv[2:] + ["good"] if k not in apps]
+if missing:
+    sys.exit("missing from /v1/apps: %s (has %s)" % (missing, sorted(apps)))
+for k in sys.argv[2:]:
+    a = apps[k]
+    if a["served"] or not (a["invalid"] or "").startswith("application "):
+        sys.exit("%r: served %s, invalid %r" % (k, a["served"], a["invalid"]))
+    if "invalid_config" not in json.dumps(a["alerts"]):
+        sys.exit("%r: invalid_config not among its alerts: %s" % (k, a["alerts"]))
+if len(apps) != len(sys.argv[2:]) + 1:
+    sys.exit("%d objects for %d rows" % (len(apps), len(sys.argv[2:]) + 1))
+EOF
+curl -fsS "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^idpool_applications{state="invalid"} '"${#FIELD[@]}"'$' ||
+    fail "idpool_applications{state=\"invalid\"} is not ${#FIELD[@]}"
+IDPOOL_HTTP_ADDR=127.0.0.1:$HTTP_PORT IDPOOL_REDIS_URL=$IDPOOL_REDIS_URL IDPOOL_MYSQL_URL=$IDPOOL_MYSQL_URL \
+    "$IDPOOLCTL" --json status >"$DIR/status.json" || fail "idpoolctl status failed"
+"$PYTHON" - "$DIR/status.json" "${!FIELD[@]}" <<'EOF' || fail "idpoolctl status does not show every row"
+import json, sys
+d = json.load(open(sys.argv[1]))
+apps = {a["key"]: a for a in d["apps"]}
+for k in sys.argv[2:]:
+    if k not in apps or apps[k]["state"] != "invalid" or not apps[k].get("error"):
+        sys.exit("%r: %s (source %s)" % (k, apps.get(k), d.get("source")))
+EOF
+pass "every row is shown with its error in /v1/apps and idpoolctl status, also keys that cannot name a pool"
 
 # The valid application is served normally meanwhile.
 rcli LPOP "$(pool_key good)" 2000 >/dev/null

@@ -615,6 +615,32 @@ static void test_json_list(void)
     cJSON_Delete(doc);
 }
 
+/* A row whose key cannot name a pool: listed in /v1/apps with its error, no /metrics series. */
+static void test_bad_key_row(void)
+{
+    struct fake f;
+    cJSON *doc, *bad;
+    char *m;
+
+    fake_init(&f);
+    f.apps[1].bad_key = 1; /* "bad\"key...", invalid, cfg NULL */
+    m = render(&f);
+    if (m) {
+        CHECK_NO(m, "app=\"bad");
+        CHECK(strstr(m, "idpool_pool_length{app=\"user\"}") != NULL);
+        free(m);
+    }
+    doc = apps_doc(&f, NULL, STATUSJSON_OK);
+    if (!doc)
+        return;
+    CHECK(cJSON_GetArraySize(doc) == 4);
+    bad = cJSON_GetArrayItem(doc, 0);
+    CHECK(strncmp(jstr(bad, "key"), "bad", 3) == 0);
+    CHECK(strstr(jstr(bad, "invalid"), "step: must be") != NULL);
+    CHECK(!jtrue(bad, "served"));
+    cJSON_Delete(doc);
+}
+
 static void test_json_one(void)
 {
     struct fake f;
@@ -671,6 +697,7 @@ int main(void)
     RUN(test_metrics_promtool);
     RUN(test_json_list);
     RUN(test_json_one);
+    RUN(test_bad_key_row);
     RUN(test_json_health);
     return unit_done();
 }
