@@ -564,6 +564,11 @@ static enum config_result flags_walk(struct loader *ld, int argc, char *const ar
             return CONFIG_HELP;
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0)
             return CONFIG_VERSION;
+        if (strncmp(a, "--help=", 7) == 0 || strncmp(a, "--version=", 10) == 0) {
+            text_err(ld->err, ld->errlen, "%s takes no value",
+                     a[2] == 'h' ? "--help" : "--version");
+            return CONFIG_ERROR;
+        }
         if (a[1] != '-') {
             text_err(ld->err, ld->errlen, "unknown option '%.32s' (see --help)", a);
             return CONFIG_ERROR;

@@ -31,6 +31,8 @@ struct url_parts {
     bool has_path;    /* a '/' follows the host */
     const char *path; /* after the '/' */
     size_t path_len;
+    const char *query; /* '?...' (allow_query only), NULL if none */
+    size_t query_len;
 };
 
 /*
@@ -58,10 +60,11 @@ static const char *url_scheme(const char *s, const char *const *schemes, const c
 /*
  * Split the part after "scheme://" into userinfo, host[:port] and path.
  * Following RFC 3986 the authority ends at the first '/', '?' or '#', and the
- * last '@' in it ends the userinfo (so a raw '@' in a password works). Query
- * strings and fragments are rejected.
+ * last '@' in it ends the userinfo (so a raw '@' in a password works).
+ * Fragments are rejected, and query strings unless allow_query.
  */
-static int url_split(const char *rest, struct url_parts *p, char *err, size_t errlen)
+static int url_split(const char *rest, bool allow_query, struct url_parts *p, char *err,
+                     size_t errlen)
 {
     size_t alen = strcspn(rest, "/?#");
     const char *at = NULL, *after;
@@ -103,10 +106,13 @@ static int url_split(const char *rest, struct url_parts *p, char *err, size_t er
             return -1;
         }
     }
-    if (*after == '?') {
-        text_err(err, errlen,
-                 "query strings ('?...') are not supported (percent-encode '?' in a password "
-                 "as %%3F)");
+    if (*after == '?' && allow_query) {
+        p->query = after;
+        p->query_len = strcspn(after, "#");
+        after += p->query_len;
+    } else if (*after == '?') {
+        text_err(err, errlen, "query strings ('?...') are not supported%s",
+                 p->has_userinfo ? " (percent-encode '?' in a password as %3F)" : "");
         return -1;
     }
     if (*after == '#') {
@@ -274,10 +280,18 @@ static int hostport_split(const char *s, size_t n, int default_port, bool show_p
 
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
 {
+    const char *sep = strstr(s, "://");
+
+    if (sep && sep - s <= 16) { /* --http http://127.0.0.1:9471 */
+        *host = NULL;
+        text_err(err, errlen, "expected host:port, not a URL (drop the '%.*s://')", (int)(sep - s),
+                 s);
+        return -1;
+    }
     return hostport_split(s, strlen(s), -1, true, host, port, err, errlen);
 }
 
-/* http://host[:port][/path]: where alerts are POSTed. No userinfo, query or TLS. */
+/* http://host[:port][/path][?query]: where alerts are POSTed. No userinfo or TLS. */
 int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
 {
     static const char *const schemes[] = {"http", NULL};
@@ -289,8 +303,8 @@ int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t 
         text_err(err, errlen, "https:// is not supported, use http:// (e.g. to a local relay)");
         return -1;
     }
-    rest = url_scheme(s, schemes, "http://host[:port][/path]", err, errlen);
-    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+    rest = url_scheme(s, schemes, "http://host[:port][/path][?query]", err, errlen);
+    if (rest == NULL || url_split(rest, true, &p, err, errlen) < 0)
         return -1;
     if (p.has_userinfo) {
         text_err(err, errlen, "user:password@ is not supported in the webhook URL");
@@ -300,16 +314,17 @@ int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t 
     if (hostport_split(p.hostport, p.hostport_len, 80, p.has_userinfo, &out->host, &out->port, err,
                        errlen) < 0)
         return -1;
-    out->path = malloc(p.path_len + 2);
+    /* The request target: "/" path, then the query as written. */
+    out->path = malloc(p.path_len + p.query_len + 2);
     if (out->path == NULL) {
         webhook_url_free(out);
         text_err(err, errlen, "out of memory");
         return -1;
     }
     out->path[0] = '/';
-    if (p.has_path)
-        memcpy(out->path + 1, p.path, p.path_len);
-    out->path[p.has_path ? p.path_len + 1 : 1] = '\0';
+    memcpy(out->path + 1, p.has_path ? p.path : "", p.has_path ? p.path_len : 0);
+    memcpy(out->path + 1 + (p.has_path ? p.path_len : 0), p.query ? p.query : "", p.query_len);
+    out->path[1 + (p.has_path ? p.path_len : 0) + p.query_len] = '\0';
     return 0;
 }
 
@@ -346,7 +361,7 @@ int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errl
         return -1;
     }
     rest = url_scheme(s, schemes, "redis://[[user]:password@]host[:port][/db]", err, errlen);
-    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+    if (rest == NULL || url_split(rest, false, &p, err, errlen) < 0)
         return -1;
     if (p.has_userinfo && p.user_len > 0) {
         out->user = pct_decode(p.user, p.user_len, "user", err, errlen);
@@ -408,7 +423,7 @@ int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errl
 
     memset(out, 0, sizeof(*out));
     rest = url_scheme(s, schemes, "mysql://[user[:password]@]host[:port][/db]", err, errlen);
-    if (rest == NULL || url_split(rest, &p, err, errlen) < 0)
+    if (rest == NULL || url_split(rest, false, &p, err, errlen) < 0)
         return -1;
     if (p.has_userinfo && p.user_len > 0) {
         out->user = pct_decode(p.user, p.user_len, "user", err, errlen);

@@ -26,11 +26,11 @@ struct mysql_url {
     char *db;       /* heap; default "idpool" */
 };
 
-/* http://host[:port][/path] */
+/* http://host[:port][/path][?query] */
 struct webhook_url {
     char *host; /* heap; without brackets */
     int port;   /* default 80 */
-    char *path; /* heap; starts with '/' */
+    char *path; /* heap; the request target: starts with '/', with the query if any */
 };
 
 /* 0 on success, -1 with a message in err naming the part that is wrong. */

@@ -216,9 +216,9 @@ static void check_webhook(const char *s)
     check_host(u.host);
     CHECK(u.port >= 1 && u.port <= 65535);
     CHECK(u.path != NULL && u.path[0] == '/');
-    /* The path goes into a request line: no spaces, controls, query or fragment. */
+    /* The path (and query) goes into a request line: no spaces, controls or fragment. */
     for (const char *c = u.path; *c; c++)
-        CHECK((unsigned char)*c > ' ' && *c != 0x7f && *c != '?' && *c != '#');
+        CHECK((unsigned char)*c > ' ' && *c != 0x7f && *c != '#');
 
     put(url, sizeof(url), &len, "http://");
     put_hostport(url, sizeof(url), &len, u.host, u.port);

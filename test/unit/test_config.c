@@ -468,8 +468,12 @@ static void test_mysql_urls(void)
     CHECK_STR_CONTAINS(e, "port must be an integer in 1..65535 (not shown");
     CHECK(strstr(e, "topsecret") == NULL);
     CHECK(mysql_url_parse("mysql://u:topsecret@h/db?ssl=1", &u, e, sizeof(e)) == -1);
-    CHECK_STR_CONTAINS(e, "query strings");
+    CHECK_STR_CONTAINS(e, "query strings ('?...') are not supported (percent-encode '?' in a "
+                          "password as %3F)");
     CHECK(strstr(e, "topsecret") == NULL);
+    /* No password in the URL: no hint about one. */
+    CHECK(mysql_url_parse("mysql://h/db?ssl=1", &u, e, sizeof(e)) == -1);
+    CHECK(strcmp(e, "query strings ('?...') are not supported") == 0);
     CHECK(mysql_url_parse("mysql://u:bad%g1@h", &u, e, sizeof(e)) == -1);
     CHECK_STR_CONTAINS(e, "bad percent-escape in the password");
     CHECK(u.host == NULL && u.user == NULL && u.db == NULL && u.password == NULL);
@@ -542,6 +546,10 @@ static void test_http_addr(void)
     config_free(&cfg);
 
     expect_error(NULL, ARGV("--http", "localhost"), "--http: missing port");
+    expect_error(NULL, ARGV("--http", "http://127.0.0.1:1"),
+                 "--http: expected host:port, not a URL (drop the 'http://')");
+    expect_error(NULL, ARGV("--help=1"), "--help takes no value");
+    expect_error(NULL, ARGV("--version=yes"), "--version takes no value");
     expect_error(ENV({"IDPOOL_HTTP_ADDR", "h:0"}), no_args, "IDPOOL_HTTP_ADDR: port must be");
 }
 
@@ -1035,6 +1043,14 @@ static void test_alert_settings(void)
     CHECK(cfg.alert_webhook == NULL && cfg.webhook.host == NULL);
     config_free(&cfg);
 
+    /* A query string is part of the request target (tokens of hook endpoints). */
+    CHECK(webhook_url_parse("http://h:81/x/y?token=a%20b&c=1", &w, err, sizeof(err)) == 0);
+    CHECK(w.path && strcmp(w.path, "/x/y?token=a%20b&c=1") == 0);
+    webhook_url_free(&w);
+    CHECK(webhook_url_parse("http://h?q", &w, err, sizeof(err)) == 0);
+    CHECK(w.path && strcmp(w.path, "/?q") == 0);
+    webhook_url_free(&w);
+    expect_error(NULL, ARGV("--alert-webhook", "http://h/x?a#frag"), "fragments");
     expect_error(NULL, ARGV("--alert-webhook", "https://example.invalid/"),
                  "https:// is not supported");
     expect_error(NULL, ARGV("--alert-webhook", "ftp://h/"), "--alert-webhook: unsupported scheme");
