@@ -326,7 +326,10 @@ char *statusjson_health(const struct status_source *src, int *healthy)
         if (!d.redis_up)
             push_str(reasons, "redis down", &bad);
         if (!d.mysql_up)
-            push_str(reasons, "mysql down", &bad);
+            push_str(reasons,
+                     d.mysql_schema_missing ? "mysql schema not loaded: load sql/schema.sql"
+                                            : "mysql down",
+                     &bad);
         if (!d.rows_loaded)
             push_str(reasons, "application rows not loaded", &bad);
     }

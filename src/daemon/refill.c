@@ -481,6 +481,7 @@ static void src_daemon(void *ctx, struct daemon_view *out)
     out->started_unix_ms = rf->started_unix_ms;
     out->redis_up = rds_ready(rf->rds) && rds_ready(rf->prds);
     out->mysql_up = ss.up;
+    out->mysql_schema_missing = ss.schema_missing;
     out->redis_errors = rs.errors + ps.errors;
     out->redis_reconnects = rs.reconnects + ps.reconnects;
     out->mysql_errors = ss.errors;

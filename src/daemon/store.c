@@ -41,6 +41,7 @@ struct job {
     /* out */
     enum store_err status; /* STORE_OK, or what went wrong (err says more) */
     char err[STORE_ERR_MAX];
+    unsigned sql_errno;   /* the server's error number, 0 if none */
     struct app_row *rows; /* load: heap array */
     size_t nrows;
     struct store_lease lease;
@@ -73,7 +74,12 @@ struct store {
     /* counters, written by the worker, read by the loop */
     _Atomic uint64_t errors, reconnects;
     _Atomic int up;
+    _Atomic int schema_missing; /* the last job found no database or table */
 };
+
+/* MySQL's numbers for a missing database and a missing table. */
+#define ER_BAD_DB      1049
+#define ER_NO_SUCH_TAB 1146
 
 static void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -145,7 +151,9 @@ static int conn_open(struct store *s, struct job *j)
     /* Reservations need fresh reads on retry: READ COMMITTED (brief §9). */
     mysql_options(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     if (!mysql_real_connect(m, s->host, s->user, s->password, s->db, (unsigned)s->port, NULL, 0)) {
-        snprintf(s->last_err, sizeof(s->last_err), "%s", mysql_error(m));
+        j->sql_errno = mysql_errno(m);
+        snprintf(s->last_err, sizeof(s->last_err), "%s%s", mysql_error(m),
+                 j->sql_errno == ER_BAD_DB ? " (create the database and load sql/schema.sql)" : "");
         mysql_close(m);
         s->failures++;
         s->retry_at_ms = now + (uint64_t)s->backoff_ms;
@@ -191,12 +199,23 @@ static int conn_open(struct store *s, struct job *j)
     return 0;
 }
 
+/* Record the connection's error in j (with a hint when the schema is missing). */
+static void sql_err(struct store *s, struct job *j, MYSQL *m)
+{
+    j->sql_errno = mysql_errno(m);
+    set_err(j, STORE_SQL, "MySQL error %u: %s%s", j->sql_errno, mysql_error(m),
+            j->sql_errno == ER_BAD_DB || j->sql_errno == ER_NO_SUCH_TAB
+                ? " (the schema is not loaded: load sql/schema.sql)"
+                : "");
+    (void)s;
+}
+
 /* Run one statement; on error record it, drop the connection, return -1. */
 static int q(struct store *s, struct job *j, const char *sql)
 {
     if (mysql_query(s->conn, sql) == 0)
         return 0;
-    set_err(j, STORE_SQL, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+    sql_err(s, j, s->conn);
     conn_close(s);
     return -1;
 }
@@ -212,7 +231,7 @@ static int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out,
         return -1;
     res = mysql_store_result(s->conn);
     if (!res) {
-        set_err(j, STORE_SQL, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+        sql_err(s, j, s->conn);
         conn_close(s);
         return -1;
     }
@@ -238,7 +257,7 @@ static void job_load(struct store *s, struct job *j)
         return;
     res = mysql_store_result(s->conn);
     if (!res) {
-        set_err(j, STORE_SQL, "MySQL error %u: %s", mysql_errno(s->conn), mysql_error(s->conn));
+        sql_err(s, j, s->conn);
         conn_close(s);
         return;
     }
@@ -412,6 +431,10 @@ static void *worker(void *arg)
         if (j->status != STORE_OK)
             s->errors++;
         s->up = j->status == STORE_OK;
+        if (j->status == STORE_OK)
+            s->schema_missing = 0;
+        else if (j->sql_errno == ER_BAD_DB || j->sql_errno == ER_NO_SUCH_TAB)
+            s->schema_missing = 1;
         pthread_mutex_lock(&s->mu);
         if (s->done_tail)
             s->done_tail->next = j;
@@ -508,6 +531,7 @@ void store_get_stats(const struct store *s, struct store_stats *out)
     out->errors = s->errors;
     out->reconnects = s->reconnects;
     out->up = s->up;
+    out->schema_missing = s->schema_missing;
 }
 
 unsigned store_pending(const struct store *s)

@@ -77,6 +77,7 @@ struct store_stats {
     uint64_t errors;     /* failed jobs */
     uint64_t reconnects; /* connections opened after a previous one was lost */
     int up;              /* the last job succeeded */
+    int schema_missing;  /* the last job failed: no such database or table */
 };
 void store_get_stats(const struct store *s, struct store_stats *out);
 

@@ -323,6 +323,16 @@ wait_until 15 healthz_is 200 || fail "/healthz still $CODE after MySQL restarted
 info "/healthz 200 again $((($(now_us) - t0) / 1000)) ms after MySQL restarted"
 pass "/healthz: 503 naming mysql while MySQL is down, 200 again after it returns"
 
+# A schema that is not loaded is not "mysql down": say what to do.
+sql "RENAME TABLE application TO application_moved"
+wait_until 5 healthz_is 503 || fail "/healthz still $CODE without the application table"
+json 'd["reasons"] == ["mysql schema not loaded: load sql/schema.sql"]'
+wait_until 3 log_has a "Table 'idpool.application' doesn't exist \(the schema is not loaded: load sql/schema\.sql\)" ||
+    fail "the log does not say that the schema is not loaded"
+sql "RENAME TABLE application_moved TO application"
+wait_until 5 healthz_is 200 || fail "/healthz still $CODE with the table back: $(cat "$DIR/body")"
+pass "/healthz and the log: 'mysql schema not loaded: load sql/schema.sql' while a table is missing"
+
 # --- a port in use ------------------------------------------------------------------------------
 start_daemon b --http "127.0.0.1:$HTTP_PORT"
 wait_until 5 eval '! daemon_alive b' || fail "a second daemon on the same --http port keeps running"
