@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
@@ -359,11 +360,17 @@ static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
     if (!reply)
         return;
     if (reply->type == REDIS_REPLY_ERROR) {
-        char why[256];
+        char why[384];
+        const char *hint =
+            strncmp(reply->str, "NOPERM", 6) == 0
+                ? "this Redis user may not run FUNCTION LOAD: grant it, e.g. ACL SETUSER <user> "
+                  "+function|load +fcall +fcall_ro"
+            : strncasecmp(reply->str, "ERR unknown command", 19) == 0
+                ? "Redis >= 7.0 is needed"
+                : "Redis >= 7.0 with FUNCTION LOAD allowed for this user is needed";
         snprintf(why, sizeof(why),
-                 "FUNCTION LOAD of the idpool library (version %d) failed: %s (Redis >= 7.0 "
-                 "with FUNCTION LOAD allowed for this user is needed)",
-                 IDPOOL_LIB_VERSION, reply->str);
+                 "FUNCTION LOAD of the idpool library (version %d) failed: %s (%s)",
+                 IDPOOL_LIB_VERSION, reply->str, hint);
         if (handshake)
             rds_drop(r, why);
         else

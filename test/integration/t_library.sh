@@ -18,6 +18,7 @@
 #     once ours is back, it resolves.
 # (4) A refill that takes longer than the lock's TTL (a large pool, a 200 ms
 #     TTL) is not fenced off part-way: each chunk renews the lock.
+# (5) A Redis user that may not run FUNCTION LOAD is told so.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_fault.sh"
@@ -137,3 +138,13 @@ n_fenced=$(log_count d "app=$BIG push fenced off")
 assert_eq 0 "$n_fenced" "refills longer than the 200 ms lock TTL fenced off"
 pass "refills of 390,000 IDs with a 200 ms lock TTL are never fenced off ($ms)"
 stop_daemon d
+
+# ===================================================================== 5 ===
+# A Redis user that may not load functions is told so (not "Redis >= 7.0 needed").
+rcli ACL SETUSER nofn on '>pw' '~*' '&*' +@all -function >/dev/null
+rcli FUNCTION FLUSH >/dev/null
+start_daemon e --redis "redis://nofn:pw@127.0.0.1:$REDIS_PORT/0" --tick-ms 50 --instance lib-e
+wait_until 5 log_has e 'FUNCTION LOAD of the idpool library \(version [0-9]+\) failed: NOPERM.*\(this Redis user may not run FUNCTION LOAD: grant it' ||
+    fail "no message naming the missing permission: $(grep -m1 'FUNCTION LOAD' "$DIR/e.log")"
+kill_daemon e TERM
+pass "a Redis user without FUNCTION LOAD is told which permission it lacks"
