@@ -278,6 +278,12 @@ static int hostport_split(const char *s, size_t n, int default_port, bool show_p
     return 0;
 }
 
+const char *hostport_str(char *buf, size_t len, const char *host, int port)
+{
+    snprintf(buf, len, host && strchr(host, ':') ? "[%s]:%d" : "%s:%d", host ? host : "", port);
+    return buf;
+}
+
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
 {
     const char *sep = strstr(s, "://");

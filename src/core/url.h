@@ -44,6 +44,10 @@ void mysql_url_free(struct mysql_url *u);
 int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void webhook_url_free(struct webhook_url *u);
+/* "host:port", or "[v6]:port" when host is an IPv6 address, for messages; returns buf. */
+#define HOSTPORT_STR_MAX 280
+const char *hostport_str(char *buf, size_t len, const char *host, int port);
+
 /* "host:port" or "[v6]:port"; host is heap-allocated. */
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "url.h"
 
 #define HOOK_QUEUE_MAX   1000 /* events kept for the webhook; the oldest is dropped */
 #define HOOK_ATTEMPTS    10   /* tries per event before it is given up */
@@ -175,6 +176,7 @@ static void hook_pop(struct alerts *al)
 
 static void on_hook_done(struct evhttp_request *req, void *arg)
 {
+    char hp[HOSTPORT_STR_MAX];
     struct alerts *al = arg;
     struct hook_msg *m = al->head;
     int code = req ? evhttp_request_get_response_code(req) : 0;
@@ -185,10 +187,10 @@ static void on_hook_done(struct evhttp_request *req, void *arg)
     if (code >= 200 && code < 300) {
         hook_pop(al);
     } else if (++m->attempts >= HOOK_ATTEMPTS) {
-        log_error("alert webhook http://%s:%d%s: giving up on an event after %d attempts "
+        log_error("alert webhook http://%s%s: giving up on an event after %d attempts "
                   "(last: %s %d)",
-                  al->hook.host, al->hook.port, al->hook.path, m->attempts,
-                  code ? "HTTP" : "no response", code);
+                  hostport_str(hp, sizeof(hp), al->hook.host, al->hook.port), al->hook.path,
+                  m->attempts, code ? "HTTP" : "no response", code);
         al->dropped++;
         hook_pop(al);
     } else {
@@ -196,9 +198,9 @@ static void on_hook_done(struct evhttp_request *req, void *arg)
         if (delay > HOOK_BACKOFF_MAX)
             delay = HOOK_BACKOFF_MAX;
         if (m->attempts == 1)
-            log_warn("alert webhook http://%s:%d%s failed (%s %d); retrying with backoff",
-                     al->hook.host, al->hook.port, al->hook.path, code ? "HTTP" : "no response",
-                     code);
+            log_warn("alert webhook http://%s%s failed (%s %d); retrying with backoff",
+                     hostport_str(hp, sizeof(hp), al->hook.host, al->hook.port), al->hook.path,
+                     code ? "HTTP" : "no response", code);
         m->next_ms = clock_ms() + delay;
     }
     hook_kick(al);

@@ -21,6 +21,7 @@
 #include "rds.h"
 #include "refill.h"
 #include "store.h"
+#include "url.h"
 
 #define SHUTDOWN_GRACE_MS 1500
 
@@ -170,11 +171,14 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    log_info("idpoold %s starting: redis %s:%d db %d, mysql %s@%s:%d/%s, key prefix '%s', "
+    char rhp[HOSTPORT_STR_MAX], mhp[HOSTPORT_STR_MAX];
+
+    log_info("idpoold %s starting: redis %s db %d, mysql %s@%s/%s, key prefix '%s', "
              "tick %d ms, lock ttl %d ms, reload %d ms, instance %s",
-             IDPOOL_VERSION, d.cfg.redis.host, d.cfg.redis.port, d.cfg.redis.db, d.cfg.mysql.user,
-             d.cfg.mysql.host, d.cfg.mysql.port, d.cfg.mysql.db, d.cfg.key_prefix, d.cfg.tick_ms,
-             d.cfg.lock_ttl_ms, d.cfg.reload_ms, d.cfg.instance);
+             IDPOOL_VERSION, hostport_str(rhp, sizeof(rhp), d.cfg.redis.host, d.cfg.redis.port),
+             d.cfg.redis.db, d.cfg.mysql.user,
+             hostport_str(mhp, sizeof(mhp), d.cfg.mysql.host, d.cfg.mysql.port), d.cfg.mysql.db,
+             d.cfg.key_prefix, d.cfg.tick_ms, d.cfg.lock_ttl_ms, d.cfg.reload_ms, d.cfg.instance);
 
     d.base = event_base_new();
     if (!d.base)

@@ -11,6 +11,7 @@
 #include "build_config.h"
 #include "clock.h"
 #include "log.h"
+#include "url.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000 /* also bounds the window after a Redis restart (README) */
@@ -90,6 +91,7 @@ static void rds_schedule_retry(struct rds *r)
 static void rds_lost(struct rds *r, const char *why)
 {
     int was_ready = r->state == RDS_READY;
+    char hp[HOSTPORT_STR_MAX];
 
     r->ac = NULL;
     r->state = RDS_DOWN;
@@ -99,10 +101,11 @@ static void rds_lost(struct rds *r, const char *why)
     r->failures++;
     r->stats.errors++;
     if (was_ready)
-        log_warn("%s: connection to %s:%d lost: %s; reconnecting", r->name, r->host, r->port, why);
+        log_warn("%s: connection to %s lost: %s; reconnecting", r->name,
+                 hostport_str(hp, sizeof(hp), r->host, r->port), why);
     else if (r->failures == 1 || r->failures % 20 == 0)
-        log_warn("%s: cannot connect to %s:%d: %s (attempt %d, retrying with backoff)", r->name,
-                 r->host, r->port, why, r->failures);
+        log_warn("%s: cannot connect to %s: %s (attempt %d, retrying with backoff)", r->name,
+                 hostport_str(hp, sizeof(hp), r->host, r->port), why, r->failures);
     rds_schedule_retry(r);
     if (was_ready && r->on_state)
         r->on_state(r, 0, r->arg);
@@ -441,14 +444,17 @@ static int lib_check(struct rds *r, int handshake)
 
 static void hs_ready(struct rds *r)
 {
+    char hp[HOSTPORT_STR_MAX];
+
     r->state = RDS_READY;
     r->backoff_ms = BACKOFF_MIN_MS;
     if (r->ever_ready)
         r->stats.reconnects++;
     r->ever_ready = 1;
     r->role_check_ms = clock_ms();
-    log_info("%s: connected to %s:%d db %d (epoch %s)%s", r->name, r->host, r->port, r->db,
-             r->epoch, r->failures ? ", recovered" : "");
+    log_info("%s: connected to %s db %d (epoch %s)%s", r->name,
+             hostport_str(hp, sizeof(hp), r->host, r->port), r->db, r->epoch,
+             r->failures ? ", recovered" : "");
     r->failures = 0;
     if (r->on_state)
         r->on_state(r, 1, r->arg);

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "url.h"
 
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
@@ -126,6 +127,7 @@ static void conn_keepalive(struct store *s)
 /* Open the connection if needed, honouring the backoff. 0 or -1 (j->err). */
 static int conn_open(struct store *s, struct job *j)
 {
+    char hp[HOSTPORT_STR_MAX];
     MYSQL *m;
     unsigned proto = MYSQL_PROTOCOL_TCP;
     my_bool no = 0;
@@ -159,8 +161,9 @@ static int conn_open(struct store *s, struct job *j)
         s->retry_at_ms = now + (uint64_t)s->backoff_ms;
         s->backoff_ms = s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
         if (s->failures == 1 || s->failures % 20 == 0)
-            log_warn("mysql: cannot connect to %s:%d/%s: %s (attempt %d, retrying with backoff)",
-                     s->host, s->port, s->db, s->last_err, s->failures);
+            log_warn("mysql: cannot connect to %s/%s: %s (attempt %d, retrying with backoff)",
+                     hostport_str(hp, sizeof(hp), s->host, s->port), s->db, s->last_err,
+                     s->failures);
         set_err(j, STORE_DOWN, "cannot connect to MySQL: %s", s->last_err);
         return -1;
     }
@@ -182,10 +185,11 @@ static int conn_open(struct store *s, struct job *j)
         log_debug("mysql: idle_write_transaction_timeout not set (not MariaDB?): %s",
                   mysql_error(m));
     if (s->failures)
-        log_info("mysql: connected to %s:%d/%s, recovered after %d failed attempts", s->host,
-                 s->port, s->db, s->failures);
+        log_info("mysql: connected to %s/%s, recovered after %d failed attempts",
+                 hostport_str(hp, sizeof(hp), s->host, s->port), s->db, s->failures);
     else
-        log_info("mysql: connected to %s:%d/%s", s->host, s->port, s->db);
+        log_info("mysql: connected to %s/%s", hostport_str(hp, sizeof(hp), s->host, s->port),
+                 s->db);
     s->failures = 0;
     s->backoff_ms = BACKOFF_MIN_MS;
     s->conn = m;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "url.h"
 #include "unit.h"
 
 /* A fake environment: a NULL-terminated table read by fake_getenv(). */
@@ -546,6 +547,14 @@ static void test_http_addr(void)
     config_free(&cfg);
 
     expect_error(NULL, ARGV("--http", "localhost"), "--http: missing port");
+    {
+        char hp[HOSTPORT_STR_MAX];
+
+        /* messages print IPv6 addresses in brackets */
+        CHECK(strcmp(hostport_str(hp, sizeof(hp), "::1", 6379), "[::1]:6379") == 0);
+        CHECK(strcmp(hostport_str(hp, sizeof(hp), "127.0.0.1", 1), "127.0.0.1:1") == 0);
+        CHECK(strcmp(hostport_str(hp, sizeof(hp), "db.example", 3306), "db.example:3306") == 0);
+    }
     expect_error(NULL, ARGV("--http", "http://127.0.0.1:1"),
                  "--http: expected host:port, not a URL (drop the 'http://')");
     expect_error(NULL, ARGV("--help=1"), "--help takes no value");
