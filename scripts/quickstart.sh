@@ -10,12 +10,17 @@
 # loopback ports; system services are not touched. Safe to run again: it
 # rebuilds, keeps the data and restarts idpoold. To use your own servers
 # instead, set both IDPOOL_REDIS_URL and IDPOOL_MYSQL_URL (the schema and
-# two demo rows are then created in that database).
+# two demo rows are then created in that database). Passwords in them may
+# be percent-encoded (as idpoold reads them); they reach idpoold through its
+# environment, never its command line, and are never printed.
+#
+# For tests: QUICKSTART_RUN (instead of run/), QUICKSTART_BUILD (instead of
+# build/), QUICKSTART_NO_BUILD=1 (use that build as it is, install nothing).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RUN=$ROOT/run
-BUILD=$ROOT/build
+RUN=${QUICKSTART_RUN:-$ROOT/run}
+BUILD=${QUICKSTART_BUILD:-$ROOT/build}
 SERVERS=$ROOT/scripts/servers.sh
 PIDFILE=$RUN/idpoold.pid
 LOG=$RUN/idpoold.log
@@ -60,28 +65,48 @@ install_packages() {
 
 # -------------------------------------------------------------- servers ---
 
-# Sets RCLI and MYSQL (command arrays) from IDPOOL_REDIS_URL / _MYSQL_URL.
+# redact URL: the URL with its password replaced by ***, for messages.
+redact() { sed -E 's#^([a-z]+://[^:@/]*):.*@#\1:***@#' <<<"$1"; }
+
+# pct_decode S: S with %XX sequences decoded (as idpoold decodes a password).
+pct_decode() {
+    local s=${1//\\/\\\\}
+    printf '%b' "${s//%/\\x}"
+}
+
+# Sets RCLI and MYSQL (command arrays) from IDPOOL_REDIS_URL / _MYSQL_URL;
+# passwords go to the clients through their environment (REDISCLI_AUTH,
+# MYSQL_PWD), decoded.
 clients_from_urls() {
     local re_redis='^redis://(([^:@]*)(:([^@]*))?@)?([^:/@]+)(:([0-9]+))?(/([0-9]+))?/?$'
     local re_mysql='^mysql://([^:@/]+)(:([^@]*))?@([^:/@]+)(:([0-9]+))?/([A-Za-z0-9_]+)$'
-    [[ $IDPOOL_REDIS_URL =~ $re_redis ]] || die "cannot parse IDPOOL_REDIS_URL=$IDPOOL_REDIS_URL"
+    [[ $IDPOOL_REDIS_URL =~ $re_redis ]] ||
+        die "cannot parse IDPOOL_REDIS_URL=$(redact "$IDPOOL_REDIS_URL")"
     RHOST=${BASH_REMATCH[5]} RPORT=${BASH_REMATCH[7]:-6379}
     RCLI=(redis-cli -h "$RHOST" -p "$RPORT" -n "${BASH_REMATCH[9]:-0}")
-    if [[ -n ${BASH_REMATCH[4]} ]]; then
-        export REDISCLI_AUTH=${BASH_REMATCH[4]}
+    RPASS=0
+    if [[ -n ${BASH_REMATCH[2]} ]]; then
+        RCLI+=(--user "$(pct_decode "${BASH_REMATCH[2]}")")
     fi
-    [[ $IDPOOL_MYSQL_URL =~ $re_mysql ]] || die "cannot parse IDPOOL_MYSQL_URL=$IDPOOL_MYSQL_URL"
+    if [[ -n ${BASH_REMATCH[4]} ]]; then
+        REDISCLI_AUTH=$(pct_decode "${BASH_REMATCH[4]}")
+        export REDISCLI_AUTH
+        RPASS=1
+    fi
+    [[ $IDPOOL_MYSQL_URL =~ $re_mysql ]] ||
+        die "cannot parse IDPOOL_MYSQL_URL=$(redact "$IDPOOL_MYSQL_URL")"
     MYSQL=(mariadb --no-defaults -h "${BASH_REMATCH[4]}" -P "${BASH_REMATCH[6]:-3306}"
-        -u "${BASH_REMATCH[1]}")
+        -u "$(pct_decode "${BASH_REMATCH[1]}")")
     MYSQL_DB=${BASH_REMATCH[7]}
     if [[ -n ${BASH_REMATCH[3]} ]]; then
-        export MYSQL_PWD=${BASH_REMATCH[3]}
+        MYSQL_PWD=$(pct_decode "${BASH_REMATCH[3]}")
+        export MYSQL_PWD
     fi
 }
 
 start_servers() {
     if [[ -n ${IDPOOL_REDIS_URL:-} && -n ${IDPOOL_MYSQL_URL:-} ]]; then
-        say "using your servers: $IDPOOL_REDIS_URL and $IDPOOL_MYSQL_URL"
+        say "using your servers: $(redact "$IDPOOL_REDIS_URL") and $(redact "$IDPOOL_MYSQL_URL")"
     else
         say "starting Redis and MariaDB in run/"
         mkdir -p "$RUN"
@@ -89,8 +114,15 @@ start_servers() {
         # shellcheck source=/dev/null
         source "$RUN/env"
     fi
+    export IDPOOL_REDIS_URL IDPOOL_MYSQL_URL # idpoold reads them from its environment
     clients_from_urls
-    "${RCLI[@]}" PING >/dev/null || die "Redis at $IDPOOL_REDIS_URL does not answer"
+    local out
+    out=$("${RCLI[@]}" PING 2>&1 | sed '/^$/d' | tr '\n' ' ') || true
+    out=${out% }
+    [[ $out == PONG ]] ||
+        die "Redis at $(redact "$IDPOOL_REDIS_URL") does not answer PING with PONG: ${out:-no answer}"
+    out=$("${MYSQL[@]}" -N -e 'SELECT 1' 2>&1) ||
+        die "MySQL at $(redact "$IDPOOL_MYSQL_URL") refuses: $out"
 }
 
 load_schema_and_demo() {
@@ -161,8 +193,8 @@ print(s.getsockname()[1])')
     mkdir -p "$RUN"
     say "starting idpoold (log: run/idpoold.log)"
     printf '\n--- %s quickstart: starting idpoold ---\n' "$(date '+%F %T')" >>"$LOG"
-    setsid "$BUILD/idpoold" --redis "$IDPOOL_REDIS_URL" --mysql "$IDPOOL_MYSQL_URL" \
-        --http "127.0.0.1:$HTTP_PORT" </dev/null >>"$LOG" 2>&1 &
+    # The URLs (and their passwords) go by the environment: not visible in ps.
+    setsid "$BUILD/idpoold" --http "127.0.0.1:$HTTP_PORT" </dev/null >>"$LOG" 2>&1 &
     DAEMON=$!
     echo "$DAEMON" >"$PIDFILE"
 }
@@ -196,19 +228,22 @@ show_ids() {
         printf '\n$ redis-cli LPOP idpool:{%s}:pool 5\n' "$key"
         "${RCLI[@]}" LPOP "idpool:{$key}:pool" 5
     done
-    local cli="redis-cli -h $RHOST -p $RPORT"
+    local cli="redis-cli -h $RHOST -p $RPORT" auth_note=""
+    ((RPASS)) && auth_note="
+  (redis-cli reads your Redis password from REDISCLI_AUTH; idpoolctl, like idpoold, from
+   IDPOOL_REDIS_URL and IDPOOL_MYSQL_URL in the environment)"
     cat <<EOF
 
 idpool is running.
   Pop more IDs:        $cli LPOP 'idpool:{demo_mono}:pool' 100
   Trend IDs:           $cli LPOP 'idpool:{demo_trend}:pool' 100
   With the limits:     $cli FCALL idpool_take 2 'idpool:{demo_mono}:pool' 'idpool:{demo_mono}:meta' 100
-  Status:              build/idpoolctl --http 127.0.0.1:$HTTP_PORT --redis $IDPOOL_REDIS_URL --mysql $IDPOOL_MYSQL_URL status
+  Status:              build/idpoolctl --http 127.0.0.1:$HTTP_PORT status
   Metrics:             curl http://127.0.0.1:$HTTP_PORT/metrics   (and /healthz, /v1/apps)
   Alerts:              $cli SUBSCRIBE idpool:alerts
   Applications (SQL):  ${MYSQL[*]} $MYSQL_DB -e 'SELECT * FROM application\\G'
   Daemon log:          run/idpoold.log   (pid $DAEMON in run/idpoold.pid)
-  Stop everything:     scripts/quickstart.sh stop
+  Stop everything:     scripts/quickstart.sh stop$auth_note
 EOF
 }
 
@@ -223,12 +258,14 @@ cmd_stop() {
 }
 
 cmd_start() {
-    install_packages
-    say "building into build/"
-    if [[ ! -f $BUILD/build.ninja ]]; then
-        meson setup "$BUILD" "$ROOT"
+    if [[ ${QUICKSTART_NO_BUILD:-0} != 1 ]]; then
+        install_packages
+        say "building into build/"
+        if [[ ! -f $BUILD/build.ninja ]]; then
+            meson setup "$BUILD" "$ROOT"
+        fi
+        ninja -C "$BUILD"
     fi
-    ninja -C "$BUILD"
     start_servers
     load_schema_and_demo
     stop_daemon # a previous run's, so the new build is the one running
