@@ -172,9 +172,14 @@ cJSON *ctl_row_json(const struct ctl_row *r)
     }
     res = ctl_jcheck(cJSON_AddObjectToObject(o, "resolved"));
     for (size_t i = 0; i < NFIELDS; i++) {
-        const char *t = resolved_text(r, &fields[i], buf);
-        if (t[0] || strcmp(fields[i].name, "entity_name") == 0)
-            ctl_jcheck(cJSON_AddStringToObject(res, fields[i].name, t));
+        const char *n = fields[i].name, *t = resolved_text(r, &fields[i], buf);
+        int text = strcmp(n, "entity_name") == 0 || strcmp(n, "increasing_type") == 0 ||
+                   strcmp(n, "start_offset") == 0 || strcmp(n, "current_offset") == 0;
+
+        if (text && (t[0] || strcmp(n, "entity_name") == 0))
+            ctl_jcheck(cJSON_AddStringToObject(res, n, t));
+        else if (t[0])
+            ctl_json_u64(res, n, strtoull(t, NULL, 10));
     }
     ctl_json_u64(res, "low_water", r->cfg.low_water);
     ctl_jcheck(cJSON_AddBoolToObject(res, "space_warning", r->cfg.space_warning));

@@ -456,14 +456,22 @@ void ctl_json_print(struct ctl *c, cJSON *doc)
     c->json_done = 1;
 }
 
+/*
+ * JSON numbers: one rule everywhere (idpoolctl --json, /v1/apps): values
+ * in the ID space (IDs, offsets, lease bounds) are strings, as they may
+ * exceed 2^53; counts, sizes, row ids and versions are numbers.
+ */
 void ctl_json_i64(cJSON *obj, const char *name, int64_t v)
 {
-    char buf[24];
-
-    ctl_jcheck(cJSON_AddStringToObject(obj, name, ctl_i64(v, buf)));
+    ctl_jcheck(cJSON_AddNumberToObject(obj, name, (double)v));
 }
 
 void ctl_json_u64(cJSON *obj, const char *name, uint64_t v)
+{
+    ctl_jcheck(cJSON_AddNumberToObject(obj, name, (double)v));
+}
+
+void ctl_json_offset(cJSON *obj, const char *name, uint64_t v)
 {
     char buf[24];
 

@@ -126,9 +126,14 @@ void ctl_table_free(struct ctl_table *t);
 /* Print doc on stdout (the one --json document of this run) and free it. */
 void ctl_json_print(struct ctl *c, cJSON *doc);
 
-/* Add a 64-bit value as a decimal string (the JSON convention for 64-bit values). */
-void ctl_json_i64(cJSON *obj, const char *name, int64_t v);
-void ctl_json_u64(cJSON *obj, const char *name, uint64_t v);
+/*
+ * The JSON rule (as /v1/apps): values in the ID space (IDs, offsets, lease
+ * bounds) are decimal strings, as they may exceed 2^53; counts, sizes, row
+ * ids and versions are numbers.
+ */
+void ctl_json_i64(cJSON *obj, const char *name, int64_t v);     /* a number */
+void ctl_json_u64(cJSON *obj, const char *name, uint64_t v);    /* a number */
+void ctl_json_offset(cJSON *obj, const char *name, uint64_t v); /* a string */
 
 /* Out of memory: report and exit 1 (idpoolctl is a short-lived CLI). */
 void ctl_oom(void) __attribute__((noreturn));

@@ -145,7 +145,10 @@ expect 0 --json apps add order --type trend --start 1000 --step 50 --max-pool 50
 json_ok
 assert_eq added "$(jget 'd["result"]')" "--json add result"
 assert_eq order "$(jget 'd["key"]')" "--json add key"
-assert_eq str "$(jget 'type(d["id"]).__name__')" "--json add: 64-bit id as a string"
+# The JSON rule (as /v1/apps): ID-space values are strings, counts and row ids numbers.
+assert_eq int "$(jget 'type(d["id"]).__name__')" "--json add: the row id as a number"
+assert_eq "str str int int" "$(jget '" ".join(type(d["app"]["resolved"][k]).__name__ for k in ("start_offset", "current_offset", "step", "low_water"))')" \
+    "--json add: offsets as strings, sizes as numbers"
 assert_eq 2 "$(jget 'd["app"]["columns"]["increasing_type"]')" "order increasing_type"
 assert_eq trend "$(jget 'd["app"]["resolved"]["increasing_type"]')" "order type in force"
 assert_eq 250 "$(jget 'd["app"]["resolved"]["low_water"]')" "order low water"
@@ -210,6 +213,7 @@ expect 0 --json apps show order
 json_ok
 assert_eq "idpool:{order}:pool" "$(jget 'd["redis"]["pool_key"]')" "--json show pool key"
 assert_eq 0 "$(jget 'd["redis"]["pool_length"]')" "--json show pool length"
+assert_eq int "$(jget 'type(d["redis"]["pool_length"]).__name__')" "--json show: pool length as a number"
 expect 1 apps show nokey
 err_has "no application 'nokey'"
 expect 1 --json apps show nokey
