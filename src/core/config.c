@@ -41,6 +41,8 @@ enum setting_id {
     S_RELOAD,
     S_INSTANCE,
     S_HTTP,
+    S_HTTP_MAX_CONNS,
+    S_HTTP_TIMEOUT,
     S_ALERT_WEBHOOK,
     S_STALL,
     S_ALERT_RESOLVE,
@@ -136,6 +138,17 @@ static const struct setting settings[S_COUNT] = {
                 "status server: /metrics, /healthz, /v1/apps ([IPv6]:PORT ok);\n"
                 "empty disables it",
                 K_HTTP, FROM_ALL, 0, 0, 0},
+    [S_HTTP_MAX_CONNS] = {"http-max-connections", "IDPOOL_HTTP_MAX_CONNECTIONS",
+                          "Status and metrics", "N", "64", NULL,
+                          "status server connections at most; more wait in the\n"
+                          "listen backlog (lowered at start to fit the file limit)",
+                          INT_SETTING(1, 100000, http_max_conns)},
+    [S_HTTP_TIMEOUT] = {"http-timeout-ms", "IDPOOL_HTTP_TIMEOUT_MS", "Status and metrics", "MS",
+                        "10000", NULL,
+                        "a request must arrive whole within this long of the\n"
+                        "connection or of the previous answer (slow senders\n"
+                        "cannot extend it), and an idle connection is closed",
+                        INT_SETTING(100, 600000, http_timeout_ms)},
     [S_ALERT_WEBHOOK] = {"alert-webhook", "IDPOOL_ALERT_WEBHOOK", "Alerts", "URL", NULL, "none",
                          "POST every alert event (JSON) to http://host[:port][/path];\n"
                          "retried with backoff; https is not supported",

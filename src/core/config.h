@@ -26,6 +26,8 @@ struct config {
     char *http_addr;            /* host:port for status/metrics, "" disables */
     char *http_host;            /* parsed http_addr host (heap) */
     int http_port;              /* parsed http_addr port */
+    int http_max_conns;         /* status server connections at most */
+    int http_timeout_ms;        /* request deadline and idle timeout of a connection */
     char *alert_webhook;        /* alert webhook URL as given, or NULL */
     struct webhook_url webhook; /* parsed alert_webhook */
     int stall_ms;               /* 'stalled' fires after a needy pool got nothing this long */

@@ -1,25 +1,30 @@
 #include "http.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "sbuf.h"
 #include "statusjson.h"
 
-#define HTTP_TIMEOUT_S   10    /* idle or slow clients are dropped after this */
 #define HTTP_MAX_HEADERS 8192  /* bytes */
 #define HTTP_MAX_BODY    65536 /* bytes; no route reads a body */
 #define HTTP_BACKLOG     64
@@ -27,10 +32,46 @@
 #define CTYPE_JSON       "application/json"
 #define CTYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
 
+#define HTTP_FD_RESERVE 32    /* descriptors kept for Redis, MySQL, the webhook and the rest */
+#define ACCEPT_PAUSE_MS 1000  /* after an accept error (EMFILE...), accept again this much later */
+#define LOG_EVERY_MS    10000 /* a burst of the same trouble is logged once per this */
+#define SWEEP_MS        100   /* how often connections are looked at (deadline precision) */
+
+/*
+ * One connection, from accept to close. evhttp owns it and frees its
+ * bufferevent when it closes; we hold a reference of our own on that
+ * bufferevent (bufferevent_incref), so it stays valid memory, and see that
+ * evhttp let go of it when its callbacks are gone (bufferevent_free clears
+ * them). That counts the connections, and lets a deadline of our own close
+ * one that has not sent a whole request in time, however slowly it trickles
+ * bytes (evhttp's timeouts restart with every byte).
+ */
+struct http_conn {
+    TAILQ_ENTRY(http_conn) link;
+    struct bufferevent *bev; /* evhttp's, with our reference */
+    uint64_t deadline_ms;    /* the next request must be complete by then */
+    int expired;             /* shut down by the deadline */
+};
+
+/* Trouble that can come in bursts: logged once per LOG_EVERY_MS, with a count. */
+struct burst {
+    uint64_t last_ms; /* last logged */
+    uint64_t n;       /* occurrences since */
+};
+
 struct http {
     struct evhttp *evh;        /* NULL when HTTP is disabled */
     struct status_source src;  /* where the views come from */
     char addr[NI_MAXHOST + 8]; /* the bound address, for logs */
+    struct event_base *base;
+    struct evconnlistener *listener;
+    TAILQ_HEAD(, http_conn) conns;
+    int nconns, max_conns;
+    int timeout_ms;       /* http-timeout-ms */
+    int paused;           /* not accepting: 1 at the limit, 2 after an accept error */
+    struct event *resume; /* accepts again after an accept error */
+    struct event *sweep;  /* closed connections, deadlines: every SWEEP_MS */
+    struct burst limit_log, accept_log, expired_log;
 };
 
 enum route { R_NONE, R_METRICS, R_HEALTHZ, R_APPS, R_APP };
@@ -207,6 +248,219 @@ static void serve_apps(struct http *h, struct evhttp_request *req, const char *p
     }
 }
 
+/* --- connections: the limit, the deadline, accept errors ----------------- */
+
+/* 1 when a burst entry should be logged now (then `n` says how many since the last one). */
+static int burst_due(struct burst *b, uint64_t *n)
+{
+    uint64_t now = clock_ms();
+
+    b->n++;
+    if (b->last_ms && now - b->last_ms < LOG_EVERY_MS)
+        return 0;
+    *n = b->n;
+    b->n = 0;
+    b->last_ms = now;
+    return 1;
+}
+
+static void accept_pause(struct http *h, int why)
+{
+    if (!h->listener || h->paused)
+        return;
+    evconnlistener_disable(h->listener);
+    h->paused = why;
+}
+
+static void accept_resume(struct http *h)
+{
+    if (!h->listener || !h->paused || h->nconns >= h->max_conns)
+        return;
+    evconnlistener_enable(h->listener);
+    h->paused = 0;
+}
+
+/* evhttp has freed the connection (bufferevent_free cleared the callbacks). */
+static int conn_closed(const struct http_conn *c)
+{
+    bufferevent_data_cb r, w;
+    bufferevent_event_cb e;
+    void *arg;
+
+    bufferevent_getcb(c->bev, &r, &w, &e, &arg);
+    return r == NULL && w == NULL && e == NULL;
+}
+
+static void conn_drop(struct http *h, struct http_conn *c)
+{
+    TAILQ_REMOVE(&h->conns, c, link);
+    h->nconns--;
+    bufferevent_decref(c->bev);
+    free(c);
+}
+
+/*
+ * Every SWEEP_MS: forget closed connections; shut down those past their
+ * deadline (evhttp then sees the end of the stream and frees them); accept
+ * again below the limit.
+ */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct http *h = arg;
+    struct http_conn *c, *next;
+    uint64_t now = clock_ms(), expired = 0, n;
+
+    (void)fd;
+    (void)what;
+    for (c = TAILQ_FIRST(&h->conns); c; c = next) {
+        next = TAILQ_NEXT(c, link);
+        if (conn_closed(c)) {
+            conn_drop(h, c);
+        } else if (!c->expired && now >= c->deadline_ms) {
+            evutil_socket_t s = bufferevent_getfd(c->bev);
+
+            c->expired = 1;
+            expired++;
+            if (s >= 0)
+                shutdown(s, SHUT_RDWR);
+        }
+    }
+    while (expired--)
+        if (burst_due(&h->expired_log, &n))
+            log_info("http: closed %" PRIu64 " connection(s) that sent no complete request "
+                     "within %d ms (http-timeout-ms)",
+                     n, h->timeout_ms);
+    if (h->paused == 1)
+        accept_resume(h);
+}
+
+/* evhttp's bevcb: the bufferevent of each accepted connection, counted. */
+static struct bufferevent *conn_new(struct event_base *base, void *arg)
+{
+    struct http *h = arg;
+    struct http_conn *c = calloc(1, sizeof(*c));
+    uint64_t n;
+
+    if (c == NULL)
+        return NULL;                              /* evhttp makes its own: served, not counted */
+    c->bev = bufferevent_socket_new(base, -1, 0); /* the fd is evhttp's to close */
+    if (c->bev == NULL) {
+        free(c);
+        return NULL;
+    }
+    bufferevent_incref(c->bev);
+    c->deadline_ms = clock_ms() + (uint64_t)h->timeout_ms;
+    TAILQ_INSERT_TAIL(&h->conns, c, link);
+    h->nconns++;
+    if (h->nconns >= h->max_conns) {
+        accept_pause(h, 1);
+        if (burst_due(&h->limit_log, &n))
+            log_warn("http: %d connections open (http-max-connections): more wait in the listen "
+                     "backlog until one closes (%" PRIu64 " time(s) since the last message)",
+                     h->nconns, n);
+    }
+    return c->bev;
+}
+
+/* A request arrived whole: the next one has the full deadline again. */
+static void conn_request(struct http *h, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    struct http_conn *c;
+
+    TAILQ_FOREACH(c, &h->conns, link)
+    {
+        if (c->bev == bev) {
+            c->deadline_ms = clock_ms() + (uint64_t)h->timeout_ms;
+            return;
+        }
+    }
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    accept_resume(arg);
+}
+
+/*
+ * The listener's error callback gets evhttp's argument, not ours: the
+ * servers of this process, by listener (the status server; the ID API's
+ * will be a second one).
+ */
+#define MAX_SERVERS 4
+static struct {
+    struct evconnlistener *l;
+    struct http *h;
+} servers[MAX_SERVERS];
+
+/*
+ * accept() failed (out of descriptors, of memory): stop accepting for a
+ * while rather than spin on the error, and say so once per burst.
+ */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct http *h = NULL;
+    int err = EVUTIL_SOCKET_ERROR();
+    struct timeval tv = {ACCEPT_PAUSE_MS / 1000, (ACCEPT_PAUSE_MS % 1000) * 1000};
+    uint64_t n;
+
+    (void)arg;
+    for (int i = 0; i < MAX_SERVERS && !h; i++)
+        if (servers[i].l == l)
+            h = servers[i].h;
+    if (h == NULL)
+        return;
+    if (burst_due(&h->accept_log, &n))
+        log_warn("http: cannot accept connections on %s: %s (%" PRIu64
+                 " time(s) since the last message); pausing %d ms",
+                 h->addr, evutil_socket_error_to_string(err), n, ACCEPT_PAUSE_MS);
+    if (h->paused)
+        return;
+    accept_pause(h, 2);
+    evtimer_add(h->resume, &tv);
+}
+
+/*
+ * Connections must leave HTTP_FD_RESERVE descriptors to the rest of the
+ * daemon: raise the soft file limit if needed (and allowed), else take
+ * fewer connections.
+ */
+static int fit_fd_limit(int want)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)want + HTTP_FD_RESERVE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return want;
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) {
+        rl.rlim_cur = need;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            return want;
+    }
+    getrlimit(RLIMIT_NOFILE, &rl);
+    {
+        int fit = rl.rlim_cur > HTTP_FD_RESERVE + 1 ? (int)(rl.rlim_cur - HTTP_FD_RESERVE) : 1;
+        log_warn("http: the file limit (%llu descriptors) leaves room for %d status connections; "
+                 "http-max-connections %d lowered to %d (raise LimitNOFILE / ulimit -n)",
+                 (unsigned long long)rl.rlim_cur, fit, want, fit);
+        return fit;
+    }
+}
+
+/* libevent's own messages, into the daemon's log; a burst once. */
+static void on_libevent_log(int severity, const char *msg)
+{
+    static struct burst b;
+    uint64_t n;
+
+    if (severity < EVENT_LOG_WARN || !burst_due(&b, &n))
+        return;
+    log_warn("libevent: %s (%" PRIu64 " message(s) since the last one)", msg, n);
+}
+
 /*
  * The path of the request target as sent, without query or fragment (heap).
  * Not evhttp_uri_get_path(): it parses "//metrics" as an authority
@@ -234,6 +488,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     size_t len = 0;
     enum route r;
 
+    conn_request(h, req);
     if (raw != NULL && method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
         reply_405(req, raw);
         free(raw);
@@ -299,6 +554,7 @@ struct http *http_new(struct event_base *base, const struct config *cfg,
                       const struct status_source *src)
 {
     struct http *h = calloc(1, sizeof(*h));
+    struct evhttp_bound_socket *bound;
     int fd = -1;
 
     if (h == NULL) {
@@ -306,6 +562,9 @@ struct http *http_new(struct event_base *base, const struct config *cfg,
         return NULL;
     }
     h->src = *src;
+    h->base = base;
+    TAILQ_INIT(&h->conns);
+    event_set_log_callback(on_libevent_log);
     if (cfg->http_addr == NULL || cfg->http_addr[0] == '\0') {
         log_info("http: disabled (empty http address)");
         return h;
@@ -315,7 +574,22 @@ struct http *http_new(struct event_base *base, const struct config *cfg,
         log_error("http: cannot create the HTTP server");
         goto fail;
     }
-    evhttp_set_timeout(h->evh, HTTP_TIMEOUT_S);
+    h->timeout_ms = cfg->http_timeout_ms;
+    h->max_conns = fit_fd_limit(cfg->http_max_conns);
+    h->resume = evtimer_new(base, on_resume, h);
+    h->sweep = event_new(base, -1, EV_PERSIST, on_sweep, h);
+    if (h->resume == NULL || h->sweep == NULL) {
+        log_error("http: out of memory");
+        goto fail;
+    }
+    {
+        struct timeval tv = {h->timeout_ms / 1000, (h->timeout_ms % 1000) * 1000};
+        struct timeval sw = {0, SWEEP_MS * 1000};
+
+        evhttp_set_timeout_tv(h->evh, &tv); /* idle, and between bytes */
+        event_add(h->sweep, &sw);
+    }
+    evhttp_set_bevcb(h->evh, conn_new, h);
     evhttp_set_max_headers_size(h->evh, HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(h->evh, HTTP_MAX_BODY);
     /*
@@ -329,10 +603,20 @@ struct http *http_new(struct event_base *base, const struct config *cfg,
     if (fd < 0)
         goto fail;
     /* From here on the bound socket owns fd and closes it in evhttp_free(). */
-    if (evhttp_accept_socket_with_handle(h->evh, fd) == NULL) {
+    bound = evhttp_accept_socket_with_handle(h->evh, fd);
+    if (bound == NULL) {
         log_error("http: cannot accept connections on %s", h->addr);
         close(fd);
         goto fail;
+    }
+    h->listener = evhttp_bound_socket_get_listener(bound);
+    for (int i = 0; i < MAX_SERVERS; i++) {
+        if (servers[i].l == NULL) {
+            servers[i].l = h->listener;
+            servers[i].h = h;
+            evconnlistener_set_error_cb(h->listener, on_accept_error);
+            break;
+        }
     }
     log_info("http: listening on %s (/metrics, /healthz, /v1/apps)", h->addr);
     return h;
@@ -345,7 +629,17 @@ void http_free(struct http *h)
 {
     if (h == NULL)
         return;
+    for (int i = 0; i < MAX_SERVERS; i++)
+        if (servers[i].h == h)
+            servers[i].l = NULL, servers[i].h = NULL;
+    h->listener = NULL; /* freed by evhttp_free */
     if (h->evh)
-        evhttp_free(h->evh);
+        evhttp_free(h->evh); /* closes every connection */
+    while (!TAILQ_EMPTY(&h->conns))
+        conn_drop(h, TAILQ_FIRST(&h->conns));
+    if (h->resume)
+        event_free(h->resume);
+    if (h->sweep)
+        event_free(h->sweep);
     free(h);
 }

@@ -122,6 +122,10 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         warn_restart_needed("http", d->cfg.http_addr, nc.http_addr);
         warn_restart_needed("instance", d->cfg.instance, nc.instance);
         warn_restart_needed("alert-webhook", d->cfg.alert_webhook, nc.alert_webhook);
+        if (d->cfg.http_max_conns != nc.http_max_conns ||
+            d->cfg.http_timeout_ms != nc.http_timeout_ms)
+            log_warn("reload: http-max-connections or http-timeout-ms changed; the new value "
+                     "takes effect after a restart");
         if (d->cfg.mysql_timeout_ms != nc.mysql_timeout_ms)
             log_warn("reload: mysql-timeout-ms changed; the new value takes effect after a "
                      "restart");
