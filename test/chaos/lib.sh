@@ -556,6 +556,27 @@ check_app() {
     return 0
 }
 
+# apps_csv: the scenario's applications "${APPS[@]}" joined by commas (for
+# consumers_wait and popped).
+apps_csv() {
+    local IFS=,
+    echo "${APPS[*]}"
+}
+
+# finish_apps [key=val...]: the end of a scenario over "${APPS[@]}": their
+# consumers and every daemon stopped, each pool drained and checked, then
+# the row (with the given columns).
+finish_apps() {
+    local key
+    for key in "${APPS[@]}"; do consumers_stop "$key"; done
+    daemons_stop
+    for key in "${APPS[@]}"; do
+        drain "$key"
+        check_app "$key"
+    done
+    row "$@"
+}
+
 # ------------------------------------------------------------------ row ---
 
 # sanitizer_reports: daemon logs with an ASan/UBSan report or an internal
@@ -758,4 +779,51 @@ check_rollback() {
     done
     ((st <= 1)) || failure "$app: idpool-check (M) failed, status $st: $(tail -n 2 "$DIR/$app.mcheck")"
     [[ -n $line ]] || failure "$app: idpool-check (M) printed no summary"
+}
+
+# rollback_apps PREFIX ROUNDS: one monotonic application per round
+# (PREFIX1..), served by daemons a and b, filled above low water. Their
+# takes are not rate-limited (max_size_per_second), so that idpool_take
+# consumers pop as fast as LPOP ones.
+rollback_apps() {
+    local prefix=$1 rounds=$2 r
+    for ((r = 1; r <= rounds; r++)); do
+        add_app "$prefix$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
+            max_size_per_second=1000000
+    done
+    chaos_daemon a
+    chaos_daemon b
+    for ((r = 1; r <= rounds; r++)); do
+        app_params "$prefix$r"
+        wait_until 20 pool_ge "$prefix$r" "$P_LOW" || fail "$prefix$r never filled"
+    done
+}
+
+# restore_watched APP DEAD_RUN_ID: Redis (already killed) comes back from
+# the data set in $DIR/old, while the window watcher polls APP's meta;
+# T_FROM is when the restart began. (Start it again yourself.)
+restore_watched() {
+    rm -f "$DIR/watch"
+    python3 "$ROLLBACK_PY" watch "$REDIS_PORT" "$(meta_key "$1")" "$PROBE_RUN_ID" "$2" \
+        "$DIR/watch" 20 &
+    WATCHER=$!
+    rm -rf "$DIR/redis"
+    mv "$DIR/old" "$DIR/redis"
+    T_FROM=$(now_ns)
+}
+
+# window_read APP LIMIT_MS: waits for the watcher; W_STATE (discarded,
+# replaced, timeout), W_ACCEPT, W_TO (ns) and WINDOW (ms, Redis accepting to
+# the restored meta gone), which must stay within LIMIT_MS.
+window_read() {
+    local app=$1 polls
+    wait_until 25 test -s "$DIR/watch" || failure "$app: the window watcher did not report"
+    wait "$WATCHER" 2>/dev/null || true
+    read -r W_STATE W_ACCEPT W_TO polls <"$DIR/watch" || W_STATE=missing
+    ((W_ACCEPT > 0)) || W_ACCEPT=$T_FROM
+    WINDOW=$(((W_TO - W_ACCEPT) / 1000000))
+    # The window is the daemon's reconnect backoff (<= 1 s) plus a round trip.
+    expect "((WINDOW <= $2))" "$app: exposure window $WINDOW ms, above the documented bound ($2 ms)"
+    info "$app: window $WINDOW ms: Redis accepted $(((W_ACCEPT - T_FROM) / 1000000)) ms after" \
+        "the restart, restored meta $W_STATE after $polls polls"
 }

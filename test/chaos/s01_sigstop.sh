@@ -83,14 +83,5 @@ for stage in "${STAGES[@]}"; do
     daemons_stop "$x"
 done
 
-consumers_wait "$(
-    IFS=,
-    echo "${APPS[*]}"
-)" "$CHAOS_IDS"
-for key in "${APPS[@]}"; do consumers_stop "$key"; done
-daemons_stop
-for key in "${APPS[@]}"; do
-    drain "$key"
-    check_app "$key"
-done
-row
+consumers_wait "$(apps_csv)" "$CHAOS_IDS"
+finish_apps

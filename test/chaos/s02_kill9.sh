@@ -100,14 +100,5 @@ chaos_daemon c
 recovered main "$t0"
 fault_landed "random_kills=$kills" "((kills >= 2 * CHAOS_ROUNDS + 2))"
 
-consumers_wait "$(
-    IFS=,
-    echo "${APPS[*]}"
-)" "$CHAOS_IDS"
-for key in "${APPS[@]}"; do consumers_stop "$key"; done
-daemons_stop
-for key in "${APPS[@]}"; do
-    drain "$key"
-    check_app "$key"
-done
-row
+consumers_wait "$(apps_csv)" "$CHAOS_IDS"
+finish_apps

@@ -155,19 +155,10 @@ t0=$(now_ns)
 recovered mono "$t0"
 recovered shuf "$t0"
 
-consumers_wait "$(
-    IFS=,
-    echo "${APPS[*]}"
-)" "$CHAOS_IDS"
+consumers_wait "$(apps_csv)" "$CHAOS_IDS"
 fenced=$(logs_count 'push fenced off')
 stale=$(logs_count "$STALE_RE")
 pushers=$(sql "SELECT COUNT(DISTINCT instance) FROM application_lease")
 fault_landed "fenced=$fenced,stale=$stale" "((fenced + stale > 0))"
 expect "((pushers >= 2))" "only $pushers daemon(s) ever reserved a lease"
-for key in "${APPS[@]}"; do consumers_stop "$key"; done
-daemons_stop
-for key in "${APPS[@]}"; do
-    drain "$key"
-    check_app "$key"
-done
-row daemons="$NDAEMONS" reservers="$pushers"
+finish_apps daemons="$NDAEMONS" reservers="$pushers"

@@ -111,7 +111,7 @@ fault_landed "cuts=$ncut" "((ncut >= ${#MODES[@]}))"
 fault_landed "ambiguous_committed=$committed/$namb" "((namb > 0 && committed == namb))"
 fault_landed "discarded=$discarded" "((discarded >= namb))"
 
-consumers_wait "$(IFS=,; echo "${APPS[*]}")" "$CHAOS_IDS"
+consumers_wait "$(apps_csv)" "$CHAOS_IDS"
 for key in "${APPS[@]}"; do consumers_stop "$key"; done
 daemons_stop
 for key in "${APPS[@]}"; do

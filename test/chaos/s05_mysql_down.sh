@@ -115,11 +115,5 @@ fault_landed "stalled=$stalled" "((stalled == ROUNDS))"
 expect "((resolved == ROUNDS))" "alerts resolved in $resolved of $ROUNDS rounds"
 expect "! alert_seen main stalled firing" "main stalled although its lease should carry the outages"
 
-consumers_wait "$(IFS=,; echo "${APPS[*]}")" "$CHAOS_IDS"
-for key in "${APPS[@]}"; do consumers_stop "$key"; done
-daemons_stop
-for key in "${APPS[@]}"; do
-    drain "$key"
-    check_app "$key"
-done
-row
+consumers_wait "$(apps_csv)" "$CHAOS_IDS"
+finish_apps

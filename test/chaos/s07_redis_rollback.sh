@@ -54,16 +54,7 @@ epochs() { # restart detections for $APP logged by both daemons
 
 # Automatic AOF rewrites would swap the files under save_aof.
 rcli CONFIG SET auto-aof-rewrite-percentage 0 >/dev/null
-for ((r = 1; r <= ROUNDS; r++)); do
-    add_app "rb$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-        max_size_per_second=1000000
-done
-chaos_daemon a
-chaos_daemon b
-for ((r = 1; r <= ROUNDS; r++)); do
-    app_params "rb$r"
-    wait_until 20 pool_ge "rb$r" "$P_LOW" || fail "rb$r never filled"
-done
+rollback_apps rb "$ROUNDS"
 
 WINDOW_MAX=0 STALE_SUM=0 WINDOWS=() ROUND_WINDOW=()
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -91,29 +82,16 @@ for ((r = 1; r <= ROUNDS; r++)); do
     wait_until 20 popped_ge "$APP" $((n0 + P_MAX / 3)) || failure "$APP: consumers starved"
     e0=$(epochs)
     redis_kill
-    rm -f "$DIR/watch"
-    python3 "$ROLLBACK_PY" watch "$REDIS_PORT" "$(meta_key "$APP")" "$PROBE_RUN_ID" "$dead" \
-        "$DIR/watch" 20 &
-    watcher=$!
-    rm -rf "$DIR/redis"
-    mv "$DIR/old" "$DIR/redis"
-    t_from=$(now_ns)
+    restore_watched "$APP" "$dead"
+    t_from=$T_FROM
     redis_start
-    wait_until 25 test -s "$DIR/watch" || failure "$APP: the window watcher did not report"
-    wait "$watcher" 2>/dev/null || true
-    read -r state t_accept t_to polls <"$DIR/watch" || state=missing
-    expect "[[ $state == discarded || $state == replaced ]]" \
-        "$APP: the restored pool was not discarded within 20 s (watcher: $state)"
-    ((t_accept > 0)) || t_accept=$t_from
-    window=$(((t_to - t_accept) / 1000000))
-    # README: the window is the daemon's reconnect backoff (<= 5 s) plus a round trip.
-    expect "((window <= WINDOW_LIMIT_MS))" \
-        "$APP: exposure window $window ms, above the documented bound ($WINDOW_LIMIT_MS ms)"
-    info "$APP: window $window ms: Redis accepted $(((t_accept - t_from) / 1000000)) ms after" \
-        "the restart, restored meta $state after $polls polls"
-    ((window > WINDOW_MAX)) && WINDOW_MAX=$window
-    WINDOWS+=("$window")
-    recovered "$APP" "$t_accept"
+    window_read "$APP" "$WINDOW_LIMIT_MS"
+    expect "[[ $W_STATE == discarded || $W_STATE == replaced ]]" \
+        "$APP: the restored pool was not discarded within 20 s (watcher: $W_STATE)"
+    t_to=$W_TO
+    ((WINDOW > WINDOW_MAX)) && WINDOW_MAX=$WINDOW
+    WINDOWS+=("$WINDOW")
+    recovered "$APP" "$W_ACCEPT"
     wait_until 10 eval '((e0 < $(epochs)))' || true
     consumers_wait "$APP" "$((PER_ROUND > n0 + P_MAX ? PER_ROUND : n0 + P_MAX))"
     consumers_stop "$APP"

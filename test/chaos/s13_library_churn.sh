@@ -128,14 +128,5 @@ done
 fault_landed "rounds=$r,churned=$CHURNED,reloaded=$RELOADED,nofence=$NOFENCE,fenced=$FENCED" \
     "((CHURNED == r && NOFENCE > 0 && RELOADED == r - CHAOS_ROUNDS))"
 
-consumers_wait "$(
-    IFS=,
-    echo "${APPS[*]}"
-)" "$CHAOS_IDS"
-for key in "${APPS[@]}"; do consumers_stop "$key"; done
-daemons_stop
-for key in "${APPS[@]}"; do
-    drain "$key"
-    check_app "$key"
-done
-row
+consumers_wait "$(apps_csv)" "$CHAOS_IDS"
+finish_apps

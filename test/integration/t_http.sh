@@ -233,36 +233,9 @@ for p in /metrics /healthz /v1/apps /v1/apps/h1; do
         json 'isinstance(d.get("error"), str)'
     done
 done
-# head_req PATH: "STATUS CONTENT-LENGTH BODY-BYTES CONTENT-TYPE" of a raw HEAD request
-# (HTTP/1.0, read to the end: any body bytes after the headers are counted).
-head_req() {
-    python3 - "$HTTP_PORT" "$1" <<'EOF'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(("HEAD %s HTTP/1.0\r\nHost: x\r\n\r\n" % sys.argv[2]).encode())
-data = b""
-while True:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    data += chunk
-head, _, body = data.partition(b"\r\n\r\n")
-lines = head.decode().split("\r\n")
-hdr = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
-print(lines[0].split()[1], hdr.get("content-length", "-"), len(body), hdr.get("content-type", "-").replace(" ", ""))
-EOF
-}
-get /healthz
-glen=$(wc -c <"$DIR/body")
-assert_eq "200 $glen 0 application/json" "$(head_req /healthz)" "HEAD /healthz: status, Content-Length (= GET's), body bytes, type"
-read -r code clen blen ctype <<<"$(head_req /metrics)"
-assert_eq "200 0" "$code $blen" "HEAD /metrics: status and body bytes"
-[[ $ctype == text/plain* && $clen =~ ^[1-9][0-9]*$ ]] || fail "HEAD /metrics: Content-Type '$ctype', Content-Length '$clen'"
-read -r code clen blen ctype <<<"$(head_req /nope)"
-assert_eq "404 0" "$code $blen" "HEAD /nope: status and body bytes"
-pass "POST/PUT/DELETE -> 405 with Allow: GET, HEAD; HEAD answers headers only, Content-Length as GET"
-
-# raw_req METHOD TARGET: "STATUS CONTENT-TYPE ALLOW" of a raw HTTP/1.0 request; the body in $DIR/body.
+# raw_req METHOD TARGET: "STATUS CONTENT-LENGTH BODY-BYTES CONTENT-TYPE ALLOW" of a raw
+# HTTP/1.0 request, read to the end (any body bytes after the headers are counted); the
+# body in $DIR/body.
 raw_req() {
     python3 - "$HTTP_PORT" "$1" "$2" "$DIR/body" <<'EOF'
 import socket, sys
@@ -278,17 +251,32 @@ head, _, body = data.partition(b"\r\n\r\n")
 open(sys.argv[4], "wb").write(body)
 lines = head.decode().split("\r\n")
 hdr = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
-print(lines[0].split()[1], hdr.get("content-type", "-").replace(" ", ""), hdr.get("allow", "-").replace(" ", ""))
+print(lines[0].split()[1], hdr.get("content-length", "-"), len(body),
+      hdr.get("content-type", "-").replace(" ", ""), hdr.get("allow", "-").replace(" ", ""))
 EOF
 }
+# head_req PATH: "STATUS CONTENT-LENGTH BODY-BYTES CONTENT-TYPE" of a raw HEAD request.
+head_req() { raw_req HEAD "$1" | cut -d' ' -f1-4; }
+# method_req METHOD TARGET: "STATUS CONTENT-TYPE ALLOW".
+method_req() { raw_req "$1" "$2" | cut -d' ' -f1,4,5; }
+get /healthz
+glen=$(wc -c <"$DIR/body")
+assert_eq "200 $glen 0 application/json" "$(head_req /healthz)" "HEAD /healthz: status, Content-Length (= GET's), body bytes, type"
+read -r code clen blen ctype <<<"$(head_req /metrics)"
+assert_eq "200 0" "$code $blen" "HEAD /metrics: status and body bytes"
+[[ $ctype == text/plain* && $clen =~ ^[1-9][0-9]*$ ]] || fail "HEAD /metrics: Content-Type '$ctype', Content-Length '$clen'"
+read -r code clen blen ctype <<<"$(head_req /nope)"
+assert_eq "404 0" "$code $blen" "HEAD /nope: status and body bytes"
+pass "POST/PUT/DELETE -> 405 with Allow: GET, HEAD; HEAD answers headers only, Content-Length as GET"
+
 # Methods libevent does not know, and every other one, on any path: 405 JSON with Allow.
 for m in FOO PROPFIND OPTIONS TRACE PATCH CONNECT; do
     for p in /metrics /nope; do
-        assert_eq "405 application/json GET,HEAD" "$(raw_req "$m" "$p")" "$m $p: status, type, Allow"
+        assert_eq "405 application/json GET,HEAD" "$(method_req "$m" "$p")" "$m $p: status, type, Allow"
         json 'd.get("error") == "method not allowed"' "d.get(\"path\") == \"$p\""
     done
 done
-assert_eq "405 application/json GET,HEAD" "$(raw_req CONNECT 127.0.0.1:80)" "CONNECT host:port"
+assert_eq "405 application/json GET,HEAD" "$(method_req CONNECT 127.0.0.1:80)" "CONNECT host:port"
 # The path as sent: //metrics is not /metrics (nor "/").
 get //metrics
 assert_eq 404 "$CODE" "GET //metrics status"
