@@ -66,10 +66,16 @@ install_packages() {
 # -------------------------------------------------------------- servers ---
 
 # redact URL: the URL with its password replaced by ***, for messages.
-redact() { sed -E 's#^([a-z]+://[^:@/]*):.*@#\1:***@#' <<<"$1"; }
+redact() { sed -E 's#^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):.*@#\1:***@#' <<<"$1"; }
 
-# pct_decode S: S with %XX sequences decoded (as idpoold decodes a password).
+# pct_decode S: S with %XX sequences decoded (as idpoold decodes a password);
+# status 1 on a '%' that does not start %XX.
 pct_decode() {
+    local rest=$1
+    while [[ $rest == *%* ]]; do # every % must start %XX, as idpoold requires
+        rest=${rest#*%}
+        [[ $rest =~ ^[0-9A-Fa-f]{2} ]] || return 1
+    done
     local s=${1//\\/\\\\}
     printf '%b' "${s//%/\\x}"
 }
@@ -85,21 +91,25 @@ clients_from_urls() {
     RHOST=${BASH_REMATCH[5]} RPORT=${BASH_REMATCH[7]:-6379}
     RCLI=(redis-cli -h "$RHOST" -p "$RPORT" -n "${BASH_REMATCH[9]:-0}")
     RPASS=0
+    local user
     if [[ -n ${BASH_REMATCH[2]} ]]; then
-        RCLI+=(--user "$(pct_decode "${BASH_REMATCH[2]}")")
+        user=$(pct_decode "${BASH_REMATCH[2]}") || die "IDPOOL_REDIS_URL: a bad percent-escape in the user"
+        RCLI+=(--user "$user")
     fi
     if [[ -n ${BASH_REMATCH[4]} ]]; then
-        REDISCLI_AUTH=$(pct_decode "${BASH_REMATCH[4]}")
+        REDISCLI_AUTH=$(pct_decode "${BASH_REMATCH[4]}") ||
+            die "IDPOOL_REDIS_URL: a bad percent-escape in the password"
         export REDISCLI_AUTH
         RPASS=1
     fi
     [[ $IDPOOL_MYSQL_URL =~ $re_mysql ]] ||
         die "cannot parse IDPOOL_MYSQL_URL=$(redact "$IDPOOL_MYSQL_URL")"
-    MYSQL=(mariadb --no-defaults -h "${BASH_REMATCH[4]}" -P "${BASH_REMATCH[6]:-3306}"
-        -u "$(pct_decode "${BASH_REMATCH[1]}")")
+    user=$(pct_decode "${BASH_REMATCH[1]}") || die "IDPOOL_MYSQL_URL: a bad percent-escape in the user"
+    MYSQL=(mariadb --no-defaults -h "${BASH_REMATCH[4]}" -P "${BASH_REMATCH[6]:-3306}" -u "$user")
     MYSQL_DB=${BASH_REMATCH[7]}
     if [[ -n ${BASH_REMATCH[3]} ]]; then
-        MYSQL_PWD=$(pct_decode "${BASH_REMATCH[3]}")
+        MYSQL_PWD=$(pct_decode "${BASH_REMATCH[3]}") ||
+            die "IDPOOL_MYSQL_URL: a bad percent-escape in the password"
         export MYSQL_PWD
     fi
 }

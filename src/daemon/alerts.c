@@ -187,10 +187,12 @@ static void on_hook_done(struct evhttp_request *req, void *arg)
     if (code >= 200 && code < 300) {
         hook_pop(al);
     } else if (++m->attempts >= HOOK_ATTEMPTS) {
-        log_error("alert webhook http://%s%s: giving up on an event after %d attempts "
+        log_error("alert webhook http://%s%.*s%s: giving up on an event after %d attempts "
                   "(last: %s %d)",
-                  hostport_str(hp, sizeof(hp), al->hook.host, al->hook.port), al->hook.path,
-                  m->attempts, code ? "HTTP" : "no response", code);
+                  hostport_str(hp, sizeof(hp), al->hook.host, al->hook.port),
+                  (int)strcspn(al->hook.path, "?"), al->hook.path,
+                  strchr(al->hook.path, '?') ? "?***" : "", m->attempts,
+                  code ? "HTTP" : "no response", code);
         al->dropped++;
         hook_pop(al);
     } else {
@@ -198,9 +200,10 @@ static void on_hook_done(struct evhttp_request *req, void *arg)
         if (delay > HOOK_BACKOFF_MAX)
             delay = HOOK_BACKOFF_MAX;
         if (m->attempts == 1)
-            log_warn("alert webhook http://%s%s failed (%s %d); retrying with backoff",
-                     hostport_str(hp, sizeof(hp), al->hook.host, al->hook.port), al->hook.path,
-                     code ? "HTTP" : "no response", code);
+            log_warn("alert webhook http://%s%.*s%s failed (%s %d); retrying with backoff",
+                     hostport_str(hp, sizeof(hp), al->hook.host, al->hook.port),
+                     (int)strcspn(al->hook.path, "?"), al->hook.path,
+                     strchr(al->hook.path, '?') ? "?***" : "", code ? "HTTP" : "no response", code);
         m->next_ms = clock_ms() + delay;
     }
     hook_kick(al);

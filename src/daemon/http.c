@@ -38,19 +38,22 @@
 #define SWEEP_MS        100   /* how often connections are looked at (deadline precision) */
 
 /*
- * One connection, from accept to close. evhttp owns it and frees its
- * bufferevent when it closes; we hold a reference of our own on that
- * bufferevent (bufferevent_incref), so it stays valid memory, and see that
- * evhttp let go of it when its callbacks are gone (bufferevent_free clears
- * them). That counts the connections, and lets a deadline of our own close
- * one that has not sent a whole request in time, however slowly it trickles
- * bytes (evhttp's timeouts restart with every byte).
+ * One connection, from accept to close. evhttp owns it; we learn of it in
+ * its bevcb (conn_new) and of its end through its close callback, set once
+ * evhttp has finished creating it (conn_setup). That counts the
+ * connections, and lets a deadline of our own close one that has not sent a
+ * whole request in time, however slowly it trickles bytes (evhttp's
+ * timeouts restart with every byte).
  */
 struct http_conn {
     TAILQ_ENTRY(http_conn) link;
-    struct bufferevent *bev; /* evhttp's, with our reference */
-    uint64_t deadline_ms;    /* the next request must be complete by then */
-    int expired;             /* shut down by the deadline */
+    struct http *h;
+    struct bufferevent *bev;         /* evhttp's; our reference only until conn_setup */
+    struct evhttp_connection *evcon; /* set by conn_setup */
+    struct event *setup;             /* conn_setup, run right after evhttp's accept */
+    evutil_socket_t fd;              /* the socket, known from conn_setup on */
+    uint64_t deadline_ms;            /* the next request must be complete by then */
+    int expired;                     /* shut down by the deadline */
 };
 
 /* Trouble that can come in bursts: logged once per LOG_EVERY_MS, with a count. */
@@ -280,49 +283,78 @@ static void accept_resume(struct http *h)
     h->paused = 0;
 }
 
-/* evhttp has freed the connection (bufferevent_free cleared the callbacks). */
-static int conn_closed(const struct http_conn *c)
-{
-    bufferevent_data_cb r, w;
-    bufferevent_event_cb e;
-    void *arg;
-
-    bufferevent_getcb(c->bev, &r, &w, &e, &arg);
-    return r == NULL && w == NULL && e == NULL;
-}
-
 static void conn_drop(struct http *h, struct http_conn *c)
 {
     TAILQ_REMOVE(&h->conns, c, link);
     h->nconns--;
-    bufferevent_decref(c->bev);
+    if (c->setup)
+        event_free(c->setup);
     free(c);
+    if (h->paused == 1)
+        accept_resume(h);
+}
+
+/* evhttp frees the connection (its fd is still open): forget it. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct http_conn *c = arg;
+
+    (void)evcon;
+    conn_drop(c->h, c);
 }
 
 /*
- * Every SWEEP_MS: forget closed connections; shut down those past their
- * deadline (evhttp then sees the end of the stream and frees them); accept
- * again below the limit.
+ * Right after evhttp's accept callback: the connection exists (its
+ * bufferevent's callback argument), or evhttp already freed it on an error
+ * path (callbacks cleared; our reference kept the memory valid).
+ */
+static void conn_setup(evutil_socket_t fd, short what, void *arg)
+{
+    struct http_conn *c = arg;
+    struct http *h = c->h;
+    bufferevent_data_cb r, w;
+    bufferevent_event_cb e;
+    void *cbarg = NULL;
+
+    (void)fd;
+    (void)what;
+    bufferevent_getcb(c->bev, &r, &w, &e, &cbarg);
+    if (r == NULL && w == NULL && e == NULL) {
+        /* evhttp freed it on an error path, or never took it (out of memory) */
+        bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+        if (bufferevent_decref(c->bev) == 0)
+            bufferevent_free(c->bev);
+        conn_drop(h, c);
+        return;
+    }
+    c->evcon = cbarg;
+    c->fd = bufferevent_getfd(c->bev);
+    evhttp_connection_set_closecb(c->evcon, on_conn_close, c);
+    bufferevent_decref(c->bev); /* evhttp's alone from now on */
+    c->bev = NULL;
+    event_free(c->setup);
+    c->setup = NULL;
+}
+
+/*
+ * Every SWEEP_MS: shut down connections past their deadline (evhttp then
+ * sees the end of the stream and frees them).
  */
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct http *h = arg;
-    struct http_conn *c, *next;
+    struct http_conn *c;
     uint64_t now = clock_ms(), expired = 0, n;
 
     (void)fd;
     (void)what;
-    for (c = TAILQ_FIRST(&h->conns); c; c = next) {
-        next = TAILQ_NEXT(c, link);
-        if (conn_closed(c)) {
-            conn_drop(h, c);
-        } else if (!c->expired && now >= c->deadline_ms) {
-            evutil_socket_t s = bufferevent_getfd(c->bev);
-
+    TAILQ_FOREACH(c, &h->conns, link)
+    {
+        if (c->evcon && !c->expired && now >= c->deadline_ms) {
             c->expired = 1;
             expired++;
-            if (s >= 0)
-                shutdown(s, SHUT_RDWR);
+            if (c->fd >= 0)
+                shutdown(c->fd, SHUT_RDWR);
         }
     }
     while (expired--)
@@ -330,8 +362,6 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
             log_info("http: closed %" PRIu64 " connection(s) that sent no complete request "
                      "within %d ms (http-timeout-ms)",
                      n, h->timeout_ms);
-    if (h->paused == 1)
-        accept_resume(h);
 }
 
 /* evhttp's bevcb: the bufferevent of each accepted connection, counted. */
@@ -342,13 +372,21 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
     uint64_t n;
 
     if (c == NULL)
-        return NULL;                              /* evhttp makes its own: served, not counted */
+        return NULL; /* evhttp makes its own: served, not counted */
+    c->h = h;
+    c->fd = -1;
     c->bev = bufferevent_socket_new(base, -1, 0); /* the fd is evhttp's to close */
-    if (c->bev == NULL) {
+    c->setup = event_new(base, -1, 0, conn_setup, c);
+    if (c->bev == NULL || c->setup == NULL) {
+        if (c->bev)
+            bufferevent_free(c->bev);
+        if (c->setup)
+            event_free(c->setup);
         free(c);
         return NULL;
     }
     bufferevent_incref(c->bev);
+    event_active(c->setup, EV_TIMEOUT, 1);
     c->deadline_ms = clock_ms() + (uint64_t)h->timeout_ms;
     TAILQ_INSERT_TAIL(&h->conns, c, link);
     h->nconns++;
@@ -366,12 +404,11 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
 static void conn_request(struct http *h, struct evhttp_request *req)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
     struct http_conn *c;
 
     TAILQ_FOREACH(c, &h->conns, link)
     {
-        if (c->bev == bev) {
+        if (c->evcon == evcon) {
             c->deadline_ms = clock_ms() + (uint64_t)h->timeout_ms;
             return;
         }
@@ -634,9 +671,14 @@ void http_free(struct http *h)
             servers[i].l = NULL, servers[i].h = NULL;
     h->listener = NULL; /* freed by evhttp_free */
     if (h->evh)
-        evhttp_free(h->evh); /* closes every connection */
-    while (!TAILQ_EMPTY(&h->conns))
-        conn_drop(h, TAILQ_FIRST(&h->conns));
+        evhttp_free(h->evh); /* closes every connection: on_conn_close for each */
+    while (!TAILQ_EMPTY(&h->conns)) {
+        struct http_conn *c = TAILQ_FIRST(&h->conns); /* not set up yet */
+
+        if (c->bev)
+            bufferevent_decref(c->bev);
+        conn_drop(h, c);
+    }
     if (h->resume)
         event_free(h->resume);
     if (h->sweep)

@@ -435,10 +435,11 @@ static void *worker(void *arg)
         if (j->status != STORE_OK)
             s->errors++;
         s->up = j->status == STORE_OK;
+        /* A job skipped during the connect backoff (no error number) changes nothing. */
         if (j->status == STORE_OK)
             s->schema_missing = 0;
-        else if (j->sql_errno == ER_BAD_DB || j->sql_errno == ER_NO_SUCH_TAB)
-            s->schema_missing = 1;
+        else if (j->sql_errno != 0)
+            s->schema_missing = j->sql_errno == ER_BAD_DB || j->sql_errno == ER_NO_SUCH_TAB;
         pthread_mutex_lock(&s->mu);
         if (s->done_tail)
             s->done_tail->next = j;

@@ -39,7 +39,8 @@ touch "$PUBSUB" "$HOOK" "$ATTEMPTS"
 "$PYTHON" "$HELPER" subscribe "$REDIS_PORT" idpool:alerts "$PUBSUB" "$DIR/pubsub.ready" 2>"$DIR/sub.err" &
 wait_until 5 test -s "$DIR/hook.port" || fail "webhook receiver did not start: $(cat "$DIR/hook.err")"
 wait_until 5 test -e "$DIR/pubsub.ready" || fail "subscriber did not start: $(cat "$DIR/sub.err")"
-HOOK_URL=http://127.0.0.1:$(cat "$DIR/hook.port")/hook
+# A hook token in the query string: sent with every POST, never logged.
+HOOK_URL=http://127.0.0.1:$(cat "$DIR/hook.port")/hook?token=s3cr3t-t0ken
 HTTP_PORT=$(free_port)
 DFLAGS=(--tick-ms 50 --reload-ms 300 --alert-webhook "$HOOK_URL" --alert-resolve-ms 1000 --stall-ms 1500)
 
@@ -206,7 +207,10 @@ set_app rt step=100
 wait_everywhere 6 rt invalid_config resolved
 sleep 1
 once rt invalid_config resolved
-pass "webhook: two HTTP 500 answers, retried with growing delays, delivered once"
+log_has a 'alert webhook http://127\.0\.0\.1:[0-9]+/hook\?\*\*\* failed \(HTTP 500\)' ||
+    fail "the webhook failure was not logged with its query hidden"
+grep -q 's3cr3t-t0ken' "$DIR/a.log" && fail "the webhook's token is in the log: $(grep -m1 s3cr3t "$DIR/a.log")"
+pass "webhook: two HTTP 500 answers, retried with growing delays, delivered once; its token never logged"
 
 # --- b: two daemons announce an alert once in total ----------------------------------------------
 start_daemon b "${DFLAGS[@]}"

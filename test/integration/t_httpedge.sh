@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The HTTP edge (issue 13, item 10): slow clients, too many clients and a low
 # file limit must not hurt the daemon.
+#   0. 300 HTTP/1.0 requests back to back are each answered at once.
 #   1. 30 clients that send a request line and then one header line every
 #      200 ms, never finishing (slowloris): with http-timeout-ms 1000 each
 #      is closed about 1 s after it was accepted, however it trickles;
@@ -66,6 +67,29 @@ add_app e1 step=100 max_pool_size=1000 min_size_percent=50
 P=$(free_port)
 start_daemon a --tick-ms 50 --http "127.0.0.1:$P" --http-timeout-ms 1000 --http-max-connections 10
 wait_until 5 eval "curl -fsS -m 2 http://127.0.0.1:$P/healthz >/dev/null" || fail "a does not answer"
+# Connections evhttp closes right after the answer (HTTP/1.0), back to back:
+# each is answered at once (a closed connection's descriptor, reused by the
+# next one, must not stay registered).
+"$PYTHON" - "$P" <<'EOF' || fail "HTTP/1.0 requests back to back were not all answered at once"
+import socket, sys, time
+port, slow = int(sys.argv[1]), 0
+for i in range(300):
+    t = time.monotonic()
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    s.sendall(b"GET /healthz HTTP/1.0\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    if not data.startswith(b"HTTP/1.0 200") and not data.startswith(b"HTTP/1.1 200"):
+        sys.exit("request %d: %r" % (i, data[:80]))
+    if time.monotonic() - t > 0.5:
+        slow += 1
+sys.exit("%d of 300 requests took more than 0.5 s" % slow if slow else 0)
+EOF
 t0=$(now_us)
 slow 30 "$P" 15 "$DIR/slow1" &
 SLOW=$!

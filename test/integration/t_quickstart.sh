@@ -51,6 +51,16 @@ grep -q 'does not answer PING with PONG: .*\(WRONGPASS\|NOAUTH\|invalid\)' "$DIR
 grep -qF 'wrong%40pw' "$DIR/wrong.out" && fail "the wrong password is printed: $(cat "$DIR/wrong.out")"
 pass "a wrong Redis password fails at once: $(grep -o 'does not answer.*' "$DIR/wrong.out" | head -n 1)"
 
+# A password with a bad percent-escape (idpoold refuses it too) is named, not used.
+st=0
+IDPOOL_REDIS_URL="redis://:bad%zzpw@127.0.0.1:$REDIS_PORT/0" \
+    IDPOOL_MYSQL_URL="mysql://qs:$MPW_ENC@127.0.0.1:$MYSQL_PORT/idpool" \
+    timeout 60 "$QS" >"$DIR/bad.out" 2>&1 || st=$?
+((st != 0)) || fail "the quick start accepted a bad percent-escape"
+grep -q 'IDPOOL_REDIS_URL: a bad percent-escape in the password' "$DIR/bad.out" ||
+    fail "no message for a bad percent-escape: $(cat "$DIR/bad.out")"
+grep -qF 'bad%zzpw' "$DIR/bad.out" && fail "the bad password is printed: $(cat "$DIR/bad.out")"
+
 # --- the right ones, percent-encoded -------------------------------------------------------------
 export IDPOOL_REDIS_URL="redis://:$RPW_ENC@127.0.0.1:$REDIS_PORT/0"
 export IDPOOL_MYSQL_URL="mysql://qs:$MPW_ENC@127.0.0.1:$MYSQL_PORT/idpool"
