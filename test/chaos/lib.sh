@@ -30,7 +30,7 @@
 # app_col, start_daemon, kill_daemon, signal_daemon, daemon_alive, wait_until,
 # rcli, sql, redis_stop/kill/start, mysql_stop/kill/start, free_port,
 # log_has, pool_key, meta_key, lock_key, llen, pool_ge, proc_alive ...) and
-# test/integration/lib_fault.sh (log_count, lease_dump, pool_dump,
+# test/integration/lib_fault.sh (log_count, lease_dump, pool_dump, probe,
 # redis_server_pid ...). Python helpers that talk to Redis (lockflip.py) run
 # with lib.sh's $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3, which has
 # python3-redis).
@@ -701,26 +701,14 @@ save_aof() {
     rm -f "$1/dump.rdb"
 }
 
-# probe SRC APP: loads a copy of the Redis dir SRC in a throwaway
-# redis-server; APP's pool to $DIR/probe.pool, meta's run_id and next to
-# PROBE_RUN_ID and PROBE_NEXT.
-probe() {
-    local port pid app=$2
-    rm -rf "$DIR/probe"
-    cp -a "$1" "$DIR/probe"
-    port=$(free_port)
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$DIR/probe" --save '' \
-        --appendonly yes --daemonize no --logfile "$DIR/probe.log" </dev/null &
-    pid=$!
-    wait_until 10 eval "[[ \$(redis-cli -p $port PING 2>/dev/null) == PONG ]]" ||
-        fail "the old data set does not load: $(tail -n 5 "$DIR/probe.log")"
-    redis-cli -p "$port" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
-    PROBE_RUN_ID=$(redis-cli -p "$port" HGET "$(meta_key "$app")" run_id)
-    PROBE_NEXT=$(redis-cli -p "$port" HGET "$(meta_key "$app")" next)
-    redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-    wait_until 5 eval "! proc_alive $pid" || kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
-    rm -rf "$DIR/probe"
+# save_old KIND APP: the data set of now in $DIR/old (KIND rdb: a BGSAVE
+# snapshot; aof: the AOF files), probed for APP (PROBE_*, $DIR/probe.pool).
+save_old() {
+    rm -rf "$DIR/old"
+    if [[ $1 == rdb ]]; then save_rdb "$DIR/old"; else save_aof "$DIR/old"; fi
+    probe "$DIR/old" "$2" 10 "the old data set"
+    info "$2: the old data set ($1): meta next $PROBE_NEXT, epoch $PROBE_RUN_ID," \
+        "pool of $(grep -c . "$DIR/probe.pool") IDs"
 }
 
 # check_rollback APP FROM TO: U, A, L over all logs with the exposure window

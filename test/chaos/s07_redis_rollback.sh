@@ -73,11 +73,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     }
     n0=$(popped "$APP")
     dead=$(run_id)
-    rm -rf "$DIR/old"
-    if [[ $kind == rdb ]]; then save_rdb "$DIR/old"; else save_aof "$DIR/old"; fi
-    probe "$DIR/old" "$APP"
-    info "$APP: the old data set: meta next $PROBE_NEXT, epoch $PROBE_RUN_ID," \
-        "pool of $(grep -c . "$DIR/probe.pool") IDs"
+    save_old "$kind" "$APP"
     # Let the consumers pop what the old data set still holds.
     wait_until 20 popped_ge "$APP" $((n0 + P_MAX / 3)) || failure "$APP: consumers starved"
     e0=$(epochs)

@@ -53,11 +53,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     popped_wait "$APP" $((PER_ROUND / 4)) "$APP: consumers starved"
     n0=$(popped "$APP")
     dead=$(run_id)
-    rm -rf "$DIR/old"
-    save_rdb "$DIR/old"
-    probe "$DIR/old" "$APP"
-    info "$APP: the snapshot: meta next $PROBE_NEXT, epoch $PROBE_RUN_ID," \
-        "pool of $(grep -c . "$DIR/probe.pool") IDs"
+    save_old rdb "$APP"
     wait_until 20 popped_ge "$APP" $((n0 + P_MAX / 3)) || failure "$APP: consumers starved"
     s0=$(sweeps)
     mysql_stop

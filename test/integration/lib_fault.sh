@@ -205,3 +205,26 @@ assert_alive() {
 
 # redis_server_pid: pid of the running redis-server.
 redis_server_pid() { tr -dc 0-9 <"$DIR/redis.pid"; }
+
+# probe SRC APP TIMEOUT_S WHAT: loads a copy of the Redis dir SRC in a
+# throwaway redis-server (WHAT names it if it does not load within
+# TIMEOUT_S); APP's pool to $DIR/probe.pool, meta's run_id and next to
+# PROBE_RUN_ID and PROBE_NEXT.
+probe() {
+    local port pid app=$2
+    rm -rf "$DIR/probe"
+    cp -a "$1" "$DIR/probe"
+    port=$(free_port)
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$DIR/probe" --save '' \
+        --appendonly yes --daemonize no --logfile "$DIR/probe.log" </dev/null &
+    pid=$!
+    wait_until "$3" eval "[[ \$(redis-cli -p $port PING 2>/dev/null) == PONG ]]" ||
+        fail "$4 does not load: $(tail -n 5 "$DIR/probe.log")"
+    redis-cli -p "$port" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
+    PROBE_RUN_ID=$(redis-cli -p "$port" HGET "$(meta_key "$app")" run_id)
+    PROBE_NEXT=$(redis-cli -p "$port" HGET "$(meta_key "$app")" next)
+    redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    wait_until 5 eval "! proc_alive $pid" || kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+    rm -rf "$DIR/probe"
+}

@@ -30,20 +30,9 @@ log_more() { (($(log_count "$1" "$2") > $3)); }
 # probe_lagging OUT: loads a copy of $DIR/redis.lagging in a throwaway
 # redis-server; its pool to OUT, its meta next in LAGGING_NEXT.
 probe_lagging() {
-    local port pid
-    rm -rf "$DIR/probe"
-    cp -a "$DIR/redis.lagging" "$DIR/probe"
-    port=$(free_port)
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$DIR/probe" --save '' \
-        --appendonly yes --daemonize no --logfile "$DIR/probe.log" </dev/null &
-    pid=$!
-    wait_until 5 eval "[[ \$(redis-cli -p $port PING 2>/dev/null) == PONG ]]" ||
-        fail "the lagging copy does not load: $(tail -n 5 "$DIR/probe.log")"
-    redis-cli -p "$port" LRANGE "$(pool_key $KEY)" 0 -1 >"$1"
-    LAGGING_NEXT=$(redis-cli -p "$port" HGET "$(meta_key $KEY)" next)
-    redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-    wait_until 5 eval "! proc_alive $pid" || kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
+    probe "$DIR/redis.lagging" "$KEY" 5 "the lagging copy"
+    mv "$DIR/probe.pool" "$1"
+    LAGGING_NEXT=$PROBE_NEXT
 }
 LOST='redis: connection to .* lost'
 RECOVERED='redis: connected to .*, recovered'
