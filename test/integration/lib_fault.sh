@@ -221,7 +221,9 @@ probe() {
     wait_until "$3" eval "[[ \$(redis-cli -p $port PING 2>/dev/null) == PONG ]]" ||
         fail "$4 does not load: $(tail -n 5 "$DIR/probe.log")"
     redis-cli -p "$port" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
+    # shellcheck disable=SC2034 # read by the callers
     PROBE_RUN_ID=$(redis-cli -p "$port" HGET "$(meta_key "$app")" run_id)
+    # shellcheck disable=SC2034 # read by the callers
     PROBE_NEXT=$(redis-cli -p "$port" HGET "$(meta_key "$app")" next)
     redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
     wait_until 5 eval "! proc_alive $pid" || kill -KILL "$pid" 2>/dev/null
