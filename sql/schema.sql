@@ -44,3 +44,37 @@ CREATE TABLE IF NOT EXISTS `application_lease` (
   PRIMARY KEY (`id`),
   KEY `ix_app_hi` (`application_id`, `hi`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Credentials of the ID API (idpoolctl tokens add/list/revoke). Only the
+-- SHA-256 of each token is kept: a token is 256 random bits, so a plain hash
+-- cannot be reversed or guessed, and idpoold compares hashes. `apps` is the
+-- comma-separated list of application keys the token may take IDs of, or *
+-- for every application. Revoking sets revoked_at (the row stays, for audit);
+-- idpoold drops the token at its next reload (reload-ms) or SIGHUP.
+-- Migration: loading this file again adds the table to an older schema.
+CREATE TABLE IF NOT EXISTS `api_token` (
+  `id`           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  `name`         VARCHAR(64)  NOT NULL COMMENT 'unique name, [A-Za-z0-9_.-]{1,64}',
+  `token_sha256` CHAR(64)     NOT NULL COMMENT 'hex SHA-256 of the token (the token is never stored)',
+  `apps`         VARCHAR(4096) NOT NULL COMMENT 'application keys, comma-separated, or *',
+  `created_at`   DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  `revoked_at`   DATETIME(3)  NULL DEFAULT NULL COMMENT 'set by tokens revoke: no longer accepted',
+  PRIMARY KEY (`id`),
+  UNIQUE KEY `uk_name` (`name`),
+  UNIQUE KEY `uk_token` (`token_sha256`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Redis ACL users for direct LPOP clients (idpoolctl apps grant/revoke), one
+-- per application: user <key-prefix>:<key> may only LPOP and LLEN
+-- <key-prefix>:{<key>}:pool. Only the SHA-256 of the password is kept (Redis
+-- accepts it as is: ACL SETUSER ... #<sha256>). idpoold applies every row to
+-- Redis on each (re)connect and reload, so a restarted Redis gets its users
+-- back; a revoked row (revoked_at set) is deleted from Redis the same way.
+-- Migration: loading this file again adds the table to an older schema.
+CREATE TABLE IF NOT EXISTS `redis_user` (
+  `entity_key`      VARCHAR(64)  NOT NULL COMMENT 'application.entity_key',
+  `password_sha256` CHAR(64)     NOT NULL COMMENT 'hex SHA-256 of the password',
+  `created_at`      DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  `revoked_at`      DATETIME(3)  NULL DEFAULT NULL COMMENT 'set by apps revoke: deleted from Redis',
+  PRIMARY KEY (`entity_key`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

@@ -40,9 +40,15 @@ enum setting_id {
     S_PUSH_CHUNK,
     S_RELOAD,
     S_INSTANCE,
+    S_REFILL,
     S_HTTP,
     S_HTTP_MAX_CONNS,
     S_HTTP_TIMEOUT,
+    S_API,
+    S_API_MAX_CONNS,
+    S_API_BUFFER,
+    S_API_TLS_CERT,
+    S_API_TLS_KEY,
     S_ALERT_WEBHOOK,
     S_STALL,
     S_ALERT_RESOLVE,
@@ -62,6 +68,8 @@ enum setting_kind {
     K_WEBHOOK,
     K_LOG_LEVEL,
     K_PATH, /* --config: read before everything else, see config_load() */
+    K_FILE, /* a file name; empty = none */
+    K_BOOL, /* on|off (also yes|no, true|false, 1|0) */
 };
 
 /* Which sources may set a setting. */
@@ -72,6 +80,7 @@ enum setting_kind {
 
 struct setting {
     const char *name;  /* flag without "--"; also the config-file key */
+    const char *alias; /* another name for flag and file key (the brief's), or NULL */
     const char *env;   /* environment variable */
     const char *group; /* --help heading */
     const char *arg;   /* --help metavariable */
@@ -87,81 +96,113 @@ struct setting {
 #define INT_SETTING(min, max, field) K_INT, FROM_ALL, min, max, offsetof(struct config, field)
 
 static const struct setting settings[S_COUNT] = {
-    [S_REDIS] = {"redis", "IDPOOL_REDIS_URL", "Redis", "URL", "redis://127.0.0.1:6379/0", NULL,
+    [S_REDIS] = {"redis", NULL, "IDPOOL_REDIS_URL", "Redis", "URL", "redis://127.0.0.1:6379/0",
+                 NULL,
                  "Redis server: redis://[[user]:password@]host[:port][/db]\n"
                  "host may be [IPv6]; percent-encode special characters (%40 for @)\n"
                  "in user and password; rediss:// (TLS) is not supported",
                  K_REDIS_URL, FROM_ALL, 0, 0, 0},
-    [S_REDIS_PASSWORD] = {"redis-password", "IDPOOL_REDIS_PASSWORD", "Redis", NULL, NULL, "none",
+    [S_REDIS_PASSWORD] = {"redis-password", NULL, "IDPOOL_REDIS_PASSWORD", "Redis", NULL, NULL,
+                          "none",
                           "Redis password; replaces the one in the URL\n"
                           "(environment or config file only, never a flag)",
                           K_SECRET, FROM_ENV | FROM_FILE, 0, 0, 0},
-    [S_REDIS_TIMEOUT] = {"redis-timeout-ms", "IDPOOL_REDIS_TIMEOUT_MS", "Redis", "MS", "2000", NULL,
-                         "connect and command timeout", INT_SETTING(10, 600000, redis_timeout_ms)},
-    [S_KEY_PREFIX] = {"key-prefix", "IDPOOL_KEY_PREFIX", "Redis", "PREFIX", "idpool", NULL,
+    [S_REDIS_TIMEOUT] = {"redis-timeout-ms", NULL, "IDPOOL_REDIS_TIMEOUT_MS", "Redis", "MS", "2000",
+                         NULL, "connect and command timeout",
+                         INT_SETTING(10, 600000, redis_timeout_ms)},
+    [S_KEY_PREFIX] = {"key-prefix", NULL, "IDPOOL_KEY_PREFIX", "Redis", "PREFIX", "idpool", NULL,
                       "prefix of every Redis key: PREFIX:{app}:pool ...\n"
                       "1..64 characters of A-Z a-z 0-9 _ . : -",
                       K_KEY_PREFIX, FROM_ALL, 0, 0, 0},
-    [S_MYSQL] = {"mysql", "IDPOOL_MYSQL_URL", "MySQL / MariaDB", "URL",
+    [S_MYSQL] = {"mysql", NULL, "IDPOOL_MYSQL_URL", "MySQL / MariaDB", "URL",
                  "mysql://root@127.0.0.1:3306/idpool", NULL,
                  "database: mysql://[user[:password]@]host[:port][/db]\n"
                  "(mariadb:// also accepted; user defaults to root, db to idpool)",
                  K_MYSQL_URL, FROM_ALL, 0, 0, 0},
-    [S_MYSQL_PASSWORD] = {"mysql-password", "IDPOOL_MYSQL_PASSWORD", "MySQL / MariaDB", NULL, NULL,
-                          "none",
+    [S_MYSQL_PASSWORD] = {"mysql-password", NULL, "IDPOOL_MYSQL_PASSWORD", "MySQL / MariaDB", NULL,
+                          NULL, "none",
                           "database password; replaces the one in the URL\n"
                           "(environment or config file only, never a flag)",
                           K_SECRET, FROM_ENV | FROM_FILE, 0, 0, 0},
-    [S_MYSQL_TIMEOUT] = {"mysql-timeout-ms", "IDPOOL_MYSQL_TIMEOUT_MS", "MySQL / MariaDB", "MS",
-                         "5000", NULL,
+    [S_MYSQL_TIMEOUT] = {"mysql-timeout-ms", NULL, "IDPOOL_MYSQL_TIMEOUT_MS", "MySQL / MariaDB",
+                         "MS", "5000", NULL,
                          "connect, read and write timeout (MariaDB counts whole\n"
                          "seconds, so it is rounded up to the next second)",
                          INT_SETTING(1000, 600000, mysql_timeout_ms)},
-    [S_TICK] = {"tick-ms", "IDPOOL_TICK_MS", "Refill", "MS", "100", NULL, "refill timer period",
-                INT_SETTING(1, 60000, tick_ms)},
-    [S_LOCK_TTL] = {"lock-ttl-ms", "IDPOOL_LOCK_TTL_MS", "Refill", "MS", "1000", "1000 (10 ticks)",
+    [S_TICK] = {"tick-ms", NULL, "IDPOOL_TICK_MS", "Refill", "MS", "100", NULL,
+                "refill timer period", INT_SETTING(1, 60000, tick_ms)},
+    [S_LOCK_TTL] = {"lock-ttl-ms", NULL, "IDPOOL_LOCK_TTL_MS", "Refill", "MS", "1000",
+                    "1000 (10 ticks)",
                     "per-application refill lock TTL, at least 2 x tick-ms;\n"
                     "a refiller stalled longer than this loses the lock",
                     INT_SETTING(100, 600000, lock_ttl_ms)},
-    [S_PUSH_CHUNK] = {"push-chunk", "IDPOOL_PUSH_CHUNK", "Refill", "IDS", "1000", NULL,
+    [S_PUSH_CHUNK] = {"push-chunk", NULL, "IDPOOL_PUSH_CHUNK", "Refill", "IDS", "1000", NULL,
                       "IDs per pushed chunk (one RPUSH in one MULTI/EXEC): Redis\n"
                       "serves no other client while it appends one; smaller chunks\n"
                       "keep client latency lower, larger ones push a little faster",
                       INT_SETTING(50, 10000, push_chunk)},
-    [S_RELOAD] = {"reload-ms", "IDPOOL_RELOAD_MS", "Refill", "MS", "5000", NULL,
+    [S_RELOAD] = {"reload-ms", NULL, "IDPOOL_RELOAD_MS", "Refill", "MS", "5000", NULL,
                   "how often application rows are re-read", INT_SETTING(100, 3600000, reload_ms)},
-    [S_INSTANCE] = {"instance", "IDPOOL_INSTANCE", "Refill", "NAME", NULL, "HOSTNAME:PID",
+    [S_INSTANCE] = {"instance", NULL, "IDPOOL_INSTANCE", "Refill", "NAME", NULL, "HOSTNAME:PID",
                     "name of this daemon in application_lease, 1..255 characters", K_INSTANCE,
                     FROM_ALL, 0, 0, 0},
-    [S_HTTP] = {"http", "IDPOOL_HTTP_ADDR", "Status and metrics", "HOST:PORT", "127.0.0.1:9471",
-                NULL,
+    [S_HTTP] = {"http", NULL, "IDPOOL_HTTP_ADDR", "Status and metrics", "HOST:PORT",
+                "127.0.0.1:9471", NULL,
                 "status server: /metrics, /healthz, /v1/apps ([IPv6]:PORT ok);\n"
                 "empty disables it",
                 K_HTTP, FROM_ALL, 0, 0, 0},
-    [S_HTTP_MAX_CONNS] = {"http-max-connections", "IDPOOL_HTTP_MAX_CONNECTIONS",
+    [S_HTTP_MAX_CONNS] = {"http-max-connections", NULL, "IDPOOL_HTTP_MAX_CONNECTIONS",
                           "Status and metrics", "N", "64", NULL,
                           "status server connections at most; more wait in the\n"
                           "listen backlog (lowered at start to fit the file limit)",
                           INT_SETTING(1, 100000, http_max_conns)},
-    [S_HTTP_TIMEOUT] = {"http-timeout-ms", "IDPOOL_HTTP_TIMEOUT_MS", "Status and metrics", "MS",
-                        "10000", NULL,
+    [S_HTTP_TIMEOUT] = {"http-timeout-ms", NULL, "IDPOOL_HTTP_TIMEOUT_MS", "Status and metrics",
+                        "MS", "10000", NULL,
                         "a request must arrive whole within this long of the\n"
                         "connection or of the previous answer (slow senders\n"
                         "cannot extend it), and an idle connection is closed",
                         INT_SETTING(100, 600000, http_timeout_ms)},
-    [S_ALERT_WEBHOOK] = {"alert-webhook", "IDPOOL_ALERT_WEBHOOK", "Alerts", "URL", NULL, "none",
+    [S_API] = {"api", "api-addr", "IDPOOL_API_ADDR", "ID API", "HOST:PORT", "", "none (off)",
+               "ID API: GET/POST /v1/ids/{key} with a bearer token, on a\n"
+               "listener of its own ([IPv6]:PORT ok); config-file key also\n"
+               "api-addr; empty turns the API off",
+               K_HTTP, FROM_ALL, 0, 0, 0},
+    [S_API_MAX_CONNS] = {"api-max-connections", NULL, "IDPOOL_API_MAX_CONNECTIONS", "ID API", "N",
+                         "1024", NULL,
+                         "ID API connections at most; more wait in the listen\n"
+                         "backlog (lowered at start to fit the file limit)",
+                         INT_SETTING(1, 100000, api_max_conns)},
+    [S_API_BUFFER] = {"api-buffer", NULL, "IDPOOL_API_BUFFER", "ID API", "IDS", "1000", NULL,
+                      "IDs an issuer keeps per application at most (also at most\n"
+                      "max_size_per_times and a tenth of max_size_per_second);\n"
+                      "IDs buffered when the process dies are gaps",
+                      INT_SETTING(1, 100000, api_buffer)},
+    [S_API_TLS_CERT] = {"api-tls-cert", NULL, "IDPOOL_API_TLS_CERT", "ID API", "FILE", NULL,
+                        "none (plain HTTP)",
+                        "PEM certificate chain: the API speaks HTTPS only\n"
+                        "(needs api-tls-key)",
+                        K_FILE, FROM_ALL, 0, 0, 0},
+    [S_API_TLS_KEY] = {"api-tls-key", NULL, "IDPOOL_API_TLS_KEY", "ID API", "FILE", NULL, "none",
+                       "PEM private key of api-tls-cert", K_FILE, FROM_ALL, 0, 0, 0},
+    [S_REFILL] = {"refill", NULL, "IDPOOL_REFILL", "Refill", "on|off", "on", NULL,
+                  "off: an issuer-only instance (serves the API, checks and\n"
+                  "refills no pool)",
+                  K_BOOL, FROM_ALL, 0, 0, 0},
+    [S_ALERT_WEBHOOK] = {"alert-webhook", NULL, "IDPOOL_ALERT_WEBHOOK", "Alerts", "URL", NULL,
+                         "none",
                          "POST every alert event (JSON) to http://host[:port][/path];\n"
                          "retried with backoff; https is not supported",
                          K_WEBHOOK, FROM_ALL, 0, 0, 0},
-    [S_STALL] = {"stall-ms", "IDPOOL_STALL_MS", "Alerts", "MS", "10000", NULL,
+    [S_STALL] = {"stall-ms", NULL, "IDPOOL_STALL_MS", "Alerts", "MS", "10000", NULL,
                  "'stalled' fires when a pool that needs IDs got none for this long",
                  INT_SETTING(100, 3600000, stall_ms)},
-    [S_ALERT_RESOLVE] = {"alert-resolve-ms", "IDPOOL_ALERT_RESOLVE_MS", "Alerts", "MS", "5000",
-                         NULL, "an alert resolves once its condition stayed clear this long",
+    [S_ALERT_RESOLVE] = {"alert-resolve-ms", NULL, "IDPOOL_ALERT_RESOLVE_MS", "Alerts", "MS",
+                         "5000", NULL,
+                         "an alert resolves once its condition stayed clear this long",
                          INT_SETTING(0, 3600000, alert_resolve_ms)},
-    [S_LOG_LEVEL] = {"log-level", "IDPOOL_LOG_LEVEL", "General", "LEVEL", "info", NULL,
+    [S_LOG_LEVEL] = {"log-level", NULL, "IDPOOL_LOG_LEVEL", "General", "LEVEL", "info", NULL,
                      "error, warn, info or debug", K_LOG_LEVEL, FROM_ALL, 0, 0, 0},
-    [S_CONFIG] = {"config", "IDPOOL_CONFIG", "General", "FILE", NULL, "none",
+    [S_CONFIG] = {"config", NULL, "IDPOOL_CONFIG", "General", "FILE", NULL, "none",
                   "config file to read (not itself settable in a config file)", K_PATH,
                   FROM_FLAG | FROM_ENV, 0, 0, 0},
 };
@@ -195,7 +236,9 @@ struct loader {
 static int setting_find(const char *name, size_t n)
 {
     for (int i = 0; i < S_COUNT; i++)
-        if (strlen(settings[i].name) == n && memcmp(settings[i].name, name, n) == 0)
+        if ((strlen(settings[i].name) == n && memcmp(settings[i].name, name, n) == 0) ||
+            (settings[i].alias && strlen(settings[i].alias) == n &&
+             memcmp(settings[i].alias, name, n) == 0))
             return i;
     return -1;
 }
@@ -347,15 +390,18 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
         char *host = NULL;
         int port = 0;
 
+        char **addr = id == S_API ? &cfg->api_addr : &cfg->http_addr;
+        char **hostp = id == S_API ? &cfg->api_host : &cfg->http_host;
+
         if (value[0] != '\0' && hostport_parse(value, &host, &port, msg, sizeof(msg)) < 0)
-            return fail(ld, id, "%s (an empty value disables HTTP)", msg);
-        if (replace_str(ld, id, &cfg->http_addr, value) < 0) {
+            return fail(ld, id, "%s (an empty value turns it off)", msg);
+        if (replace_str(ld, id, addr, value) < 0) {
             free(host);
             return -1;
         }
-        free(cfg->http_host);
-        cfg->http_host = host;
-        cfg->http_port = port;
+        free(*hostp);
+        *hostp = host;
+        *(id == S_API ? &cfg->api_port : &cfg->http_port) = port;
         return 0;
     }
     case K_WEBHOOK: {
@@ -404,6 +450,28 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
     }
     case K_PATH:
         return replace_str(ld, id, &cfg->config_file, value);
+    case K_FILE: {
+        char **slot = id == S_API_TLS_CERT ? &cfg->api_tls_cert : &cfg->api_tls_key;
+
+        if (value[0] == '\0') {
+            free(*slot);
+            *slot = NULL;
+            return 0;
+        }
+        return replace_str(ld, id, slot, value);
+    }
+    case K_BOOL: {
+        static const char *const on[] = {"on", "yes", "true", "1"}, *const off[] = {"off", "no",
+                                                                                    "false", "0"};
+
+        for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+            if (strcasecmp(value, on[i]) == 0 || strcasecmp(value, off[i]) == 0) {
+                cfg->refill = strcasecmp(value, on[i]) == 0;
+                return 0;
+            }
+        }
+        return fail(ld, id, "must be on or off, got '%.32s'", value);
+    }
     }
     return fail(ld, id, "internal error: unknown setting kind");
 }
@@ -639,6 +707,15 @@ static int finish(struct loader *ld)
                  cfg->tick_ms, 2 * cfg->tick_ms, cfg->lock_ttl_ms, ttl_from, tick_from);
         return -1;
     }
+    if ((cfg->api_tls_cert == NULL) != (cfg->api_tls_key == NULL))
+        return fail(ld, cfg->api_tls_cert ? S_API_TLS_KEY : S_API_TLS_CERT,
+                    "TLS for the API needs both api-tls-cert and api-tls-key");
+    if (cfg->api_tls_cert && (cfg->api_addr == NULL || cfg->api_addr[0] == '\0'))
+        return fail(ld, S_API_TLS_CERT, "set, but the API is off (set api / IDPOOL_API_ADDR)");
+    if (!cfg->refill && (cfg->api_addr == NULL || cfg->api_addr[0] == '\0'))
+        return fail(ld, S_REFILL,
+                    "off with the API off too: this instance would do nothing (set api / "
+                    "IDPOOL_API_ADDR for an issuer-only instance)");
     if (ld->redis_password) {
         free(cfg->redis.password);
         cfg->redis.password = ld->redis_password;
@@ -727,6 +804,10 @@ void config_free(struct config *cfg)
     mysql_url_free(&cfg->mysql);
     free(cfg->http_addr);
     free(cfg->http_host);
+    free(cfg->api_addr);
+    free(cfg->api_host);
+    free(cfg->api_tls_cert);
+    free(cfg->api_tls_key);
     free(cfg->alert_webhook);
     webhook_url_free(&cfg->webhook);
     free(cfg->key_prefix);

@@ -28,6 +28,14 @@ struct config {
     int http_port;              /* parsed http_addr port */
     int http_max_conns;         /* status server connections at most */
     int http_timeout_ms;        /* request deadline and idle timeout of a connection */
+    char *api_addr;             /* host:port of the ID API, "" = off */
+    char *api_host;             /* parsed api_addr host (heap) */
+    int api_port;               /* parsed api_addr port */
+    int api_max_conns;          /* ID API connections at most */
+    int api_buffer;             /* IDs an issuer buffers per application at most */
+    char *api_tls_cert;         /* PEM certificate chain file, or NULL: plain HTTP */
+    char *api_tls_key;          /* PEM private key file, or NULL */
+    int refill;                 /* 0: issuer-only instance (no checks, no refills) */
     char *alert_webhook;        /* alert webhook URL as given, or NULL */
     struct webhook_url webhook; /* parsed alert_webhook */
     int stall_ms;               /* 'stalled' fires after a needy pool got nothing this long */

@@ -12,25 +12,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "clock.h"
 #include "log.h"
-#include "metrics.h"
-#include "sbuf.h"
-#include "statusjson.h"
 
-#define HTTP_MAX_HEADERS 8192  /* bytes */
-#define HTTP_MAX_BODY    65536 /* bytes; no route reads a body */
-#define HTTP_BACKLOG     64
-#define HTTP_ALLOW       "GET, HEAD"
-#define CTYPE_JSON       "application/json"
-#define CTYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
+#define HTTP_BACKLOG 511
 
 #define HTTP_FD_RESERVE 32    /* descriptors kept for Redis, MySQL, the webhook and the rest */
 #define ACCEPT_PAUSE_MS 1000  /* after an accept error (EMFILE...), accept again this much later */
@@ -47,11 +42,13 @@
  */
 struct http_conn {
     TAILQ_ENTRY(http_conn) link;
+    struct http_conn *hnext; /* next in its by_bev bucket */
     struct http *h;
     struct bufferevent *bev;         /* evhttp's; our reference only until conn_setup */
     struct evhttp_connection *evcon; /* set by conn_setup */
     struct event *setup;             /* conn_setup, run right after evhttp's accept */
     evutil_socket_t fd;              /* the socket, known from conn_setup on */
+    const void *hash_bev;            /* its key in by_bev (the bufferevent), kept after setup */
     uint64_t deadline_ms;            /* the next request must be complete by then */
     int expired;                     /* shut down by the deadline */
 };
@@ -63,12 +60,17 @@ struct burst {
 };
 
 struct http {
-    struct evhttp *evh;        /* NULL when HTTP is disabled */
-    struct status_source src;  /* where the views come from */
+    struct evhttp *evh; /* NULL when the server listens nowhere */
+    const char *name;   /* "http", "api" (static) */
+    void (*handler)(struct evhttp_request *req, void *arg);
+    void *arg;
+    SSL_CTX *tls;              /* NULL: plain HTTP */
     char addr[NI_MAXHOST + 8]; /* the bound address, for logs */
     struct event_base *base;
     struct evconnlistener *listener;
     TAILQ_HEAD(, http_conn) conns;
+    struct http_conn **by_bev; /* the connections by bufferevent: a request finds its own */
+    size_t nbuckets;           /* a power of two */
     int nconns, max_conns;
     int timeout_ms;       /* http-timeout-ms */
     int paused;           /* not accepting: 1 at the limit, 2 after an accept error */
@@ -77,9 +79,7 @@ struct http {
     struct burst limit_log, accept_log, expired_log;
 };
 
-enum route { R_NONE, R_METRICS, R_HEALTHZ, R_APPS, R_APP };
-
-static const char *method_name(enum evhttp_cmd_type m)
+const char *http_method_name(enum evhttp_cmd_type m)
 {
     switch (m) {
     case EVHTTP_REQ_GET:
@@ -112,13 +112,12 @@ static void free_body(const void *data, size_t len, void *arg)
 }
 
 /*
- * Send `body` (heap, taken over: freed when written; NULL = out of memory,
- * answered 500) with status `code`. evhttp 2.1 would send a body even for
- * HEAD (and without Content-Length, which breaks keep-alive), so for HEAD
- * only the headers go out, with the Content-Length GET would have.
+ * evhttp 2.1 would send a body even for HEAD (and without Content-Length,
+ * which breaks keep-alive), so for HEAD only the headers go out, with the
+ * Content-Length GET would have.
  */
-static void reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
-                  char *body)
+void http_reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
+                char *body)
 {
     static const char oom[] = "{\"error\":\"out of memory\"}\n";
     struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
@@ -150,105 +149,27 @@ static void reply(struct evhttp_request *req, int code, const char *reason, cons
         snprintf(clen, sizeof(clen), "%zu", len);
         evhttp_add_header(hdr, "Content-Length", clen);
     }
-    log_debug("http: %s %s -> %d", method_name(evhttp_request_get_command(req)),
+    log_debug("http: %s %s -> %d", http_method_name(evhttp_request_get_command(req)),
               evhttp_request_get_uri(req), code);
     evhttp_send_reply(req, code, reason, NULL);
 }
 
-/* s with invalid UTF-8 replaced (request text is untrusted), heap; NULL when out of memory. */
-static char *utf8_clean(const char *s)
+void http_reply_copy(struct evhttp_request *req, int code, const char *reason, const char *ctype,
+                     const char *body, size_t len)
 {
-    struct sbuf b;
+    struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
+    char clen[24];
 
-    sbuf_init(&b);
-    sbuf_put_utf8(&b, s);
-    return sbuf_detach(&b);
-}
-
-/* {"error": msg, "path": path[, name: value]} as a heap string, NULL when out of memory. */
-static char *error_json(const char *msg, const char *path, const char *name, const char *value)
-{
-    cJSON *o = cJSON_CreateObject();
-    char *text = NULL, *p = utf8_clean(path), *v = name ? utf8_clean(value) : NULL;
-
-    if (o && p && cJSON_AddStringToObject(o, "error", msg) &&
-        cJSON_AddStringToObject(o, "path", p) &&
-        (name == NULL || (v && cJSON_AddStringToObject(o, name, v))))
-        text = cJSON_PrintUnformatted(o);
-    free(p);
-    free(v);
-    cJSON_Delete(o);
-    return text;
-}
-
-static void reply_405(struct evhttp_request *req, const char *path)
-{
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", HTTP_ALLOW);
-    reply(req, 405, "Method Not Allowed", CTYPE_JSON,
-          error_json("method not allowed", path, "allow", HTTP_ALLOW));
-}
-
-/* Which route `path` (percent-decoded) is; for R_APP, *key points into path. */
-static enum route route_of(const char *path, const char **key)
-{
-    static const char apps[] = "/v1/apps/";
-
-    if (strcmp(path, "/metrics") == 0)
-        return R_METRICS;
-    if (strcmp(path, "/healthz") == 0)
-        return R_HEALTHZ;
-    if (strcmp(path, "/v1/apps") == 0)
-        return R_APPS;
-    if (strncmp(path, apps, sizeof(apps) - 1) == 0 && path[sizeof(apps) - 1] != '\0') {
-        *key = path + sizeof(apps) - 1;
-        return R_APP;
+    evhttp_add_header(hdr, "Content-Type", ctype);
+    evhttp_add_header(hdr, "Cache-Control", "no-store");
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        snprintf(clen, sizeof(clen), "%zu", len);
+        evhttp_add_header(hdr, "Content-Length", clen);
+    } else if (evbuffer_add(evhttp_request_get_output_buffer(req), body, len) < 0) {
+        http_reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
+        return;
     }
-    return R_NONE;
-}
-
-static void serve_metrics(struct http *h, struct evhttp_request *req)
-{
-    struct sbuf b;
-    char *text;
-
-    sbuf_init(&b);
-    if (metrics_render(&h->src, &b) < 0) {
-        sbuf_free(&b);
-        text = NULL;
-    } else {
-        text = sbuf_detach(&b);
-    }
-    reply(req, 200, "OK", CTYPE_PROMETHEUS, text);
-}
-
-static void serve_healthz(struct http *h, struct evhttp_request *req)
-{
-    int healthy = 0;
-    char *text = statusjson_health(&h->src, &healthy);
-
-    if (healthy)
-        reply(req, 200, "OK", CTYPE_JSON, text);
-    else
-        reply(req, 503, "Service Unavailable", CTYPE_JSON, text);
-}
-
-static void serve_apps(struct http *h, struct evhttp_request *req, const char *path,
-                       const char *key)
-{
-    char *text = NULL;
-
-    switch (statusjson_apps(&h->src, key, &text)) {
-    case STATUSJSON_OK:
-        reply(req, 200, "OK", CTYPE_JSON, text);
-        break;
-    case STATUSJSON_NOT_FOUND:
-        reply(req, 404, "Not Found", CTYPE_JSON,
-              error_json("unknown application", path, "key", key));
-        break;
-    case STATUSJSON_ERROR:
-        reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
-        break;
-    }
+    evhttp_send_reply(req, code, reason, NULL);
 }
 
 /* --- connections: the limit, the deadline, accept errors ----------------- */
@@ -283,8 +204,20 @@ static void accept_resume(struct http *h)
     h->paused = 0;
 }
 
+static size_t bev_bucket(const struct http *h, const void *bev)
+{
+    return ((uintptr_t)bev >> 4) & (h->nbuckets - 1);
+}
+
 static void conn_drop(struct http *h, struct http_conn *c)
 {
+    if (c->hash_bev) {
+        struct http_conn **pp = &h->by_bev[bev_bucket(h, c->hash_bev)];
+        while (*pp && *pp != c)
+            pp = &(*pp)->hnext;
+        if (*pp)
+            *pp = c->hnext;
+    }
     TAILQ_REMOVE(&h->conns, c, link);
     h->nconns--;
     if (c->setup)
@@ -329,6 +262,12 @@ static void conn_setup(evutil_socket_t fd, short what, void *arg)
     }
     c->evcon = cbarg;
     c->fd = bufferevent_getfd(c->bev);
+    c->hash_bev = c->bev;
+    {
+        size_t b = bev_bucket(h, c->bev);
+        c->hnext = h->by_bev[b];
+        h->by_bev[b] = c;
+    }
     evhttp_connection_set_closecb(c->evcon, on_conn_close, c);
     bufferevent_decref(c->bev); /* evhttp's alone from now on */
     c->bev = NULL;
@@ -359,9 +298,9 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     }
     while (expired--)
         if (burst_due(&h->expired_log, &n))
-            log_info("http: closed %" PRIu64 " connection(s) that sent no complete request "
+            log_info("%s: closed %" PRIu64 " connection(s) that sent no complete request "
                      "within %d ms (http-timeout-ms)",
-                     n, h->timeout_ms);
+                     h->name, n, h->timeout_ms);
 }
 
 /* evhttp's bevcb: the bufferevent of each accepted connection, counted. */
@@ -375,7 +314,17 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
         return NULL; /* evhttp makes its own: served, not counted */
     c->h = h;
     c->fd = -1;
-    c->bev = bufferevent_socket_new(base, -1, 0); /* the fd is evhttp's to close */
+    if (h->tls) {
+        SSL *ssl = SSL_new(h->tls);
+        /* With the SSL object, which it frees; evhttp sets the fd after the accept. */
+        c->bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                      BEV_OPT_CLOSE_ON_FREE)
+                     : NULL;
+        if (ssl && !c->bev)
+            SSL_free(ssl);
+    } else {
+        c->bev = bufferevent_socket_new(base, -1, 0); /* the fd is evhttp's to close */
+    }
     c->setup = event_new(base, -1, 0, conn_setup, c);
     if (c->bev == NULL || c->setup == NULL) {
         if (c->bev)
@@ -393,9 +342,9 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
     if (h->nconns >= h->max_conns) {
         accept_pause(h, 1);
         if (burst_due(&h->limit_log, &n))
-            log_warn("http: %d connections open (http-max-connections): more wait in the listen "
+            log_warn("%s: %d connections open (%s-max-connections): more wait in the listen "
                      "backlog until one closes (%" PRIu64 " time(s) since the last message)",
-                     h->nconns, n);
+                     h->name, h->nconns, h->name, n);
     }
     return c->bev;
 }
@@ -404,15 +353,23 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
 static void conn_request(struct http *h, struct evhttp_request *req)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    const void *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
     struct http_conn *c;
 
-    TAILQ_FOREACH(c, &h->conns, link)
-    {
+    for (c = bev ? h->by_bev[bev_bucket(h, bev)] : NULL; c; c = c->hnext) {
         if (c->evcon == evcon) {
             c->deadline_ms = clock_ms() + (uint64_t)h->timeout_ms;
             return;
         }
     }
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct http *h = arg;
+
+    conn_request(h, req);
+    h->handler(req, h->arg);
 }
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)
@@ -424,8 +381,7 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 
 /*
  * The listener's error callback gets evhttp's argument, not ours: the
- * servers of this process, by listener (the status server; the ID API's
- * will be a second one).
+ * servers of this process, by listener (the status server, the ID API).
  */
 #define MAX_SERVERS 4
 static struct {
@@ -451,9 +407,9 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
     if (h == NULL)
         return;
     if (burst_due(&h->accept_log, &n))
-        log_warn("http: cannot accept connections on %s: %s (%" PRIu64
+        log_warn("%s: cannot accept connections on %s: %s (%" PRIu64
                  " time(s) since the last message); pausing %d ms",
-                 h->addr, evutil_socket_error_to_string(err), n, ACCEPT_PAUSE_MS);
+                 h->name, h->addr, evutil_socket_error_to_string(err), n, ACCEPT_PAUSE_MS);
     if (h->paused)
         return;
     accept_pause(h, 2);
@@ -465,26 +421,30 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
  * daemon: raise the soft file limit if needed (and allowed), else take
  * fewer connections.
  */
-static int fit_fd_limit(int want)
+static int fit_fd_limit(const char *name, int want)
 {
+    static rlim_t granted; /* to the servers set up before this one */
     struct rlimit rl;
-    rlim_t need = (rlim_t)want + HTTP_FD_RESERVE;
+    rlim_t need = (rlim_t)want + HTTP_FD_RESERVE + granted;
+    int fit = want;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
-        return want;
+        goto out;
     if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) {
         rl.rlim_cur = need;
         if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
-            return want;
+            goto out;
     }
     getrlimit(RLIMIT_NOFILE, &rl);
-    {
-        int fit = rl.rlim_cur > HTTP_FD_RESERVE + 1 ? (int)(rl.rlim_cur - HTTP_FD_RESERVE) : 1;
-        log_warn("http: the file limit (%llu descriptors) leaves room for %d status connections; "
-                 "http-max-connections %d lowered to %d (raise LimitNOFILE / ulimit -n)",
-                 (unsigned long long)rl.rlim_cur, fit, want, fit);
-        return fit;
-    }
+    fit = rl.rlim_cur > HTTP_FD_RESERVE + granted + 1
+              ? (int)(rl.rlim_cur - HTTP_FD_RESERVE - granted)
+              : 1;
+    log_warn("%s: the file limit (%llu descriptors) leaves room for %d connections; "
+             "%s-max-connections %d lowered to %d (raise LimitNOFILE / ulimit -n)",
+             name, (unsigned long long)rl.rlim_cur, fit, name, want, fit);
+out:
+    granted += (rlim_t)fit;
+    return fit;
 }
 
 /* libevent's own messages, into the daemon's log; a burst once. */
@@ -498,12 +458,7 @@ static void on_libevent_log(int severity, const char *msg)
     log_warn("libevent: %s (%" PRIu64 " message(s) since the last one)", msg, n);
 }
 
-/*
- * The path of the request target as sent, without query or fragment (heap).
- * Not evhttp_uri_get_path(): it parses "//metrics" as an authority
- * ("metrics") with an empty path. A CONNECT's "host:port" has no path: "".
- */
-static char *target_path(struct evhttp_request *req)
+char *http_target_path(struct evhttp_request *req)
 {
     const char *t = evhttp_request_get_uri(req);
     size_t n;
@@ -514,48 +469,11 @@ static char *target_path(struct evhttp_request *req)
     return strndup(t, n);
 }
 
-/* Every request: only GET and HEAD exist (405 for any other method, on any path); then route on
- * the decoded path. */
-static void on_request(struct evhttp_request *req, void *arg)
-{
-    struct http *h = arg;
-    enum evhttp_cmd_type method = evhttp_request_get_command(req);
-    const char *key = NULL;
-    char *raw = target_path(req), *path = NULL;
-    size_t len = 0;
-    enum route r;
-
-    conn_request(h, req);
-    if (raw != NULL && method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
-        reply_405(req, raw);
-        free(raw);
-        return;
-    }
-    path = raw ? evhttp_uridecode(raw, 0, &len) : NULL;
-    if (path == NULL) {
-        reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
-        free(raw);
-        return;
-    }
-    /* A %00 would cut the path short: such a path names nothing. */
-    r = strlen(path) == len ? route_of(path, &key) : R_NONE;
-    if (r == R_NONE)
-        reply(req, 404, "Not Found", CTYPE_JSON, error_json("not found", raw, NULL, NULL));
-    else if (r == R_METRICS)
-        serve_metrics(h, req);
-    else if (r == R_HEALTHZ)
-        serve_healthz(h, req);
-    else
-        serve_apps(h, req, raw, r == R_APP ? key : NULL);
-    free(path);
-    free(raw);
-}
-
 /*
  * A listening, non-blocking socket on the first address of host:port;
  * -1 with an error logged. The address is written to addr for logs.
  */
-static int listen_on(const char *host, int port, char *addr, size_t addrlen)
+static int listen_on(const char *name, const char *host, int port, char *addr, size_t addrlen)
 {
     struct addrinfo hints, *res = NULL;
     char portstr[16], hbuf[NI_MAXHOST];
@@ -569,7 +487,7 @@ static int listen_on(const char *host, int port, char *addr, size_t addrlen)
     snprintf(portstr, sizeof(portstr), "%d", port);
     rc = getaddrinfo(host, portstr, &hints, &res);
     if (rc != 0) {
-        log_error("http: cannot resolve '%s': %s", host, gai_strerror(rc));
+        log_error("%s: cannot resolve '%s': %s", name, host, gai_strerror(rc));
         return -1;
     }
     if (getnameinfo(res->ai_addr, res->ai_addrlen, hbuf, sizeof(hbuf), NULL, 0, NI_NUMERICHOST) ==
@@ -578,7 +496,7 @@ static int listen_on(const char *host, int port, char *addr, size_t addrlen)
     fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, HTTP_BACKLOG) < 0) {
-        log_error("http: cannot listen on %s: %s", addr, strerror(errno));
+        log_error("%s: cannot listen on %s: %s", name, addr, strerror(errno));
         if (fd >= 0)
             close(fd);
         fd = -1;
@@ -587,36 +505,88 @@ static int listen_on(const char *host, int port, char *addr, size_t addrlen)
     return fd;
 }
 
-struct http *http_new(struct event_base *base, const struct config *cfg,
-                      const struct status_source *src)
+/* The OpenSSL error queue as one line (the last error), emptied. */
+static const char *tls_error(char *buf, size_t len)
+{
+    unsigned long e = ERR_peek_last_error();
+
+    if (e == 0)
+        snprintf(buf, len, "unknown error");
+    else
+        ERR_error_string_n(e, buf, len);
+    ERR_clear_error();
+    return buf;
+}
+
+/* A server context from PEM files (TLS 1.2 and later); NULL with an error logged. */
+static SSL_CTX *tls_context(const char *name, const char *cert, const char *key)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    char err[256];
+
+    if (ctx == NULL) {
+        log_error("%s: cannot set up TLS: %s", name, tls_error(err, sizeof(err)));
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        log_error("%s: cannot load the TLS certificate chain %s (api-tls-cert): %s", name, cert,
+                  tls_error(err, sizeof(err)));
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+        log_error("%s: cannot load the TLS private key %s (api-tls-key): %s", name, key,
+                  tls_error(err, sizeof(err)));
+        goto fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        log_error("%s: the TLS private key %s does not match the certificate %s: %s", name, key,
+                  cert, tls_error(err, sizeof(err)));
+        goto fail;
+    }
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+struct http *http_new(struct event_base *base, const struct http_opts *o)
 {
     struct http *h = calloc(1, sizeof(*h));
     struct evhttp_bound_socket *bound;
     int fd = -1;
 
     if (h == NULL) {
-        log_error("http: out of memory");
+        log_error("%s: out of memory", o->name);
         return NULL;
     }
-    h->src = *src;
+    h->name = o->name;
+    h->handler = o->handler;
+    h->arg = o->arg;
     h->base = base;
     TAILQ_INIT(&h->conns);
     event_set_log_callback(on_libevent_log);
-    if (cfg->http_addr == NULL || cfg->http_addr[0] == '\0') {
-        log_info("http: disabled (empty http address)");
+    if (o->host == NULL || o->host[0] == '\0') {
+        log_info("%s: disabled (empty %s address)", o->name, o->name);
         return h;
     }
+    if (o->tls_cert && (h->tls = tls_context(o->name, o->tls_cert, o->tls_key)) == NULL)
+        goto fail;
     h->evh = evhttp_new(base);
     if (h->evh == NULL) {
-        log_error("http: cannot create the HTTP server");
+        log_error("%s: cannot create the HTTP server", o->name);
         goto fail;
     }
-    h->timeout_ms = cfg->http_timeout_ms;
-    h->max_conns = fit_fd_limit(cfg->http_max_conns);
+    h->timeout_ms = o->timeout_ms;
+    h->max_conns = fit_fd_limit(o->name, o->max_conns);
+    for (h->nbuckets = 16; h->nbuckets < (size_t)h->max_conns * 2; h->nbuckets *= 2)
+        ;
+    h->by_bev = calloc(h->nbuckets, sizeof(*h->by_bev));
     h->resume = evtimer_new(base, on_resume, h);
     h->sweep = event_new(base, -1, EV_PERSIST, on_sweep, h);
-    if (h->resume == NULL || h->sweep == NULL) {
-        log_error("http: out of memory");
+    if (h->by_bev == NULL || h->resume == NULL || h->sweep == NULL) {
+        log_error("%s: out of memory", o->name);
         goto fail;
     }
     {
@@ -627,22 +597,22 @@ struct http *http_new(struct event_base *base, const struct config *cfg,
         event_add(h->sweep, &sw);
     }
     evhttp_set_bevcb(h->evh, conn_new, h);
-    evhttp_set_max_headers_size(h->evh, HTTP_MAX_HEADERS);
-    evhttp_set_max_body_size(h->evh, HTTP_MAX_BODY);
+    evhttp_set_max_headers_size(h->evh, o->max_headers);
+    evhttp_set_max_body_size(h->evh, o->max_body);
     /*
-     * Every method reaches on_request, so that it can answer 405 with Allow:
+     * Every method reaches the handler, so that it can answer 405 with Allow:
      * also methods libevent does not know (FOO, PROPFIND), which it parses as
      * a private "unknown" type and would otherwise answer 501 with HTML.
      */
     evhttp_set_allowed_methods(h->evh, UINT16_MAX);
     evhttp_set_gencb(h->evh, on_request, h);
-    fd = listen_on(cfg->http_host, cfg->http_port, h->addr, sizeof(h->addr));
+    fd = listen_on(o->name, o->host, o->port, h->addr, sizeof(h->addr));
     if (fd < 0)
         goto fail;
     /* From here on the bound socket owns fd and closes it in evhttp_free(). */
     bound = evhttp_accept_socket_with_handle(h->evh, fd);
     if (bound == NULL) {
-        log_error("http: cannot accept connections on %s", h->addr);
+        log_error("%s: cannot accept connections on %s", o->name, h->addr);
         close(fd);
         goto fail;
     }
@@ -655,11 +625,16 @@ struct http *http_new(struct event_base *base, const struct config *cfg,
             break;
         }
     }
-    log_info("http: listening on %s (/metrics, /healthz, /v1/apps)", h->addr);
+    log_info("%s: listening on %s%s (%s)", o->name, h->tls ? "https://" : "", h->addr, o->routes);
     return h;
 fail:
     http_free(h);
     return NULL;
+}
+
+const char *http_addr(const struct http *h)
+{
+    return h->evh ? h->addr : "";
 }
 
 void http_free(struct http *h)
@@ -683,5 +658,8 @@ void http_free(struct http *h)
         event_free(h->resume);
     if (h->sweep)
         event_free(h->sweep);
+    if (h->tls)
+        SSL_CTX_free(h->tls);
+    free(h->by_bev);
     free(h);
 }

@@ -1,41 +1,78 @@
 /*
- * http — the status server (libevent evhttp) on IDPOOL_HTTP_ADDR (brief §7):
+ * http — an HTTP server (libevent evhttp) on one listener, with what evhttp
+ * lacks: a connection limit that fits the file limit, a deadline for each
+ * request however slowly its bytes trickle in, a pause after accept errors,
+ * and TLS (OpenSSL bufferevents). The daemon runs two: the status server
+ * (statushttp.c: /metrics, /healthz, /v1/apps) and the ID API (api.c), each
+ * with its own handler, so that the API can be exposed without the rest.
  *
- *   GET /metrics         Prometheus text exposition 0.0.4 (metrics.h)
- *   GET /healthz         200 {"status":"ok",...} when Redis and MySQL are up and
- *                        the application rows are loaded, else 503 with "reasons"
- *   GET /v1/apps         every application, a JSON array sorted by key
- *   GET /v1/apps/{key}   one application, or 404           (statusjson.h)
- *
- * HEAD is allowed wherever GET is; another method on one of these paths gets
- * 405 with an Allow header; any other path gets 404. Error bodies are JSON:
- * {"error":"...",...}. Requests are served on the event loop thread, so the
- * status views are read consistently inside each request.
+ * Requests are served on the event loop thread. The helpers below answer
+ * one: a body with a Content-Type (HEAD gets the headers only), and the
+ * request target's path.
  */
 #ifndef IDPOOL_HTTP_H
 #define IDPOOL_HTTP_H
 
-#include <event2/event.h>
+#include <stddef.h>
 
-#include "config.h"
-#include "status.h"
+#include <event2/event.h>
+#include <event2/http.h>
+
+#define CTYPE_JSON "application/json"
 
 struct http;
 
+/* What a server is. */
+struct http_opts {
+    const char *name;     /* "http", "api": prefix of its log lines */
+    const char *routes;   /* for the "listening" log line: "/metrics, /healthz, /v1/apps" */
+    const char *host;     /* an IPv4 or IPv6 literal, or a host name (its first address) */
+    int port;             /* host NULL or "": the server listens nowhere */
+    int max_conns;        /* connections at most (lowered to fit the file limit) */
+    int timeout_ms;       /* each request must be whole within this long; idle close */
+    size_t max_headers;   /* bytes */
+    size_t max_body;      /* bytes */
+    const char *tls_cert; /* PEM files: HTTPS only; NULL: plain HTTP */
+    const char *tls_key;
+    void (*handler)(struct evhttp_request *req, void *arg); /* every request, any method */
+    void *arg;
+};
+
 /*
- * Listen on cfg->http_host:cfg->http_port (an IPv4 or IPv6 literal, or a
- * host name: its first address). When cfg->http_addr is empty, HTTP is
- * disabled: the result is a valid server that listens nowhere (http_free it
- * as usual), so the caller needs no special case. NULL, with an error
- * logged, when the address cannot be resolved or bound, or out of memory.
- *
- * cfg is only read here (a reload cannot move the listener). *src is
- * copied; src->ctx must stay valid until http_free().
+ * Listen as `o` says. With no host the result is a valid server that
+ * listens nowhere (http_free it as usual), so the caller needs no special
+ * case. NULL, with an error logged, when the address cannot be resolved or
+ * bound, the TLS files cannot be loaded, or out of memory.
  */
-struct http *http_new(struct event_base *base, const struct config *cfg,
-                      const struct status_source *src) __attribute__((warn_unused_result));
+struct http *http_new(struct event_base *base, const struct http_opts *o)
+    __attribute__((warn_unused_result));
 
 /* Close the listener and every open connection; NULL is a no-op. */
 void http_free(struct http *h);
+
+/* The address listened on ("127.0.0.1:9471", "[::1]:80"), "" when none. */
+const char *http_addr(const struct http *h);
+
+/*
+ * Answer `req` with status `code` and `body` (heap, taken over: freed when
+ * written; NULL = out of memory, answered 500). A JSON body gets a final
+ * newline. HEAD gets the headers and the Content-Length GET would have.
+ */
+void http_reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
+                char *body);
+/* The same with `len` bytes at `body` copied (the hot path: no allocation). */
+void http_reply_copy(struct evhttp_request *req, int code, const char *reason, const char *ctype,
+                     const char *body, size_t len);
+
+/* "GET", "POST", ... */
+const char *http_method_name(enum evhttp_cmd_type m);
+
+/*
+ * The path of the request target as sent, without query or fragment (heap,
+ * NULL when out of memory); "" for a target that is not a path (CONNECT's
+ * host:port). Not evhttp_uri_get_path(), which parses "//metrics" as an
+ * authority.
+ */
+char *http_target_path(struct evhttp_request *req);
 
 #endif

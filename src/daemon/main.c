@@ -15,7 +15,7 @@
 #include "build_config.h"
 #include "alerts.h"
 #include "config.h"
-#include "http.h"
+#include "statushttp.h"
 #include "fault.h"
 #include "log.h"
 #include "rds.h"
@@ -35,7 +35,7 @@ struct daemon {
     struct rds *prds; /* the push connection */
     struct alerts *alerts;
     struct refill *refill;
-    struct http *http;
+    struct statushttp *http;
     struct event *ev_term, *ev_int, *ev_hup;
     struct event *ev_grace; /* bounds a graceful shutdown */
     int stopping;
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
     {
         struct status_source src;
         refill_status_source(d.refill, &src);
-        d.http = http_new(d.base, &d.cfg, &src);
+        d.http = statushttp_new(d.base, &d.cfg, &src);
         if (!d.http)
             die("cannot start the HTTP status server on %s", d.cfg.http_addr);
     }
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
     event_base_dispatch(d.base);
 
     /* Teardown: Redis first (pending callbacks see NULL replies), then MySQL. */
-    http_free(d.http);
+    statushttp_free(d.http);
     rds_free(d.rds);
     rds_free(d.prds);
     store_free(d.store);

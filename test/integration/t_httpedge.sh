@@ -121,7 +121,7 @@ IDPOOLD_WRAP=(prlimit --nofile=64:64)
 DAEMON_PID[b]=$!
 DAEMON_NAMES+=(b)
 wait_until 5 eval "curl -fsS -m 2 http://127.0.0.1:$P/healthz >/dev/null" || fail "b does not answer"
-log_has b 'http: the file limit \(64 descriptors\) leaves room for 32 status connections; http-max-connections 500 lowered to 32' ||
+log_has b 'http: the file limit \(64 descriptors\) leaves room for 32 connections; http-max-connections 500 lowered to 32' ||
     fail "b did not say it lowered http-max-connections: $(grep -m1 'file limit' "$DIR/b.log")"
 slow 80 "$P" 8 "$DIR/slow2" &
 SLOW=$!

@@ -1,0 +1,195 @@
+#include "statushttp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "http.h"
+#include "metrics.h"
+#include "sbuf.h"
+#include "statusjson.h"
+
+#define HTTP_MAX_HEADERS 8192  /* bytes */
+#define HTTP_MAX_BODY    65536 /* bytes; no route reads a body */
+#define HTTP_ALLOW       "GET, HEAD"
+#define CTYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
+
+struct statushttp {
+    struct http *srv;
+    struct status_source src; /* where the views come from */
+};
+
+enum route { R_NONE, R_METRICS, R_HEALTHZ, R_APPS, R_APP };
+
+/* s with invalid UTF-8 replaced (request text is untrusted), heap; NULL when out of memory. */
+static char *utf8_clean(const char *s)
+{
+    struct sbuf b;
+
+    sbuf_init(&b);
+    sbuf_put_utf8(&b, s);
+    return sbuf_detach(&b);
+}
+
+/* {"error": msg, "path": path[, name: value]} as a heap string, NULL when out of memory. */
+static char *error_json(const char *msg, const char *path, const char *name, const char *value)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *text = NULL, *p = utf8_clean(path), *v = name ? utf8_clean(value) : NULL;
+
+    if (o && p && cJSON_AddStringToObject(o, "error", msg) &&
+        cJSON_AddStringToObject(o, "path", p) &&
+        (name == NULL || (v && cJSON_AddStringToObject(o, name, v))))
+        text = cJSON_PrintUnformatted(o);
+    free(p);
+    free(v);
+    cJSON_Delete(o);
+    return text;
+}
+
+static void reply_405(struct evhttp_request *req, const char *path)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", HTTP_ALLOW);
+    http_reply(req, 405, "Method Not Allowed", CTYPE_JSON,
+               error_json("method not allowed", path, "allow", HTTP_ALLOW));
+}
+
+/* Which route `path` (percent-decoded) is; for R_APP, *key points into path. */
+static enum route route_of(const char *path, const char **key)
+{
+    static const char apps[] = "/v1/apps/";
+
+    if (strcmp(path, "/metrics") == 0)
+        return R_METRICS;
+    if (strcmp(path, "/healthz") == 0)
+        return R_HEALTHZ;
+    if (strcmp(path, "/v1/apps") == 0)
+        return R_APPS;
+    if (strncmp(path, apps, sizeof(apps) - 1) == 0 && path[sizeof(apps) - 1] != '\0') {
+        *key = path + sizeof(apps) - 1;
+        return R_APP;
+    }
+    return R_NONE;
+}
+
+static void serve_metrics(struct statushttp *h, struct evhttp_request *req)
+{
+    struct sbuf b;
+    char *text;
+
+    sbuf_init(&b);
+    if (metrics_render(&h->src, &b) < 0) {
+        sbuf_free(&b);
+        text = NULL;
+    } else {
+        text = sbuf_detach(&b);
+    }
+    http_reply(req, 200, "OK", CTYPE_PROMETHEUS, text);
+}
+
+static void serve_healthz(struct statushttp *h, struct evhttp_request *req)
+{
+    int healthy = 0;
+    char *text = statusjson_health(&h->src, &healthy);
+
+    if (healthy)
+        http_reply(req, 200, "OK", CTYPE_JSON, text);
+    else
+        http_reply(req, 503, "Service Unavailable", CTYPE_JSON, text);
+}
+
+static void serve_apps(struct statushttp *h, struct evhttp_request *req, const char *path,
+                       const char *key)
+{
+    char *text = NULL;
+
+    switch (statusjson_apps(&h->src, key, &text)) {
+    case STATUSJSON_OK:
+        http_reply(req, 200, "OK", CTYPE_JSON, text);
+        break;
+    case STATUSJSON_NOT_FOUND:
+        http_reply(req, 404, "Not Found", CTYPE_JSON,
+                   error_json("unknown application", path, "key", key));
+        break;
+    case STATUSJSON_ERROR:
+        http_reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
+        break;
+    }
+}
+
+/* Every request: only GET and HEAD exist (405 for any other method, on any path); then route on
+ * the decoded path. */
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct statushttp *h = arg;
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    const char *key = NULL;
+    char *raw = http_target_path(req), *path = NULL;
+    size_t len = 0;
+    enum route r;
+
+    if (raw != NULL && method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+        reply_405(req, raw);
+        free(raw);
+        return;
+    }
+    path = raw ? evhttp_uridecode(raw, 0, &len) : NULL;
+    if (path == NULL) {
+        http_reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
+        free(raw);
+        return;
+    }
+    /* A %00 would cut the path short: such a path names nothing. */
+    r = strlen(path) == len ? route_of(path, &key) : R_NONE;
+    if (r == R_NONE)
+        http_reply(req, 404, "Not Found", CTYPE_JSON, error_json("not found", raw, NULL, NULL));
+    else if (r == R_METRICS)
+        serve_metrics(h, req);
+    else if (r == R_HEALTHZ)
+        serve_healthz(h, req);
+    else
+        serve_apps(h, req, raw, r == R_APP ? key : NULL);
+    free(path);
+    free(raw);
+}
+
+struct statushttp *statushttp_new(struct event_base *base, const struct config *cfg,
+                                  const struct status_source *src)
+{
+    struct statushttp *h = calloc(1, sizeof(*h));
+    struct http_opts o = {
+        .name = "http",
+        .routes = "/metrics, /healthz, /v1/apps",
+        .host = cfg->http_host,
+        .port = cfg->http_port,
+        .max_conns = cfg->http_max_conns,
+        .timeout_ms = cfg->http_timeout_ms,
+        .max_headers = HTTP_MAX_HEADERS,
+        .max_body = HTTP_MAX_BODY,
+        .handler = on_request,
+    };
+
+    if (h == NULL)
+        return NULL;
+    h->src = *src;
+    o.arg = h;
+    if (cfg->http_addr == NULL || cfg->http_addr[0] == '\0')
+        o.host = NULL;
+    h->srv = http_new(base, &o);
+    if (h->srv == NULL) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void statushttp_free(struct statushttp *h)
+{
+    if (h == NULL)
+        return;
+    http_free(h->srv);
+    free(h);
+}
