@@ -8,6 +8,8 @@
  *            edits, validates the result, UPDATEs only the changed columns;
  *   disable  deleted_at = UNIX_TIMESTAMP(); enable: deleted_at = 0 (only a
  *            valid row: an invalid one would not be served anyway).
+ * grant and revoke (the application's Redis user) are ctl_tokens', dispatched
+ * from here.
  * Strings reach SQL only through mysql_real_escape_string(); numbers are
  * formatted from parsed integers.
  */
@@ -20,6 +22,7 @@
 #include <mysqld_error.h>
 
 #include "ctl_rows.h"
+#include "ctl_tokens.h"
 
 #define MAX_ASSIGN 64
 
@@ -875,6 +878,9 @@ static const char help_apps[] =
     "  set KEY field=value...  change columns of an application (see 'apps set --help')\n"
     "  disable KEY             soft-delete: deleted_at = now; idpoold stops serving it\n"
     "  enable KEY              undo disable: deleted_at = 0 (only a valid row)\n"
+    "  grant KEY               a Redis user that may only LPOP and LLEN the application's\n"
+    "                          pool (see 'apps grant --help'); again: a new password\n"
+    "  revoke KEY              delete that Redis user\n"
     "\n"
     "Every command takes --json (one JSON document on stdout) and -h, --help.\n";
 
@@ -954,12 +960,39 @@ static const char help_enable[] =
     "Undo 'apps disable': deleted_at = 0, so idpoold serves the application again. An\n"
     "invalid row is not enabled (exit 1): fix it with 'apps set' first.\n";
 
+static const char help_grant[] =
+    "Usage: %s [global options] apps grant KEY [--json]\n"
+    "\n"
+    "Give the application KEY a Redis ACL user for clients that take IDs straight from\n"
+    "Redis: user '<key-prefix>:KEY' may run LPOP and LLEN on '<key-prefix>:{KEY}:pool'\n"
+    "and nothing else (no other key, no push, no delete, no script or function, no\n"
+    "pub/sub). The application must exist (exit 1 otherwise).\n"
+    "\n"
+    "A new random password is printed once, with the user name and an example\n"
+    "redis-cli command; only its SHA-256 is stored, in the MySQL table `redis_user`.\n"
+    "Granting again replaces the password (the previous one stops working). The user is\n"
+    "created in Redis at once (ACL SETUSER) and idpoold re-creates it whenever it\n"
+    "(re)connects, so a restarted Redis gets it back. If Redis cannot be reached or\n"
+    "refuses (e.g. NOPERM), the grant is still stored: a warning names the Redis error\n"
+    "and the exit status is 0. --json: {\"user\", \"password\", \"key\", \"applied\"}.\n"
+    "\n"
+    "Example: %s apps grant user\n";
+
+static const char help_revoke[] =
+    "Usage: %s [global options] apps revoke KEY [--json]\n"
+    "\n"
+    "Revoke the Redis user of application KEY: revoked_at = now in `redis_user`, then\n"
+    "ACL DELUSER (its connections are closed). If Redis cannot be reached, a warning\n"
+    "says so and idpoold deletes the user when it (re)connects. Exit 1 if KEY has no\n"
+    "active Redis user.\n";
+
 int ctl_apps_help(FILE *out, const char *prog, const char *sub)
 {
     static const struct {
         const char *name, *text;
-    } helps[] = {{"list", help_list}, {"show", help_show},       {"add", help_add},
-                 {"set", help_set},   {"disable", help_disable}, {"enable", help_enable}};
+    } helps[] = {{"list", help_list},   {"show", help_show},       {"add", help_add},
+                 {"set", help_set},     {"disable", help_disable}, {"enable", help_enable},
+                 {"grant", help_grant}, {"revoke", help_revoke}};
 
     if (!sub) {
         fprintf(out, help_apps, prog);
@@ -977,14 +1010,16 @@ int ctl_apps(struct ctl *c, int argc, char **argv)
 {
     static const struct {
         const char *name, *cmd;
-    } subs[] = {{"list", "apps list"}, {"show", "apps show"},       {"add", "apps add"},
-                {"set", "apps set"},   {"disable", "apps disable"}, {"enable", "apps enable"}};
+    } subs[] = {{"list", "apps list"},   {"show", "apps show"},       {"add", "apps add"},
+                {"set", "apps set"},     {"disable", "apps disable"}, {"enable", "apps enable"},
+                {"grant", "apps grant"}, {"revoke", "apps revoke"}};
     const char *sub;
     int rc = -1;
 
     c->cmd = "apps";
     if (argc < 1)
-        return ctl_usage(c, "missing command: list, show, add, set, disable or enable");
+        return ctl_usage(c,
+                         "missing command: list, show, add, set, disable, enable, grant or revoke");
     sub = argv[0];
     if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
         ctl_apps_help(stdout, c->prog, argc > 1 && strcmp(sub, "help") == 0 ? argv[1] : NULL);
@@ -994,8 +1029,10 @@ int ctl_apps(struct ctl *c, int argc, char **argv)
         if (strcmp(sub, subs[i].name) == 0)
             c->cmd = subs[i].cmd;
     if (strcmp(c->cmd, "apps") == 0)
-        return ctl_usage(c, "unknown command 'apps %.64s' (list, show, add, set, disable, enable)",
-                         sub);
+        return ctl_usage(
+            c,
+            "unknown command 'apps %.64s' (list, show, add, set, disable, enable, grant, revoke)",
+            sub);
     argc--;
     argv++;
     if (strcmp(sub, "list") == 0)
@@ -1010,6 +1047,10 @@ int ctl_apps(struct ctl *c, int argc, char **argv)
         rc = cmd_enable(c, argc, argv, 0);
     else if (strcmp(sub, "enable") == 0)
         rc = cmd_enable(c, argc, argv, 1);
+    else if (strcmp(sub, "grant") == 0)
+        rc = ctl_redis_user_grant(c, argc, argv);
+    else if (strcmp(sub, "revoke") == 0)
+        rc = ctl_redis_user_revoke(c, argc, argv);
     if (rc == CTL_HELP) {
         ctl_apps_help(stdout, c->prog, sub);
         return 0;

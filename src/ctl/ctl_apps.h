@@ -1,6 +1,7 @@
 /*
  * ctl_apps — `idpoolctl apps ...`: list, show, add, set, disable and enable
- * rows of the MySQL `application` table. Every row is judged by
+ * rows of the MySQL `application` table (and grant/revoke, the application's
+ * Redis user, implemented in ctl_tokens). Every row is judged by
  * app_validate(), the daemon's own rules, so idpoolctl and idpoold always
  * agree on what is served; writes are validated before they are made.
  */

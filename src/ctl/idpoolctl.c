@@ -18,6 +18,7 @@
 #include "ctl_apps.h"
 #include "ctl_common.h"
 #include "ctl_status.h"
+#include "ctl_tokens.h"
 
 static const char *const progname = "idpoolctl";
 
@@ -47,8 +48,8 @@ static void usage(FILE *out)
             "Usage: %s [global options] COMMAND [ARGS]\n"
             "\n"
             "Operator CLI of idpool: manage the applications (rows of the MySQL table\n"
-            "`application`) that idpoold keeps Redis ID pools for, see what the service is\n"
-            "doing, and take IDs the way a client does.\n"
+            "`application`) that idpoold keeps Redis ID pools for and the credentials of\n"
+            "their clients, see what the service is doing, and take IDs the way a client does.\n"
             "\n"
             "Commands:\n"
             "  apps list                  every application and whether it is served\n"
@@ -57,10 +58,17 @@ static void usage(FILE *out)
             "  apps set KEY field=value.. change columns (validated first)\n"
             "  apps disable KEY           soft-delete (deleted_at = now)\n"
             "  apps enable KEY            undo disable\n"
+            "  apps grant KEY             a Redis user that may only LPOP/LLEN KEY's pool\n"
+            "                             (prints its password once; again: new password)\n"
+            "  apps revoke KEY            delete that Redis user\n"
+            "  tokens add NAME --apps KEY[,KEY...]|*\n"
+            "                             a bearer token of the ID API (printed once)\n"
+            "  tokens list                every token and whether it is active\n"
+            "  tokens revoke NAME         stop accepting a token\n"
             "  status                     pools, fill, rate and alerts (from idpoold, or Redis\n"
             "                             and MySQL directly when no daemon answers)\n"
             "  take KEY [N]               take N IDs through idpool_take (limits enforced)\n"
-            "  help [COMMAND]             this help, or a command's ('apps add', 'status')\n"
+            "  help [COMMAND]             this help, or a command's ('apps add', 'tokens')\n"
             "\n"
             "Every command takes --json and -h/--help. Exit status: 0 ok, 1 error (unknown\n"
             "application, validation failure, server unreachable or refusing), 2 usage\n"
@@ -89,6 +97,11 @@ static int help(struct ctl *c, int argc, char **argv)
         if (ctl_apps_help(stdout, progname, argc > 1 ? argv[1] : NULL) == 0)
             return 0;
         return ctl_usage(c, "no help for 'apps %.64s': no such command", argv[1]);
+    }
+    if (strcmp(argv[0], "tokens") == 0) {
+        if (ctl_tokens_help(stdout, progname, argc > 1 ? argv[1] : NULL) == 0)
+            return 0;
+        return ctl_usage(c, "no help for 'tokens %.64s': no such command", argv[1]);
     }
     if (strcmp(argv[0], "status") == 0) {
         ctl_status_help(stdout, progname);
@@ -162,13 +175,15 @@ static int run(struct ctl *c, int argc, char **argv)
         /* A bad global option is the more useful thing to report. */
         if (c->gargc > 1 && (rc = ctl_setup(c)) != 0)
             return rc;
-        return ctl_usage(c, "missing command (apps, status, take, help)");
+        return ctl_usage(c, "missing command (apps, tokens, status, take, help)");
     }
     cmd = argv[i];
     argc -= i + 1;
     argv += i + 1;
     if (strcmp(cmd, "apps") == 0)
         return ctl_apps(c, argc, argv);
+    if (strcmp(cmd, "tokens") == 0)
+        return ctl_tokens(c, argc, argv);
     if (strcmp(cmd, "status") == 0) {
         rc = ctl_status(c, argc, argv);
         if (rc == CTL_HELP)
@@ -189,7 +204,7 @@ static int run(struct ctl *c, int argc, char **argv)
      */
     if (c->gargc > 1 && (rc = ctl_setup(c)) != 0)
         return rc;
-    return ctl_usage(c, "unknown command '%.64s' (apps, status, take, help)", cmd);
+    return ctl_usage(c, "unknown command '%.64s' (apps, tokens, status, take, help)", cmd);
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,781 @@
+/*
+ * ctl_tokens — `idpoolctl tokens ...` and `idpoolctl apps grant/revoke`.
+ *
+ *   tokens add     a new token (token_new: 256 random bits) stored as its
+ *                  SHA-256 with the applications it may take IDs of; the name
+ *                  of a revoked token is reused by replacing its row;
+ *   tokens list    names, applications, times and status; never a hash;
+ *   tokens revoke  revoked_at = NOW(3); the row stays, for audit;
+ *   apps grant     a Redis ACL user for one application: the password's hash
+ *                  upserted into redis_user (a second grant rotates it), then
+ *                  ACL SETUSER at once; idpoold re-applies every row on each
+ *                  (re)connect, so a Redis that cannot be reached or refuses is
+ *                  a warning, not a failure;
+ *   apps revoke    revoked_at = NOW(3), then ACL DELUSER (idpoold deletes
+ *                  revoked users on each (re)connect as well).
+ * A secret exists only in this process' memory and on stdout, once; the
+ * buffer holding it is wiped before returning. Strings reach SQL only
+ * through ctl_db_quote(); hashes are hex digits made here.
+ */
+#include "ctl_tokens.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysqld_error.h>
+
+#include "acluser.h"
+#include "app.h"
+#include "token.h"
+
+#define APPS_COL_MAX 4096 /* api_token.apps is VARCHAR(4096) */
+
+static const char name_rule[] = "1..64 characters of A-Z a-z 0-9 _ . -";
+
+/* ------------------------------------------------------------- helpers */
+
+/* Run a query and buffer its result: the result (mysql_free_result), or NULL after reporting. */
+static MYSQL_RES *db_select(struct ctl *c, const char *sql)
+{
+    MYSQL_RES *res;
+
+    if (ctl_db_exec(c, sql) != 0)
+        return NULL;
+    res = mysql_store_result(c->db);
+    if (!res)
+        ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: reading the result: error %u: %s",
+                 c->cfg.mysql.host, c->cfg.mysql.port, c->cfg.mysql.db, mysql_errno(c->db),
+                 mysql_error(c->db));
+    return res;
+}
+
+/* Roll back the transaction of a failed command (the error is already reported). */
+static void db_rollback(struct ctl *c)
+{
+    if (mysql_query(c->db, "ROLLBACK") != 0) {
+        /* The connection is going away; MySQL rolls back on its own. */
+    }
+}
+
+/*
+ * 0 when `application` has a row whose key is exactly `key` (served,
+ * soft-deleted or invalid alike), else CTL_ERROR after reporting. Keys are
+ * compared as Redis does, case-sensitively.
+ */
+static int app_exists(struct ctl *c, const char *key)
+{
+    char *q = ctl_db_quote(c, key), *sql;
+    MYSQL_RES *res;
+    int found;
+
+    sql = ctl_strf("SELECT 1 FROM application WHERE entity_key = BINARY %s LIMIT 1", q);
+    free(q);
+    res = db_select(c, sql);
+    free(sql);
+    if (!res)
+        return CTL_ERROR;
+    found = mysql_fetch_row(res) != NULL;
+    mysql_free_result(res);
+    if (!found)
+        return ctl_fail(c, CTL_ERROR, "no application '%s' (add it with 'idpoolctl apps add %s')",
+                        key, key);
+    return 0;
+}
+
+/* A KEY argument: an application key, or a usage error. */
+static int check_key(struct ctl *c, const char *key)
+{
+    char shown[100];
+
+    if (app_key_valid(key))
+        return 0;
+    return ctl_usage(c, "KEY: '%s' is not an application key (%s)",
+                     ctl_printable(key, shown, sizeof(shown)), name_rule);
+}
+
+/* A NAME argument: a token name, or a usage error. */
+static int check_name(struct ctl *c, const char *name)
+{
+    char shown[100];
+
+    if (token_name_valid(name))
+        return 0;
+    return ctl_usage(c, "token '%s': NAME must be %s", ctl_printable(name, shown, sizeof(shown)),
+                     name_rule);
+}
+
+/* The apps column as a JSON array: ["*"] or the keys. */
+static cJSON *apps_json(const char *apps)
+{
+    cJSON *arr = ctl_jcheck(cJSON_CreateArray());
+    const char *p = apps;
+
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char *k = ctl_strf("%.*s", (int)n, p);
+
+        cJSON_AddItemToArray(arr, ctl_jcheck(cJSON_CreateString(k)));
+        free(k);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return arr;
+}
+
+/*
+ * Send one command on idpoolctl's Redis connection, opened on first use.
+ * 0, or -1 with the Redis error in err (naming Redis and the command), or
+ * an empty err when ctl_redis_open() has already reported it.
+ */
+static int redis_run(struct ctl *c, int argc, const char **argv, const char *what, char *err,
+                     size_t len)
+{
+    size_t lens[ACLUSER_ARGC_MAX];
+    redisReply *r;
+    int rc = 0;
+
+    err[0] = '\0';
+    if (ctl_redis_open(c) != 0)
+        return -1;
+    for (int i = 0; i < argc && i < ACLUSER_ARGC_MAX; i++)
+        lens[i] = strlen(argv[i]);
+    r = redisCommandArgv(c->rds, argc, argv, lens);
+    if (!r) {
+        snprintf(err, len, "%s: %s failed: %s", c->rds_where, what,
+                 c->rds->errstr[0] ? c->rds->errstr : "no reply");
+        return -1;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, len, "%s: %s refused: %s", c->rds_where, what, r->str);
+        rc = -1;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/*
+ * "warning: ERR; REST" on stderr, for a Redis step that idpoold will redo
+ * (ERR empty: the error is the line above, from ctl_redis_open()).
+ */
+static void redis_warn(struct ctl *c, const char *err, const char *rest)
+{
+    fprintf(stderr, "%s: %s: warning: %s; %s\n", c->prog, c->cmd,
+            err[0] ? err : "not applied to Redis (see above)", rest);
+}
+
+/* -------------------------------------------------------------- tokens */
+
+/* The applications of a token: every one ("*"), or distinct keys in the order given. */
+struct app_list {
+    int all;     /* "*" */
+    size_t n;    /* number of keys */
+    char **keys; /* pointers into copy */
+    char *copy;  /* the --apps value, split in place (heap) */
+    char *text;  /* the apps column: "*" or "k1,k2,..." (heap) */
+};
+
+static void app_list_free(struct app_list *l)
+{
+    free(l->keys);
+    free(l->copy);
+    free(l->text);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Parse --apps: KEY[,KEY...] (duplicates collapsed) or * alone. 0 or CTL_USAGE (reported). */
+static int app_list_parse(struct ctl *c, const char *value, struct app_list *l)
+{
+    char shown[100], *p, *k;
+    size_t cap = 1, len = 0;
+
+    for (const char *s = value; *s; s++)
+        cap += *s == ',';
+    l->keys = ctl_xcalloc(cap, sizeof(char *));
+    l->copy = ctl_strf("%s", value);
+    p = l->copy;
+    while ((k = strsep(&p, ",")) != NULL) {
+        size_t i;
+
+        if (k[0] == '\0')
+            return ctl_usage(c, "--apps: empty application key in '%s' (give KEY[,KEY...] or '*')",
+                             ctl_printable(value, shown, sizeof(shown)));
+        if (strcmp(k, "*") == 0) {
+            l->all = 1;
+            continue;
+        }
+        if (!app_key_valid(k))
+            return ctl_usage(c, "--apps: '%s' is not an application key (%s)",
+                             ctl_printable(k, shown, sizeof(shown)), name_rule);
+        for (i = 0; i < l->n && strcmp(l->keys[i], k) != 0; i++)
+            ;
+        if (i == l->n)
+            l->keys[l->n++] = k;
+    }
+    if (l->all && l->n > 0)
+        return ctl_usage(c, "--apps: '*' (every application) stands alone, not next to keys");
+    if (l->all) {
+        l->text = ctl_strf("*");
+        return 0;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        len += strlen(l->keys[i]) + 1;
+    if (len > APPS_COL_MAX + 1)
+        return ctl_usage(c, "--apps: the list is %zu characters long, at most %d are stored",
+                         len - 1, APPS_COL_MAX);
+    l->text = ctl_xcalloc(len, 1);
+    for (size_t i = 0; i < l->n; i++) {
+        if (i > 0)
+            strcat(l->text, ",");
+        strcat(l->text, l->keys[i]);
+    }
+    return 0;
+}
+
+/* Options of `tokens add`. */
+struct add_args {
+    const char *apps; /* --apps */
+};
+
+enum { O_APPS = 1 };
+
+static const struct ctl_opt add_opts[] = {
+    {"apps", 1, O_APPS},
+    {NULL, 0, 0},
+};
+
+static int on_add_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
+{
+    struct add_args *a = arg;
+
+    (void)name;
+    if (id == O_APPS) {
+        if (a->apps)
+            return ctl_usage(c, "--apps given twice (give one list: --apps a,b)");
+        a->apps = value;
+    }
+    return 0;
+}
+
+/*
+ * Store a token's hash under `name`, in one transaction: a new row, or the
+ * row of a revoked token of that name replaced (new hash, applications and
+ * creation time, no longer revoked). An active token of that name is left
+ * alone: exit 1. Names are unique the way the index compares them
+ * (regardless of case). *replaced tells which happened.
+ */
+static int token_store(struct ctl *c, const char *name, const char *hash, const char *apps,
+                       int *replaced)
+{
+    char *qn = ctl_db_quote(c, name), *qa = ctl_db_quote(c, apps), *sql, shown[100];
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int rc;
+
+    *replaced = 0;
+    if ((rc = ctl_db_exec(c, "START TRANSACTION")) != 0)
+        goto out;
+    sql = ctl_strf("SELECT id, name, revoked_at IS NULL FROM api_token WHERE name = %s FOR UPDATE",
+                   qn);
+    res = db_select(c, sql);
+    free(sql);
+    if (!res) {
+        rc = CTL_ERROR;
+        goto rollback;
+    }
+    row = mysql_fetch_row(res);
+    if (row && row[2] && strcmp(row[2], "1") == 0) {
+        if (row[1] && strcmp(row[1], name) != 0)
+            rc = ctl_fail(c, CTL_ERROR,
+                          "token '%s' exists as '%s' (names are unique regardless of case); "
+                          "revoke it first or choose another name",
+                          name, ctl_printable(row[1], shown, sizeof(shown)));
+        else
+            rc = ctl_fail(c, CTL_ERROR, "token '%s' exists; revoke it first or choose another name",
+                          name);
+        mysql_free_result(res);
+        goto rollback;
+    }
+    if (row) {
+        sql = ctl_strf("UPDATE api_token SET name = %s, token_sha256 = '%s', apps = %s, "
+                       "created_at = NOW(3), revoked_at = NULL WHERE id = %s",
+                       qn, hash, qa, row[0]);
+        *replaced = 1;
+    } else {
+        sql = ctl_strf("INSERT INTO api_token (name, token_sha256, apps, created_at) "
+                       "VALUES (%s, '%s', %s, NOW(3))",
+                       qn, hash, qa);
+    }
+    mysql_free_result(res);
+    if (mysql_query(c->db, sql) != 0) {
+        unsigned e = mysql_errno(c->db);
+
+        /* A concurrent `tokens add` of the same name got there first. */
+        if (e == ER_DUP_ENTRY)
+            rc = ctl_fail(c, CTL_ERROR, "token '%s' exists; revoke it first or choose another name",
+                          name);
+        else
+            rc = ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: storing token '%s': error %u: %s",
+                          c->cfg.mysql.host, c->cfg.mysql.port, c->cfg.mysql.db, name, e,
+                          mysql_error(c->db));
+        free(sql);
+        goto rollback;
+    }
+    free(sql);
+    rc = ctl_db_exec(c, "COMMIT");
+    goto out;
+
+rollback:
+    db_rollback(c);
+out:
+    free(qn);
+    free(qa);
+    return rc;
+}
+
+static int cmd_add(struct ctl *c, int argc, char **argv)
+{
+    struct add_args a = {0};
+    struct app_list l = {0};
+    char *pos[1], tok[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1];
+    int npos, rc, replaced = 0;
+
+    rc = ctl_opts_parse(c, argc, argv, add_opts, on_add_opt, &a, pos, 1, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos != 1)
+        return ctl_usage(c, "missing NAME");
+    if ((rc = check_name(c, pos[0])) != 0)
+        return rc;
+    if (!a.apps)
+        return ctl_usage(c, "missing --apps KEY[,KEY...] (or --apps '*' for every application)");
+    if ((rc = app_list_parse(c, a.apps, &l)) != 0)
+        goto out;
+    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
+        goto out;
+    for (size_t i = 0; i < l.n; i++)
+        if ((rc = app_exists(c, l.keys[i])) != 0)
+            goto out;
+    if (token_new(tok) != 0) {
+        rc = ctl_fail(c, CTL_ERROR, "no random numbers from the kernel (getrandom failed)");
+        goto out;
+    }
+    token_hash(tok, strlen(tok), hash);
+    if ((rc = token_store(c, pos[0], hash, l.text, &replaced)) != 0)
+        goto out;
+
+    if (c->json) {
+        cJSON *doc = ctl_jcheck(cJSON_CreateObject());
+
+        ctl_jcheck(cJSON_AddStringToObject(doc, "name", pos[0]));
+        cJSON_AddItemToObject(doc, "apps", apps_json(l.text));
+        ctl_jcheck(cJSON_AddStringToObject(doc, "token", tok));
+        ctl_json_print(c, doc);
+        goto out;
+    }
+    printf("token %s for apps: %s%s%s\n", pos[0], l.text, l.all ? " (every application)" : "",
+           replaced ? " (replaces the revoked token of that name)" : "");
+    printf("%s\n", tok);
+    printf("(shown once: idpoold stores only its hash; pass it as 'Authorization: Bearer "
+           "<token>')\n");
+    printf("idpoold accepts it within its reload interval (%d ms here) or at once on SIGHUP.\n",
+           c->cfg.reload_ms);
+out:
+    explicit_bzero(tok, sizeof(tok));
+    app_list_free(&l);
+    return rc;
+}
+
+static int cmd_list(struct ctl *c, int argc, char **argv)
+{
+    static const char *const hdr[] = {"NAME", "APPS", "CREATED", "STATUS"};
+    struct ctl_table *t;
+    char *pos[1];
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int npos, rc;
+
+    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 0, &npos);
+    if (rc != 0)
+        return rc;
+    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
+        return rc;
+    /* Never the hash: it is not even read. */
+    res = db_select(c, "SELECT name, apps, created_at, revoked_at FROM api_token "
+                       "ORDER BY name, id");
+    if (!res)
+        return CTL_ERROR;
+    if (c->json) {
+        cJSON *arr = ctl_jcheck(cJSON_CreateArray());
+
+        while ((row = mysql_fetch_row(res))) {
+            cJSON *o = ctl_jcheck(cJSON_CreateObject());
+
+            ctl_jcheck(cJSON_AddStringToObject(o, "name", row[0] ? row[0] : ""));
+            cJSON_AddItemToObject(o, "apps", apps_json(row[1] ? row[1] : ""));
+            ctl_jcheck(cJSON_AddStringToObject(o, "created_at", row[2] ? row[2] : ""));
+            if (row[3])
+                ctl_jcheck(cJSON_AddStringToObject(o, "revoked_at", row[3]));
+            else
+                ctl_jcheck(cJSON_AddNullToObject(o, "revoked_at"));
+            ctl_jcheck(cJSON_AddBoolToObject(o, "active", row[3] == NULL));
+            cJSON_AddItemToArray(arr, o);
+        }
+        mysql_free_result(res);
+        ctl_json_print(c, arr);
+        return 0;
+    }
+
+    t = ctl_table_new(4, hdr);
+    while ((row = mysql_fetch_row(res))) {
+        char name[300], apps[APPS_COL_MAX * 4 + 1], status[64];
+        const char *cells[4] = {ctl_printable(row[0] ? row[0] : "", name, sizeof(name)),
+                                ctl_printable(row[1] ? row[1] : "", apps, sizeof(apps)), row[2],
+                                status};
+
+        if (row[3])
+            snprintf(status, sizeof(status), "revoked at %s", row[3]);
+        else
+            snprintf(status, sizeof(status), "active");
+        ctl_table_add(t, cells);
+    }
+    mysql_free_result(res);
+    ctl_table_print(t, stdout);
+    if (ctl_table_rows(t) == 0)
+        printf("(no tokens: add one with 'idpoolctl tokens add NAME --apps KEY')\n");
+    ctl_table_free(t);
+    return 0;
+}
+
+static int cmd_revoke(struct ctl *c, int argc, char **argv)
+{
+    char *pos[1], *q, *sql, shown[100];
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int npos, rc;
+    my_ulonglong changed;
+
+    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos != 1)
+        return ctl_usage(c, "missing NAME");
+    if ((rc = check_name(c, pos[0])) != 0)
+        return rc;
+    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
+        return rc;
+    q = ctl_db_quote(c, pos[0]);
+    sql = ctl_strf(
+        "UPDATE api_token SET revoked_at = NOW(3) WHERE name = %s AND revoked_at IS NULL", q);
+    rc = ctl_db_exec(c, sql);
+    free(sql);
+    if (rc != 0) {
+        free(q);
+        return rc;
+    }
+    changed = mysql_affected_rows(c->db);
+    sql = ctl_strf("SELECT name, revoked_at FROM api_token WHERE name = %s", q);
+    free(q);
+    res = db_select(c, sql);
+    free(sql);
+    if (!res)
+        return CTL_ERROR;
+    row = mysql_fetch_row(res);
+    if (!row) {
+        mysql_free_result(res);
+        return ctl_fail(c, CTL_ERROR, "no token '%s' (see 'idpoolctl tokens list')", pos[0]);
+    }
+    if (c->json) {
+        cJSON *doc = ctl_jcheck(cJSON_CreateObject());
+
+        ctl_jcheck(cJSON_AddStringToObject(doc, "result", changed == 1 ? "revoked" : "unchanged"));
+        ctl_jcheck(cJSON_AddStringToObject(doc, "name", row[0] ? row[0] : ""));
+        if (row[1])
+            ctl_jcheck(cJSON_AddStringToObject(doc, "revoked_at", row[1]));
+        else
+            ctl_jcheck(cJSON_AddNullToObject(doc, "revoked_at"));
+        ctl_json_print(c, doc);
+    } else if (changed == 1) {
+        printf("revoked token '%s' (at %s): idpoold stops accepting it within its reload interval "
+               "(%d ms here) or at once on SIGHUP\n",
+               ctl_printable(row[0] ? row[0] : "", shown, sizeof(shown)), row[1] ? row[1] : "?",
+               c->cfg.reload_ms);
+    } else {
+        printf("token '%s' is already revoked (at %s)\n",
+               ctl_printable(row[0] ? row[0] : "", shown, sizeof(shown)), row[1] ? row[1] : "?");
+    }
+    mysql_free_result(res);
+    return 0;
+}
+
+/* ---------------------------------------------------------- Redis users */
+
+/*
+ * Upsert the password hash of application `key`'s Redis user, in one
+ * transaction; *rotated is set when an active grant's password was
+ * replaced (the previous password stops working once Redis has the new one).
+ */
+static int user_store(struct ctl *c, const char *key, const char *hash, int *rotated)
+{
+    char *q = ctl_db_quote(c, key), *sql;
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int rc;
+
+    *rotated = 0;
+    if ((rc = ctl_db_exec(c, "START TRANSACTION")) != 0)
+        goto out;
+    sql = ctl_strf("SELECT revoked_at IS NULL FROM redis_user WHERE entity_key = BINARY %s "
+                   "FOR UPDATE",
+                   q);
+    res = db_select(c, sql);
+    free(sql);
+    if (!res) {
+        rc = CTL_ERROR;
+        goto rollback;
+    }
+    row = mysql_fetch_row(res);
+    *rotated = row && row[0] && strcmp(row[0], "1") == 0;
+    mysql_free_result(res);
+    sql = ctl_strf("INSERT INTO redis_user (entity_key, password_sha256, created_at) "
+                   "VALUES (%s, '%s', NOW(3)) ON DUPLICATE KEY UPDATE password_sha256 = '%s', "
+                   "created_at = NOW(3), revoked_at = NULL",
+                   q, hash, hash);
+    rc = ctl_db_exec(c, sql);
+    free(sql);
+    if (rc != 0)
+        goto rollback;
+    rc = ctl_db_exec(c, "COMMIT");
+    goto out;
+
+rollback:
+    db_rollback(c);
+out:
+    free(q);
+    return rc;
+}
+
+/* Parse `apps grant|revoke KEY`, load the settings, open MySQL. */
+static int user_args(struct ctl *c, int argc, char **argv, char **key)
+{
+    char *pos[1];
+    int npos, rc;
+
+    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos != 1)
+        return ctl_usage(c, "missing KEY");
+    if ((rc = check_key(c, pos[0])) != 0)
+        return rc;
+    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
+        return rc;
+    *key = pos[0];
+    return 0;
+}
+
+int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
+{
+    char *key, pw[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1], user[ACLUSER_NAME_MAX];
+    char space[2 * ACLUSER_NAME_MAX + 80], pool[300], err[CTL_MSG_MAX + 400], db[24];
+    const char *av[ACLUSER_ARGC_MAX];
+    const char *prefix;
+    int rc, ac, rotated, applied;
+
+    if ((rc = user_args(c, argc, argv, &key)) != 0)
+        return rc;
+    if ((rc = app_exists(c, key)) != 0)
+        return rc;
+    if (token_new(pw) != 0)
+        return ctl_fail(c, CTL_ERROR, "no random numbers from the kernel (getrandom failed)");
+    token_hash(pw, strlen(pw), hash);
+    if ((rc = user_store(c, key, hash, &rotated)) != 0)
+        goto out;
+
+    /* At once; idpoold applies the stored row on its next (re)connect anyway. */
+    prefix = c->cfg.key_prefix;
+    acluser_name(prefix, key, user, sizeof(user));
+    ctl_redis_key(c, key, "pool", pool, sizeof(pool));
+    ac = acluser_setuser(prefix, key, hash, c->cfg.redis.db, space, av);
+    applied = redis_run(c, ac, av, "ACL SETUSER", err, sizeof(err)) == 0;
+    if (!applied)
+        redis_warn(c, err,
+                   "the user is stored in MySQL; idpoold applies it to Redis when it (re)connects");
+
+    if (c->json) {
+        cJSON *doc = ctl_jcheck(cJSON_CreateObject());
+
+        ctl_jcheck(cJSON_AddStringToObject(doc, "user", user));
+        ctl_jcheck(cJSON_AddStringToObject(doc, "password", pw));
+        ctl_jcheck(cJSON_AddStringToObject(doc, "key", key));
+        ctl_jcheck(cJSON_AddBoolToObject(doc, "applied", applied));
+        ctl_jcheck(cJSON_AddBoolToObject(doc, "rotated", rotated));
+        if (!applied)
+            ctl_jcheck(cJSON_AddStringToObject(doc, "redis_error", err[0] ? err : c->errmsg));
+        ctl_json_print(c, doc);
+        goto out;
+    }
+    printf("%s Redis user '%s' for application '%s'%s%s\n",
+           rotated ? "new password for" : "granted", user, key,
+           rotated && applied ? " (the previous password no longer authenticates)" : "",
+           applied ? "" : " (stored in MySQL, not yet in Redis: see the warning)");
+    printf("password: %s\n", pw);
+    printf("(shown once: only its hash is stored; the user may LPOP and LLEN %s, nothing else)\n",
+           pool);
+    snprintf(db, sizeof(db), " -n %d", c->cfg.redis.db);
+    printf("example:  redis-cli -h %s -p %d%s --user %s --pass %s LPOP %s 10\n", c->cfg.redis.host,
+           c->cfg.redis.port, c->cfg.redis.db != 0 ? db : "", user, pw, pool);
+out:
+    explicit_bzero(pw, sizeof(pw));
+    return rc;
+}
+
+int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
+{
+    char *key, *q, *sql, user[ACLUSER_NAME_MAX], err[CTL_MSG_MAX + 400];
+    const char *av[3];
+    int rc, applied;
+
+    if ((rc = user_args(c, argc, argv, &key)) != 0)
+        return rc;
+    q = ctl_db_quote(c, key);
+    sql = ctl_strf("UPDATE redis_user SET revoked_at = NOW(3) WHERE entity_key = BINARY %s AND "
+                   "revoked_at IS NULL",
+                   q);
+    free(q);
+    rc = ctl_db_exec(c, sql);
+    free(sql);
+    if (rc != 0)
+        return rc;
+    if (mysql_affected_rows(c->db) != 1)
+        return ctl_fail(c, CTL_ERROR,
+                        "application '%s' has no Redis user (grant one with 'idpoolctl apps "
+                        "grant %s')",
+                        key, key);
+
+    acluser_name(c->cfg.key_prefix, key, user, sizeof(user));
+    av[0] = "ACL";
+    av[1] = "DELUSER";
+    av[2] = user;
+    applied = redis_run(c, 3, av, "ACL DELUSER", err, sizeof(err)) == 0;
+    if (!applied)
+        redis_warn(c, err,
+                   "the user is revoked in MySQL; idpoold deletes it from Redis when it "
+                   "(re)connects");
+    if (c->json) {
+        cJSON *doc = ctl_jcheck(cJSON_CreateObject());
+
+        ctl_jcheck(cJSON_AddStringToObject(doc, "user", user));
+        ctl_jcheck(cJSON_AddStringToObject(doc, "key", key));
+        ctl_jcheck(cJSON_AddBoolToObject(doc, "applied", applied));
+        if (!applied)
+            ctl_jcheck(cJSON_AddStringToObject(doc, "redis_error", err[0] ? err : c->errmsg));
+        ctl_json_print(c, doc);
+        return 0;
+    }
+    printf("revoked Redis user '%s' of application '%s'%s\n", user, key,
+           applied ? ": deleted from Redis, its connections closed" : "");
+    return 0;
+}
+
+/* ----------------------------------------------------------------- help */
+
+static const char help_tokens[] =
+    "Usage: %s [global options] tokens COMMAND [ARGS]\n"
+    "\n"
+    "Manage the bearer tokens of idpoold's ID API (GET /v1/ids/KEY with 'Authorization:\n"
+    "Bearer <token>'): the rows of the MySQL table `api_token`. A token is shown once, when\n"
+    "it is added; only its SHA-256 is stored. idpoold picks up changes within its reload\n"
+    "interval (reload-ms) or at once on SIGHUP.\n"
+    "\n"
+    "Commands:\n"
+    "  add NAME --apps KEY[,KEY...]|*  a new token for these applications (or all: *)\n"
+    "  list                            every token: name, applications, created, status\n"
+    "  revoke NAME                     stop accepting a token (the row stays, for audit)\n"
+    "\n"
+    "Every command takes --json (one JSON document on stdout) and -h, --help.\n";
+
+static const char help_add[] =
+    "Usage: %s [global options] tokens add NAME --apps KEY[,KEY...]|* [--json]\n"
+    "\n"
+    "Add a token that may take IDs of the given applications ('*': every application,\n"
+    "present and future). NAME is 1..64 characters of A-Z a-z 0-9 _ . - and unique\n"
+    "(regardless of case) among active tokens; the name of a revoked token is reused\n"
+    "(its row replaced). Each KEY must be an existing application (disabled ones count).\n"
+    "\n"
+    "The token (idp_ and 43 more characters) is printed once, on the second line (--json:\n"
+    "{\"name\", \"apps\", \"token\"}); idpoold stores only its SHA-256, so a lost token is\n"
+    "revoked and replaced, never recovered. Exit 1 if an application does not exist or an\n"
+    "active token has this name.\n"
+    "\n"
+    "Example: %s tokens add checkout --apps user,order\n";
+
+static const char help_list[] =
+    "Usage: %s [global options] tokens list [--json]\n"
+    "\n"
+    "List every token, sorted by name: NAME, APPS (keys or *), CREATED and STATUS (active,\n"
+    "or revoked at <time>). Never a token or its hash. --json: an array of {name, apps,\n"
+    "created_at, revoked_at (null or a time), active}.\n";
+
+static const char help_revoke[] =
+    "Usage: %s [global options] tokens revoke NAME [--json]\n"
+    "\n"
+    "Revoke a token: revoked_at = now. idpoold stops accepting it within its reload\n"
+    "interval (reload-ms) or at once on SIGHUP. The row stays, for audit; its name can be\n"
+    "given to a new token. Revoking a revoked token changes nothing (exit 0); an unknown\n"
+    "NAME is an error (exit 1).\n";
+
+int ctl_tokens_help(FILE *out, const char *prog, const char *sub)
+{
+    static const struct {
+        const char *name, *text;
+    } helps[] = {{"add", help_add}, {"list", help_list}, {"revoke", help_revoke}};
+
+    if (!sub) {
+        fprintf(out, help_tokens, prog);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+        if (strcmp(sub, helps[i].name) == 0) {
+            fprintf(out, helps[i].text, prog, prog);
+            return 0;
+        }
+    return -1;
+}
+
+int ctl_tokens(struct ctl *c, int argc, char **argv)
+{
+    static const struct {
+        const char *name, *cmd;
+        int (*fn)(struct ctl *, int, char **);
+    } subs[] = {{"add", "tokens add", cmd_add},
+                {"list", "tokens list", cmd_list},
+                {"revoke", "tokens revoke", cmd_revoke}};
+    const char *sub;
+
+    c->cmd = "tokens";
+    if (argc < 1)
+        return ctl_usage(c, "missing command: add, list or revoke");
+    sub = argv[0];
+    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
+        if (ctl_tokens_help(stdout, c->prog,
+                            argc > 1 && strcmp(sub, "help") == 0 ? argv[1] : NULL) != 0)
+            return ctl_usage(c, "no help for 'tokens %.64s': no such command", argv[1]);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (strcmp(sub, subs[i].name) == 0) {
+            int rc;
+
+            c->cmd = subs[i].cmd;
+            rc = subs[i].fn(c, argc - 1, argv + 1);
+            if (rc == CTL_HELP) {
+                ctl_tokens_help(stdout, c->prog, sub);
+                return 0;
+            }
+            return rc;
+        }
+    return ctl_usage(c, "unknown command 'tokens %.64s' (add, list, revoke)", sub);
+}
