@@ -13,7 +13,9 @@
 #include <event2/event.h>
 
 #include "build_config.h"
+#include "access.h"
 #include "alerts.h"
+#include "api.h"
 #include "config.h"
 #include "statushttp.h"
 #include "fault.h"
@@ -36,6 +38,8 @@ struct daemon {
     struct alerts *alerts;
     struct refill *refill;
     struct statushttp *http;
+    struct access *access; /* API tokens, Redis users of direct clients */
+    struct api *api;       /* the ID API (listens nowhere when api is empty) */
     struct event *ev_term, *ev_int, *ev_hup;
     struct event *ev_grace; /* bounds a graceful shutdown */
     int stopping;
@@ -53,6 +57,8 @@ static void on_redis_state(struct rds *r, int ready, void *arg)
     (void)r;
     if (d->refill)
         refill_redis_state(d->refill, ready);
+    if (d->access)
+        access_redis_state(d->access, ready);
 }
 
 static void on_stopped(void *arg)
@@ -120,6 +126,12 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         warn_restart_needed("mysql", d->cfg.mysql_url, nc.mysql_url);
         warn_restart_needed("key-prefix", d->cfg.key_prefix, nc.key_prefix);
         warn_restart_needed("http", d->cfg.http_addr, nc.http_addr);
+        warn_restart_needed("api", d->cfg.api_addr, nc.api_addr);
+        warn_restart_needed("api-tls-cert", d->cfg.api_tls_cert, nc.api_tls_cert);
+        warn_restart_needed("api-tls-key", d->cfg.api_tls_key, nc.api_tls_key);
+        if (d->cfg.refill != nc.refill || d->cfg.api_max_conns != nc.api_max_conns)
+            log_warn("reload: refill or api-max-connections changed; the new value takes effect "
+                     "after a restart");
         warn_restart_needed("instance", d->cfg.instance, nc.instance);
         warn_restart_needed("alert-webhook", d->cfg.alert_webhook, nc.alert_webhook);
         if (d->cfg.http_max_conns != nc.http_max_conns ||
@@ -138,10 +150,13 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         rds_set_timeout(d->rds, nc.redis_timeout_ms);
         rds_set_timeout(d->prds, nc.redis_timeout_ms);
         refill_configure(d->refill, &nc);
+        access_configure(d->access, &nc);
+        api_configure(d->api, &nc);
         config_free(&d->cfg);
         d->cfg = nc;
     }
     refill_reload(d->refill);
+    access_reload(d->access);
 }
 
 int main(int argc, char **argv)
@@ -200,6 +215,12 @@ int main(int argc, char **argv)
     d.refill = refill_new(d.base, &d.cfg, d.rds, d.prds, d.store, d.alerts);
     if (!d.refill)
         die("cannot set up the refill loop");
+    d.access = access_new(d.base, &d.cfg, d.store, d.rds);
+    if (!d.access)
+        die("cannot set up the API tokens and Redis users");
+    d.api = api_new(d.base, &d.cfg, refill_pools(d.refill), d.access);
+    if (!d.api)
+        die("cannot start the ID API on %s", d.cfg.api_addr);
     {
         struct status_source src;
         refill_status_source(d.refill, &src);
@@ -219,11 +240,13 @@ int main(int argc, char **argv)
     event_base_dispatch(d.base);
 
     /* Teardown: Redis first (pending callbacks see NULL replies), then MySQL. */
+    api_free(d.api);
     statushttp_free(d.http);
     rds_free(d.rds);
     rds_free(d.prds);
     store_free(d.store);
     refill_free(d.refill);
+    access_free(d.access);
     alerts_free(d.alerts);
     event_free(d.ev_term);
     event_free(d.ev_int);

@@ -632,6 +632,11 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, int main_
     return r;
 }
 
+void rds_set_name(struct rds *r, const char *name)
+{
+    r->name = name;
+}
+
 void rds_free(struct rds *r)
 {
     if (!r)

@@ -34,6 +34,8 @@ typedef void rds_state_fn(struct rds *r, int ready, void *arg);
  */
 struct rds *rds_new(struct event_base *base, const struct config *cfg, int main_conn,
                     rds_state_fn *on_state, void *arg);
+/* Name the connection in the log ("redis-api"); name is static. */
+void rds_set_name(struct rds *r, const char *name);
 /* Drops the connection (pending callbacks get NULL) and frees everything. */
 void rds_free(struct rds *r);
 

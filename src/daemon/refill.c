@@ -593,6 +593,8 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
         rf->sched = sched_new(base, &env, cfg->tick_ms, cfg->reload_ms, cfg->lock_ttl_ms);
         if (!rf->sched)
             goto fail;
+        if (!cfg->refill)
+            sched_passive(rf->sched);
     }
     rf->lc.store = store;
     rf->lc.rds = rds;
@@ -603,6 +605,11 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
 fail:
     refill_free(rf);
     return NULL;
+}
+
+struct pools *refill_pools(struct refill *rf)
+{
+    return rf->pools;
 }
 
 void refill_free(struct refill *rf)

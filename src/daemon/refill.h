@@ -18,12 +18,16 @@
 #include "status.h"
 #include "store.h"
 
+struct pools;
 struct refill;
 
 /* rds: checks, locks, leases; prds: the pushes (a connection of their own). */
 struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
                           struct rds *prds, struct store *store, struct alerts *alerts);
 void refill_free(struct refill *rf);
+
+/* The registry of pools (the ID API looks rows up in it). */
+struct pools *refill_pools(struct refill *rf);
 
 /* Re-read application rows now (SIGHUP). */
 void refill_reload(struct refill *rf);

@@ -39,6 +39,7 @@
 struct sched {
     struct sched_env env;
     char *match;             /* SCAN pattern of every pool: <prefix>:{*}:pool */
+    int passive;             /* issuer-only: load rows, check nothing */
     int sweeping;            /* an epoch sweep's SCAN is in progress */
     unsigned sweep_pending;  /* its idpool_epoch calls in flight */
     size_t swept, discarded; /* pools seen and discarded by the sweep in progress */
@@ -555,6 +556,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     pools_sweep(reg);
+    if (s->passive)
+        return; /* issuer-only: the refillers check the pools */
     if (!rds_ready(s->env.rds)) {
         /* Nothing can be pushed: a pool that needed IDs stalls. */
         for (size_t i = 0; i < pools_count(reg); i++) {
@@ -581,8 +584,15 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
     pools_reload(s->env.pools);
 }
 
+void sched_passive(struct sched *s)
+{
+    s->passive = 1;
+}
+
 void sched_redis_ready(struct sched *s)
 {
+    if (s->passive)
+        return;
     sweep_start(s);
     on_tick(-1, 0, s); /* check every pool at once after (re)connecting */
 }

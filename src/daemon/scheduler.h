@@ -40,6 +40,11 @@ void sched_configure(struct sched *s, int tick_ms, int reload_ms, int lock_ttl_m
  * knows and whatever state a pool is in) and check every pool now.
  */
 void sched_redis_ready(struct sched *s);
+/*
+ * Issuer-only instance (refill = off): rows are still loaded (the ID API
+ * needs them), but no pool is checked, swept, locked or refilled.
+ */
+void sched_passive(struct sched *s);
 /* Stop the timers and start nothing new. */
 void sched_stop(struct sched *s);
 

@@ -28,7 +28,7 @@
 #define STR(x)          STR_(x)
 #define JOIN_TIMEOUT_MS 300 /* at shutdown, how long to wait for the worker */
 
-enum job_kind { JOB_LOAD, JOB_RESERVE };
+enum job_kind { JOB_LOAD, JOB_RESERVE, JOB_AUTH };
 
 struct job {
     enum job_kind kind;
@@ -46,6 +46,7 @@ struct job {
     struct app_row *rows; /* load: heap array */
     size_t nrows;
     struct store_lease lease;
+    struct store_auth *auth; /* auth: heap, handed to the callback */
 };
 
 struct store {
@@ -278,6 +279,127 @@ static void job_load(struct store *s, struct job *j)
     j->status = STORE_OK;
 }
 
+/*
+ * Rows of one auth query into *rows (heap) through `take`, which returns 0
+ * to keep a row, 1 to skip it (malformed), -1 when out of memory. A missing
+ * table reads as no rows with *missing set. 0, or -1 with j's error set.
+ */
+static int auth_query(struct store *s, struct job *j, const char *sql, size_t size, void **rows,
+                      size_t *n, int *missing, int (*take)(void *row, MYSQL_ROW r, void *ctx),
+                      void *ctx)
+{
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    size_t cap;
+
+    if (mysql_query(s->conn, sql) != 0) {
+        if (mysql_errno(s->conn) == ER_NO_SUCH_TAB) {
+            *missing = 1;
+            return 0;
+        }
+        sql_err(s, j, s->conn);
+        conn_close(s);
+        return -1;
+    }
+    res = mysql_store_result(s->conn);
+    if (!res) {
+        sql_err(s, j, s->conn);
+        conn_close(s);
+        return -1;
+    }
+    cap = (size_t)mysql_num_rows(res);
+    *rows = calloc(cap ? cap : 1, size);
+    if (*rows == NULL) {
+        mysql_free_result(res);
+        set_err(j, STORE_NOMEM, "out of memory loading %zu rows", cap);
+        return -1;
+    }
+    while ((row = mysql_fetch_row(res)) && *n < cap) {
+        int rc = take((char *)*rows + *n * size, row, ctx);
+        if (rc < 0) {
+            mysql_free_result(res);
+            set_err(j, STORE_NOMEM, "out of memory loading %zu rows", cap);
+            return -1;
+        }
+        if (rc == 0)
+            (*n)++;
+    }
+    mysql_free_result(res);
+    return 0;
+}
+
+static int take_token(void *out, MYSQL_ROW r, void *ctx)
+{
+    struct store_token *t = out;
+    struct store_auth *a = ctx;
+
+    if (!r[0] || !r[1] || !r[2] || !token_name_valid(r[0]) || !token_hash_valid(r[1])) {
+        a->skipped++;
+        return 1;
+    }
+    snprintf(t->name, sizeof(t->name), "%s", r[0]);
+    snprintf(t->hash, sizeof(t->hash), "%s", r[1]);
+    t->apps = strdup(r[2]);
+    return t->apps ? 0 : -1;
+}
+
+static int take_grant(void *out, MYSQL_ROW r, void *ctx)
+{
+    struct store_grant *g = out;
+    struct store_auth *a = ctx;
+
+    if (!r[0] || !r[1] || !app_key_valid(r[0]) || !token_hash_valid(r[1])) {
+        a->skipped++;
+        return 1;
+    }
+    snprintf(g->key, sizeof(g->key), "%s", r[0]);
+    snprintf(g->hash, sizeof(g->hash), "%s", r[1]);
+    g->revoked = r[2] && strcmp(r[2], "1") == 0;
+    return 0;
+}
+
+static void job_auth(struct store *s, struct job *j)
+{
+    struct store_auth *a = calloc(1, sizeof(*a));
+    void *rows;
+
+    if (a == NULL) {
+        set_err(j, STORE_NOMEM, "out of memory");
+        return;
+    }
+    j->auth = a;
+    rows = NULL;
+    if (auth_query(s, j, "SELECT name, token_sha256, apps FROM api_token WHERE revoked_at IS NULL",
+                   sizeof(struct store_token), &rows, &a->ntokens, &a->tokens_missing, take_token,
+                   a) < 0) {
+        a->tokens = rows;
+        return;
+    }
+    a->tokens = rows;
+    rows = NULL;
+    if (auth_query(s, j,
+                   "SELECT entity_key, password_sha256, revoked_at IS NOT NULL FROM redis_user "
+                   "ORDER BY entity_key",
+                   sizeof(struct store_grant), &rows, &a->ngrants, &a->grants_missing, take_grant,
+                   a) < 0) {
+        a->grants = rows;
+        return;
+    }
+    a->grants = rows;
+    j->status = STORE_OK;
+}
+
+void store_auth_free(struct store_auth *a)
+{
+    if (a == NULL)
+        return;
+    for (size_t i = 0; i < a->ntokens; i++)
+        free(a->tokens[i].apps);
+    free(a->tokens);
+    free(a->grants);
+    free(a);
+}
+
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 {
     uint64_t m = a > b ? a : b;
@@ -427,6 +549,8 @@ static void *worker(void *arg)
         if (conn_open(s, j) == 0) {
             if (j->kind == JOB_LOAD)
                 job_load(s, j);
+            else if (j->kind == JOB_AUTH)
+                job_auth(s, j);
             else
                 job_reserve(s, j);
         }
@@ -434,9 +558,19 @@ static void *worker(void *arg)
         s->used_ms = clock_ms();
         if (j->status != STORE_OK)
             s->errors++;
-        s->up = j->status == STORE_OK;
-        /* A job skipped during the connect backoff (no error number) changes nothing. */
-        if (j->status == STORE_OK)
+        /*
+         * Health follows the refill's own jobs: tokens and users read fine
+         * while `application` is missing (and they tolerate missing tables),
+         * so they would hide it. A job skipped during the connect backoff (no
+         * error number) changes nothing.
+         */
+        if (j->kind != JOB_AUTH)
+            s->up = j->status == STORE_OK;
+        else if (j->status != STORE_OK)
+            s->up = 0;
+        if (j->kind == JOB_AUTH)
+            ;
+        else if (j->status == STORE_OK)
             s->schema_missing = 0;
         else if (j->sql_errno != 0)
             s->schema_missing = j->sql_errno == ER_BAD_DB || j->sql_errno == ER_NO_SUCH_TAB;
@@ -459,6 +593,7 @@ static void *worker(void *arg)
 
 static void job_free(struct job *j)
 {
+    store_auth_free(j->auth);
     free(j->rows);
     free(j);
 }
@@ -481,10 +616,16 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
         struct job *j = list;
         list = j->next;
         s->pending--;
-        if (j->kind == JOB_LOAD)
+        if (j->kind == JOB_LOAD) {
             ((store_load_fn *)j->fn)(j->arg, j->status, j->rows, j->nrows, j->err);
-        else
+        } else if (j->kind == JOB_AUTH) {
+            struct store_auth *a = j->status == STORE_OK ? j->auth : NULL;
+            if (a)
+                j->auth = NULL;
+            ((store_auth_fn *)j->fn)(j->arg, j->status, a, j->err);
+        } else {
             ((store_reserve_fn *)j->fn)(j->arg, j->status, &j->lease, j->err);
+        }
         job_free(j);
     }
 }
@@ -510,6 +651,18 @@ int store_load(struct store *s, store_load_fn *fn, void *arg)
     if (!j)
         return -1;
     j->kind = JOB_LOAD;
+    j->fn = (void *)fn;
+    j->arg = arg;
+    return store_queue(s, j);
+}
+
+int store_auth(struct store *s, store_auth_fn *fn, void *arg)
+{
+    struct job *j = calloc(1, sizeof(*j));
+
+    if (!j)
+        return -1;
+    j->kind = JOB_AUTH;
     j->fn = (void *)fn;
     j->arg = arg;
     return store_queue(s, j);

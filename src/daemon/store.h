@@ -21,6 +21,7 @@
 
 #include "app.h"
 #include "config.h"
+#include "token.h"
 
 #define STORE_ERR_MAX 256
 
@@ -71,6 +72,41 @@ int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((war
  */
 int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));
+
+/* An active API token (api_token, revoked_at NULL). */
+struct store_token {
+    char name[TOKEN_NAME_MAX + 1];
+    char hash[TOKEN_HASH_LEN + 1]; /* hex SHA-256 */
+    char *apps;                    /* "user,order" or "*" (heap) */
+};
+
+/* A Redis user of a direct client (redis_user). */
+struct store_grant {
+    char key[APP_KEY_MAX + 1];
+    char hash[TOKEN_HASH_LEN + 1]; /* hex SHA-256 of the password */
+    int revoked;                   /* revoked_at is set: delete the user */
+};
+
+/* What store_auth() read; free with store_auth_free(). */
+struct store_auth {
+    struct store_token *tokens;
+    size_t ntokens;
+    struct store_grant *grants;
+    size_t ngrants;
+    int tokens_missing; /* no api_token table (schema older than this daemon) */
+    int grants_missing; /* no redis_user table */
+    size_t skipped;     /* rows with a malformed name, key or hash (not used) */
+};
+
+/* auth is owned by the callback (store_auth_free); NULL unless STORE_OK. */
+typedef void store_auth_fn(void *arg, enum store_err st, struct store_auth *auth, const char *err);
+
+/*
+ * Read the active API tokens and the Redis users. A missing table is not an
+ * error (the schema predates them): it reads as empty, flagged in the result.
+ */
+int store_auth(struct store *s, store_auth_fn *fn, void *arg) __attribute__((warn_unused_result));
+void store_auth_free(struct store_auth *a);
 
 /* Counters for /metrics and /healthz. */
 struct store_stats {

@@ -1,0 +1,68 @@
+/*
+ * apireq — the parts of an ID API request that idpoold parses itself, and
+ * the rendering of its answers. Pure (fuzzed: test/fuzz/fuzz_apireq.c).
+ *
+ *   GET or POST /v1/ids/{key}[?count=N]
+ *   Authorization: Bearer <token>
+ *   Accept: text/plain           one ID per line instead of JSON
+ *
+ * A POST may carry count=N in an application/x-www-form-urlencoded body
+ * instead of the query.
+ */
+#ifndef IDPOOL_APIREQ_H
+#define IDPOOL_APIREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define APIREQ_PATH    "/v1/ids/"
+#define APIREQ_ERR_MAX 160
+
+enum apireq_fmt { APIREQ_JSON, APIREQ_TEXT };
+
+/*
+ * The application key of a request path ("/v1/ids/user" -> "user"), taken
+ * as sent (keys never need percent-encoding): 0 with *key and *keylen set, or
+ * -1 when the path is not /v1/ids/ followed by a valid application key
+ * (app_key_valid).
+ */
+int apireq_path(const char *path, const char **key, size_t *keylen)
+    __attribute__((warn_unused_result));
+
+/*
+ * count from a query string or form body ("count=5"; NULL or "" = 1): a
+ * decimal integer >= 1 (at most 10 digits); any other parameter, a repeated
+ * count or a bad value is an error (err says which, quoting at most 32
+ * bytes of it). 0 or -1.
+ */
+int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * The answer's format from an Accept header (NULL: absent): the first of
+ * text/plain and application/json that the header lists decides; anything
+ * else (a wildcard, neither) means JSON. q-values are not weighed.
+ */
+enum apireq_fmt apireq_accept(const char *accept);
+
+/*
+ * The token of an "Authorization: Bearer <token>" header (scheme
+ * case-insensitive, RFC 6750 token68 characters): 0 with *tok and *len set, -1
+ * when the header is absent, of another scheme or malformed.
+ */
+int apireq_bearer(const char *authz, const char **tok, size_t *len)
+    __attribute__((warn_unused_result));
+
+/* Decimal text of v into buf (>= 21 bytes), not terminated; returns its length. */
+size_t apireq_u64(uint64_t v, char *buf);
+
+/*
+ * The 200 body for n IDs of application `key` (a valid key: nothing to
+ * escape): {"app":"key","ids":["1","2"]}\n, or one ID per line. Needs at
+ * most apireq_body_max(keylen, n) bytes at buf; returns the length.
+ */
+size_t apireq_body_max(size_t keylen, size_t n);
+size_t apireq_body(char *buf, enum apireq_fmt fmt, const char *key, size_t keylen,
+                   const uint64_t *ids, size_t n);
+
+#endif

@@ -1,0 +1,276 @@
+#include "access.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "acluser.h"
+#include "log.h"
+#include "rds.h"
+#include "store.h"
+#include "token.h"
+
+struct access {
+    struct event_base *base;
+    struct store *store;
+    struct rds *rds;
+    char *prefix; /* key prefix: user names and patterns */
+    int db;       /* Redis database: users may SELECT it when not 0 */
+    int reload_ms;
+    struct event *timer; /* periodic reload */
+    int loading;         /* a store_auth job is in flight */
+    int loaded;          /* a load has succeeded */
+    struct store_auth *auth;
+    uint64_t
+        applied_sum; /* digest of the users last applied (0 = not applied on this connection) */
+    int applying;    /* ACL commands in flight */
+    int warned_tokens, warned_grants, warned_acl; /* said once */
+    char last_err[STORE_ERR_MAX];
+    int freeing;
+};
+
+/* FNV-1a over the users: what must be (re)applied when it changes. */
+static uint64_t grants_digest(const struct store_auth *au)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (size_t i = 0; au && i < au->ngrants; i++) {
+        const struct store_grant *g = &au->grants[i];
+        for (const char *p = g->key; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        for (const char *p = g->hash; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        h = (h ^ (uint64_t)(g->revoked + 2)) * 1099511628211ULL;
+    }
+    return h ? h : 1;
+}
+
+static void on_acl_reply(struct rds *r, redisReply *reply, void *arg)
+{
+    struct access *a = arg;
+
+    (void)r;
+    a->applying--;
+    if (reply == NULL) {
+        a->applied_sum = 0; /* the connection went: apply again when it is back */
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        a->applied_sum = 0;
+        if (!a->warned_acl) {
+            a->warned_acl = 1;
+            log_error("redis: cannot apply the Redis users of direct clients: %s%s", reply->str,
+                      strncmp(reply->str, "NOPERM", 6) == 0
+                          ? " (the daemon's Redis user needs +acl|setuser and +acl|deluser)"
+                          : "");
+        }
+    }
+}
+
+/*
+ * Send ACL SETUSER (or DELUSER when revoked) for every row: idempotent, so
+ * any number of daemons may do it. Only when Redis is ready and the rows
+ * changed since the last complete application on this connection.
+ */
+static void apply_users(struct access *a)
+{
+    uint64_t sum;
+    size_t set = 0, del = 0;
+
+    if (!a->auth || !rds_ready(a->rds) || a->applying)
+        return;
+    sum = grants_digest(a->auth);
+    if (sum == a->applied_sum)
+        return;
+    for (size_t i = 0; i < a->auth->ngrants; i++) {
+        const struct store_grant *g = &a->auth->grants[i];
+        char space[2 * ACLUSER_NAME_MAX + 80], name[ACLUSER_NAME_MAX];
+        const char *argv[ACLUSER_ARGC_MAX];
+        int argc, rc;
+
+        if (g->revoked) {
+            acluser_name(a->prefix, g->key, name, sizeof(name));
+            rc = rds_command(a->rds, on_acl_reply, a, "ACL DELUSER %s", name);
+            del++;
+        } else {
+            argc = acluser_setuser(a->prefix, g->key, g->hash, a->db, space, argv);
+            rc = rds_command_argv(a->rds, on_acl_reply, a, argc, argv, NULL);
+            set++;
+        }
+        if (rc < 0)
+            return; /* not ready any more: applied again on the next connection */
+        a->applying++;
+    }
+    a->applied_sum = sum;
+    if (set || del) {
+        a->warned_acl = 0;
+        log_info("redis: applied %zu Redis user(s) of direct clients, deleted %zu revoked", set,
+                 del);
+    }
+}
+
+static int by_hash(const void *x, const void *y)
+{
+    return strcmp(((const struct store_token *)x)->hash, ((const struct store_token *)y)->hash);
+}
+
+static void on_auth(void *arg, enum store_err st, struct store_auth *au, const char *err)
+{
+    struct access *a = arg;
+
+    a->loading = 0;
+    if (st != STORE_OK) {
+        if (strcmp(a->last_err, err) != 0)
+            log_warn("access: cannot read the API tokens and Redis users (keeping the ones "
+                     "loaded before): %s",
+                     err);
+        snprintf(a->last_err, sizeof(a->last_err), "%s", err);
+        return;
+    }
+    if (a->last_err[0])
+        log_info("access: API tokens and Redis users read again");
+    a->last_err[0] = '\0';
+    if (au->tokens_missing && !a->warned_tokens)
+        log_warn("access: no table api_token: the ID API accepts no token until the schema is "
+                 "updated (load sql/schema.sql again)");
+    if (au->grants_missing && !a->warned_grants)
+        log_warn("access: no table redis_user: Redis users of direct clients are not applied "
+                 "until the schema is updated (load sql/schema.sql again)");
+    if (au->skipped)
+        log_warn("access: %zu token or user row(s) skipped: malformed name, key or hash",
+                 au->skipped);
+    a->warned_tokens = au->tokens_missing;
+    a->warned_grants = au->grants_missing;
+    if (!a->loaded || au->ntokens != a->auth->ntokens)
+        log_info("access: %zu API token(s), %zu Redis user(s)", au->ntokens, au->ngrants);
+    qsort(au->tokens, au->ntokens, sizeof(*au->tokens), by_hash);
+    store_auth_free(a->auth);
+    a->auth = au;
+    a->loaded = 1;
+    apply_users(a);
+}
+
+void access_reload(struct access *a)
+{
+    if (a->loading || a->freeing)
+        return;
+    if (store_auth(a->store, on_auth, a) == 0)
+        a->loading = 1;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    access_reload(arg);
+}
+
+void access_configure(struct access *a, const struct config *cfg)
+{
+    struct timeval tv = {cfg->reload_ms / 1000, (cfg->reload_ms % 1000) * 1000};
+
+    a->reload_ms = cfg->reload_ms;
+    event_add(a->timer, &tv);
+}
+
+struct access *access_new(struct event_base *base, const struct config *cfg, struct store *store,
+                          struct rds *rds)
+{
+    struct access *a = calloc(1, sizeof(*a));
+
+    if (a == NULL)
+        return NULL;
+    a->base = base;
+    a->store = store;
+    a->rds = rds;
+    a->db = cfg->redis.db;
+    a->prefix = strdup(cfg->key_prefix);
+    a->timer = event_new(base, -1, EV_PERSIST, on_timer, a);
+    if (a->prefix == NULL || a->timer == NULL) {
+        access_free(a);
+        return NULL;
+    }
+    access_configure(a, cfg);
+    access_reload(a);
+    return a;
+}
+
+void access_free(struct access *a)
+{
+    if (a == NULL)
+        return;
+    a->freeing = 1;
+    if (a->timer)
+        event_free(a->timer);
+    store_auth_free(a->auth);
+    free(a->prefix);
+    free(a);
+}
+
+void access_redis_state(struct access *a, int ready)
+{
+    a->applied_sum = 0;
+    if (ready)
+        apply_users(a);
+}
+
+const char *access_token(const struct access *a, const char *tok, size_t n, const char **apps_out)
+{
+    char hex[TOKEN_HASH_LEN + 1];
+    size_t lo = 0, hi;
+
+    if (a->auth == NULL || n > 512)
+        return NULL;
+    hi = a->auth->ntokens;
+    token_hash(tok, n, hex);
+    /*
+     * Binary search over hashes sorted by MySQL (hex text: byte order).
+     * Comparisons leak how much of a hash prefix matched, which says
+     * nothing about a token (SHA-256 has no usable preimages).
+     */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(hex, a->auth->tokens[mid].hash);
+        if (c == 0) {
+            *apps_out = a->auth->tokens[mid].apps;
+            return a->auth->tokens[mid].name;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+int access_allows(const char *apps, const char *key, size_t keylen)
+{
+    const char *p = apps;
+
+    if (strcmp(apps, "*") == 0)
+        return 1;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *s = p;
+        size_t m = n;
+
+        while (m && (*s == ' ')) /* "user, order" */
+            s++, m--;
+        while (m && s[m - 1] == ' ')
+            m--;
+        if (m == keylen && memcmp(s, key, keylen) == 0)
+            return 1;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+size_t access_tokens(const struct access *a, int *loaded)
+{
+    *loaded = a->loaded;
+    return a->auth ? a->auth->ntokens : 0;
+}

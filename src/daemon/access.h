@@ -1,0 +1,52 @@
+/*
+ * access — who may take IDs besides the daemon itself, from MySQL (the
+ * source of truth), re-read every reload interval and on SIGHUP:
+ *
+ *   API tokens   (api_token)  looked up by the ID API by the SHA-256 of the
+ *                presented bearer token; a revoked token is gone at the
+ *                next reload.
+ *   Redis users  (redis_user) applied to Redis (ACL SETUSER, or DELUSER for
+ *                a revoked one; acluser.h) on every (re)connect of the main
+ *                connection and whenever the rows change, so that a
+ *                restarted Redis gets its users back.
+ *
+ * Tokens and passwords are never logged: only token names and user names.
+ */
+#ifndef IDPOOL_ACCESS_H
+#define IDPOOL_ACCESS_H
+
+#include <stddef.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+
+struct access;
+struct rds;
+struct store;
+
+struct access *access_new(struct event_base *base, const struct config *cfg, struct store *store,
+                          struct rds *rds);
+void access_free(struct access *a);
+
+/* Re-read tokens and users now (SIGHUP); the reload interval from cfg (config reload). */
+void access_reload(struct access *a);
+void access_configure(struct access *a, const struct config *cfg);
+
+/* The main Redis connection became ready (1) or was lost (0). */
+void access_redis_state(struct access *a, int ready);
+
+/*
+ * The name of the active token whose SHA-256 matches the n bytes at tok,
+ * or NULL; *apps_out gets its application list ("user,order" or "*").
+ * Valid until the next reload (use it within the request).
+ */
+const char *access_token(const struct access *a, const char *tok, size_t n, const char **apps_out);
+
+/* 1 when the list ("user,order" or "*") names application `key` (keylen bytes). */
+int access_allows(const char *apps, const char *key, size_t keylen);
+
+/* Tokens loaded, and whether a load has succeeded yet (for the log and /metrics). */
+size_t access_tokens(const struct access *a, int *loaded);
+
+#endif

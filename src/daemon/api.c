@@ -1,0 +1,694 @@
+#define _GNU_SOURCE /* asprintf */
+#include "api.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <hiredis/hiredis.h>
+
+#include "access.h"
+#include "apireq.h"
+#include "app.h"
+#include "clock.h"
+#include "http.h"
+#include "log.h"
+#include "pool.h"
+#include "rds.h"
+
+#define API_MAX_HEADERS 8192 /* bytes */
+#define API_MAX_BODY    1024 /* bytes: a POST body is at most "count=N" */
+#define API_ALLOW       "GET, POST"
+#define API_WAIT_MAX    4096 /* requests waiting for one application's buffer */
+#define API_BUCKETS     256  /* applications hash (chained) */
+#define HOLD_EMPTY_MS   100  /* after a dry pool: no take before this */
+#define HOLD_EPOCH_MS   200  /* the library's own retry hint */
+#define HOLD_DOWN_MS    200  /* Redis unreachable or refusing */
+#define HOLD_NOAPP_MS   1000 /* meta has no limits: not served (yet) */
+#define STACK_BODY      4096 /* bodies up to this are built on the stack */
+#define CTYPE_TEXT      "text/plain; charset=utf-8"
+#define REALM           "Bearer realm=\"idpool\""
+#define REALM_INVALID   "Bearer realm=\"idpool\", error=\"invalid_token\""
+
+/* Why a take brought nothing (or less than asked). */
+enum api_err { AE_NONE, AE_EMPTY, AE_EPOCH, AE_RATE, AE_NOAPP, AE_LIMIT, AE_DOWN };
+
+/* A request waiting for IDs. */
+struct api_wait {
+    TAILQ_ENTRY(api_wait) link;
+    struct evhttp_request *req;
+    uint64_t count;
+    enum apireq_fmt fmt;
+};
+
+/* One application's buffer, created at its first request. */
+struct api_app {
+    struct api_app *next; /* in its bucket */
+    struct api *api;
+    char key[APP_KEY_MAX + 1];
+    size_t keylen;
+    char *k_pool, *k_meta; /* Redis keys (heap) */
+    uint64_t *ring;        /* the buffered IDs, oldest at head */
+    size_t cap, head, n;   /* ring capacity (a power of two), first, count */
+    int filling;           /* an idpool_take is in flight */
+    uint64_t asked;        /* its count */
+    int short_fill;        /* the last take brought less than asked */
+    TAILQ_HEAD(, api_wait) waiters;
+    size_t nwait;                  /* waiters */
+    uint64_t want;                 /* IDs they ask for */
+    uint64_t hold_until_ms;        /* after a refusal: no take before this */
+    enum api_err held;             /* that refusal */
+    char held_msg[200];            /* its message */
+    uint64_t per_take, per_second; /* the row's limits, as last seen */
+};
+
+struct api {
+    struct event_base *base;
+    struct http *srv;
+    struct rds *rds; /* "redis-api": takes only */
+    struct pools *pools;
+    struct access *access;
+    char *prefix;
+    int buffer; /* api-buffer */
+    int stopping;
+    struct api_app *apps[API_BUCKETS];
+    struct api_stats st;
+};
+
+static const int codes[] = API_CODES;
+
+static void count_code(struct api *a, int code)
+{
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        if (codes[i] == code)
+            a->st.requests[i]++;
+}
+
+static const char *reason_of(int code)
+{
+    switch (code) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 429:
+        return "Too Many Requests";
+    case 503:
+        return "Service Unavailable";
+    }
+    return "Internal Server Error";
+}
+
+/*
+ * An error answer: {"error":"IDPOOL_...","message":"..."} with status
+ * `code`, and Retry-After (whole seconds, at least 1) when retry_ms > 0.
+ */
+static void fail(struct api *a, struct evhttp_request *req, int code, const char *error,
+                 int retry_ms, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void fail(struct api *a, struct evhttp_request *req, int code, const char *error,
+                 int retry_ms, const char *fmt, ...)
+{
+    struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
+    char msg[512], *text = NULL;
+    cJSON *o = cJSON_CreateObject();
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (o && cJSON_AddStringToObject(o, "error", error) &&
+        cJSON_AddStringToObject(o, "message", msg))
+        text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (retry_ms > 0) {
+        char s[16];
+        snprintf(s, sizeof(s), "%d", (retry_ms + 999) / 1000);
+        evhttp_add_header(hdr, "Retry-After", s);
+    }
+    count_code(a, text ? code : 500);
+    http_reply(req, code, reason_of(code), CTYPE_JSON, text);
+}
+
+/* --- the buffers --------------------------------------------------------- */
+
+static size_t bucket_of(const char *key, size_t n)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)key[i]) * 16777619u;
+    return h % API_BUCKETS;
+}
+
+static struct api_app *app_get(struct api *a, const char *key, size_t n)
+{
+    size_t b = bucket_of(key, n);
+    struct api_app *x;
+
+    for (x = a->apps[b]; x; x = x->next)
+        if (x->keylen == n && memcmp(x->key, key, n) == 0)
+            return x;
+    x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return NULL;
+    memcpy(x->key, key, n);
+    x->keylen = n;
+    x->api = a;
+    TAILQ_INIT(&x->waiters);
+    if (asprintf(&x->k_pool, "%s:{%s}:pool", a->prefix, x->key) < 0)
+        x->k_pool = NULL;
+    if (asprintf(&x->k_meta, "%s:{%s}:meta", a->prefix, x->key) < 0)
+        x->k_meta = NULL;
+    if (!x->k_pool || !x->k_meta) {
+        free(x->k_pool);
+        free(x->k_meta);
+        free(x);
+        return NULL;
+    }
+    x->next = a->apps[b];
+    a->apps[b] = x;
+    return x;
+}
+
+/* Room for `need` IDs in the ring; 0 or -1 (out of memory). */
+static int ring_reserve(struct api_app *x, size_t need)
+{
+    size_t cap = x->cap ? x->cap : 64;
+    uint64_t *r;
+
+    if (need <= x->cap)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+    r = malloc(cap * sizeof(*r));
+    if (r == NULL)
+        return -1;
+    for (size_t i = 0; i < x->n; i++)
+        r[i] = x->ring[(x->head + i) & (x->cap - 1)];
+    free(x->ring);
+    x->ring = r;
+    x->cap = cap;
+    x->head = 0;
+    return 0;
+}
+
+/*
+ * Answer `req` with `n` IDs from the head of the buffer: they leave it
+ * here, for this response only.
+ */
+static void serve(struct api_app *x, struct evhttp_request *req, uint64_t n, enum apireq_fmt fmt)
+{
+    struct api *a = x->api;
+    uint64_t ids[64], *v = ids;
+    char stack[STACK_BODY], *body = stack;
+    size_t max = apireq_body_max(x->keylen, n), len;
+
+    if (n > 64 && (v = malloc(n * sizeof(*v))) == NULL) {
+        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = x->ring[(x->head + i) & (x->cap - 1)];
+    if (max > sizeof(stack) && (body = malloc(max)) == NULL) {
+        if (v != ids)
+            free(v);
+        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+        return;
+    }
+    /* Consumed before the answer goes out: never in two responses, whatever follows. */
+    x->head = (x->head + n) & (x->cap - 1);
+    x->n -= n;
+    a->st.ids += n;
+    a->st.buffered -= n;
+    len = apireq_body(body, fmt, x->key, x->keylen, v, n);
+    a->st.requests[0]++;
+    http_reply_copy(req, 200, "OK", fmt == APIREQ_TEXT ? CTYPE_TEXT : CTYPE_JSON, body, len);
+    if (body != stack)
+        free(body);
+    if (v != ids)
+        free(v);
+}
+
+/* Answer a request that cannot get IDs now, with the reason the last take gave. */
+static void refuse(struct api_app *x, struct evhttp_request *req)
+{
+    struct api *a = x->api;
+    uint64_t now = clock_ms();
+    int retry = x->hold_until_ms > now ? (int)(x->hold_until_ms - now) : 1;
+
+    switch (x->held) {
+    case AE_RATE:
+        fail(a, req, 429, "IDPOOL_RATE", retry, "%s", x->held_msg);
+        break;
+    case AE_EPOCH:
+        fail(a, req, 503, "IDPOOL_EPOCH", retry, "%s", x->held_msg);
+        break;
+    case AE_NOAPP:
+        fail(a, req, 404, "IDPOOL_NOAPP", 0, "%s", x->held_msg);
+        break;
+    case AE_LIMIT:
+        fail(a, req, 400, "IDPOOL_LIMIT", 0, "%s", x->held_msg);
+        break;
+    case AE_DOWN:
+        fail(a, req, 503, "IDPOOL_UNAVAILABLE", retry, "%s", x->held_msg);
+        break;
+    case AE_EMPTY:
+    case AE_NONE:
+        fail(a, req, 503, "IDPOOL_EMPTY", retry,
+             "the pool of '%s' is empty; retry shortly (the refillers are behind or stopped)",
+             x->key);
+        break;
+    }
+}
+
+static void hold(struct api_app *x, enum api_err why, int ms, const char *msg)
+{
+    x->held = why;
+    x->hold_until_ms = clock_ms() + (uint64_t)ms;
+    snprintf(x->held_msg, sizeof(x->held_msg), "%s", msg);
+}
+
+static int held(const struct api_app *x)
+{
+    return x->held != AE_NONE && clock_ms() < x->hold_until_ms;
+}
+
+static void take(struct api_app *x);
+
+/*
+ * Serve the waiting requests in order: in full while the buffer holds
+ * enough; when no take can bring more now (the pool ran short, a refusal
+ * is held) with what there is, or refused.
+ */
+static void drain(struct api_app *x)
+{
+    struct api_wait *w;
+    int stuck = x->short_fill || held(x);
+
+    while ((w = TAILQ_FIRST(&x->waiters)) != NULL) {
+        uint64_t n = w->count;
+
+        if (x->n < n) {
+            if (!stuck)
+                break;
+            n = x->n;
+        }
+        TAILQ_REMOVE(&x->waiters, w, link);
+        x->nwait--;
+        x->want -= w->count;
+        if (n > 0)
+            serve(x, w->req, n, w->fmt);
+        else
+            refuse(x, w->req);
+        free(w);
+    }
+    take(x);
+}
+
+/* How many IDs this issuer keeps for the application, at most. */
+static uint64_t target(const struct api_app *x)
+{
+    uint64_t t = (uint64_t)x->api->buffer, tenth = x->per_second / 10;
+
+    if (t > x->per_take)
+        t = x->per_take;
+    if (t > tenth)
+        t = tenth;
+    return t ? t : 1;
+}
+
+/* Parse "... retry in N ms" (the library's hint); `def` when there is none. */
+static int retry_hint(const char *msg, int def)
+{
+    const char *p = strstr(msg, "retry in ");
+    long v;
+
+    if (p == NULL)
+        return def;
+    v = strtol(p + 9, NULL, 10);
+    return v > 0 && v < 60000 ? (int)v : def;
+}
+
+static void on_take(struct rds *r, redisReply *reply, void *arg)
+{
+    struct api_app *x = arg;
+    struct api *a = x->api;
+    uint64_t asked = x->asked;
+
+    (void)r;
+    x->filling = 0;
+    x->short_fill = 0;
+    if (a->stopping)
+        return;
+    if (reply == NULL) {
+        hold(x, AE_DOWN, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
+    } else if (reply->type == REDIS_REPLY_ARRAY) {
+        size_t got = 0;
+
+        if (ring_reserve(x, x->n + reply->elements) == 0) {
+            for (size_t i = 0; i < reply->elements; i++) {
+                const redisReply *e = reply->element[i];
+                char *end;
+                unsigned long long v;
+
+                if (e->type != REDIS_REPLY_STRING)
+                    continue;
+                v = strtoull(e->str, &end, 10);
+                if (end == e->str || *end != '\0') {
+                    log_warn("api: %s: skipped a pool entry that is not an ID: '%.40s'", x->key,
+                             e->str);
+                    continue;
+                }
+                x->ring[(x->head + x->n) & (x->cap - 1)] = v;
+                x->n++;
+                got++;
+            }
+        }
+        a->st.taken += got;
+        a->st.buffered += got;
+        if (got < asked) {
+            x->short_fill = 1;
+            hold(x, AE_EMPTY, HOLD_EMPTY_MS, "");
+        } else {
+            x->held = AE_NONE;
+        }
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        const char *m = reply->str;
+
+        if (strncmp(m, "IDPOOL_RATE ", 12) == 0)
+            hold(x, AE_RATE, retry_hint(m, 1000), m + 12);
+        else if (strncmp(m, "IDPOOL_EPOCH ", 13) == 0)
+            hold(x, AE_EPOCH, retry_hint(m, HOLD_EPOCH_MS), m + 13);
+        else if (strncmp(m, "IDPOOL_NOAPP ", 13) == 0)
+            hold(x, AE_NOAPP, HOLD_NOAPP_MS, "application not served yet (no limits in Redis)");
+        else if (strncmp(m, "IDPOOL_LIMIT ", 13) == 0)
+            hold(x, AE_LIMIT, HOLD_NOAPP_MS, m + 13);
+        else {
+            log_warn("api: %s: idpool_take failed: %s", x->key, m);
+            hold(x, AE_DOWN, HOLD_DOWN_MS, "Redis refused the take; retry shortly");
+        }
+    }
+    drain(x);
+}
+
+/*
+ * Take from the pool when the buffer runs low or requests wait for more
+ * than it holds: one take in flight per application, none while a refusal
+ * is held; waiting requests are answered at once while it is.
+ */
+static void take(struct api_app *x)
+{
+    struct api *a = x->api;
+    uint64_t t, ask;
+    char count[24];
+    const char *argv[6];
+    size_t len[6];
+
+    if (x->filling || a->stopping)
+        return;
+    if (held(x)) {
+        if (x->nwait)
+            drain(x);
+        return;
+    }
+    t = target(x);
+    if (x->n >= x->want + (t + 1) / 2)
+        return;
+    ask = x->want + t - x->n;
+    if (ask > x->per_take)
+        ask = x->per_take;
+    if (ring_reserve(x, x->n + ask) < 0) {
+        hold(x, AE_DOWN, HOLD_DOWN_MS, "out of memory");
+        drain(x);
+        return;
+    }
+    snprintf(count, sizeof(count), "%" PRIu64, ask);
+    argv[0] = "FCALL";
+    argv[1] = "idpool_take";
+    argv[2] = "2";
+    argv[3] = x->k_pool;
+    argv[4] = x->k_meta;
+    argv[5] = count;
+    for (int i = 0; i < 6; i++)
+        len[i] = strlen(argv[i]);
+    if (rds_command_argv(a->rds, on_take, x, 6, argv, len) < 0) {
+        hold(x, AE_DOWN, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
+        drain(x);
+        return;
+    }
+    x->filling = 1;
+    x->asked = ask;
+    a->st.takes++;
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+/* The count of a request: query, or for a POST a form body. 0, or -1 (answered). */
+static int request_count(struct api *a, struct evhttp_request *req, uint64_t *count)
+{
+    const char *uri = evhttp_request_get_uri(req), *q = strchr(uri, '?');
+    size_t qlen = q ? strcspn(q + 1, "#") : 0;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t blen = in ? evbuffer_get_length(in) : 0;
+    char err[APIREQ_ERR_MAX];
+
+    if (blen > 0 && evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
+        const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+        const char *body;
+
+        if (qlen > 0) {
+            fail(a, req, 400, "IDPOOL_BADARG", 0,
+                 "count given in both the query and the body: use one");
+            return -1;
+        }
+        if (ct && strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0) {
+            fail(a, req, 400, "IDPOOL_BADARG", 0,
+                 "a POST body must be count=N (application/x-www-form-urlencoded)");
+            return -1;
+        }
+        body = (const char *)evbuffer_pullup(in, (ssize_t)blen);
+        if (body == NULL || apireq_count(body, blen, count, err, sizeof(err)) < 0) {
+            fail(a, req, 400, "IDPOOL_BADARG", 0, "%s", body ? err : "cannot read the body");
+            return -1;
+        }
+        return 0;
+    }
+    if (apireq_count(q ? q + 1 : NULL, qlen, count, err, sizeof(err)) < 0) {
+        fail(a, req, 400, "IDPOOL_BADARG", 0, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Every request: method, path, token, application, count, in that order
+ * (a token learns nothing of applications it may not see: 403 before 404).
+ */
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct api *a = arg;
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    char *path = http_target_path(req), keybuf[APP_KEY_MAX + 1];
+    const char *key, *tok, *apps, *name;
+    size_t keylen, toklen;
+    struct pool *p;
+    struct api_app *x;
+    uint64_t count;
+    enum apireq_fmt fmt;
+
+    if (path == NULL) {
+        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+        return;
+    }
+    if (apireq_path(path, &key, &keylen) < 0) {
+        fail(a, req, 404, "IDPOOL_NOTFOUND", 0,
+             "no such path: IDs are at /v1/ids/{key} (an application key)");
+        goto out;
+    }
+    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_POST) {
+        evhttp_add_header(out, "Allow", API_ALLOW);
+        fail(a, req, 405, "IDPOOL_METHOD", 0, "method %s not allowed: use GET or POST",
+             http_method_name(m));
+        goto out;
+    }
+    if (apireq_bearer(evhttp_find_header(in, "Authorization"), &tok, &toklen) < 0) {
+        evhttp_add_header(out, "WWW-Authenticate", REALM);
+        fail(a, req, 401, "IDPOOL_AUTH", 0,
+             "missing or malformed token: send 'Authorization: Bearer <token>'");
+        goto out;
+    }
+    name = access_token(a->access, tok, toklen, &apps);
+    if (name == NULL) {
+        evhttp_add_header(out, "WWW-Authenticate", REALM_INVALID);
+        fail(a, req, 401, "IDPOOL_AUTH", 0, "unknown or revoked token");
+        goto out;
+    }
+    memcpy(keybuf, key, keylen);
+    keybuf[keylen] = '\0';
+    if (!access_allows(apps, key, keylen)) {
+        fail(a, req, 403, "IDPOOL_FORBIDDEN", 0, "token '%s' may not take IDs of '%s'", name,
+             keybuf);
+        goto out;
+    }
+    p = pools_find(a->pools, keybuf);
+    if (p == NULL || !p->live) {
+        fail(a, req, 404, "IDPOOL_NOAPP", 0,
+             "no application '%s' is served (unknown, disabled or invalid row)", keybuf);
+        goto out;
+    }
+    if (request_count(a, req, &count) < 0)
+        goto out;
+    if (count > p->cfg.per_take) {
+        fail(a, req, 400, "IDPOOL_LIMIT", 0,
+             "count %" PRIu64 " exceeds max_size_per_times %" PRIu64, count, p->cfg.per_take);
+        goto out;
+    }
+    fmt = apireq_accept(evhttp_find_header(in, "Accept"));
+    x = app_get(a, key, keylen);
+    if (x == NULL) {
+        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+        goto out;
+    }
+    x->per_take = p->cfg.per_take;
+    x->per_second = p->cfg.per_second;
+    if (TAILQ_EMPTY(&x->waiters) && x->n >= count) {
+        serve(x, req, count, fmt);
+        take(x); /* ahead of need */
+        goto out;
+    }
+    if (x->nwait >= API_WAIT_MAX) {
+        fail(a, req, 503, "IDPOOL_EMPTY", 1000,
+             "%d requests already wait for IDs of '%s'; retry shortly", API_WAIT_MAX, x->key);
+        goto out;
+    }
+    {
+        struct api_wait *w = calloc(1, sizeof(*w));
+        if (w == NULL) {
+            fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+            goto out;
+        }
+        w->req = req;
+        w->count = count;
+        w->fmt = fmt;
+        TAILQ_INSERT_TAIL(&x->waiters, w, link);
+        x->nwait++;
+        x->want += count;
+    }
+    if (held(x))
+        drain(x);
+    else
+        take(x);
+out:
+    free(path);
+}
+
+/* --- lifecycle ------------------------------------------------------------ */
+
+struct api *api_new(struct event_base *base, const struct config *cfg, struct pools *pools,
+                    struct access *access)
+{
+    struct api *a = calloc(1, sizeof(*a));
+    struct http_opts o = {
+        .name = "api",
+        .routes = "/v1/ids/{key}",
+        .host = cfg->api_host,
+        .port = cfg->api_port,
+        .max_conns = cfg->api_max_conns,
+        .timeout_ms = cfg->http_timeout_ms,
+        .max_headers = API_MAX_HEADERS,
+        .max_body = API_MAX_BODY,
+        .tls_cert = cfg->api_tls_cert,
+        .tls_key = cfg->api_tls_key,
+        .handler = on_request,
+    };
+
+    if (a == NULL)
+        return NULL;
+    a->base = base;
+    a->pools = pools;
+    a->access = access;
+    a->buffer = cfg->api_buffer;
+    a->prefix = strdup(cfg->key_prefix);
+    if (a->prefix == NULL)
+        goto fail;
+    if (cfg->api_addr == NULL || cfg->api_addr[0] == '\0') {
+        o.host = NULL;
+    } else {
+        a->rds = rds_new(base, cfg, 0, NULL, NULL);
+        if (a->rds == NULL)
+            goto fail;
+        rds_set_name(a->rds, "redis-api");
+    }
+    o.arg = a;
+    a->srv = http_new(base, &o);
+    if (a->srv == NULL)
+        goto fail;
+    return a;
+fail:
+    api_free(a);
+    return NULL;
+}
+
+void api_free(struct api *a)
+{
+    if (a == NULL)
+        return;
+    /* Waiting requests are answered first: evhttp_free would free them under us. */
+    for (size_t b = 0; b < API_BUCKETS; b++) {
+        for (struct api_app *x = a->apps[b]; x; x = x->next) {
+            struct api_wait *w;
+            while ((w = TAILQ_FIRST(&x->waiters)) != NULL) {
+                TAILQ_REMOVE(&x->waiters, w, link);
+                fail(a, w->req, 503, "IDPOOL_UNAVAILABLE", 1000, "the issuer is shutting down");
+                free(w);
+            }
+            x->nwait = 0;
+            x->want = 0;
+        }
+    }
+    a->stopping = 1;
+    http_free(a->srv);
+    rds_free(a->rds); /* on_take sees NULL replies: stopping */
+    for (size_t b = 0; b < API_BUCKETS; b++) {
+        struct api_app *x = a->apps[b];
+        while (x) {
+            struct api_app *next = x->next;
+            free(x->ring);
+            free(x->k_pool);
+            free(x->k_meta);
+            free(x);
+            x = next;
+        }
+    }
+    free(a->prefix);
+    free(a);
+}
+
+void api_configure(struct api *a, const struct config *cfg)
+{
+    a->buffer = cfg->api_buffer;
+}
+
+void api_get_stats(const struct api *a, struct api_stats *out)
+{
+    *out = a->st;
+}

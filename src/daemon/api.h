@@ -1,0 +1,68 @@
+/*
+ * api — the ID issuer (brief §11): GET or POST /v1/ids/{key}[?count=N] with
+ * "Authorization: Bearer <token>", on a listener of its own (api-addr).
+ *
+ *   200  {"app":"user","ids":["1000001","1000003"]} (IDs as strings), or
+ *        one ID per line with "Accept: text/plain"; up to N IDs: fewer
+ *        only when the pool ran short or the rate limit was reached
+ *   400  IDPOOL_BADARG bad count or parameter; IDPOOL_LIMIT count above
+ *        max_size_per_times
+ *   401  IDPOOL_AUTH no or unknown token (WWW-Authenticate: Bearer)
+ *   403  IDPOOL_FORBIDDEN the token is not for this application
+ *   404  IDPOOL_NOAPP unknown or not served application (for a token that
+ *        may see it); IDPOOL_NOTFOUND another path
+ *   405  IDPOOL_METHOD another method (Allow: GET, POST)
+ *   429  IDPOOL_RATE max_size_per_second reached (Retry-After)
+ *   503  IDPOOL_EMPTY pool dry, IDPOOL_EPOCH not yet re-validated,
+ *        IDPOOL_UNAVAILABLE Redis unreachable (Retry-After)
+ *
+ * Each application has a small buffer of IDs taken from its pool through
+ * idpool_take (so the limits and the epoch check hold, inside Redis, across
+ * every issuer and direct client), refilled ahead of need on a Redis
+ * connection of its own. An ID leaves the buffer for exactly one response;
+ * IDs buffered when the process dies are gaps, never reissued.
+ */
+#ifndef IDPOOL_API_H
+#define IDPOOL_API_H
+
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+
+struct access;
+struct pools;
+
+struct api;
+
+/* Counters for /metrics. */
+struct api_stats {
+    uint64_t requests[9]; /* by API_CODE_* below */
+    uint64_t ids;         /* IDs handed out */
+    uint64_t takes;       /* idpool_take calls (buffer fills) */
+    uint64_t taken;       /* IDs they brought */
+    uint64_t buffered;    /* IDs in the buffers now */
+};
+
+/* The status codes counted, in struct api_stats order. */
+#define API_CODES                                                                                  \
+    {                                                                                              \
+        200, 400, 401, 403, 404, 405, 429, 500, 503                                                \
+    }
+
+/*
+ * Serve on cfg->api_host:cfg->api_port (nowhere when api_addr is empty).
+ * Rows come from `pools`, tokens from `access`. NULL with an error logged.
+ */
+struct api *api_new(struct event_base *base, const struct config *cfg, struct pools *pools,
+                    struct access *access) __attribute__((warn_unused_result));
+/* Answer every waiting request (503), close the listener and the connection; NULL ok. */
+void api_free(struct api *a);
+
+/* api-buffer (config reload). */
+void api_configure(struct api *a, const struct config *cfg);
+
+void api_get_stats(const struct api *a, struct api_stats *out);
+
+#endif
