@@ -51,7 +51,33 @@
     X(apps_deleted, "idpool_applications", GAUGE, "", ONE, "state=\"deleted\"",                    \
       U(d->apps_deleted))                                                                          \
     X(refill_duration, "idpool_refill_duration_seconds", HISTOGRAM,                                \
-      "How long refills took, seconds.", HIST, "", U(d->refill_latency_count))
+      "How long refills took, seconds.", HIST, "", U(d->refill_latency_count))                     \
+    X(api_requests_200, "idpool_api_requests_total", COUNTER,                                      \
+      "Answers of the ID API, by HTTP status.", ONE, "code=\"200\"", U(d->api_requests[0]))        \
+    X(api_requests_400, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"400\"",             \
+      U(d->api_requests[1]))                                                                       \
+    X(api_requests_401, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"401\"",             \
+      U(d->api_requests[2]))                                                                       \
+    X(api_requests_403, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"403\"",             \
+      U(d->api_requests[3]))                                                                       \
+    X(api_requests_404, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"404\"",             \
+      U(d->api_requests[4]))                                                                       \
+    X(api_requests_405, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"405\"",             \
+      U(d->api_requests[5]))                                                                       \
+    X(api_requests_429, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"429\"",             \
+      U(d->api_requests[6]))                                                                       \
+    X(api_requests_500, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"500\"",             \
+      U(d->api_requests[7]))                                                                       \
+    X(api_requests_503, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"503\"",             \
+      U(d->api_requests[8]))                                                                       \
+    X(api_ids, "idpool_api_ids_total", COUNTER, "IDs handed out by the ID API.", ONE, "",          \
+      U(d->api_ids))                                                                               \
+    X(api_takes, "idpool_api_takes_total", COUNTER,                                                \
+      "idpool_take calls that filled the ID API's buffers.", ONE, "", U(d->api_takes))             \
+    X(api_buffered, "idpool_api_buffered_ids", GAUGE,                                              \
+      "IDs in the ID API's buffers (gaps if the process dies).", ONE, "", U(d->api_buffered))      \
+    X(api_tokens, "idpool_api_tokens", GAUGE, "Active API tokens loaded.", ONE, "",                \
+      U(d->api_tokens))
 
 /*
  * Per-application metrics, labelled app="<entity_key>":

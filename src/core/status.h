@@ -93,6 +93,12 @@ struct daemon_view {
     uint64_t refill_latency[STATUS_NLATENCY + 1]; /* non-cumulative counts; last = +Inf */
     double refill_latency_sum;                    /* seconds */
     uint64_t refill_latency_count;
+    /* the ID API (zero when it is off) */
+    uint64_t api_requests[9]; /* answers by status: 200 400 401 403 404 405 429 500 503 */
+    uint64_t api_ids;         /* IDs handed out */
+    uint64_t api_takes;       /* idpool_take calls filling the buffers */
+    uint64_t api_buffered;    /* IDs in the buffers now */
+    uint64_t api_tokens;      /* active tokens loaded */
 };
 
 typedef void status_app_fn(const struct app_view *v, void *arg);

@@ -38,8 +38,9 @@ struct daemon {
     struct alerts *alerts;
     struct refill *refill;
     struct statushttp *http;
-    struct access *access; /* API tokens, Redis users of direct clients */
-    struct api *api;       /* the ID API (listens nowhere when api is empty) */
+    struct access *access;           /* API tokens, Redis users of direct clients */
+    struct api *api;                 /* the ID API (listens nowhere when api is empty) */
+    struct status_source refill_src; /* the refill loop's views, completed by src_daemon */
     struct event *ev_term, *ev_int, *ev_hup;
     struct event *ev_grace; /* bounds a graceful shutdown */
     int stopping;
@@ -59,6 +60,37 @@ static void on_redis_state(struct rds *r, int ready, void *arg)
         refill_redis_state(d->refill, ready);
     if (d->access)
         access_redis_state(d->access, ready);
+}
+
+/* The status views: the refill loop's, with the ID API's counters added. */
+static void src_each(void *ctx, status_app_fn *fn, void *arg)
+{
+    struct daemon *d = ctx;
+
+    d->refill_src.each_app(d->refill_src.ctx, fn, arg);
+}
+
+static int src_one(void *ctx, const char *key, status_app_fn *fn, void *arg)
+{
+    struct daemon *d = ctx;
+
+    return d->refill_src.one_app(d->refill_src.ctx, key, fn, arg);
+}
+
+static void src_daemon(void *ctx, struct daemon_view *out)
+{
+    struct daemon *d = ctx;
+    struct api_stats st;
+    int loaded;
+
+    _Static_assert(sizeof(st.requests) == sizeof(out->api_requests), "API_CODES and daemon_view");
+    d->refill_src.daemon(d->refill_src.ctx, out);
+    api_get_stats(d->api, &st);
+    memcpy(out->api_requests, st.requests, sizeof(out->api_requests));
+    out->api_ids = st.ids;
+    out->api_takes = st.takes;
+    out->api_buffered = st.buffered;
+    out->api_tokens = access_tokens(d->access, &loaded);
 }
 
 static void on_stopped(void *arg)
@@ -222,8 +254,8 @@ int main(int argc, char **argv)
     if (!d.api)
         die("cannot start the ID API on %s", d.cfg.api_addr);
     {
-        struct status_source src;
-        refill_status_source(d.refill, &src);
+        struct status_source src = {&d, src_each, src_one, src_daemon};
+        refill_status_source(d.refill, &d.refill_src);
         d.http = statushttp_new(d.base, &d.cfg, &src);
         if (!d.http)
             die("cannot start the HTTP status server on %s", d.cfg.http_addr);
