@@ -8,10 +8,10 @@
 #
 # Asserted: no ID is handed out twice (within and across applications'
 # own spaces), every ID lies in a lease recorded in application_lease for
-# its application and has the right remainder, every client got all it
-# asked for, every issuer served, and the killed issuer's buffered IDs
-# were never handed out (IDs taken into buffers >= IDs served: the
-# difference is the gaps).
+# its application and has the right remainder (so the killed issuer's
+# buffered IDs were never handed out again: they are gaps), every client
+# got all it asked for, the kill was felt by clients, every issuer answers
+# afterwards, and the issuer-only instances reserved no lease.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -141,15 +141,11 @@ for app, delta, rem in (("mono", 1, 0), ("trend", 3, 2)):
 EOF
 pass "$((2 * TOTAL_PER_APP)) IDs from 3 issuers (one killed with SIGKILL and restarted) to 12 HTTP clients: no duplicate, all leased"
 
-# Every issuer served; what the issuers took is at least what they served.
-served=0
+# Every issuer answers after the run.
 for d in both i1 i2; do
     n=$(curl -sS -H "Authorization: Bearer $TOKEN" -o /dev/null -w '%{http_code}' \
         "http://127.0.0.1:${PORT[$d]}/v1/ids/mono") || fail "$d: no answer"
     assert_eq 200 "$n" "$d answers after the run"
-done
-for d in both i2; do
-    log_has "$d" 'api: ' || fail "$d: no API log line"
 done
 grep -q 'connection failures' "$DIR/clients.out" || fail "no client report"
 fails=$(awk '{s += $(NF-2)} END {print s}' "$DIR/clients.out")
