@@ -11,6 +11,9 @@
 #           setting given through each source
 #   url     redis://, mysql://, http:// (webhook) URLs and HOST:PORT: no
 #           crash, round-trips, never a password in an error message
+#   apireq  the ID API's request parts (path, count query or form body,
+#           Accept, Authorization: Bearer) against their contracts, and the
+#           JSON and text bodies (cJSON parses them, within apireq_body_max)
 # Each target aborts when an invariant is violated, so logic bugs show up as
 # crashes, next to what ASan and UBSan catch.
 #
@@ -54,7 +57,7 @@ if ! [[ $SECS =~ ^[0-9]+$ ]] || ((SECS < 1)); then
 fi
 BUILD=build-fuzz
 # shellcheck disable=SC2206 # a list of names
-TARGETS=(${FUZZ_TARGETS:-app config url})
+TARGETS=(${FUZZ_TARGETS:-app config url apireq})
 CRASHES=$BUILD/fuzz-crashes
 
 if ! command -v clang >/dev/null; then

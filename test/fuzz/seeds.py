@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the seed corpora test/fuzz/corpus/{app,config,url}/ (run from anywhere).
+"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq}/ (run from anywhere).
 
 Each seed is encoded the way its target decodes the input (see the comments
 at the top of test/fuzz/fuzz_*.c and the reader in test/fuzz/fuzz.h): valid
@@ -199,6 +199,30 @@ def url_seeds():
     return seeds
 
 
+def apireq_seeds():
+    """flags (bit 0/1/2: no query/Accept/Authorization), path, query, Accept,
+    Authorization, error buffer length (0: full), then the IDs (fz_i64)."""
+    def req(path, query, accept, authz, flags=0, errlen=0, ids=()):
+        return (bytes([flags]) + s(path) + s(query) + s(accept) + s(authz) + bytes([errlen])
+                + b"".join(i64(v) for v in ids))
+
+    return {
+        "seed-json": req("/v1/ids/user", "", "application/json", "Bearer idp_" + "A" * 43,
+                         ids=[1]),
+        "seed-text-3": req("/v1/ids/order.v-2", "count=3", "text/plain;q=0.5, application/json",
+                           "bearer  idp_abc-_~+/==  ", ids=[0, 2**62, -1]),
+        "seed-absent": req("/v1/ids/a", "", "", "", flags=7),
+        "seed-form": req("/v1/ids/" + "k" * 64, "&&count=2&", "TEXT/PLAIN", "Bearer\tx=",
+                         ids=[INT64_MAX, -2**63]),
+        "seed-big-count": req("/v1/ids/user", "count=9999999999", "*/*", "Basic dXNlcjpw")
+        + bytes([64]),
+        "seed-bad-count": req("/v1/ids/..", "count=5&count=6", "text/*, text/plain", "Bearer a b",
+                              errlen=20),
+        "seed-bad-param": req("/v1/ids/-x", "foo=1", "garbage", "Bearer ==", errlen=1),
+        "seed-bad-value": req("/v2/ids/user", "count=+5", "", "Bearerxyz", flags=2),
+    }
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -216,3 +240,4 @@ if __name__ == "__main__":
     write("app", app_seeds())
     write("config", config_seeds())
     write("url", url_seeds())
+    write("apireq", apireq_seeds())

@@ -1,0 +1,361 @@
+/*
+ * fuzz_apireq — libFuzzer target for the ID API's request parsers and body
+ * renderer (apireq.c), and the token hash it feeds (token.c).
+ *
+ * Input: a flags byte (bit 0: no query, bit 1: no Accept, bit 2: no
+ * Authorization), then four strings as fz_str() reads them: the path, the
+ * query (or form body), the Accept header and the Authorization header;
+ * then an error buffer length byte (0: APIREQ_ERR_MAX, else that modulo
+ * APIREQ_ERR_MAX + 1), a byte that picks how many IDs when count is above
+ * 64, and the IDs (fz_i64(), as uint64).
+ *
+ * Each parser is checked against an independent statement of its header's
+ * contract (the same answer, the same key, count or token), the query is
+ * handed over in a buffer of exactly its length (no NUL after it: ASan sees
+ * any read past the end), and error messages are terminated, non-empty and
+ * printable. The body for the parsed key, format and count (up to 64 IDs)
+ * is rendered into a heap buffer of exactly apireq_body_max() bytes; JSON
+ * must parse with cJSON to {"app": key, "ids": [...]} with the IDs as
+ * decimal strings, text must be the IDs one per line.
+ */
+#include <cjson/cJSON.h>
+
+#include "apireq.h"
+#include "fuzz.h"
+#include "token.h"
+
+#define FIELD_MAX 1024
+#define IDS_MAX   64
+
+/* ---- the reference statements of the contracts ---- */
+
+static int key_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+}
+
+/* /v1/ids/ + 1..64 of [A-Za-z0-9_.-], not starting with '-', not "." or "..". */
+static int ref_path(const char *path, const char **key, size_t *keylen)
+{
+    const char *k;
+    size_t n;
+
+    if (strncmp(path, "/v1/ids/", 8) != 0)
+        return -1;
+    k = path + 8;
+    n = strlen(k);
+    if (n < 1 || n > 64 || k[0] == '-' || strcmp(k, ".") == 0 || strcmp(k, "..") == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!key_char((unsigned char)k[i]))
+            return -1;
+    *key = k;
+    *keylen = n;
+    return 0;
+}
+
+/* '&'-separated parameters, empty ones ignored; at most one, "count=" 1..10 digits, >= 1. */
+static int ref_count(const char *q, size_t len, uint64_t *count)
+{
+    size_t i = 0;
+    int seen = 0;
+
+    *count = 1;
+    if (q == NULL)
+        return 0;
+    while (i <= len) {
+        size_t end = i, vlen;
+        uint64_t v = 0;
+
+        while (end < len && q[end] != '&')
+            end++;
+        if (end > i) {
+            if (end - i < 6 || memcmp(q + i, "count=", 6) != 0 || seen)
+                return -1;
+            vlen = end - i - 6;
+            if (vlen < 1 || vlen > 10)
+                return -1;
+            for (size_t k = i + 6; k < end; k++) {
+                if (q[k] < '0' || q[k] > '9')
+                    return -1;
+                v = v * 10 + (uint64_t)(q[k] - '0');
+            }
+            if (v == 0)
+                return -1;
+            *count = v;
+            seen = 1;
+        }
+        i = end + 1;
+    }
+    return 0;
+}
+
+static int lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* 1 when the n bytes at s are t (lower case), ignoring case. */
+static int case_eq(const char *s, size_t n, const char *t)
+{
+    if (n != strlen(t))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)s[i]) != t[i])
+            return 0;
+    return 1;
+}
+
+/* Elements split on ',', each one's media range before any ';', without spaces and tabs. */
+static enum apireq_fmt ref_accept(const char *a)
+{
+    if (a == NULL)
+        return APIREQ_JSON;
+    for (;;) {
+        size_t n = strcspn(a, ","), m = strcspn(a, ";");
+        const char *s = a, *e;
+
+        if (m < n)
+            n = m;
+        e = a + n;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (case_eq(s, (size_t)(e - s), "text/plain"))
+            return APIREQ_TEXT;
+        if (case_eq(s, (size_t)(e - s), "application/json"))
+            return APIREQ_JSON;
+        a = strchr(a, ',');
+        if (a == NULL)
+            return APIREQ_JSON;
+        a++;
+    }
+}
+
+static int token68_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
+}
+
+/* "Bearer" (any case), 1*(SP / HT), 1*token68-char *"=", *(SP / HT), the end. */
+static int ref_bearer(const char *h, const char **tok, size_t *len)
+{
+    const char *p, *t;
+
+    if (h == NULL || !case_eq(h, strnlen(h, 6), "bearer") || (h[6] != ' ' && h[6] != '\t'))
+        return -1;
+    p = h + 6;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    t = p;
+    while (token68_char((unsigned char)*p))
+        p++;
+    if (p == t)
+        return -1;
+    while (*p == '=')
+        p++;
+    *tok = t;
+    *len = (size_t)(p - t);
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return *p == '\0' ? 0 : -1;
+}
+
+/* ---- checks ---- */
+
+/* Terminated inside err[errlen], printable ASCII; non-empty when there is room for a byte. */
+static void check_err(const char *err, size_t errlen)
+{
+    const char *nul = memchr(err, '\0', errlen);
+
+    CHECK(nul != NULL);
+    CHECK(errlen < 2 || nul != err);
+    for (const char *c = err; c < nul; c++)
+        CHECK(*c >= 0x20 && *c < 0x7f);
+}
+
+static void check_path(const char *path, const char **key, size_t *keylen)
+{
+    const char *k = NULL, *rk = NULL;
+    size_t n = 0, rn = 0;
+    int rc = apireq_path(path, &k, &n), want = ref_path(path, &rk, &rn);
+
+    CHECK(rc == 0 || rc == -1);
+    CHECK(rc == want);
+    if (rc == 0) {
+        CHECK(k == rk && n == rn);
+        *key = k;
+        *keylen = n;
+    }
+}
+
+static uint64_t check_count(const char *s, size_t len, int absent, size_t errlen, int *ok)
+{
+    char err[APIREQ_ERR_MAX + 16], *q = NULL;
+    uint64_t count = 0, want = 0;
+    int rc, rrc;
+
+    if (!absent) {
+        q = malloc(len ? len : 1); /* exactly the bytes: no NUL after them */
+        CHECK(q != NULL);
+        memcpy(q, s, len);
+    }
+    memset(err, 0x7f, sizeof(err));
+    rc = apireq_count(q, absent ? 0 : len, &count, err, errlen);
+    rrc = ref_count(q, len, &want);
+    CHECK(rc == 0 || rc == -1);
+    if (rc != rrc) {
+        fprintf(stderr, "apireq_count: %d, the contract: %d\n", rc, rrc);
+        CHECK(!"apireq_count follows its contract");
+    }
+    if (rc == 0) {
+        CHECK(count == want);
+        CHECK(count >= 1 && count <= 9999999999ULL);
+    } else if (errlen > 0) {
+        check_err(err, errlen);
+        if (errlen == APIREQ_ERR_MAX)
+            CHECK(strlen(err) < APIREQ_ERR_MAX - 1); /* the longest message fits */
+    }
+    for (size_t i = errlen; i < sizeof(err); i++)
+        CHECK(err[i] == 0x7f); /* nothing past errlen */
+    free(q);
+    *ok = rc == 0;
+    return count;
+}
+
+static void check_bearer(const char *authz, size_t alen)
+{
+    const char *tok = NULL, *rtok = NULL;
+    size_t n = 0, rn = 0;
+    char hex[TOKEN_HASH_LEN + 1];
+    int rc = apireq_bearer(authz, &tok, &n), want = ref_bearer(authz, &rtok, &rn);
+
+    CHECK(rc == 0 || rc == -1);
+    if (rc != want) {
+        fprintf(stderr, "apireq_bearer: %d, the contract: %d\n", rc, want);
+        CHECK(!"apireq_bearer follows its contract");
+    }
+    if (rc != 0)
+        return;
+    CHECK(tok == rtok && n == rn);
+    CHECK(n >= 1 && tok >= authz && tok + n <= authz + alen); /* within the header */
+    /* what the daemon does with it: hash, then look the hash up */
+    token_hash(tok, n, hex);
+    CHECK(strlen(hex) == TOKEN_HASH_LEN);
+    CHECK(token_matches(tok, n, hex) == token_hash_valid(hex));
+}
+
+/* JSON: {"app": key, "ids": [decimal strings]} and nothing else. */
+static void check_json(const char *b, size_t len, const char *key, size_t keylen,
+                       const uint64_t *ids, size_t n)
+{
+    cJSON *j = cJSON_ParseWithLength(b, len), *app, *arr, *it;
+    size_t i = 0;
+
+    CHECK(len >= 2 && b[len - 1] == '\n' && b[len - 2] == '}');
+    CHECK(j != NULL && cJSON_IsObject(j));
+    CHECK(cJSON_GetArraySize(j) == 2);
+    app = cJSON_GetObjectItemCaseSensitive(j, "app");
+    CHECK(cJSON_IsString(app) && strlen(app->valuestring) == keylen &&
+          memcmp(app->valuestring, key, keylen) == 0);
+    arr = cJSON_GetObjectItemCaseSensitive(j, "ids");
+    CHECK(cJSON_IsArray(arr) && (size_t)cJSON_GetArraySize(arr) == n);
+    cJSON_ArrayForEach(it, arr)
+    {
+        char *end;
+        CHECK(cJSON_IsString(it));
+        CHECK(it->valuestring[0] >= '0' && it->valuestring[0] <= '9');
+        CHECK(it->valuestring[0] != '0' || it->valuestring[1] == '\0'); /* no leading zeros */
+        CHECK(strtoull(it->valuestring, &end, 10) == ids[i] && *end == '\0');
+        i++;
+    }
+    CHECK(i == n);
+    cJSON_Delete(j);
+}
+
+/* Text: each ID in decimal, one per line. */
+static void check_text(const char *b, size_t len, const uint64_t *ids, size_t n)
+{
+    const char *p = b, *e = b + len;
+
+    for (size_t i = 0; i < n; i++) {
+        char num[32];
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        size_t m;
+
+        CHECK(nl != NULL);
+        m = (size_t)(nl - p);
+        CHECK(m >= 1 && m <= 20);
+        memcpy(num, p, m);
+        num[m] = '\0';
+        CHECK(strspn(num, "0123456789") == m && (num[0] != '0' || m == 1));
+        CHECK(strtoull(num, NULL, 10) == ids[i]);
+        p = nl + 1;
+    }
+    CHECK(p == e);
+}
+
+static void check_body(enum apireq_fmt fmt, const char *key, size_t keylen, const uint64_t *ids,
+                       size_t n)
+{
+    size_t max = apireq_body_max(keylen, n), len;
+    char *b = malloc(max ? max : 1); /* exactly the bound: ASan sees any byte past it */
+
+    CHECK(b != NULL);
+    len = apireq_body(b, fmt, key, keylen, ids, n);
+    CHECK(len <= max);
+    if (fmt == APIREQ_JSON)
+        check_json(b, len, key, keylen, ids, n);
+    else
+        check_text(b, len, ids, n);
+    free(b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct fz f = {data, size};
+    uint8_t flags = fz_u8(&f);
+    size_t qlen, hlen, errlen, n;
+    char *path = fz_str(&f, FIELD_MAX, NULL), *query = fz_str(&f, FIELD_MAX, &qlen);
+    char *accept = fz_str(&f, FIELD_MAX, NULL), *authz = fz_str(&f, FIELD_MAX, &hlen);
+    const char *key = "k";
+    size_t keylen = 1;
+    uint64_t count, ids[IDS_MAX];
+    enum apireq_fmt fmt;
+    int count_ok;
+    char digits[32];
+
+    errlen = fz_u8(&f); /* 0: the full size; else 0..APIREQ_ERR_MAX */
+    errlen = errlen == 0 ? APIREQ_ERR_MAX : errlen % (APIREQ_ERR_MAX + 1);
+
+    check_path(path, &key, &keylen);
+    count = check_count(query, qlen, flags & 1, errlen, &count_ok);
+    fmt = apireq_accept(flags & 2 ? NULL : accept);
+    CHECK(fmt == APIREQ_JSON || fmt == APIREQ_TEXT);
+    CHECK(fmt == ref_accept(flags & 2 ? NULL : accept));
+    check_bearer(flags & 4 ? NULL : authz, hlen);
+
+    /* the body for the parsed count (more than 64: a smaller one), key and format */
+    n = !count_ok ? 0 : count <= IDS_MAX ? (size_t)count : fz_u8(&f) % (IDS_MAX + 1);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (uint64_t)fz_i64(&f);
+    check_body(fmt, key, keylen, ids, n);
+    check_body(fmt == APIREQ_JSON ? APIREQ_TEXT : APIREQ_JSON, key, keylen, ids, n);
+
+    /* apireq_u64 round-trips */
+    for (size_t i = 0; i < n; i++) {
+        size_t m = apireq_u64(ids[i], digits);
+        CHECK(m >= 1 && m <= 20);
+        digits[m] = '\0';
+        CHECK(strtoull(digits, NULL, 10) == ids[i]);
+    }
+
+    free(path);
+    free(query);
+    free(accept);
+    free(authz);
+    return 0;
+}
