@@ -192,19 +192,27 @@ stop_daemon() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-start_daemon() {
-    HTTP_PORT=9471 # the daemon's default, if nobody else has it
-    if ! port_free "$HTTP_PORT"; then
-        HTTP_PORT=$(python3 -c 'import socket
+# pick_port PREFERRED: PREFERRED if nobody listens on it, else a free one.
+pick_port() {
+    if port_free "$1"; then
+        echo "$1"
+    else
+        python3 -c 'import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])')
+print(s.getsockname()[1])'
     fi
+}
+
+start_daemon() {
+    HTTP_PORT=$(pick_port 9471) # the status server's default
+    API_PORT=$(pick_port 9472)
     mkdir -p "$RUN"
     say "starting idpoold (log: run/idpoold.log)"
     printf '\n--- %s quickstart: starting idpoold ---\n' "$(date '+%F %T')" >>"$LOG"
     # The URLs (and their passwords) go by the environment: not visible in ps.
-    setsid "$BUILD/idpoold" --http "127.0.0.1:$HTTP_PORT" </dev/null >>"$LOG" 2>&1 &
+    setsid "$BUILD/idpoold" --http "127.0.0.1:$HTTP_PORT" --api "127.0.0.1:$API_PORT" \
+        </dev/null >>"$LOG" 2>&1 &
     DAEMON=$!
     echo "$DAEMON" >"$PIDFILE"
 }
@@ -232,6 +240,38 @@ wait_pool() {
     done
 }
 
+# A fresh API token for the demo applications (a token is shown only once:
+# the previous run's is revoked and replaced), loaded by idpoold at once
+# (SIGHUP). Kept in run/api-token (mode 600) for the curl lines below.
+make_token() {
+    local out
+    "$BUILD/idpoolctl" tokens revoke quickstart >/dev/null 2>&1 || true
+    out=$("$BUILD/idpoolctl" --json tokens add quickstart --apps demo_mono,demo_trend) ||
+        die "idpoolctl tokens add failed"
+    TOKEN=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])' <<<"$out")
+    (umask 077 && printf '%s\n' "$TOKEN" >"$RUN/api-token")
+    kill -HUP "$DAEMON"
+}
+
+# Waits (bounded) until the API answers 200 for the token; shows that answer.
+show_api() {
+    local deadline code url="http://127.0.0.1:$API_PORT/v1/ids/demo_mono?count=5"
+    deadline=$((${EPOCHREALTIME/[,.]/} + WAIT_S * 1000000))
+    # shellcheck disable=SC2016 # shown as a command to copy, expanded by the reader's shell
+    printf '\n$ curl -H "Authorization: Bearer $(cat run/api-token)" %s\n' "'$url'"
+    while :; do
+        code=$(curl -sS -o "$RUN/api-answer" -w '%{http_code}' \
+            -H "Authorization: Bearer $TOKEN" "$url" 2>/dev/null || true)
+        [[ $code == 200 ]] && break
+        if ((${EPOCHREALTIME/[,.]/} >= deadline)); then
+            tail -n 20 "$LOG" >&2
+            die "the ID API did not answer 200 within ${WAIT_S} s (last: ${code:-no answer} $(cat "$RUN/api-answer" 2>/dev/null)); see run/idpoold.log"
+        fi
+        sleep 0.2
+    done
+    cat "$RUN/api-answer"
+}
+
 show_ids() {
     local key
     for key in demo_mono demo_trend; do
@@ -248,6 +288,8 @@ idpool is running.
   Pop more IDs:        $cli LPOP 'idpool:{demo_mono}:pool' 100
   Trend IDs:           $cli LPOP 'idpool:{demo_trend}:pool' 100
   With the limits:     $cli FCALL idpool_take 2 'idpool:{demo_mono}:pool' 'idpool:{demo_mono}:meta' 100
+  Over HTTP:           curl -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$API_PORT/v1/ids/demo_trend?count=3'
+                       (token also in run/api-token; more: build/idpoolctl tokens add NAME --apps KEY)
   Status:              build/idpoolctl --http 127.0.0.1:$HTTP_PORT status
   Metrics:             curl http://127.0.0.1:$HTTP_PORT/metrics   (and /healthz, /v1/apps)
   Alerts:              $cli SUBSCRIBE idpool:alerts
@@ -283,7 +325,9 @@ cmd_start() {
     say "waiting up to ${WAIT_S} s for the pools to fill"
     wait_pool demo_mono
     wait_pool demo_trend
+    make_token
     show_ids
+    show_api
 }
 
 cd "$ROOT"

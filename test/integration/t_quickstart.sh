@@ -6,7 +6,9 @@
 #     mariadb client), the demo pools fill;
 #   * no password appears in its output, nor on idpoold's command line (ps);
 #   * a wrong Redis password fails at once with a clear message (it passed
-#     the PING check before and the script waited 20 s for nothing).
+#     the PING check before and the script waited 20 s for nothing);
+#   * it prints a curl line with an API token that works as printed (and
+#     the token is not in idpoold's log).
 # Runs scripts/quickstart.sh on this build (QUICKSTART_NO_BUILD) with its
 # run/ in the test's directory.
 # shellcheck source-path=SCRIPTDIR
@@ -77,6 +79,18 @@ info "idpoold's command line: $(cat "$DIR/cmdline")"
 no_secret "$DIR/cmdline" "idpoold's command line"
 no_secret "$DIR/qs/idpoold.log" "idpoold's log"
 grep -q 'using your servers: redis://:\*\*\*@127' "$DIR/qs.out" || fail "the servers line is not redacted"
+# The printed curl works as printed: it names the token and the API's port.
+curl_line=$(grep -o "curl -H 'Authorization: Bearer idp_[A-Za-z0-9_-]*' 'http://127.0.0.1:[0-9]*/v1/ids/demo_trend?count=3'" "$DIR/qs.out") ||
+    fail "no working curl line in the quick start's output: $(tail -n 15 "$DIR/qs.out")"
+eval "$curl_line" -sS >"$DIR/curl.out" 2>"$DIR/curl.err" || fail "the printed curl failed: $(cat "$DIR/curl.err")"
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["app"] == "demo_trend" and len(d["ids"]) == 3 and all(i.isdigit() for i in d["ids"]), d' \
+    "$DIR/curl.out" || fail "the printed curl did not get 3 IDs: $(cat "$DIR/curl.out")"
+grep -q '"app":"demo_mono","ids":\["[0-9]*"' "$DIR/qs.out" || fail "the quick start did not show an API answer"
+token=$(grep -o 'idp_[A-Za-z0-9_-]*' "$DIR/qs.out" | head -n 1)
+! grep -qF -- "$token" "$DIR/qs/idpoold.log" || fail "the API token is in idpoold's log"
+pass "the quick start prints a working curl with a token ($(cat "$DIR/curl.out"))"
 "$QS" stop >"$DIR/stop.out" 2>&1 || fail "quickstart.sh stop failed: $(cat "$DIR/stop.out")"
 wait_until 10 eval '! [[ -r /proc/$pid/cmdline ]]' || fail "idpoold still running after stop"
 pass "percent-encoded passwords work; none is printed, logged or on idpoold's command line"
