@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # valgrind on the whole life of idpoold: start, fill two pools (one trend),
-# a refill under consumption, a SIGHUP reload, a Redis reconnect, SIGTERM.
+# a refill under consumption, the ID API over TLS (IDs, refusals, a Redis
+# user applied), a SIGHUP reload, a Redis reconnect, SIGTERM.
 # No memory error and no leak may be reported, and the exit status is 0.
 # (Suite 'valgrind': runs on the normal build only; ASan builds can't run
 # under valgrind.)
@@ -22,13 +23,38 @@ exec valgrind --quiet --error-exitcode=99 --leak-check=full \
     "$IDPOOLD_REAL" "\$@"
 SH
 chmod +x "$IDPOOLD"
-start_daemon vg --tick-ms 100 --reload-ms 1000 --redis-timeout-ms 3000
+TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json \
+    tokens add vg --apps vg_mono | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])') ||
+    fail "tokens add failed"
+"$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" apps grant vg_mono >/dev/null ||
+    fail "apps grant failed"
+rcli ACL DELUSER idpool:vg_mono >/dev/null # the daemon must apply it
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$DIR/key.pem" -out "$DIR/cert.pem" \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 1 2>/dev/null ||
+    fail "openssl req failed"
+API_PORT=$(free_port)
+start_daemon vg --tick-ms 100 --reload-ms 1000 --redis-timeout-ms 3000 \
+    --api "127.0.0.1:$API_PORT" --api-tls-cert "$DIR/cert.pem" --api-tls-key "$DIR/key.pem"
 
 # valgrind makes everything ~20x slower: generous, bounded waits.
 wait_until 60 pool_ge vg_mono 6000 || fail "vg_mono pool not filled"
 wait_until 60 pool_ge vg_trend 6000 || fail "vg_trend pool not filled"
 pop vg_mono 3000 "$DIR/ids" --batch 500 --type monotonic
 wait_until 30 pool_ge vg_mono 6000 || fail "vg_mono not refilled"
+# api [curl options] PATH: the status code
+api() {
+    curl -sS --cacert "$DIR/cert.pem" -o "$DIR/api.body" -w '%{http_code}' "${@:1:$#-1}" \
+        "https://127.0.0.1:$API_PORT${*: -1}"
+}
+api_ok() { [[ $(api -H "Authorization: Bearer $TOKEN" '/v1/ids/vg_mono?count=5') == 200 ]]; }
+wait_until 60 api_ok ||
+    fail "the API did not answer 200: $(cat "$DIR/api.body")"
+assert_eq 401 "$(api /v1/ids/vg_mono)" "API answer without a token"
+auth=(-H "Authorization: Bearer $TOKEN")
+assert_eq 403 "$(api "${auth[@]}" /v1/ids/vg_trend)" "API answer for another application"
+assert_eq 400 "$(api "${auth[@]}" '/v1/ids/vg_mono?count=x')" "API answer to a bad count"
+assert_eq 404 "$(api /nope)" "API answer to another path"
+wait_until 30 eval 'rcli ACL GETUSER idpool:vg_mono | grep -q lpop' || fail "the Redis user was not applied"
 signal_daemon vg HUP
 wait_until 30 log_has vg 'SIGHUP: reloading' || fail "no reload after SIGHUP"
 rcli CLIENT KILL TYPE normal SKIPME yes >/dev/null
