@@ -32,14 +32,14 @@
 #define HOLD_EMPTY_MS   100  /* after a dry pool: no take before this */
 #define HOLD_EPOCH_MS   200  /* the library's own retry hint */
 #define HOLD_DOWN_MS    200  /* Redis unreachable or refusing */
-#define HOLD_NOAPP_MS   1000 /* meta has no limits: not served (yet) */
+#define HOLD_LIMIT_MS   1000 /* meta's limits are below the row's (until a refiller syncs them) */
 #define STACK_BODY      4096 /* bodies up to this are built on the stack */
 #define CTYPE_TEXT      "text/plain; charset=utf-8"
 #define REALM           "Bearer realm=\"idpool\""
 #define REALM_INVALID   "Bearer realm=\"idpool\", error=\"invalid_token\""
 
 /* Why a take brought nothing (or less than asked). */
-enum api_err { AE_NONE, AE_EMPTY, AE_EPOCH, AE_RATE, AE_NOAPP, AE_LIMIT, AE_DOWN };
+enum api_err { AE_NONE, AE_EMPTY, AE_EPOCH, AE_RATE, AE_LIMIT, AE_DOWN };
 
 /* A request waiting for IDs. */
 struct api_wait {
@@ -260,9 +260,6 @@ static void refuse(struct api_app *x, struct evhttp_request *req)
     case AE_EPOCH:
         fail(a, req, 503, "IDPOOL_EPOCH", retry, "%s", x->held_msg);
         break;
-    case AE_NOAPP:
-        fail(a, req, 404, "IDPOOL_NOAPP", 0, "%s", x->held_msg);
-        break;
     case AE_LIMIT:
         fail(a, req, 400, "IDPOOL_LIMIT", 0, "%s", x->held_msg);
         break;
@@ -397,9 +394,12 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
         else if (strncmp(m, "IDPOOL_EPOCH ", 13) == 0)
             hold(x, AE_EPOCH, retry_hint(m, HOLD_EPOCH_MS), m + 13);
         else if (strncmp(m, "IDPOOL_NOAPP ", 13) == 0)
-            hold(x, AE_NOAPP, HOLD_NOAPP_MS, "application not served yet (no limits in Redis)");
+            /* The row is served (checked before): Redis lost meta, a refiller restores it. */
+            hold(x, AE_DOWN, HOLD_DOWN_MS,
+                 "the pool has no limits in Redis yet (Redis lost them; a refiller restores them "
+                 "within a check); retry shortly");
         else if (strncmp(m, "IDPOOL_LIMIT ", 13) == 0)
-            hold(x, AE_LIMIT, HOLD_NOAPP_MS, m + 13);
+            hold(x, AE_LIMIT, HOLD_LIMIT_MS, m + 13);
         else {
             log_warn("api: %s: idpool_take failed: %s", x->key, m);
             hold(x, AE_DOWN, HOLD_DOWN_MS, "Redis refused the take; retry shortly");
