@@ -394,10 +394,10 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
         else if (strncmp(m, "IDPOOL_EPOCH ", 13) == 0)
             hold(x, AE_EPOCH, retry_hint(m, HOLD_EPOCH_MS), m + 13);
         else if (strncmp(m, "IDPOOL_NOAPP ", 13) == 0)
-            /* The row is served (checked before): Redis lost meta, a refiller restores it. */
+            /* The row is served (checked before): no refiller wrote meta yet, or Redis lost it. */
             hold(x, AE_DOWN, HOLD_DOWN_MS,
-                 "the pool has no limits in Redis yet (Redis lost them; a refiller restores them "
-                 "within a check); retry shortly");
+                 "the pool has no limits in Redis: no refilling idpoold has checked it yet, or "
+                 "Redis lost them (a refiller restores them within a check); retry shortly");
         else if (strncmp(m, "IDPOOL_LIMIT ", 13) == 0)
             hold(x, AE_LIMIT, HOLD_LIMIT_MS, m + 13);
         else {

@@ -1,0 +1,730 @@
+#!/usr/bin/env bash
+# The ID API (design brief §11, src/daemon/api.h) against real servers, with
+# curl and Python (http.client, raw sockets) as clients. Daemons: "refill"
+# (--refill on, no API) fills the pools; "issuer1" (--refill off --api) serves
+# them; others as each part needs.
+#
+#   issuer-only alone   before any refiller ran, a live row has no limits in
+#                       meta: 503 IDPOOL_UNAVAILABLE with Retry-After
+#   every status        200 JSON {"app","ids":[strings]} (count=N gives N;
+#                       IDs above 2^53 exact), text/plain with Accept, POST
+#                       with the count in the query or a form body; 400
+#                       IDPOOL_BADARG / IDPOOL_LIMIT; 401 IDPOOL_AUTH with
+#                       WWW-Authenticate: Bearer; 403 IDPOOL_FORBIDDEN; 404
+#                       IDPOOL_NOAPP (unknown key, soft-deleted with idpoolctl
+#                       apps disable), IDPOOL_NOTFOUND; 405 IDPOOL_METHOD with
+#                       Allow: GET, POST; 429 IDPOOL_RATE with Retry-After;
+#                       503 IDPOOL_EMPTY, IDPOOL_UNAVAILABLE (Redis down),
+#                       IDPOOL_EPOCH (Redis restarted, no refiller has swept
+#                       yet; 200 once one has) with Retry-After. Every error
+#                       is JSON {"error","message"}; Retry-After only on 429
+#                       and 503. A take larger than the pool holds is answered
+#                       with what there is (fewer IDs), the next with 503.
+#   tokens              tokens add works within reload-ms, and at once after
+#                       SIGHUP on an instance that reloads once a minute;
+#                       tokens revoke is 401 within reload-ms / after SIGHUP;
+#                       no token in any log or in /metrics
+#   issuer-only         serves IDs the refiller pushed; no lease, lock or
+#                       push of its own (log, application_lease, /metrics)
+#   TLS                 https with curl --cacert; plain HTTP to that port
+#                       fails; a key that does not match the certificate ->
+#                       exit non-zero naming the file; a certificate without
+#                       key -> config error, exit 2
+#   Redis users         apps grant: re-created by the issuer after a Redis
+#                       restart (AUTH, LPOP own pool ok, RPUSH NOPERM); apps
+#                       revoke: not back after another restart
+#   bad input           headers > 8 KiB refused (libevent's 400), bodies
+#                       > 1 KiB (Content-Length or chunked) 413; a
+#                       silent or trickling client closed after
+#                       http-timeout-ms; 50 idle connections do not keep a
+#                       daemon that refills and serves from refilling
+# All IDs handed out by the API are unique per application.
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
+setup
+[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
+"$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"
+command -v openssl >/dev/null 2>&1 || skip "openssl is not installed"
+T_START=$(now_us)
+
+ctl() { "$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" "$@"; }
+# new_token NAME APPS: tokens add, prints the token.
+new_token() {
+    ctl --json tokens add "$1" --apps "$2" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])'
+}
+TOKENS=() # every token made, for the leak checks
+
+# ------------------------------------------------------------ clients ---
+
+# req [curl options] URL-PATH: against $BASE; body in $DIR/body, headers in
+# $DIR/headers, status in $CODE.
+BASE=''
+redact() { sed -E 's/idp_[A-Za-z0-9_-]+/idp_.../g' <<<"$1"; } # no token in the test's output
+req() {
+    local path=${*: -1} st=0
+    CODE=$(curl -sS --max-time 10 -o "$DIR/body" -D "$DIR/headers" -w '%{http_code}' \
+        "${@:1:$#-1}" "$BASE$path") || st=$?
+    ((st == 0)) || fail "curl $(redact "${*:1:$#-1}") $BASE$path: no answer (curl status $st)"
+}
+# as TOKEN [curl options] PATH: req with Authorization: Bearer TOKEN.
+as() {
+    local tok=$1
+    shift
+    req -H "Authorization: Bearer $tok" "$@"
+}
+# answers STATUS TOKEN [curl options] PATH: as TOKEN, answered STATUS (for wait_until).
+answers() {
+    local st=$1
+    shift
+    as "$@"
+    [[ $CODE == "$st" ]]
+}
+# refused ERROR TOKEN [curl options] PATH: as TOKEN, answered with error ERROR.
+refused() {
+    local err=$1
+    shift
+    as "$@"
+    grep -qF "\"error\":\"$err\"" "$DIR/body"
+}
+header() { tr -d '\r' <"$DIR/headers" | sed -n "s/^$1: //Ip" | tail -n 1; }
+what() { printf '%s: %s %s' "$CODE" "$(tr -d '\r' <"$DIR/headers" | tr '\n' '|' | head -c 600)" "$(head -c 600 "$DIR/body")"; }
+
+# is_error STATUS ERROR [retry]: the last answer is STATUS with the JSON body
+# {"error": ERROR, "message": "..."} (nothing else), Content-Type JSON, and
+# Retry-After (whole seconds >= 1) exactly when "retry" is given.
+is_error() {
+    local st=$1 err=$2 retry=${3:-} ra
+    [[ $CODE == "$st" ]] || fail "expected $st $err, got $(what)"
+    [[ $(header Content-Type) == application/json* ]] || fail "$st $err: Content-Type '$(header Content-Type)'"
+    python3 - "$DIR/body" "$err" <<'EOF' || fail "$st $err: body $(head -c 600 "$DIR/body")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert isinstance(d, dict) and set(d) == {"error", "message"}, d
+assert d["error"] == sys.argv[2], d
+assert isinstance(d["message"], str) and d["message"], d
+EOF
+    ra=$(header Retry-After)
+    if [[ -n $retry ]]; then
+        [[ $ra =~ ^[1-9][0-9]*$ ]] || fail "$st $err: Retry-After '$ra', expected whole seconds >= 1"
+    else
+        [[ -z $ra ]] || fail "$st $err: unexpected Retry-After '$ra'"
+    fi
+}
+# ids_ok N APP [exact]: the last answer is 200 JSON {"app": APP, "ids": [...]}
+# with N IDs as decimal strings (exactly N, or 1..N with "upto"), kept in
+# $DIR/ids.APP; prints how many.
+ids_ok() {
+    local n=$1 app=$2 mode=${3:-exact}
+    [[ $CODE == 200 ]] || fail "expected 200 with $n IDs of $app, got $(what)"
+    [[ $(header Content-Type) == application/json* ]] || fail "200: Content-Type '$(header Content-Type)'"
+    python3 - "$DIR/body" "$n" "$app" "$mode" "$DIR/ids.$app" <<'EOF' || fail "200 $app: body $(head -c 600 "$DIR/body")"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+n, app, mode = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+assert isinstance(d, dict) and set(d) == {"app", "ids"} and d["app"] == app, d
+ids = d["ids"]
+assert isinstance(ids, list) and all(isinstance(i, str) and re.match(r"^(0|[1-9][0-9]*)$", i) for i in ids), ids
+assert len(ids) == n if mode == "exact" else 1 <= len(ids) <= n, "%d IDs, asked %d" % (len(ids), n)
+assert all(int(i) < 2**63 for i in ids), ids
+with open(sys.argv[5], "a") as f:
+    f.write("".join(i + "\n" for i in ids))
+print(len(ids))
+EOF
+}
+
+# ------------------------------------------------------------- set up ---
+
+BIG=9007199254740993 # 2^53 + 1: a double cannot hold it
+add_app user step=100 max_pool_size=500 max_size_per_times=50
+add_app big start_offset=$BIG step=100 max_pool_size=500 max_size_per_times=50
+add_app rate step=100 max_pool_size=500 max_size_per_times=5 max_size_per_second=20
+add_app other step=100 max_pool_size=500 max_size_per_times=50
+add_app gone step=100 max_pool_size=500 max_size_per_times=50
+add_app dry step=100 max_pool_size=500 max_size_per_times=50
+add_app busy step=100 max_pool_size=1000 max_size_per_times=100 min_size_percent=50
+APPS_T1=user,big,rate,dry,gone,busy
+T_ALL=$(new_token all '*') || fail "tokens add all"
+T1=$(new_token t1 "$APPS_T1") || fail "tokens add t1"
+TOKENS+=("$T_ALL" "$T1")
+
+API_PORT=$(free_port)
+HTTP_PORT=$(free_port)
+API=http://127.0.0.1:$API_PORT
+BASE=$API
+COMMON=(--tick-ms 50 --reload-ms 300)
+
+# --------------------------------------- issuer-only, nobody refilling ---
+# No daemon ever wrote these rows' limits into meta (an issuer-only instance
+# does not): idpool_take refuses with IDPOOL_NOAPP. The row is served, so the
+# issuer answers 503 IDPOOL_UNAVAILABLE with Retry-After until a refiller
+# writes the limits (not 404: the application exists).
+start_daemon issuer1 "${COMMON[@]}" --refill off --api "127.0.0.1:$API_PORT" \
+    --http "127.0.0.1:$HTTP_PORT" --instance issuer1
+wait_until 5 log_has issuer1 "api: listening on 127\\.0\\.0\\.1:$API_PORT" || fail "issuer1: API not listening"
+wait_until 5 log_has issuer1 "access: 2 API token" || fail "issuer1: tokens not loaded"
+nolimits() { as "$T1" /v1/ids/user && grep -q 'no limits' "$DIR/body"; }
+wait_until 5 nolimits || fail "issuer1 alone: $(what)"
+is_error 503 IDPOOL_UNAVAILABLE retry
+assert_eq "" "$(rcli HGET "$(meta_key user)" per_take)" "per_take in meta with only issuer1 running"
+info "issuer-only alone, app never refilled: $(what)"
+pass "issuer-only alone: a live row no refiller has seen (no limits in meta) is 503 IDPOOL_UNAVAILABLE with Retry-After"
+
+start_daemon refill "${COMMON[@]}" --instance refill1
+for k in user:500 big:500 rate:500 other:500 gone:500 dry:500 busy:1000; do
+    wait_until 10 pool_ge "${k%:*}" "${k#*:}" || fail "${k%:*} never filled"
+done
+wait_until 3 answers 200 "$T1" /v1/ids/user || fail "issuer1 once refilled: $(what)"
+ids_ok 1 user >/dev/null
+
+# ----------------------------------------------------------------- 200 ---
+as "$T1" '/v1/ids/user?count=7'
+ids_ok 7 user >/dev/null
+grep -q '"ids":\["[0-9]' "$DIR/body" || fail "IDs not JSON strings: $(head -c 300 "$DIR/body")"
+[[ $(header Cache-Control) == no-store ]] || fail "200: Cache-Control '$(header Cache-Control)'"
+as "$T1" '/v1/ids/user?count=50' # max_size_per_times
+ids_ok 50 user >/dev/null
+as "$T_ALL" /v1/ids/user
+ids_ok 1 user >/dev/null
+# above 2^53: consecutive (increment_max 1) and exact only as strings
+as "$T1" '/v1/ids/big?count=20'
+ids_ok 20 big >/dev/null
+python3 - "$DIR/body" "$BIG" <<'EOF' || fail "big IDs not exact: $(head -c 600 "$DIR/body")"
+import json, sys
+ids = [int(i) for i in json.load(open(sys.argv[1]))["ids"]]
+assert ids[0] >= int(sys.argv[2]) > 2**53, ids
+assert all(b - a == 1 for a, b in zip(ids, ids[1:])), ids
+assert len({float(i) for i in ids}) < len(ids)  # what a double would have made of them
+EOF
+grep -qF "\"$BIG\"" "$DIR/body" || info "big: $BIG itself was buffered before (fine)"
+# text/plain
+as "$T1" -H 'Accept: text/plain' '/v1/ids/user?count=5'
+[[ $CODE == 200 ]] || fail "text/plain: $(what)"
+[[ $(header Content-Type) == text/plain* ]] || fail "text/plain: Content-Type '$(header Content-Type)'"
+assert_eq 5 "$(grep -cxE '0|[1-9][0-9]*' "$DIR/body")" "text/plain: ID lines in $(head -c 300 "$DIR/body")"
+assert_eq 5 "$(wc -l <"$DIR/body")" "text/plain: lines in the body"
+cat "$DIR/body" >>"$DIR/ids.user"
+as "$T1" -H 'Accept: text/html, text/plain;q=0.9' /v1/ids/big
+[[ $CODE == 200 && $(header Content-Type) == text/plain* ]] || fail "Accept with text/plain second: $(what)"
+tr -d '\n' <"$DIR/body" | grep -qxE '[0-9]+' || fail "text/plain body: $(head -c 300 "$DIR/body")"
+cat "$DIR/body" >>"$DIR/ids.big"
+# POST: count in the query (no body; Content-Length: 0 from Python), or a form body
+as "$T1" -X POST '/v1/ids/user?count=3'
+ids_ok 3 user >/dev/null
+as "$T1" -d count=4 /v1/ids/user
+ids_ok 4 user >/dev/null
+python3 - "$API_PORT" "$T1" "$DIR/ids.user" <<'EOF' || fail "Python POSTs"
+import http.client, json, sys
+port, tok = int(sys.argv[1]), sys.argv[2]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+got = []
+for path, body, n in (("/v1/ids/user?count=6", None, 6), ("/v1/ids/user", "count=2", 2),
+                      ("/v1/ids/user", b"count=9", 9)):
+    hdr = {"Authorization": "Bearer " + tok}
+    if body is not None:
+        hdr["Content-Type"] = "application/x-www-form-urlencoded"
+    c.request("POST", path, body=body, headers=hdr)  # one keep-alive connection
+    r = c.getresponse()
+    d = json.loads(r.read())
+    assert r.status == 200 and r.getheader("Content-Type").startswith("application/json"), (r.status, d)
+    assert d["app"] == "user" and len(d["ids"]) == n and all(isinstance(i, str) for i in d["ids"]), (path, d)
+    got += d["ids"]
+open(sys.argv[3], "a").write("".join(i + "\n" for i in got))
+EOF
+pass "200: JSON IDs as strings, count=N gives N, above 2^53 exact, text/plain per Accept, POST with query or form body"
+
+# ----------------------------------------------------------------- 400 ---
+for q in 'count=0' 'count=x' 'count=-1' 'count=' 'count' 'foo=1' 'count=1&count=2' 'count=1&x=2' \
+    'count=99999999999'; do
+    as "$T1" "/v1/ids/user?$q"
+    is_error 400 IDPOOL_BADARG
+done
+as "$T1" -d count=2 '/v1/ids/user?count=3'
+is_error 400 IDPOOL_BADARG
+grep -q 'both' "$DIR/body" || fail "count in query and body: $(what)"
+as "$T1" -d count=abc /v1/ids/user
+is_error 400 IDPOOL_BADARG
+as "$T1" -H 'Content-Type: application/json' -d '{"count":2}' /v1/ids/user
+is_error 400 IDPOOL_BADARG
+as "$T1" '/v1/ids/user?count=51'
+is_error 400 IDPOOL_LIMIT
+grep -q 'max_size_per_times 50' "$DIR/body" || fail "LIMIT message: $(what)"
+as "$T1" -d count=1000 /v1/ids/user
+is_error 400 IDPOOL_LIMIT
+pass "400: IDPOOL_BADARG for bad counts, unknown or repeated parameters, count in query and body; IDPOOL_LIMIT above max_size_per_times"
+
+# ----------------------------------------------------------------- 401 ---
+req /v1/ids/user
+is_error 401 IDPOOL_AUTH
+[[ $(header WWW-Authenticate) == Bearer* ]] || fail "401 without token: WWW-Authenticate '$(header WWW-Authenticate)'"
+for h in 'Authorization: Bearer idp_nosuchtoken' 'Authorization: Basic dXNlcjpwdw==' 'Authorization: Bearer' \
+    "Authorization: Bearer $T1 x"; do
+    req -H "$h" /v1/ids/user
+    is_error 401 IDPOOL_AUTH
+    [[ $(header WWW-Authenticate) == Bearer* ]] || fail "401 ($h): WWW-Authenticate '$(header WWW-Authenticate)'"
+done
+req -H 'Authorization: Bearer idp_nosuchtoken' /v1/ids/nosuch
+is_error 401 IDPOOL_AUTH
+pass "401 IDPOOL_AUTH with WWW-Authenticate: Bearer: no, unknown, malformed token"
+
+# ----------------------------------------------------------- 403 / 404 ---
+as "$T1" /v1/ids/other
+is_error 403 IDPOOL_FORBIDDEN
+as "$T1" /v1/ids/nosuch # a token learns nothing of applications it may not see
+is_error 403 IDPOOL_FORBIDDEN
+as "$T_ALL" /v1/ids/other
+ids_ok 1 other >/dev/null
+as "$T_ALL" /v1/ids/nosuch
+is_error 404 IDPOOL_NOAPP
+for p in /v1/ids/ /v1/ids /v1/idsx/user /v1/ids/user/x / /v1/ids/bad%20key /v1/apps /metrics; do
+    as "$T1" "$p"
+    is_error 404 IDPOOL_NOTFOUND
+done
+req /nope
+is_error 404 IDPOOL_NOTFOUND
+# soft-deleted with idpoolctl: 404 within the reload interval
+as "$T1" /v1/ids/gone
+ids_ok 1 gone >/dev/null
+ctl apps disable gone >/dev/null || fail "apps disable gone"
+t0=$(now_us)
+wait_until 3 answers 404 "$T1" /v1/ids/gone || fail "gone after apps disable: $(what)"
+is_error 404 IDPOOL_NOAPP
+info "gone: 404 $((($(now_us) - t0) / 1000)) ms after apps disable"
+as "$T_ALL" /v1/ids/gone
+is_error 404 IDPOOL_NOAPP
+pass "403 IDPOOL_FORBIDDEN (token not for the app); 404 IDPOOL_NOAPP (unknown, disabled), IDPOOL_NOTFOUND (other paths)"
+
+# ----------------------------------------------------------------- 405 ---
+for m in PUT DELETE PATCH OPTIONS; do
+    as "$T1" -X "$m" /v1/ids/user
+    is_error 405 IDPOOL_METHOD
+    assert_eq 'GET, POST' "$(header Allow)" "$m: Allow"
+done
+as "$T1" -I /v1/ids/user
+[[ $CODE == 405 ]] || fail "HEAD: $(what)"
+assert_eq 'GET, POST' "$(header Allow)" "HEAD: Allow"
+[[ $(header Content-Type) == application/json* ]] || fail "HEAD: Content-Type '$(header Content-Type)'"
+# no body bytes after the headers (HTTP/1.0: read to the end)
+python3 - "$API_PORT" "$T1" <<'EOF' || fail "HEAD: raw answer"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(("HEAD /v1/ids/user HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n" % sys.argv[2]).encode())
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+head, _, body = data.partition(b"\r\n\r\n")
+assert head.startswith(b"HTTP/1.") and head.split()[1] == b"405", head
+assert b"\r\nAllow: GET, POST" in head, head
+assert body == b"", body
+EOF
+req -X PUT /v1/ids/user # the method before the token
+is_error 405 IDPOOL_METHOD
+pass "405 IDPOOL_METHOD with Allow: GET, POST for PUT, DELETE, PATCH, OPTIONS, HEAD (no body)"
+
+# ----------------------------------------------------------------- 429 ---
+# rate: max_size_per_times 5, max_size_per_second 20; 40 takes of 5 at once.
+python3 - "$API_PORT" "$T1" "$DIR/ids.rate" >"$DIR/rate.out" <<'EOF' || fail "429: $(cat "$DIR/rate.out")"
+import http.client, json, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+ids, codes, first429, t0 = [], {}, None, time.time()
+for i in range(40):
+    c.request("GET", "/v1/ids/rate?count=5", headers={"Authorization": "Bearer " + tok})
+    r = c.getresponse()
+    body = json.loads(r.read())
+    codes[r.status] = codes.get(r.status, 0) + 1
+    if r.status == 200:
+        assert 1 <= len(body["ids"]) <= 5, body
+        ids += body["ids"]
+    elif r.status == 429:
+        if first429 is None:
+            first429 = (time.time() - t0, r.getheader("Retry-After"), body)
+    else:
+        sys.exit("unexpected %d %s" % (r.status, body))
+el = time.time() - t0
+print("codes %s, %d IDs in %.3f s, first 429 %s" % (codes, len(ids), el, first429))
+assert first429 is not None, "no 429"
+assert first429[0] < 1.0, "the first 429 came after %.3f s" % first429[0]
+assert first429[1] is not None and first429[1].isdigit() and int(first429[1]) >= 1, first429
+assert set(first429[2]) == {"error", "message"} and first429[2]["error"] == "IDPOOL_RATE", first429
+# at most 20 granted per second, plus one buffer refill of 5 at the window's edge
+assert len(ids) <= 20 * (int(el) + 2) + 5, len(ids)
+open(sys.argv[3], "a").write("".join(i + "\n" for i in ids))
+EOF
+info "429: $(cat "$DIR/rate.out")"
+as "$T1" '/v1/ids/rate?count=5'
+if [[ $CODE == 429 ]]; then is_error 429 IDPOOL_RATE retry; fi
+pass "429 IDPOOL_RATE with Retry-After within one second of hammering (max_size_per_second 20)"
+
+# ------------------------------------------------------------ tokens ---
+# issuer1 reloads every 300 ms.
+T2=$(new_token t2 user) || fail "tokens add t2"
+TOKENS+=("$T2")
+t0=$(now_us)
+wait_until 3 answers 200 "$T2" /v1/ids/user || fail "t2 not accepted within 3 s: $(what)"
+ids_ok 1 user >/dev/null
+info "t2 accepted $((($(now_us) - t0) / 1000)) ms after tokens add"
+ctl tokens revoke t2 >/dev/null || fail "tokens revoke t2"
+t0=$(now_us)
+wait_until 3 answers 401 "$T2" /v1/ids/user || fail "t2 still accepted 3 s after revoke: $(what)"
+ms=$((($(now_us) - t0) / 1000))
+is_error 401 IDPOOL_AUTH
+assert_le "$ms" 1500 "ms from tokens revoke to 401 with reload-ms 300"
+info "t2 refused $ms ms after tokens revoke"
+# An instance that reloads once a minute: only SIGHUP brings the change.
+SLOW_PORT=$(free_port)
+start_daemon slow --tick-ms 50 --reload-ms 60000 --refill off --api "127.0.0.1:$SLOW_PORT" --instance slow1
+wait_until 5 log_has slow "access: [0-9]+ API token" || fail "slow: tokens not loaded"
+BASE=http://127.0.0.1:$SLOW_PORT
+wait_until 3 answers 200 "$T1" /v1/ids/user || fail "slow: $(what)"
+ids_ok 1 user >/dev/null
+T3=$(new_token t3 user) || fail "tokens add t3"
+TOKENS+=("$T3")
+sleep 0.5
+as "$T3" /v1/ids/user
+is_error 401 IDPOOL_AUTH # not reloaded yet
+signal_daemon slow HUP
+t0=$(now_us)
+wait_until 2 answers 200 "$T3" /v1/ids/user || fail "slow: t3 not accepted after SIGHUP: $(what)"
+ids_ok 1 user >/dev/null
+info "slow: t3 accepted $((($(now_us) - t0) / 1000)) ms after SIGHUP"
+ctl tokens revoke t3 >/dev/null || fail "tokens revoke t3"
+sleep 0.5
+as "$T3" /v1/ids/user
+ids_ok 1 user >/dev/null # still loaded
+signal_daemon slow HUP
+t0=$(now_us)
+wait_until 2 answers 401 "$T3" /v1/ids/user || fail "slow: t3 accepted after revoke and SIGHUP: $(what)"
+is_error 401 IDPOOL_AUTH
+info "slow: t3 refused $((($(now_us) - t0) / 1000)) ms after SIGHUP"
+stop_daemon slow
+BASE=$API
+pass "tokens add: accepted within reload-ms, or at SIGHUP; tokens revoke: 401 within reload-ms (${ms} ms), or at SIGHUP"
+
+# ---------------------------------------------------------------- TLS ---
+TLS_PORT=$(free_port)
+openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
+    fail "openssl req: $(cat "$DIR/openssl.out")"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$DIR/other.key" >>"$DIR/openssl.out" 2>&1 ||
+    fail "openssl genpkey: $(cat "$DIR/openssl.out")"
+start_daemon tls "${COMMON[@]}" --refill off --api "127.0.0.1:$TLS_PORT" --instance tls1 \
+    --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key"
+wait_until 5 log_has tls "api: listening on https://127\\.0\\.0\\.1:$TLS_PORT" || fail "tls: not listening: $(cat "$DIR/tls.log")"
+wait_until 5 log_has tls "access: [0-9]+ API token" || fail "tls: tokens not loaded"
+BASE=https://127.0.0.1:$TLS_PORT
+wait_until 3 answers 200 "$T1" --cacert "$DIR/tls.crt" "/v1/ids/user?count=3" ||
+    fail "https: $(what)"
+ids_ok 3 user >/dev/null
+as "$T1" --cacert "$DIR/tls.crt" /v1/ids/other
+is_error 403 IDPOOL_FORBIDDEN
+python3 - "$TLS_PORT" "$T1" "$DIR/tls.crt" "$DIR/ids.user" <<'EOF' || fail "https from Python"
+import http.client, json, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[3])
+c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), context=ctx, timeout=5)
+c.request("GET", "/v1/ids/user?count=2", headers={"Authorization": "Bearer " + sys.argv[2]})
+r = c.getresponse()
+d = json.loads(r.read())
+assert r.status == 200 and len(d["ids"]) == 2, (r.status, d)
+open(sys.argv[4], "a").write("".join(i + "\n" for i in d["ids"]))
+EOF
+st=0
+code=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $T1" \
+    "http://127.0.0.1:$TLS_PORT/v1/ids/user" 2>"$DIR/curl.err") || st=$?
+((st != 0)) || fail "plain HTTP to the TLS port answered $code"
+info "plain HTTP to the TLS port: curl status $st: $(cat "$DIR/curl.err")"
+st=0
+curl -sS --max-time 5 -o /dev/null -H "Authorization: Bearer $T1" \
+    "https://127.0.0.1:$TLS_PORT/v1/ids/user" 2>"$DIR/curl.err" || st=$?
+((st != 0)) || fail "https without --cacert: the self-signed certificate was accepted"
+stop_daemon tls
+BASE=$API
+# A key of another certificate: exits at start naming the key file.
+start_daemon badtls "${COMMON[@]}" --refill off --api "127.0.0.1:$(free_port)" --instance badtls \
+    --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/other.key"
+wait_until 5 eval '! daemon_alive badtls' || fail "badtls keeps running with a key that does not match"
+kill_daemon badtls TERM
+badtls_st=${DAEMON_STATUS[badtls]}
+[[ $badtls_st != 0 && $badtls_st != timeout ]] || fail "badtls: exit status '$badtls_st'"
+log_has badtls "other\\.key" || fail "badtls: the error does not name the key file: $(cat "$DIR/badtls.log")"
+info "badtls (status $badtls_st): $(grep -E 'error|fatal' "$DIR/badtls.log" | head -n 2 | tr '\n' ' ')"
+# A certificate without its key: a configuration error.
+st=0
+timeout 10 "$IDPOOLD" --redis "$IDPOOL_REDIS_URL" --mysql "$IDPOOL_MYSQL_URL" --http '' --refill off \
+    --api "127.0.0.1:$(free_port)" --api-tls-cert "$DIR/tls.crt" >"$DIR/nokey.out" 2>&1 || st=$?
+assert_eq 2 "$st" "exit status with api-tls-cert and no api-tls-key ($(cat "$DIR/nokey.out"))"
+grep -q 'api-tls-key' "$DIR/nokey.out" || fail "no key: the error does not name api-tls-key: $(cat "$DIR/nokey.out")"
+pass "TLS: https with --cacert (curl, Python), plain HTTP fails, a mismatched key exits $badtls_st naming the file, cert without key exits 2"
+
+# -------------------------------------------------------- bad input ---
+# headers above 8 KiB, a body above 1 KiB
+python3 - "$API_PORT" "$T1" >"$DIR/big.out" <<'EOF' || fail "oversized requests: $(cat "$DIR/big.out")"
+import socket, sys
+port, tok = int(sys.argv[1]), sys.argv[2]
+def send(raw):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        s.sendall(raw)
+    except OSError:
+        pass
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as e:
+        if not data:
+            return "closed (%s)" % e
+    return data.split(b"\r\n", 1)[0].decode(errors="replace") if data else "closed"
+auth = ("Authorization: Bearer %s\r\n" % tok).encode()
+big_hdr = b"GET /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth + b"X-Big: " + b"a" * 9000 + b"\r\n\r\n"
+many = b"GET /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth + b"".join(b"X-%d: %s\r\n" % (i, b"b" * 90) for i in range(100)) + b"\r\n"
+body = b"count=1&" + b"x" * 2000
+big_body = (b"POST /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth +
+            b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+chunked = (b"POST /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth + b"Transfer-Encoding: chunked\r\n\r\n" +
+           b"".join(b"100\r\n" + b"x" * 256 + b"\r\n" for _ in range(8)) + b"0\r\n\r\n")
+ok = True
+for name, raw, want in (("one header of 9000 bytes", big_hdr, ("400", "413", "431")),
+                        ("100 headers of 100 bytes", many, ("400", "413", "431")),
+                        ("a body of %d bytes" % len(body), big_body, ("413",)),
+                        ("a chunked body of 2 KiB", chunked, ("413",))):
+    line = send(raw)
+    good = len(line.split()) > 1 and line.split()[1] in want
+    ok &= good
+    print("%s: %s -> %s" % ("ok" if good else "WRONG", name, line))
+sys.exit(0 if ok else 1)
+EOF
+info "oversized: $(tr '\n' ';' <"$DIR/big.out")"
+req -H "Authorization: Bearer $T1" -d "count=1&$(printf 'x%.0s' {1..1100})" /v1/ids/user
+[[ $CODE == 413 ]] || fail "curl POST with a 1.1 KiB body: $(what)"
+pass "headers above 8 KiB refused (libevent: 400), bodies above 1 KiB (Content-Length or chunked) 413"
+
+# ------------------------------------------ issuer-only: no refill work ---
+assert_eq 0 "$(sql "SELECT COUNT(*) FROM application_lease WHERE instance = 'issuer1'")" "leases of issuer1"
+assert_gt "$(sql "SELECT COUNT(*) FROM application_lease WHERE instance = 'refill1'")" 0 "leases of refill1"
+for re in 'reserved lease' 'pushed [0-9]+ IDs' 'epoch sweep' 'lock (release|expired)' 'fenced'; do
+    ! log_has issuer1 "$re" || fail "issuer1's log shows refill activity: $(grep -E -m 3 -- "$re" "$DIR/issuer1.log")"
+done
+log_has refill 'reserved lease' || fail "refill1's log has no 'reserved lease' (the pattern checked above is stale)"
+curl -sS --max-time 5 -o "$DIR/metrics.issuer1" "http://127.0.0.1:$HTTP_PORT/metrics" || fail "issuer1 /metrics"
+grep -E '^idpool_(refills_total|ids_pushed_total)\{' "$DIR/metrics.issuer1" >"$DIR/m.refill" ||
+    fail "issuer1 /metrics lacks idpool_refills_total / idpool_ids_pushed_total"
+! grep -vE ' 0$' "$DIR/m.refill" || fail "issuer1 /metrics: refills or pushes counted: $(grep -vE ' 0$' "$DIR/m.refill" | head -n 3)"
+m_val() { sed -n "s/^$1 //p" "$DIR/metrics.issuer1"; }
+for code in 200 400 401 403 404 405 429; do
+    assert_gt "$(m_val "idpool_api_requests_total{code=\"$code\"}")" 0 "idpool_api_requests_total{code=\"$code\"}"
+done
+assert_gt "$(m_val idpool_api_ids_total)" 0 idpool_api_ids_total
+assert_gt "$(m_val idpool_api_takes_total)" 0 idpool_api_takes_total
+assert_eq 2 "$(m_val idpool_api_tokens)" "idpool_api_tokens (all, t1)"
+pass "issuer-only: IDs refilled by refill1; no lease, lock or push of its own (application_lease, log, /metrics); idpool_api_* counted"
+
+# ----------------------- pool short, dry, Redis down, restarted (EPOCH) ---
+# The Redis user of 'user', granted while the daemons run.
+ctl apps grant user >"$DIR/grant.out" || fail "apps grant user"
+RPW=$(sed -n 's/^password: //p' "$DIR/grant.out")
+[[ -n $RPW ]] || fail "apps grant: no password: $(cat "$DIR/grant.out")"
+wait_until 3 log_has issuer1 'applied 1 Redis user' || fail "issuer1 did not apply the grant"
+cat >"$DIR/ruser.py" <<'EOF'
+import sys
+import redis
+port, user, pw = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+out = []
+try:
+    r = redis.Redis(host="127.0.0.1", port=port, username=user, password=pw, socket_timeout=3)
+    r.llen("idpool:{user}:pool")  # AUTH on connect; the user may only LPOP and LLEN
+    out.append("auth=ok")
+    r.lpop("idpool:{user}:pool")
+    out.append("lpop=ok")
+    try:
+        r.rpush("idpool:{user}:pool", "1")
+        out.append("rpush=ok")
+    except redis.exceptions.NoPermissionError:
+        out.append("rpush=NOPERM")
+except redis.exceptions.AuthenticationError:
+    out.append("auth=WRONGPASS")
+except redis.exceptions.RedisError as e:
+    if str(e).startswith("WRONGPASS"):  # python3-redis 4.3 raises a ResponseError
+        out.append("auth=WRONGPASS")
+    else:
+        out.append("error=%s %s" % (type(e).__name__, e))
+print(" ".join(out))
+EOF
+ruser() { "$PYTHON" "$DIR/ruser.py" "$REDIS_PORT" idpool:user "$RPW"; }
+ruser_is() { [[ $(ruser) == "$1" ]]; }
+assert_eq "auth=ok lpop=ok rpush=NOPERM" "$(ruser)" "the Redis user after apps grant"
+
+# The refiller pauses; dry keeps 3 IDs; issuer1 never buffered any of dry's.
+signal_daemon refill STOP
+sleep 0.2
+rcli LTRIM "$(pool_key dry)" 0 2 >/dev/null
+assert_eq 3 "$(llen dry)" "dry's pool"
+as "$T1" '/v1/ids/dry?count=10'
+got=$(ids_ok 10 dry upto)
+assert_eq 3 "$got" "IDs for count=10 with 3 in the pool (never a partial write, never an error)"
+as "$T1" '/v1/ids/dry?count=10'
+is_error 503 IDPOOL_EMPTY retry
+as "$T1" -H 'Accept: text/plain' /v1/ids/dry
+is_error 503 IDPOOL_EMPTY retry # errors are JSON whatever Accept says
+pass "a take larger than the pool: 200 with the 3 IDs there were; then 503 IDPOOL_EMPTY with Retry-After"
+
+redis_stop
+wait_until 5 refused IDPOOL_UNAVAILABLE "$T1" /v1/ids/dry ||
+    fail "Redis down: $(what)"
+is_error 503 IDPOOL_UNAVAILABLE retry
+redis_start
+t0=$(now_us)
+wait_until 5 refused IDPOOL_EPOCH "$T1" /v1/ids/dry || fail "after the Redis restart: $(what)"
+is_error 503 IDPOOL_EPOCH retry
+info "EPOCH $((($(now_us) - t0) / 1000)) ms after redis-server restarted: $(head -c 300 "$DIR/body")"
+# issuer1 (the refiller is stopped) re-creates the Redis user
+wait_until 5 ruser_is "auth=ok lpop=ok rpush=NOPERM" ||
+    fail "the Redis user was not re-created after the restart: $(ruser)"
+info "Redis user back $((($(now_us) - t0) / 1000)) ms after redis-server restarted"
+# refused until a refiller sweeps, however long that takes
+for _ in 1 2 3 4 5; do
+    sleep 0.2
+    as "$T1" '/v1/ids/dry?count=2'
+    is_error 503 IDPOOL_EPOCH retry
+done
+rcli FCALL idpool_take 2 "$(pool_key dry)" "$(meta_key dry)" 1 >"$DIR/take.out" 2>&1 || true
+grep -q IDPOOL_EPOCH "$DIR/take.out" || fail "idpool_take after the restart: $(cat "$DIR/take.out")"
+signal_daemon refill CONT
+t0=$(now_us)
+wait_until 10 answers 200 "$T1" "/v1/ids/dry?count=5" || fail "dry after the refiller resumed: $(what)"
+ids_ok 5 dry >/dev/null
+info "dry served $((($(now_us) - t0) / 1000)) ms after the refiller resumed"
+as "$T1" '/v1/ids/user?count=5'
+ids_ok 5 user >/dev/null
+pass "503 IDPOOL_UNAVAILABLE while Redis is down, IDPOOL_EPOCH after its restart until a refiller swept, then 200; Redis user re-created by the issuer"
+
+# apps revoke: deleted, and no daemon brings it back after a restart
+ctl apps revoke user >/dev/null || fail "apps revoke user"
+assert_eq "auth=WRONGPASS" "$(ruser)" "the Redis user after apps revoke"
+# revoked_applied N: issuer1 and refill each logged deleting the revoked user N times or more.
+revoked_applied() {
+    local d
+    for d in issuer1 refill; do
+        (($(grep -c 'deleted 1 revoked' "$DIR/$d.log") >= $1)) || return 1
+    done
+}
+wait_until 3 revoked_applied 1 ||
+    fail "the daemons did not load the revocation"
+redis_stop
+redis_start
+# each daemon sends its users again on reconnecting: the revoked one as ACL DELUSER
+wait_until 5 revoked_applied 2 ||
+    fail "the daemons did not apply their users after the second Redis restart"
+wait_until 10 answers 200 "$T1" "/v1/ids/dry?count=2" || fail "dry after the second restart: $(what)"
+ids_ok 2 dry >/dev/null
+assert_eq "auth=WRONGPASS" "$(ruser)" "the revoked Redis user after a Redis restart"
+assert_eq "" "$(rcli ACL GETUSER idpool:user)" "ACL GETUSER idpool:user after revoke and restart"
+pass "apps revoke: the Redis user does not come back after a Redis restart"
+
+# ------------------- slow clients; 50 idle connections; refills go on ---
+stop_daemon refill
+B_PORT=$(free_port)
+start_daemon both "${COMMON[@]}" --api "127.0.0.1:$B_PORT" --http-timeout-ms 500 --instance both1
+wait_until 5 log_has both "api: listening on 127\\.0\\.0\\.1:$B_PORT" || fail "both: API not listening"
+wait_until 5 log_has both "access: [0-9]+ API token" || fail "both: tokens not loaded"
+BASE=http://127.0.0.1:$B_PORT
+wait_until 5 answers 200 "$T1" /v1/ids/busy || fail "both: $(what)"
+ids_ok 1 busy >/dev/null
+python3 - "$B_PORT" >"$DIR/slow.out" <<'EOF' || fail "slow clients: $(cat "$DIR/slow.out")"
+import socket, sys, time
+port = int(sys.argv[1])
+def closed_after(trickle):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t0 = time.time()
+    msg, i = b"GET /v1/ids/busy HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 40 + b"\r\n\r\n", 0
+    try:
+        while True:
+            if trickle and i < len(msg):
+                s.sendall(msg[i:i + 1])
+                i += 1
+                s.settimeout(0.05)
+            try:
+                data = s.recv(4096)
+                if not data:
+                    break
+            except socket.timeout:
+                if time.time() - t0 > 4:
+                    return "open after 4 s"
+    except OSError:
+        pass
+    return int((time.time() - t0) * 1000)
+silent, trick = closed_after(False), closed_after(True)
+print("silent closed after %s ms, trickling (1 byte / 50 ms) closed after %s ms" % (silent, trick))
+ok = all(isinstance(v, int) and 350 <= v <= 1500 for v in (silent, trick))
+sys.exit(0 if ok else 1)
+EOF
+info "$(cat "$DIR/slow.out")"
+wait_until 3 log_has both 'closed [0-9]+ connection\(s\) that sent no complete request within 500 ms' ||
+    fail "both's log does not report the closed connections"
+# 50 idle connections (each reopened when closed) for 4 s, while a consumer
+# drains busy five times over and the API keeps answering.
+python3 - "$B_PORT" >"$DIR/idle.out" 2>&1 <<'EOF' &
+import selectors, socket, sys, time
+port, sel, opened, lives = int(sys.argv[1]), selectors.DefaultSelector(), 0, []
+def open_one():
+    global opened
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setblocking(False)
+    sel.register(s, selectors.EVENT_READ, time.time())
+    opened += 1
+for _ in range(50):
+    open_one()
+end = time.time() + 4
+while time.time() < end:
+    for key, _ in sel.select(timeout=0.05):
+        try:
+            data = key.fileobj.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            lives.append(time.time() - key.data)
+            sel.unregister(key.fileobj)
+            key.fileobj.close()
+            open_one()
+print("opened %d, closed by the server %d, lifetime %.0f..%.0f ms, %d open at the end" %
+      (opened, len(lives), 1000 * min(lives or [0]), 1000 * max(lives or [0]), len(sel.get_map())))
+sys.exit(0 if len(sel.get_map()) == 50 and lives and max(lives) < 1.5 else 1)
+EOF
+idle=$!
+sleep 0.3
+pushed0=$(rcli HGET "$(meta_key busy)" pushed)
+pop busy 2000 "$DIR/busy" --batch 50 --timeout-ms 6000 || fail "busy: refills stalled with 50 idle API connections open"
+as "$T1" '/v1/ids/busy?count=10'
+ids_ok 10 busy >/dev/null
+pushed1=$(rcli HGET "$(meta_key busy)" pushed)
+wait "$idle" || fail "idle connections: $(cat "$DIR/idle.out")"
+info "idle: $(cat "$DIR/idle.out"); busy pushed $pushed0 -> $pushed1"
+assert_ge "$((${pushed1:-0} - ${pushed0:-0}))" 1600 "IDs pushed to busy while 2000 were popped"
+ids_text "$DIR/busy.0.bin" >>"$DIR/ids.busy"
+pass "slow clients closed after http-timeout-ms (500); with 50 idle connections open the pool of busy kept being refilled"
+BASE=$API
+
+# ----------------------------------- unique IDs; no token in logs or /metrics ---
+for f in "$DIR"/ids.*; do
+    assert_unique "$f"
+done
+info "IDs checked: $(wc -l "$DIR"/ids.* | tail -n 1)"
+curl -sS --max-time 5 -o "$DIR/metrics.issuer1" "http://127.0.0.1:$HTTP_PORT/metrics" || fail "issuer1 /metrics"
+assert_gt "$(m_val 'idpool_api_requests_total{code="503"}')" 0 'idpool_api_requests_total{code="503"}'
+assert_eq 0 "$(m_val 'idpool_api_requests_total{code="500"}')" 'idpool_api_requests_total{code="500"}'
+for tok in "${TOKENS[@]}"; do
+    for f in "$DIR"/*.log "$DIR/metrics.issuer1"; do
+        ! grep -qF -- "${tok#idp_}" "$f" || fail "a token appears in $(basename "$f")"
+    done
+done
+! grep -qF -- "$RPW" "$DIR"/*.log || fail "the Redis user's password appears in a daemon log"
+stop_daemon both
+stop_daemon issuer1
+info "t_api took $((($(now_us) - T_START) / 1000)) ms"
+pass "api"
