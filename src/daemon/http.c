@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -463,6 +464,13 @@ char *http_target_path(struct evhttp_request *req)
     const char *t = evhttp_request_get_uri(req);
     size_t n;
 
+    /* The absolute form (RFC 7230 5.3.2), which a server must accept: the path after the authority.
+     */
+    if (t && (strncasecmp(t, "http://", 7) == 0 || strncasecmp(t, "https://", 8) == 0)) {
+        t = strchr(t + (t[4] == ':' ? 7 : 8), '/');
+        if (t == NULL)
+            return strdup("/");
+    }
     if (t == NULL || t[0] != '/')
         return strdup("");
     n = strcspn(t, "?#");

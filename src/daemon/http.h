@@ -69,9 +69,10 @@ const char *http_method_name(enum evhttp_cmd_type m);
 
 /*
  * The path of the request target as sent, without query or fragment (heap,
- * NULL when out of memory); "" for a target that is not a path (CONNECT's
- * host:port). Not evhttp_uri_get_path(), which parses "//metrics" as an
- * authority.
+ * NULL when out of memory), also of an absolute-form target
+ * ("http://host/v1/ids/user" -> "/v1/ids/user"); "" for a target that is not
+ * a path (CONNECT's host:port). Not evhttp_uri_get_path(), which parses
+ * "//metrics" as an authority.
  */
 char *http_target_path(struct evhttp_request *req);
 

@@ -282,6 +282,11 @@ for p in /v1/ids/ /v1/ids /v1/idsx/user /v1/ids/user/x / /v1/ids/bad%20key /v1/a
 done
 req /nope
 is_error 404 IDPOOL_NOTFOUND
+# the absolute form of the request target (RFC 7230 5.3.2) names the same resource
+as "$T1" --request-target "http://idpool.example/v1/ids/other" /v1/ids/other
+is_error 403 IDPOOL_FORBIDDEN
+as "$T_ALL" --request-target "http://idpool.example/v1/ids/other?count=2" /v1/ids/other
+ids_ok 2 other >/dev/null
 # soft-deleted with idpoolctl: 404 within the reload interval
 as "$T1" /v1/ids/gone
 ids_ok 1 gone >/dev/null
