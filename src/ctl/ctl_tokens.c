@@ -578,7 +578,7 @@ static int user_args(struct ctl *c, int argc, char **argv, char **key)
 
 int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
 {
-    char *key, pw[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1], user[ACLUSER_NAME_MAX];
+    char *key = NULL, pw[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1], user[ACLUSER_NAME_MAX];
     char space[2 * ACLUSER_NAME_MAX + 80], pool[300], err[CTL_MSG_MAX + 400], db[24];
     const char *av[ACLUSER_ARGC_MAX];
     const char *prefix;
@@ -634,7 +634,7 @@ out:
 
 int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
 {
-    char *key, *q, *sql, user[ACLUSER_NAME_MAX], err[CTL_MSG_MAX + 400];
+    char *key = NULL, *q, *sql, user[ACLUSER_NAME_MAX], err[CTL_MSG_MAX + 400];
     const char *av[3];
     int rc, applied;
 

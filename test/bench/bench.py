@@ -3,6 +3,7 @@
 do, measured side by side in one run on throwaway loopback servers.
 
   scripts/bench.sh [--quick] [--profile] [--build DIR] [--out DIR]
+                   [--api-only | --no-api]
 
   --quick      3 runs of short windows, ramp steps held 4 s (about 4 min on
                2 cores); the default is 5 runs of 10 s, steps held 10 s
@@ -17,6 +18,9 @@ do, measured side by side in one run on throwaway loopback servers.
                of redis-server and idpoold during an e2e hold, and
                callgrind of idpoold filling an empty pool; reports in
                profile/ of the results directory (needs perf: linux-perf)
+  --api-only   only section 7 (the ID API against nginx): about 5 min
+  --no-api     without section 7 (it is also left out, with a warning,
+               when nginx or wrk is not installed)
 
 Starts its own redis-server + mariadbd (scripts/servers.sh, AOF everysec)
 and idpoold on 127.0.0.1 and measures:
@@ -31,14 +35,22 @@ and idpoold on 127.0.0.1 and measures:
   4. scale: 10,000 idle applications (daemon CPU and RSS, goal < 5 % of a
      core); 1,000 applications drained at once (refill keeps up);
   5. MySQL writes (lease rows) per million IDs during the drain (<= 10);
-  6. baselines: an INCRBY counter with the same batch size, raw LPOP.
+  6. baselines: an INCRBY counter with the same batch size, raw LPOP;
+  7. the ID API (idpoold --api) under wrk against nginx serving a body of
+     the same size with 1 worker (test/bench/api.py): req/s, IDs/s,
+     p50/p99/p99.9 while the pool is refilled; api_ratio = issuer req/s /
+     nginx req/s (goal >= 0.7); needs nginx-light and wrk.
 Results: raw outputs, results.md (a table for BENCHMARKS.md), ramp.png and
 latency.png in the results directory. The last line printed is
   bench: e2e_ratio=X p999_ratio=Y sustained_ids_per_s=Z ceiling_ids_per_s=W mysql_writes_per_million=V idle_cpu_pct=U
+followed on the same line by api_rps=R api_ratio=A when section 7 ran (with
+--api-only: "bench: api_rps=R api_ratio=A").
 Exit status: 0 measured (whether or not the goals hold), 1 error, 64 usage.
 Environment: IDPOOLD, IDPOOL_LOAD (binaries; default from --build);
 BENCH_RUNS, BENCH_WINDOW_S, BENCH_HOLD_S, BENCH_SCALE_APPS, BENCH_LOAD_APPS;
-BENCH_HOG_RATE (IDs/s of the latency phase's drain; default the sustained rate).
+BENCH_HOG_RATE (IDs/s of the latency phase's drain; default the sustained rate);
+IDPOOLCTL (section 7's token; default from --build), BENCH_API_CONNS (wrk's
+connections, default 64), BENCH_API_PIN=0 (section 7 unpinned).
 
 Orchestration in this file; numbers, plot data and results.md in
 benchlib.py; servers, applications and daemons through the test harness'
@@ -61,6 +73,7 @@ ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 sys.path.insert(0, HERE)
 
+import api  # noqa: E402
 import benchlib  # noqa: E402
 import harness  # noqa: E402
 from harness import cpu_pct, cpu_ticks, pool_key, meta_key, rss_mib  # noqa: E402
@@ -150,7 +163,7 @@ def usage(status=64):
 
 
 def parse_args(argv):
-    o = dict(profile="default", prof=False, build=os.path.join(ROOT, "build"), out="")
+    o = dict(profile="default", prof=False, build=os.path.join(ROOT, "build"), out="", api="on")
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -158,6 +171,10 @@ def parse_args(argv):
             o["profile"] = "quick"
         elif a == "--profile":
             o["prof"] = True
+        elif a == "--api-only":
+            o["api"] = "only"
+        elif a == "--no-api":
+            o["api"] = "off"
         elif a in ("--build", "--out"):
             if i + 1 >= len(argv):
                 usage()
@@ -355,6 +372,13 @@ class Bench:
         for t in tools:
             if not shutil.which(t):
                 self.die("%s not found (see scripts/packages.txt)" % t)
+        missing = api.tools_missing()
+        if missing and self.o["api"] == "only":
+            self.die("--api-only: %s not found (apt-get install nginx-light wrk)" % ", ".join(missing))
+        if missing and self.o["api"] == "on":
+            say("warning: %s not found: no section 7 (the ID API; apt-get install nginx-light wrk)"
+                % ", ".join(missing))
+            self.o["api"] = "off"
         if self.o["prof"]:
             if not shutil.which("perf"):
                 self.die("--profile needs perf (apt-get install linux-perf)")
@@ -424,7 +448,8 @@ class Bench:
         self.info("load_start", load_start)
         say("versions: " + versions)
         self.info("profile", self.o["profile"])
-        self.info("command", "scripts/bench.sh" + (" --quick" if quick else ""))
+        self.info("command", "scripts/bench.sh" + (" --quick" if quick else "")
+                  + {"only": " --api-only", "off": " --no-api"}.get(self.o["api"], ""))
         self.info("machine", machine)
         self.info("versions", versions)
         self.info("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
@@ -995,6 +1020,35 @@ class Bench:
                                                    ncalls * load_apps, minlen, cpu, l1 - l0))
         self.daemon_stop()
 
+    # ------------------------------------------------------ 7. the ID API
+
+    def api_section(self):
+        """Section 7 (test/bench/api.py): a daemon of its own with --api,
+        nginx beside it, wrk against both."""
+        say("7. the ID API: wrk against idpoold --api and against nginx (1 worker) serving a body of the same "
+            "size")
+        # the applications of the earlier sections would be checked (and some refilled) alongside
+        self.h.sql("DELETE FROM application")
+        self.R("FLUSHALL")
+        self.idpoolctl = os.environ.get("IDPOOLCTL") or os.path.join(os.path.abspath(self.o["build"]), "idpoolctl")
+        if not os.environ.get("IDPOOLCTL"):
+            with open(self.raw("ninja-idpoolctl.txt"), "w") as f:
+                if subprocess.call(["ninja", "-C", os.path.abspath(self.o["build"]), "idpoolctl"], stdout=f,
+                                   stderr=subprocess.STDOUT) != 0:
+                    self.die("building idpoolctl failed (see %s; IDPOOLCTL names a built one)"
+                             % self.raw("ninja-idpoolctl.txt"))
+        try:
+            api.ApiBench(self, rounds=self.runs, duration=self.win,
+                         conns=int(os.environ.get("BENCH_API_CONNS") or api.CONNS),
+                         pin=os.environ.get("BENCH_API_PIN", "1") != "0", say=say).run()
+        except api.Failed as e:
+            self.die("section 7: %s" % e)
+        r = benchlib.Report(self.out)
+        rps, rat = benchlib.api_values(r)
+        say("  medians: issuer %s req/s, nginx %s req/s -> api_ratio %s; count=%d: %s IDs/s"
+            % (benchlib.f0(rps), benchlib.f0(r.med("api.nginx.rps")), benchlib.f2(rat), api.BATCH,
+               benchlib.f0(r.med("api.batch.ids_per_s"))))
+
     # ------------------------------------------------- plots, report
 
     def report(self):
@@ -1010,8 +1064,21 @@ class Bench:
         say("done in %d s; results: %s/results.md, ramp.png, latency.png" % (elapsed, self.out))
         print(benchlib.report(self.out), flush=True)
 
+    def report_api(self):
+        """--api-only: results.md of section 7 alone."""
+        elapsed = int(time.monotonic() - self.t_start)
+        self.info("elapsed_s", elapsed)
+        with open("/proc/loadavg") as f:
+            self.info("load_end", " ".join(f.read().split()[:3]))
+        say("done in %d s; results: %s/results.md" % (elapsed, self.out))
+        print(benchlib.api_report(self.out), flush=True)
+
     def run(self):
         self.setup()
+        if self.o["api"] == "only":
+            self.api_section()
+            self.report_api()
+            return
         self.ceiling()
         self.fenced()
         self.e2e()
@@ -1022,6 +1089,8 @@ class Bench:
         if self.o["prof"]:
             self.profile_callgrind()
         self.scale()
+        if self.o["api"] == "on":
+            self.api_section()
         self.report()
 
 

@@ -10,10 +10,12 @@ in info.txt.
     ramp(outdir, t0_ns, llen, steps)  -> ramp-llen.dat, ramp-cons.dat
     ccdf(out, hists)                  -> a latency CCDF for latency.gp
     report(outdir)                    -> results.md; returns the summary line
+    api_report(outdir)                -> results.md of the ID API section alone
 
 Run by hand, it renders results.md of a results directory again:
 
     benchlib.py report OUTDIR
+    benchlib.py api-report OUTDIR     (a run of the ID API section alone)
 """
 import math
 import os
@@ -400,10 +402,116 @@ def report(outdir):
              "`latency.png` (latency distribution idle vs. under refill).")
     L.append("")
 
+    L += api_lines(r)
     summary = ("bench: e2e_ratio=%s p999_ratio=%s sustained_ids_per_s=%s ceiling_ids_per_s=%s "
                "mysql_writes_per_million=%s idle_cpu_pct=%s"
                % (f2(e2e_ratio), f2(p999_ratio), f0(sustained), f0(ceiling), f2(writes),
-                  f2(idle_cpu)))
+                  f2(idle_cpu))) + api_summary(r)
+    L.append("```\n%s\n```" % summary)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    return summary
+
+
+# ------------------------------------------------- the ID API (api.py) ---
+
+API_GOAL_RATIO = 0.7  # issuer req/s / nginx req/s
+LEAF_QPS = 50000  # Meituan Leaf's published figure (segment mode, a 4C8G VM)
+API_ROWS = (  # measure prefix, label, IDs/s shown
+    ("nginx", "nginx, static body of the same size", False),
+    ("issuer", "**issuer, pool refilled meanwhile**", True),
+    ("norefill", "issuer, no refill in the window", True),
+    ("nginx_batch", "nginx, static body of the size of the batch", False),
+    ("batch", "issuer, count=100 (batch)", True),
+)
+
+
+def api_values(r):
+    """(issuer req/s, api_ratio) medians from a Report; None if not measured."""
+    rps, ngx = r.med("api.issuer.rps"), r.med("api.nginx.rps")
+    return rps, ratio(rps, ngx)
+
+
+def api_summary(r):
+    """" api_rps=X api_ratio=Y" for the summary line; "" if not measured."""
+    rps, rat = api_values(r)
+    if rps is None:
+        return ""
+    return " api_rps=%s api_ratio=%s" % (f0(rps), f2(rat))
+
+
+def api_lines(r):
+    """The ID API section of results.md (lines); [] if not measured."""
+    i = r.info
+    if not r.n("api.issuer.rps"):
+        return []
+    rps, rat = api_values(r)
+    L = ["### The ID API (idpoold --api) against nginx", ""]
+    L.append("wrk %s, 1 thread x %s connections (keep-alive) per window, %s s windows, %s rounds in the order "
+             "of the table; values are medians of the rounds, (min–max) in parentheses. Pinned: %s. nginx "
+             "(%s): 1 worker process, access_log off, `return 200` of the issuer's own body (%s bytes: `%s`; "
+             "batch %s bytes), the same Content-Type and Cache-Control; response headers %s bytes (issuer) and "
+             "%s bytes (nginx). The issuer: idpoold with the default api-buffer (1,000), one application, pool "
+             "%s IDs (step %s) refilled below %s %%, IDs of 18 digits; latency counts from when wrk sent the "
+             "request on a connection that waited for the previous answer (closed loop)."
+             % (i.get("api_wrk", "?"), i.get("api_conns", "?"),
+                i.get("api_duration_s", "?"), i.get("api_rounds", "?"), i.get("api_pin", "?"),
+                i.get("api_nginx", "?"), i.get("api_body_bytes", "?"), i.get("api_body", "?"),
+                i.get("api_batch_body_bytes", "?"), i.get("api_issuer_header_bytes", "?"),
+                i.get("api_nginx_header_bytes", "?"), inum(i.get("api_pool")), inum(i.get("api_step")),
+                i.get("api_min_pct", "?")))
+    L.append("")
+    L.append("| goal | measured | target | met |")
+    L.append("| --- | --- | --- | --- |")
+    L.append("| api_ratio = issuer req/s / nginx req/s | %s | >= %.1f | %s |"
+             % (f2(rat), API_GOAL_RATIO, "n/a" if rat is None else ("yes" if rat >= API_GOAL_RATIO else "**no**")))
+    L.append("| issuer req/s (single ID) above Leaf's published %s QPS | %s | > %s | %s |"
+             % (inum(LEAF_QPS), fmt_num(rps), inum(LEAF_QPS), "yes" if rps > LEAF_QPS else "**no**"))
+    L.append("")
+    L.append("| window | req/s | IDs/s | p50 µs | p99 µs | p99.9 µs | max µs | server CPU % | refills in it "
+             "| errors, non-2xx |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, label, ids in API_ROWS:
+        k = "api.%s." % name
+        if not r.n(k + "rps"):
+            continue
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, r.cell(k + "rps"), r.cell(k + "ids_per_s") if ids else "–", r.cell(k + "p50_us"),
+            r.cell(k + "p99_us"), r.cell(k + "p999_us"), r.cell(k + "max_us"), r.cell(k + "server_cpu_pct"),
+            r.cell(k + "refills") if ids else "–", fmt_num(r.total(k + "errors"), True)))
+    L.append("")
+    L.append("**api_ratio** = %s (the ratio of the medians; issuer / nginx within each round: %s); batch: "
+             "issuer / nginx = %s; p99.9 with refills / without = %s; "
+             "IDs pushed into the pool during the refilled windows: %s; wrk's CPU (%% of one core): %s "
+             "(nginx), %s (issuer); redis-server's CPU during the issuer windows: %s %%."
+             % (f2(rat), r.cell("api.round_ratio"), f2(ratio(r.med("api.batch.rps"), r.med("api.nginx_batch.rps"))),
+                f2(ratio(r.med("api.issuer.p999_us"), r.med("api.norefill.p999_us"))),
+                r.cell("api.issuer.pushed"), r.cell("api.nginx.wrk_cpu_pct"), r.cell("api.issuer.wrk_cpu_pct"),
+                r.cell("api.issuer.redis_cpu_pct")))
+    if r.n("api.batch.rps"):
+        L.append("")
+        L.append("count=%s: %s idpool_take calls a second (one in flight per application, at most %s IDs "
+                 "each), redis-server at %s %% and idpoold at %s %% of a core, wrk at %s %%."
+                 % (i.get("api_batch", "?"), r.cell("api.batch.takes_per_s"), i.get("api_per_take", "?"),
+                    r.cell("api.batch.redis_cpu_pct"), r.cell("api.batch.server_cpu_pct"),
+                    r.cell("api.batch.wrk_cpu_pct")))
+    L.append("")
+    return L
+
+
+def api_report(outdir):
+    """results.md of a run of the ID API section alone (api.py, or
+    bench.py --api-only); returns its summary line."""
+    r = Report(outdir)
+    i = r.info
+    L = ["## ID API benchmark", "", "```sh\n%s\n```" % i.get("command", "python3 test/bench/api.py"), ""]
+    if i.get("machine"):
+        L.append("**Machine:** %s. %s" % (i["machine"], i.get("versions", "")))
+    L.append("Measured %s. Load average (1, 5, 15 min) at the start: %s; at the end: %s (other work on the "
+             "machine skews every number)." % (i.get("date", "?"), i.get("load_start", "?"), i.get("load_end", "?")))
+    L.append("")
+    L += api_lines(r)
+    summary = "bench:" + api_summary(r)
     L.append("```\n%s\n```" % summary)
     with open(os.path.join(outdir, "results.md"), "w") as f:
         f.write("\n".join(L) + "\n")
@@ -413,6 +521,9 @@ def report(outdir):
 def main(argv):
     if len(argv) == 3 and argv[1] == "report":
         print(report(argv[2]))
+        return 0
+    if len(argv) == 3 and argv[1] == "api-report":
+        print(api_report(argv[2]))
         return 0
     sys.stderr.write(__doc__)
     return 64
