@@ -10,33 +10,31 @@
 #include <sys/queue.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <hiredis/hiredis.h>
 
 #include "access.h"
+#include "apihttp.h"
 #include "apireq.h"
 #include "app.h"
 #include "clock.h"
-#include "http.h"
 #include "log.h"
 #include "pool.h"
 #include "rds.h"
 
-#define API_MAX_HEADERS 8192 /* bytes */
-#define API_MAX_BODY    1024 /* bytes: a POST body is at most "count=N" */
-#define API_ALLOW       "GET, POST"
-#define API_WAIT_MAX    4096 /* requests waiting for one application's buffer */
-#define API_BUCKETS     256  /* applications hash (chained) */
-#define HOLD_EMPTY_MS   100  /* after a dry pool: no take before this */
-#define HOLD_EPOCH_MS   200  /* the library's own retry hint */
-#define HOLD_DOWN_MS    200  /* Redis unreachable or refusing */
-#define HOLD_LIMIT_MS   1000 /* meta's limits are below the row's (until a refiller syncs them) */
-#define STACK_BODY      4096 /* bodies up to this are built on the stack */
-#define CTYPE_TEXT      "text/plain; charset=utf-8"
-#define REALM           "Bearer realm=\"idpool\""
-#define REALM_INVALID   "Bearer realm=\"idpool\", error=\"invalid_token\""
+#define API_MAX_BODY  1024 /* bytes: a POST body is at most "count=N" */
+#define API_WAIT_MAX  4096 /* requests waiting for one application's buffer */
+#define API_BUCKETS   256  /* applications hash (chained) */
+#define HOLD_EMPTY_MS 100  /* after a dry pool: no take before this */
+#define HOLD_EPOCH_MS 200  /* the library's own retry hint */
+#define HOLD_DOWN_MS  200  /* Redis unreachable or refusing */
+#define HOLD_LIMIT_MS 1000 /* meta's limits are below the row's (until a refiller syncs them) */
+#define STACK_BODY    4096 /* bodies up to this are built on the stack */
+#define CTYPE_TEXT    "text/plain; charset=utf-8"
+#define CTYPE_JSON    "application/json"
+#define PATH_MAX_LEN  256 /* longer paths name nothing */
+#define ALLOW_HDR     "Allow: GET, POST\r\n"
+#define REALM         "WWW-Authenticate: Bearer realm=\"idpool\"\r\n"
+#define REALM_INVALID "WWW-Authenticate: Bearer realm=\"idpool\", error=\"invalid_token\"\r\n"
 
 /* Why a take brought nothing (or less than asked). */
 enum api_err { AE_NONE, AE_EMPTY, AE_EPOCH, AE_RATE, AE_LIMIT, AE_DOWN };
@@ -44,7 +42,7 @@ enum api_err { AE_NONE, AE_EMPTY, AE_EPOCH, AE_RATE, AE_LIMIT, AE_DOWN };
 /* A request waiting for IDs. */
 struct api_wait {
     TAILQ_ENTRY(api_wait) link;
-    struct evhttp_request *req;
+    struct apihttp_req *req;
     uint64_t count;
     enum apireq_fmt fmt;
 };
@@ -72,7 +70,7 @@ struct api_app {
 
 struct api {
     struct event_base *base;
-    struct http *srv;
+    struct apihttp *srv;
     struct rds *rds; /* "redis-api": takes only */
     struct pools *pools;
     struct access *access;
@@ -92,42 +90,21 @@ static void count_code(struct api *a, int code)
             a->st.requests[i]++;
 }
 
-static const char *reason_of(int code)
-{
-    switch (code) {
-    case 200:
-        return "OK";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 429:
-        return "Too Many Requests";
-    case 503:
-        return "Service Unavailable";
-    }
-    return "Internal Server Error";
-}
-
 /*
  * An error answer: {"error":"IDPOOL_...","message":"..."} with status
- * `code`, and Retry-After (whole seconds, at least 1) when retry_ms > 0.
+ * `code`, Retry-After (whole seconds, at least 1) when retry_ms > 0, and
+ * `hdr` (one "Name: value\r\n" line) when not NULL.
  */
-static void fail(struct api *a, struct evhttp_request *req, int code, const char *error,
-                 int retry_ms, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void fail(struct api *a, struct apihttp_req *req, int code, const char *error, int retry_ms,
+                 const char *hdr, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
-static void fail(struct api *a, struct evhttp_request *req, int code, const char *error,
-                 int retry_ms, const char *fmt, ...)
+static void fail(struct api *a, struct apihttp_req *req, int code, const char *error, int retry_ms,
+                 const char *hdr, const char *fmt, ...)
 {
-    struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
-    char msg[512], *text = NULL;
+    static const char oom[] = "{\"error\":\"IDPOOL_INTERNAL\",\"message\":\"out of memory\"}\n";
+    char msg[512], headers[160] = "", *text = NULL;
     cJSON *o = cJSON_CreateObject();
+    size_t n;
     va_list ap;
 
     va_start(ap, fmt);
@@ -135,15 +112,28 @@ static void fail(struct api *a, struct evhttp_request *req, int code, const char
     va_end(ap);
     if (o && cJSON_AddStringToObject(o, "error", error) &&
         cJSON_AddStringToObject(o, "message", msg))
-        text = cJSON_PrintUnformatted(o);
+        text = cJSON_PrintBuffered(o, 256, 0);
     cJSON_Delete(o);
-    if (retry_ms > 0) {
-        char s[16];
-        snprintf(s, sizeof(s), "%d", (retry_ms + 999) / 1000);
-        evhttp_add_header(hdr, "Retry-After", s);
+    if (text == NULL) {
+        count_code(a, 500);
+        apihttp_reply(req, 500, CTYPE_JSON, NULL, oom, sizeof(oom) - 1);
+        return;
     }
-    count_code(a, text ? code : 500);
-    http_reply(req, code, reason_of(code), CTYPE_JSON, text);
+    if (retry_ms > 0)
+        snprintf(headers, sizeof(headers), "Retry-After: %d\r\n", (retry_ms + 999) / 1000);
+    if (hdr)
+        snprintf(headers + strlen(headers), sizeof(headers) - strlen(headers), "%s", hdr);
+    n = strlen(text);
+    {
+        char *body = realloc(text, n + 2); /* JSON bodies end with a newline */
+        if (body) {
+            text = body;
+            text[n++] = '\n';
+        }
+    }
+    count_code(a, code);
+    apihttp_reply(req, code, CTYPE_JSON, headers[0] ? headers : NULL, text, n);
+    free(text);
 }
 
 /* --- the buffers --------------------------------------------------------- */
@@ -213,7 +203,7 @@ static int ring_reserve(struct api_app *x, size_t need)
  * Answer `req` with `n` IDs from the head of the buffer: they leave it
  * here, for this response only.
  */
-static void serve(struct api_app *x, struct evhttp_request *req, uint64_t n, enum apireq_fmt fmt)
+static void serve(struct api_app *x, struct apihttp_req *req, uint64_t n, enum apireq_fmt fmt)
 {
     struct api *a = x->api;
     uint64_t ids[64], *v = ids;
@@ -221,7 +211,7 @@ static void serve(struct api_app *x, struct evhttp_request *req, uint64_t n, enu
     size_t max = apireq_body_max(x->keylen, n), len;
 
     if (n > 64 && (v = malloc(n * sizeof(*v))) == NULL) {
-        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+        fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
         return;
     }
     for (uint64_t i = 0; i < n; i++)
@@ -229,7 +219,7 @@ static void serve(struct api_app *x, struct evhttp_request *req, uint64_t n, enu
     if (max > sizeof(stack) && (body = malloc(max)) == NULL) {
         if (v != ids)
             free(v);
-        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+        fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
         return;
     }
     /* Consumed before the answer goes out: never in two responses, whatever follows. */
@@ -239,7 +229,7 @@ static void serve(struct api_app *x, struct evhttp_request *req, uint64_t n, enu
     a->st.buffered -= n;
     len = apireq_body(body, fmt, x->key, x->keylen, v, n);
     a->st.requests[0]++;
-    http_reply_copy(req, 200, "OK", fmt == APIREQ_TEXT ? CTYPE_TEXT : CTYPE_JSON, body, len);
+    apihttp_reply(req, 200, fmt == APIREQ_TEXT ? CTYPE_TEXT : CTYPE_JSON, NULL, body, len);
     if (body != stack)
         free(body);
     if (v != ids)
@@ -247,7 +237,7 @@ static void serve(struct api_app *x, struct evhttp_request *req, uint64_t n, enu
 }
 
 /* Answer a request that cannot get IDs now, with the reason the last take gave. */
-static void refuse(struct api_app *x, struct evhttp_request *req)
+static void refuse(struct api_app *x, struct apihttp_req *req)
 {
     struct api *a = x->api;
     uint64_t now = clock_ms();
@@ -255,20 +245,20 @@ static void refuse(struct api_app *x, struct evhttp_request *req)
 
     switch (x->held) {
     case AE_RATE:
-        fail(a, req, 429, "IDPOOL_RATE", retry, "%s", x->held_msg);
+        fail(a, req, 429, "IDPOOL_RATE", retry, NULL, "%s", x->held_msg);
         break;
     case AE_EPOCH:
-        fail(a, req, 503, "IDPOOL_EPOCH", retry, "%s", x->held_msg);
+        fail(a, req, 503, "IDPOOL_EPOCH", retry, NULL, "%s", x->held_msg);
         break;
     case AE_LIMIT:
-        fail(a, req, 400, "IDPOOL_LIMIT", 0, "%s", x->held_msg);
+        fail(a, req, 400, "IDPOOL_LIMIT", 0, NULL, "%s", x->held_msg);
         break;
     case AE_DOWN:
-        fail(a, req, 503, "IDPOOL_UNAVAILABLE", retry, "%s", x->held_msg);
+        fail(a, req, 503, "IDPOOL_UNAVAILABLE", retry, NULL, "%s", x->held_msg);
         break;
     case AE_EMPTY:
     case AE_NONE:
-        fail(a, req, 503, "IDPOOL_EMPTY", retry,
+        fail(a, req, 503, "IDPOOL_EMPTY", retry, NULL,
              "the pool of '%s' is empty; retry shortly (the refillers are behind or stopped)",
              x->key);
         break;
@@ -461,130 +451,140 @@ static void take(struct api_app *x)
 /* --- requests ------------------------------------------------------------ */
 
 /* The count of a request: query, or for a POST a form body. 0, or -1 (answered). */
-static int request_count(struct api *a, struct evhttp_request *req, uint64_t *count)
+static int request_count(struct api *a, struct apihttp_req *req, const char *query, size_t qlen,
+                         uint64_t *count)
 {
-    const char *uri = evhttp_request_get_uri(req), *q = strchr(uri, '?');
-    size_t qlen = q ? strcspn(q + 1, "#") : 0;
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t blen = in ? evbuffer_get_length(in) : 0;
     char err[APIREQ_ERR_MAX];
 
-    if (blen > 0 && evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
-        const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-        const char *body;
-
+    if (req->body_len > 0 && strcmp(req->method, "POST") == 0) {
         if (qlen > 0) {
-            fail(a, req, 400, "IDPOOL_BADARG", 0,
+            fail(a, req, 400, "IDPOOL_BADARG", 0, NULL,
                  "count given in both the query and the body: use one");
             return -1;
         }
-        if (ct && strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0) {
-            fail(a, req, 400, "IDPOOL_BADARG", 0,
+        if (req->ctype && strncasecmp(req->ctype, "application/x-www-form-urlencoded", 33) != 0) {
+            fail(a, req, 400, "IDPOOL_BADARG", 0, NULL,
                  "a POST body must be count=N (application/x-www-form-urlencoded)");
             return -1;
         }
-        body = (const char *)evbuffer_pullup(in, (ssize_t)blen);
-        if (body == NULL || apireq_count(body, blen, count, err, sizeof(err)) < 0) {
-            fail(a, req, 400, "IDPOOL_BADARG", 0, "%s", body ? err : "cannot read the body");
+        if (apireq_count(req->body, req->body_len, count, err, sizeof(err)) < 0) {
+            fail(a, req, 400, "IDPOOL_BADARG", 0, NULL, "%s", err);
             return -1;
         }
         return 0;
     }
-    if (apireq_count(q ? q + 1 : NULL, qlen, count, err, sizeof(err)) < 0) {
-        fail(a, req, 400, "IDPOOL_BADARG", 0, "%s", err);
+    if (apireq_count(query, qlen, count, err, sizeof(err)) < 0) {
+        fail(a, req, 400, "IDPOOL_BADARG", 0, NULL, "%s", err);
         return -1;
     }
     return 0;
 }
 
 /*
- * Every request: method, path, token, application, count, in that order
+ * The path of a request target into buf (NUL-terminated), also of the
+ * absolute form ("http://host/v1/ids/user", RFC 9112 3.2.2); *query and
+ * *qlen get the query. 0, or -1 when it is no path or too long.
+ */
+static int target_split(const char *t, char *buf, size_t size, const char **query, size_t *qlen)
+{
+    size_t n;
+
+    if (strncasecmp(t, "http://", 7) == 0 || strncasecmp(t, "https://", 8) == 0) {
+        t = strchr(t + (t[4] == ':' ? 7 : 8), '/');
+        if (t == NULL)
+            t = "/";
+    }
+    if (t[0] != '/')
+        return -1;
+    n = strcspn(t, "?#");
+    if (n >= size)
+        return -1;
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+    *query = t[n] == '?' ? t + n + 1 : NULL;
+    *qlen = *query ? strcspn(*query, "#") : 0;
+    return 0;
+}
+
+/*
+ * Every request: path, method, token, application, count, in that order
  * (a token learns nothing of applications it may not see: 403 before 404).
  */
-static void on_request(struct evhttp_request *req, void *arg)
+static void on_request(struct apihttp_req *req, void *arg)
 {
     struct api *a = arg;
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    char *path = http_target_path(req), keybuf[APP_KEY_MAX + 1];
-    const char *key, *tok, *apps, *name;
-    size_t keylen, toklen;
+    char path[PATH_MAX_LEN], keybuf[APP_KEY_MAX + 1];
+    const char *key, *tok, *apps, *name, *query;
+    size_t keylen, toklen, qlen;
     struct pool *p;
     struct api_app *x;
     uint64_t count;
     enum apireq_fmt fmt;
 
-    if (path == NULL) {
-        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
+    if (target_split(req->target, path, sizeof(path), &query, &qlen) < 0 ||
+        apireq_path(path, &key, &keylen) < 0) {
+        fail(a, req, 404, "IDPOOL_NOTFOUND", 0, NULL,
+             "no such path: IDs are at /v1/ids/{key} (an application key)");
         return;
     }
-    if (apireq_path(path, &key, &keylen) < 0) {
-        fail(a, req, 404, "IDPOOL_NOTFOUND", 0,
-             "no such path: IDs are at /v1/ids/{key} (an application key)");
-        goto out;
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
+        fail(a, req, 405, "IDPOOL_METHOD", 0, ALLOW_HDR,
+             "method %.32s not allowed: use GET or POST", req->method);
+        return;
     }
-    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_POST) {
-        evhttp_add_header(out, "Allow", API_ALLOW);
-        fail(a, req, 405, "IDPOOL_METHOD", 0, "method %s not allowed: use GET or POST",
-             http_method_name(m));
-        goto out;
-    }
-    if (apireq_bearer(evhttp_find_header(in, "Authorization"), &tok, &toklen) < 0) {
-        evhttp_add_header(out, "WWW-Authenticate", REALM);
-        fail(a, req, 401, "IDPOOL_AUTH", 0,
+    if (apireq_bearer(req->authz, &tok, &toklen) < 0) {
+        fail(a, req, 401, "IDPOOL_AUTH", 0, REALM,
              "missing or malformed token: send 'Authorization: Bearer <token>'");
-        goto out;
+        return;
     }
     name = access_token(a->access, tok, toklen, &apps);
     if (name == NULL) {
-        evhttp_add_header(out, "WWW-Authenticate", REALM_INVALID);
-        fail(a, req, 401, "IDPOOL_AUTH", 0, "unknown or revoked token");
-        goto out;
+        fail(a, req, 401, "IDPOOL_AUTH", 0, REALM_INVALID, "unknown or revoked token");
+        return;
     }
     memcpy(keybuf, key, keylen);
     keybuf[keylen] = '\0';
     if (!access_allows(apps, key, keylen)) {
-        fail(a, req, 403, "IDPOOL_FORBIDDEN", 0, "token '%s' may not take IDs of '%s'", name,
+        fail(a, req, 403, "IDPOOL_FORBIDDEN", 0, NULL, "token '%s' may not take IDs of '%s'", name,
              keybuf);
-        goto out;
+        return;
     }
     p = pools_find(a->pools, keybuf);
     if (p == NULL || !p->live) {
-        fail(a, req, 404, "IDPOOL_NOAPP", 0,
+        fail(a, req, 404, "IDPOOL_NOAPP", 0, NULL,
              "no application '%s' is served (unknown, disabled or invalid row)", keybuf);
-        goto out;
+        return;
     }
-    if (request_count(a, req, &count) < 0)
-        goto out;
+    if (request_count(a, req, query, qlen, &count) < 0)
+        return;
     if (count > p->cfg.per_take) {
-        fail(a, req, 400, "IDPOOL_LIMIT", 0,
+        fail(a, req, 400, "IDPOOL_LIMIT", 0, NULL,
              "count %" PRIu64 " exceeds max_size_per_times %" PRIu64, count, p->cfg.per_take);
-        goto out;
+        return;
     }
-    fmt = apireq_accept(evhttp_find_header(in, "Accept"));
+    fmt = apireq_accept(req->accept);
     x = app_get(a, key, keylen);
     if (x == NULL) {
-        fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
-        goto out;
+        fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
+        return;
     }
     x->per_take = p->cfg.per_take;
     x->per_second = p->cfg.per_second;
     if (TAILQ_EMPTY(&x->waiters) && x->n >= count) {
         serve(x, req, count, fmt);
         take(x); /* ahead of need */
-        goto out;
+        return;
     }
     if (x->nwait >= API_WAIT_MAX) {
-        fail(a, req, 503, "IDPOOL_EMPTY", 1000,
+        fail(a, req, 503, "IDPOOL_EMPTY", 1000, NULL,
              "%d requests already wait for IDs of '%s'; retry shortly", API_WAIT_MAX, x->key);
-        goto out;
+        return;
     }
     {
         struct api_wait *w = calloc(1, sizeof(*w));
         if (w == NULL) {
-            fail(a, req, 500, "IDPOOL_INTERNAL", 0, "out of memory");
-            goto out;
+            fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
+            return;
         }
         w->req = req;
         w->count = count;
@@ -597,8 +597,6 @@ static void on_request(struct evhttp_request *req, void *arg)
         drain(x);
     else
         take(x);
-out:
-    free(path);
 }
 
 /* --- lifecycle ------------------------------------------------------------ */
@@ -607,14 +605,12 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
                     struct access *access)
 {
     struct api *a = calloc(1, sizeof(*a));
-    struct http_opts o = {
+    struct apihttp_opts o = {
         .name = "api",
-        .routes = "/v1/ids/{key}",
         .host = cfg->api_host,
         .port = cfg->api_port,
         .max_conns = cfg->api_max_conns,
         .timeout_ms = cfg->http_timeout_ms,
-        .max_headers = API_MAX_HEADERS,
         .max_body = API_MAX_BODY,
         .tls_cert = cfg->api_tls_cert,
         .tls_key = cfg->api_tls_key,
@@ -639,7 +635,7 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
         rds_set_name(a->rds, "redis-api");
     }
     o.arg = a;
-    a->srv = http_new(base, &o);
+    a->srv = apihttp_new(base, &o);
     if (a->srv == NULL)
         goto fail;
     return a;
@@ -652,13 +648,14 @@ void api_free(struct api *a)
 {
     if (a == NULL)
         return;
-    /* Waiting requests are answered first: evhttp_free would free them under us. */
+    /* Waiting requests are answered first: their connections go next. */
     for (size_t b = 0; b < API_BUCKETS; b++) {
         for (struct api_app *x = a->apps[b]; x; x = x->next) {
             struct api_wait *w;
             while ((w = TAILQ_FIRST(&x->waiters)) != NULL) {
                 TAILQ_REMOVE(&x->waiters, w, link);
-                fail(a, w->req, 503, "IDPOOL_UNAVAILABLE", 1000, "the issuer is shutting down");
+                fail(a, w->req, 503, "IDPOOL_UNAVAILABLE", 1000, NULL,
+                     "the issuer is shutting down");
                 free(w);
             }
             x->nwait = 0;
@@ -666,7 +663,7 @@ void api_free(struct api *a)
         }
     }
     a->stopping = 1;
-    http_free(a->srv);
+    apihttp_free(a->srv);
     rds_free(a->rds); /* on_take sees NULL replies: stopping */
     for (size_t b = 0; b < API_BUCKETS; b++) {
         struct api_app *x = a->apps[b];

@@ -19,10 +19,6 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
-#include <event2/bufferevent_ssl.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include "clock.h"
 #include "log.h"
 
@@ -54,18 +50,11 @@ struct http_conn {
     int expired;                     /* shut down by the deadline */
 };
 
-/* Trouble that can come in bursts: logged once per LOG_EVERY_MS, with a count. */
-struct burst {
-    uint64_t last_ms; /* last logged */
-    uint64_t n;       /* occurrences since */
-};
-
 struct http {
     struct evhttp *evh; /* NULL when the server listens nowhere */
     const char *name;   /* "http", "api" (static) */
     void (*handler)(struct evhttp_request *req, void *arg);
     void *arg;
-    SSL_CTX *tls;              /* NULL: plain HTTP */
     char addr[NI_MAXHOST + 8]; /* the bound address, for logs */
     struct event_base *base;
     struct evconnlistener *listener;
@@ -77,7 +66,7 @@ struct http {
     int paused;           /* not accepting: 1 at the limit, 2 after an accept error */
     struct event *resume; /* accepts again after an accept error */
     struct event *sweep;  /* closed connections, deadlines: every SWEEP_MS */
-    struct burst limit_log, accept_log, expired_log;
+    struct http_burst limit_log, accept_log, expired_log;
 };
 
 const char *http_method_name(enum evhttp_cmd_type m)
@@ -176,7 +165,7 @@ void http_reply_copy(struct evhttp_request *req, int code, const char *reason, c
 /* --- connections: the limit, the deadline, accept errors ----------------- */
 
 /* 1 when a burst entry should be logged now (then `n` says how many since the last one). */
-static int burst_due(struct burst *b, uint64_t *n)
+int http_burst_due(struct http_burst *b, uint64_t *n)
 {
     uint64_t now = clock_ms();
 
@@ -298,7 +287,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         }
     }
     while (expired--)
-        if (burst_due(&h->expired_log, &n))
+        if (http_burst_due(&h->expired_log, &n))
             log_info("%s: closed %" PRIu64 " connection(s) that sent no complete request "
                      "within %d ms (http-timeout-ms)",
                      h->name, n, h->timeout_ms);
@@ -315,17 +304,7 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
         return NULL; /* evhttp makes its own: served, not counted */
     c->h = h;
     c->fd = -1;
-    if (h->tls) {
-        SSL *ssl = SSL_new(h->tls);
-        /* With the SSL object, which it frees; evhttp sets the fd after the accept. */
-        c->bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                      BEV_OPT_CLOSE_ON_FREE)
-                     : NULL;
-        if (ssl && !c->bev)
-            SSL_free(ssl);
-    } else {
-        c->bev = bufferevent_socket_new(base, -1, 0); /* the fd is evhttp's to close */
-    }
+    c->bev = bufferevent_socket_new(base, -1, 0); /* the fd is evhttp's to close */
     c->setup = event_new(base, -1, 0, conn_setup, c);
     if (c->bev == NULL || c->setup == NULL) {
         if (c->bev)
@@ -342,7 +321,7 @@ static struct bufferevent *conn_new(struct event_base *base, void *arg)
     h->nconns++;
     if (h->nconns >= h->max_conns) {
         accept_pause(h, 1);
-        if (burst_due(&h->limit_log, &n))
+        if (http_burst_due(&h->limit_log, &n))
             log_warn("%s: %d connections open (%s-max-connections): more wait in the listen "
                      "backlog until one closes (%" PRIu64 " time(s) since the last message)",
                      h->name, h->nconns, h->name, n);
@@ -407,7 +386,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
             h = servers[i].h;
     if (h == NULL)
         return;
-    if (burst_due(&h->accept_log, &n))
+    if (http_burst_due(&h->accept_log, &n))
         log_warn("%s: cannot accept connections on %s: %s (%" PRIu64
                  " time(s) since the last message); pausing %d ms",
                  h->name, h->addr, evutil_socket_error_to_string(err), n, ACCEPT_PAUSE_MS);
@@ -422,7 +401,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
  * daemon: raise the soft file limit if needed (and allowed), else take
  * fewer connections.
  */
-static int fit_fd_limit(const char *name, int want)
+int http_fit_fd_limit(const char *name, int want)
 {
     static rlim_t granted; /* to the servers set up before this one */
     struct rlimit rl;
@@ -451,10 +430,10 @@ out:
 /* libevent's own messages, into the daemon's log; a burst once. */
 static void on_libevent_log(int severity, const char *msg)
 {
-    static struct burst b;
+    static struct http_burst b;
     uint64_t n;
 
-    if (severity < EVENT_LOG_WARN || !burst_due(&b, &n))
+    if (severity < EVENT_LOG_WARN || !http_burst_due(&b, &n))
         return;
     log_warn("libevent: %s (%" PRIu64 " message(s) since the last one)", msg, n);
 }
@@ -481,7 +460,7 @@ char *http_target_path(struct evhttp_request *req)
  * A listening, non-blocking socket on the first address of host:port;
  * -1 with an error logged. The address is written to addr for logs.
  */
-static int listen_on(const char *name, const char *host, int port, char *addr, size_t addrlen)
+int http_listen(const char *name, const char *host, int port, char *addr, size_t addrlen)
 {
     struct addrinfo hints, *res = NULL;
     char portstr[16], hbuf[NI_MAXHOST];
@@ -513,52 +492,6 @@ static int listen_on(const char *name, const char *host, int port, char *addr, s
     return fd;
 }
 
-/* The OpenSSL error queue as one line (the last error), emptied. */
-static const char *tls_error(char *buf, size_t len)
-{
-    unsigned long e = ERR_peek_last_error();
-
-    if (e == 0)
-        snprintf(buf, len, "unknown error");
-    else
-        ERR_error_string_n(e, buf, len);
-    ERR_clear_error();
-    return buf;
-}
-
-/* A server context from PEM files (TLS 1.2 and later); NULL with an error logged. */
-static SSL_CTX *tls_context(const char *name, const char *cert, const char *key)
-{
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    char err[256];
-
-    if (ctx == NULL) {
-        log_error("%s: cannot set up TLS: %s", name, tls_error(err, sizeof(err)));
-        return NULL;
-    }
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
-    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-        log_error("%s: cannot load the TLS certificate chain %s (api-tls-cert): %s", name, cert,
-                  tls_error(err, sizeof(err)));
-        goto fail;
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        log_error("%s: cannot load the TLS private key %s (api-tls-key): %s", name, key,
-                  tls_error(err, sizeof(err)));
-        goto fail;
-    }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-        log_error("%s: the TLS private key %s does not match the certificate %s: %s", name, key,
-                  cert, tls_error(err, sizeof(err)));
-        goto fail;
-    }
-    return ctx;
-fail:
-    SSL_CTX_free(ctx);
-    return NULL;
-}
-
 struct http *http_new(struct event_base *base, const struct http_opts *o)
 {
     struct http *h = calloc(1, sizeof(*h));
@@ -579,15 +512,13 @@ struct http *http_new(struct event_base *base, const struct http_opts *o)
         log_info("%s: disabled (empty %s address)", o->name, o->name);
         return h;
     }
-    if (o->tls_cert && (h->tls = tls_context(o->name, o->tls_cert, o->tls_key)) == NULL)
-        goto fail;
     h->evh = evhttp_new(base);
     if (h->evh == NULL) {
         log_error("%s: cannot create the HTTP server", o->name);
         goto fail;
     }
     h->timeout_ms = o->timeout_ms;
-    h->max_conns = fit_fd_limit(o->name, o->max_conns);
+    h->max_conns = http_fit_fd_limit(o->name, o->max_conns);
     for (h->nbuckets = 16; h->nbuckets < (size_t)h->max_conns * 2; h->nbuckets *= 2)
         ;
     h->by_bev = calloc(h->nbuckets, sizeof(*h->by_bev));
@@ -614,7 +545,7 @@ struct http *http_new(struct event_base *base, const struct http_opts *o)
      */
     evhttp_set_allowed_methods(h->evh, UINT16_MAX);
     evhttp_set_gencb(h->evh, on_request, h);
-    fd = listen_on(o->name, o->host, o->port, h->addr, sizeof(h->addr));
+    fd = http_listen(o->name, o->host, o->port, h->addr, sizeof(h->addr));
     if (fd < 0)
         goto fail;
     /* From here on the bound socket owns fd and closes it in evhttp_free(). */
@@ -633,7 +564,7 @@ struct http *http_new(struct event_base *base, const struct http_opts *o)
             break;
         }
     }
-    log_info("%s: listening on %s%s (%s)", o->name, h->tls ? "https://" : "", h->addr, o->routes);
+    log_info("%s: listening on %s (%s)", o->name, h->addr, o->routes);
     return h;
 fail:
     http_free(h);
@@ -666,8 +597,6 @@ void http_free(struct http *h)
         event_free(h->resume);
     if (h->sweep)
         event_free(h->sweep);
-    if (h->tls)
-        SSL_CTX_free(h->tls);
     free(h->by_bev);
     free(h);
 }

@@ -1,0 +1,48 @@
+/*
+ * httpreq — the head of an HTTP/1.x request (RFC 9112), parsed in place: the
+ * request line and the few header fields the ID API reads. Pure (fuzzed:
+ * test/fuzz/fuzz_httpreq.c).
+ *
+ * What is accepted: "METHOD SP target SP HTTP/1.0|HTTP/1.1" and header
+ * lines "name: value", each ended by CRLF (a bare LF too); the head ends
+ * with an empty line. Refused, with the status to answer: a malformed
+ * request line or header line, a line folded onto the previous one
+ * (obs-fold), another HTTP version (505), a head longer than the limit
+ * (431), Transfer-Encoding (411: bodies must have a Content-Length), a bad
+ * or conflicting Content-Length (400).
+ */
+#ifndef IDPOOL_HTTPREQ_H
+#define IDPOOL_HTTPREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A parsed head. Strings point into the caller's buffer, NUL-terminated there. */
+struct httpreq {
+    const char *method;      /* "GET", ... */
+    const char *target;      /* as sent: "/v1/ids/user?count=5" */
+    int minor;               /* HTTP/1.<minor>: 0 or 1 */
+    const char *authz;       /* Authorization (the first), or NULL */
+    const char *accept;      /* Accept (the first), or NULL */
+    const char *ctype;       /* Content-Type, or NULL */
+    uint64_t content_length; /* 0 when absent */
+    int keep_alive;          /* the connection stays open after the answer */
+    int expect_continue;     /* Expect: 100-continue */
+    size_t head_len;         /* bytes of the head, the empty line included */
+};
+
+enum httpreq_status {
+    HTTPREQ_DONE = 0, /* *r is filled */
+    HTTPREQ_MORE = 1, /* the head is not complete yet: read more */
+    HTTPREQ_BAD = -1, /* refused: answer *code with *err and close */
+};
+
+/*
+ * Parse the head at buf[0..len) (at most max_head bytes count). On DONE the
+ * head's line ends in buf are overwritten with NULs. On BAD *code is the
+ * status to answer (400, 411, 431, 505) and *err says why.
+ */
+enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct httpreq *r,
+                                  int *code, const char **err) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,649 @@
+#include "apihttp.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/listener.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "clock.h"
+#include "http.h"
+#include "httpreq.h"
+#include "log.h"
+
+#define HEAD_MAX        8192 /* bytes of a request head */
+#define SWEEP_MS        100  /* deadline precision */
+#define ACCEPT_PAUSE_MS 1000 /* after an accept error (EMFILE...) */
+#define CTYPE_JSON      "application/json"
+
+/* One connection: its request buffer, its pending output, its state. */
+struct conn {
+    TAILQ_ENTRY(conn) link;
+    struct apihttp *srv;
+    evutil_socket_t fd;
+    SSL *ssl;          /* NULL: plain */
+    struct event *rev; /* readable (persistent) */
+    struct event *wev; /* writable: only while output is pending */
+    char *in;          /* HEAD_MAX + max_body bytes */
+    size_t in_len;     /* bytes in `in` */
+    char *out;         /* pending output (heap) */
+    size_t out_len, out_off, out_cap;
+    struct httpreq head;  /* the current request's head, once parsed */
+    int parsed;           /* head is valid (its body may still be arriving) */
+    int busy;             /* the handler has the request: not answered yet */
+    int in_process;       /* process() is running (frees wait for it) */
+    int close_after;      /* close once the output is written */
+    int dead;             /* the peer is gone or failed: free when not busy */
+    int continue_sent;    /* "100 Continue" sent for this request */
+    int head_req;         /* the current request is HEAD: no body in its answer */
+    int keep_alive;       /* the current request keeps the connection */
+    uint64_t deadline_ms; /* a whole request must have arrived by then */
+    struct apihttp_req req;
+};
+
+struct apihttp {
+    struct event_base *base;
+    const char *name;
+    void (*handler)(struct apihttp_req *req, void *arg);
+    void *arg;
+    size_t max_body;
+    int timeout_ms;
+    int max_conns, nconns;
+    int paused; /* not accepting: 1 at the limit, 2 after an accept error */
+    SSL_CTX *tls;
+    struct evconnlistener *listener;
+    struct event *resume, *sweep;
+    TAILQ_HEAD(, conn) conns;
+    char addr[300];
+    struct http_burst limit_log, accept_log, expired_log;
+};
+
+static void conn_free(struct conn *c);
+static void process(struct conn *c);
+
+/* --- output ------------------------------------------------------------- */
+
+/* "Tue, 24 Nov 2026 20:17:48 GMT", formatted once a second. */
+static const char *http_date(void)
+{
+    static char buf[40];
+    static time_t last;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    if (now != last && gmtime_r(&now, &tm)) {
+        strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        last = now;
+    }
+    return buf;
+}
+
+static const char *reason_of(int code)
+{
+    switch (code) {
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Content Too Large";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    }
+    return "Internal Server Error";
+}
+
+static int out_reserve(struct conn *c, size_t more)
+{
+    size_t need = c->out_len + more, cap = c->out_cap ? c->out_cap : 1024;
+    char *p;
+
+    if (need <= c->out_cap)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+    p = realloc(c->out, cap);
+    if (p == NULL)
+        return -1;
+    c->out = p;
+    c->out_cap = cap;
+    return 0;
+}
+
+static void out_put(struct conn *c, const char *s, size_t n)
+{
+    memcpy(c->out + c->out_len, s, n);
+    c->out_len += n;
+}
+
+/* One transport write: bytes written, 0 would block, -1 failed. */
+static ssize_t conn_send(struct conn *c, const char *p, size_t n, int *want_read)
+{
+    *want_read = 0;
+    if (c->ssl) {
+        int r = SSL_write(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+        if (r > 0)
+            return r;
+        switch (SSL_get_error(c->ssl, r)) {
+        case SSL_ERROR_WANT_WRITE:
+            return 0;
+        case SSL_ERROR_WANT_READ:
+            *want_read = 1;
+            return 0;
+        }
+        ERR_clear_error();
+        return -1;
+    }
+    for (;;) {
+        ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (r >= 0)
+            return r;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+}
+
+/* Write what is pending; the write event waits for the rest. Frees the connection when done. */
+static void flush(struct conn *c)
+{
+    int want_read = 0;
+
+    while (c->out_off < c->out_len) {
+        ssize_t n = conn_send(c, c->out + c->out_off, c->out_len - c->out_off, &want_read);
+        if (n < 0) {
+            c->dead = 1;
+            break;
+        }
+        if (n == 0) {
+            if (!want_read)
+                event_add(c->wev, NULL);
+            return;
+        }
+        c->out_off += (size_t)n;
+    }
+    c->out_off = c->out_len = 0;
+    event_del(c->wev);
+    if ((c->close_after || c->dead) && !c->busy && !c->in_process)
+        conn_free(c);
+}
+
+/* Queue an answer (head and body) for the current request; not yet written. */
+static int queue_answer(struct conn *c, int code, const char *ctype, const char *headers,
+                        const char *body, size_t len)
+{
+    char head[512];
+    int n;
+    size_t hl = headers ? strlen(headers) : 0;
+    const char *conn_hdr = !c->keep_alive       ? "Connection: close\r\n"
+                           : c->head.minor == 0 ? "Connection: keep-alive\r\n"
+                                                : "";
+
+    n = snprintf(head, sizeof(head),
+                 "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n"
+                 "Content-Length: %zu\r\n%s",
+                 code, reason_of(code), http_date(), ctype, len, conn_hdr);
+    if (n < 0 || (size_t)n >= sizeof(head))
+        return -1;
+    if (c->head_req)
+        len = 0;
+    if (out_reserve(c, (size_t)n + hl + 2 + len) < 0)
+        return -1;
+    out_put(c, head, (size_t)n);
+    if (hl)
+        out_put(c, headers, hl);
+    out_put(c, "\r\n", 2);
+    if (len)
+        out_put(c, body, len);
+    return 0;
+}
+
+/* Refuse what cannot be parsed: a JSON error, then close. */
+static void refuse(struct conn *c, int code, const char *msg)
+{
+    char body[256];
+    int n =
+        snprintf(body, sizeof(body), "{\"error\":\"IDPOOL_BADREQUEST\",\"message\":\"%s\"}\n", msg);
+
+    c->keep_alive = 0;
+    c->close_after = 1;
+    c->in_len = 0;
+    if (queue_answer(c, code, CTYPE_JSON, NULL, body, (size_t)n) < 0)
+        c->dead = 1;
+    flush(c);
+}
+
+void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const char *headers,
+                   const char *body, size_t len)
+{
+    struct conn *c = (struct conn *)((char *)req - offsetof(struct conn, req));
+    size_t used = c->head.head_len + c->head.content_length;
+
+    c->busy = 0;
+    c->parsed = 0;
+    c->continue_sent = 0;
+    if (c->dead) {
+        if (!c->in_process)
+            conn_free(c);
+        return;
+    }
+    if (queue_answer(c, code, ctype, headers, body, len) < 0)
+        c->dead = 1;
+    /* The request's bytes go; pipelined ones move up. */
+    memmove(c->in, c->in + used, c->in_len - used);
+    c->in_len -= used;
+    if (!c->keep_alive)
+        c->close_after = 1;
+    c->deadline_ms = clock_ms() + (uint64_t)c->srv->timeout_ms;
+    flush(c);
+    /* Answered later than asked (IDs from Redis): the next pipelined request now. */
+    if (!c->in_process && !c->dead && !c->close_after && c->in_len > 0)
+        process(c);
+}
+
+/* --- input -------------------------------------------------------------- */
+
+/* Handle the requests in the buffer, in order, one at a time. */
+static void process(struct conn *c)
+{
+    struct apihttp *s = c->srv;
+
+    c->in_process = 1;
+    while (!c->busy && !c->close_after && !c->dead) {
+        int code = 0;
+        const char *err = NULL;
+
+        if (!c->parsed) {
+            enum httpreq_status st =
+                httpreq_parse(c->in, c->in_len, HEAD_MAX, &c->head, &code, &err);
+            if (st == HTTPREQ_MORE)
+                break;
+            if (st == HTTPREQ_BAD) {
+                refuse(c, code, err);
+                break;
+            }
+            c->parsed = 1;
+            c->keep_alive = c->head.keep_alive;
+            c->head_req = strcmp(c->head.method, "HEAD") == 0;
+            if (c->head.content_length > s->max_body) {
+                refuse(c, 413, "request body too large");
+                break;
+            }
+        }
+        if (c->in_len < c->head.head_len + c->head.content_length) {
+            if (c->head.expect_continue && !c->continue_sent) {
+                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                c->continue_sent = 1;
+                if (out_reserve(c, sizeof(cont) - 1) == 0) {
+                    out_put(c, cont, sizeof(cont) - 1);
+                    flush(c);
+                }
+            }
+            break;
+        }
+        c->busy = 1;
+        c->req.method = c->head.method;
+        c->req.target = c->head.target;
+        c->req.authz = c->head.authz;
+        c->req.accept = c->head.accept;
+        c->req.ctype = c->head.ctype;
+        c->req.body = c->in + c->head.head_len;
+        c->req.body_len = (size_t)c->head.content_length;
+        s->handler(&c->req, s->arg); /* may answer at once */
+    }
+    c->in_process = 0;
+    if (!c->busy && (c->dead || (c->close_after && c->out_len == 0)))
+        conn_free(c);
+}
+
+/* One transport read into the buffer: bytes, 0 at the end, -1 would block, -2 failed. */
+static ssize_t conn_recv(struct conn *c, char *p, size_t n)
+{
+    if (c->ssl) {
+        int r = SSL_read(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+        if (r > 0)
+            return r;
+        switch (SSL_get_error(c->ssl, r)) {
+        case SSL_ERROR_WANT_READ:
+            return -1;
+        case SSL_ERROR_WANT_WRITE:
+            event_add(c->wev, NULL); /* the handshake needs to write */
+            return -1;
+        case SSL_ERROR_ZERO_RETURN:
+            return 0;
+        }
+        ERR_clear_error();
+        return -2;
+    }
+    for (;;) {
+        ssize_t r = recv(c->fd, p, n, 0);
+        if (r >= 0)
+            return r;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+    }
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    size_t cap = HEAD_MAX + c->srv->max_body;
+
+    (void)fd;
+    (void)what;
+    if (c->out_len > c->out_off) { /* a TLS write waiting for a read */
+        flush(c);
+        if (c->out_len > c->out_off)
+            return;
+    }
+    for (;;) {
+        ssize_t n;
+
+        if (c->in_len >= cap) {
+            if (!c->busy) /* a whole head and body fit: this is not a request */
+                break;
+            event_del(c->rev); /* pipelined requests wait until this one is answered */
+            return;
+        }
+        n = conn_recv(c, c->in + c->in_len, cap - c->in_len);
+        if (n == -1)
+            break;
+        if (n <= 0) { /* end of stream, or an error: nothing more to answer to */
+            c->dead = 1;
+            event_del(c->rev);
+            event_del(c->wev);
+            if (!c->busy)
+                conn_free(c);
+            return;
+        }
+        c->in_len += (size_t)n;
+        if (!c->ssl || SSL_pending(c->ssl) == 0)
+            break;
+    }
+    if (!c->busy)
+        process(c);
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->out_len > c->out_off)
+        flush(c);
+    else if (c->ssl) /* the handshake wanted to write */
+        on_read(fd, EV_READ, c);
+}
+
+/* --- connections -------------------------------------------------------- */
+
+static void accept_pause(struct apihttp *s, int why)
+{
+    if (s->listener && !s->paused) {
+        evconnlistener_disable(s->listener);
+        s->paused = why;
+    }
+}
+
+static void accept_resume(struct apihttp *s)
+{
+    if (s->listener && s->paused && s->nconns < s->max_conns) {
+        evconnlistener_enable(s->listener);
+        s->paused = 0;
+    }
+}
+
+static void conn_free(struct conn *c)
+{
+    struct apihttp *s = c->srv;
+
+    TAILQ_REMOVE(&s->conns, c, link);
+    s->nconns--;
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    if (c->ssl)
+        SSL_free(c->ssl);
+    close(c->fd);
+    free(c->in);
+    free(c->out);
+    free(c);
+    if (s->paused == 1)
+        accept_resume(s);
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
+{
+    struct apihttp *s = arg;
+    struct conn *c = calloc(1, sizeof(*c));
+    int one = 1;
+    uint64_t n;
+
+    (void)l;
+    (void)sa;
+    (void)salen;
+    if (c == NULL || (c->in = malloc(HEAD_MAX + s->max_body)) == NULL) {
+        free(c);
+        close(fd);
+        return;
+    }
+    c->srv = s;
+    c->fd = fd;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* answers go out whole */
+    c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_read, c);
+    c->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    if (s->tls && (c->ssl = SSL_new(s->tls)) != NULL) {
+        SSL_set_fd(c->ssl, fd);
+        SSL_set_accept_state(c->ssl);
+    }
+    TAILQ_INSERT_TAIL(&s->conns, c, link);
+    s->nconns++;
+    if (!c->rev || !c->wev || (s->tls && !c->ssl) || event_add(c->rev, NULL) < 0) {
+        conn_free(c);
+        return;
+    }
+    c->deadline_ms = clock_ms() + (uint64_t)s->timeout_ms;
+    if (s->nconns >= s->max_conns) {
+        accept_pause(s, 1);
+        if (http_burst_due(&s->limit_log, &n))
+            log_warn("%s: %d connections open (%s-max-connections): more wait in the listen "
+                     "backlog until one closes (%" PRIu64 " time(s) since the last message)",
+                     s->name, s->nconns, s->name, n);
+    }
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct apihttp *s = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    struct timeval tv = {ACCEPT_PAUSE_MS / 1000, (ACCEPT_PAUSE_MS % 1000) * 1000};
+    uint64_t n;
+
+    (void)l;
+    if (http_burst_due(&s->accept_log, &n))
+        log_warn("%s: cannot accept connections on %s: %s (%" PRIu64
+                 " time(s) since the last message); pausing %d ms",
+                 s->name, s->addr, evutil_socket_error_to_string(err), n, ACCEPT_PAUSE_MS);
+    if (!s->paused) {
+        accept_pause(s, 2);
+        evtimer_add(s->resume, &tv);
+    }
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    accept_resume(arg);
+}
+
+/* Every SWEEP_MS: close connections that sent no whole request in time (not those being answered).
+ */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct apihttp *s = arg;
+    struct conn *c, *next;
+    uint64_t now = clock_ms(), expired = 0, n;
+
+    (void)fd;
+    (void)what;
+    for (c = TAILQ_FIRST(&s->conns); c; c = next) {
+        next = TAILQ_NEXT(c, link);
+        if (!c->busy && now >= c->deadline_ms) {
+            expired++;
+            conn_free(c);
+        }
+    }
+    while (expired--)
+        if (http_burst_due(&s->expired_log, &n))
+            log_info("%s: closed %" PRIu64 " connection(s) that sent no complete request "
+                     "within %d ms (http-timeout-ms)",
+                     s->name, n, s->timeout_ms);
+}
+
+/* --- TLS ---------------------------------------------------------------- */
+
+/* The OpenSSL error queue as one line (the last error), emptied. */
+static const char *tls_error(char *buf, size_t len)
+{
+    unsigned long e = ERR_peek_last_error();
+
+    if (e == 0)
+        snprintf(buf, len, "unknown error");
+    else
+        ERR_error_string_n(e, buf, len);
+    ERR_clear_error();
+    return buf;
+}
+
+/* A server context from PEM files (TLS 1.2 and later); NULL with an error logged. */
+static SSL_CTX *tls_context(const char *name, const char *cert, const char *key)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    char err[256];
+
+    if (ctx == NULL) {
+        log_error("%s: cannot set up TLS: %s", name, tls_error(err, sizeof(err)));
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        log_error("%s: cannot load the TLS certificate chain %s (api-tls-cert): %s", name, cert,
+                  tls_error(err, sizeof(err)));
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+        log_error("%s: cannot load the TLS private key %s (api-tls-key): %s", name, key,
+                  tls_error(err, sizeof(err)));
+        goto fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        log_error("%s: the TLS private key %s does not match the certificate %s: %s", name, key,
+                  cert, tls_error(err, sizeof(err)));
+        goto fail;
+    }
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+/* --- lifecycle ---------------------------------------------------------- */
+
+struct apihttp *apihttp_new(struct event_base *base, const struct apihttp_opts *o)
+{
+    struct apihttp *s = calloc(1, sizeof(*s));
+    struct timeval sw = {0, SWEEP_MS * 1000};
+    int fd;
+
+    if (s == NULL)
+        return NULL;
+    s->base = base;
+    s->name = o->name;
+    s->handler = o->handler;
+    s->arg = o->arg;
+    s->max_body = o->max_body;
+    s->timeout_ms = o->timeout_ms;
+    TAILQ_INIT(&s->conns);
+    if (o->host == NULL || o->host[0] == '\0') {
+        log_info("%s: disabled (empty %s address)", o->name, o->name);
+        return s;
+    }
+    if (o->tls_cert && (s->tls = tls_context(o->name, o->tls_cert, o->tls_key)) == NULL)
+        goto fail;
+    s->max_conns = http_fit_fd_limit(o->name, o->max_conns);
+    s->resume = evtimer_new(base, on_resume, s);
+    s->sweep = event_new(base, -1, EV_PERSIST, on_sweep, s);
+    if (!s->resume || !s->sweep) {
+        log_error("%s: out of memory", o->name);
+        goto fail;
+    }
+    fd = http_listen(o->name, o->host, o->port, s->addr, sizeof(s->addr));
+    if (fd < 0)
+        goto fail;
+    s->listener = evconnlistener_new(base, on_accept, s, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    if (s->listener == NULL) {
+        log_error("%s: cannot accept connections on %s", o->name, s->addr);
+        close(fd);
+        goto fail;
+    }
+    evconnlistener_set_error_cb(s->listener, on_accept_error);
+    event_add(s->sweep, &sw);
+    log_info("%s: listening on %s%s (/v1/ids/{key})", o->name, s->tls ? "https://" : "", s->addr);
+    return s;
+fail:
+    apihttp_free(s);
+    return NULL;
+}
+
+void apihttp_free(struct apihttp *s)
+{
+    if (s == NULL)
+        return;
+    while (!TAILQ_EMPTY(&s->conns))
+        conn_free(TAILQ_FIRST(&s->conns));
+    if (s->listener)
+        evconnlistener_free(s->listener);
+    if (s->resume)
+        event_free(s->resume);
+    if (s->sweep)
+        event_free(s->sweep);
+    if (s->tls)
+        SSL_CTX_free(s->tls);
+    free(s);
+}
