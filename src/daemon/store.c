@@ -644,28 +644,27 @@ static int store_queue(struct store *s, struct job *j)
     return 0;
 }
 
-int store_load(struct store *s, store_load_fn *fn, void *arg)
+/* A job with no input: queued, or -1 when out of memory. */
+static int queue_plain(struct store *s, enum job_kind kind, void *fn, void *arg)
 {
     struct job *j = calloc(1, sizeof(*j));
 
     if (!j)
         return -1;
-    j->kind = JOB_LOAD;
-    j->fn = (void *)fn;
+    j->kind = kind;
+    j->fn = fn;
     j->arg = arg;
     return store_queue(s, j);
 }
 
+int store_load(struct store *s, store_load_fn *fn, void *arg)
+{
+    return queue_plain(s, JOB_LOAD, (void *)fn, arg);
+}
+
 int store_auth(struct store *s, store_auth_fn *fn, void *arg)
 {
-    struct job *j = calloc(1, sizeof(*j));
-
-    if (!j)
-        return -1;
-    j->kind = JOB_AUTH;
-    j->fn = (void *)fn;
-    j->arg = arg;
-    return store_queue(s, j);
+    return queue_plain(s, JOB_AUTH, (void *)fn, arg);
 }
 
 int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor,
