@@ -14,6 +14,9 @@
 #   apireq  the ID API's request parts (path, count query or form body,
 #           Accept, Authorization: Bearer) against their contracts, and the
 #           JSON and text bodies (cJSON parses them, within apireq_body_max)
+#   httpreq the ID API server's HTTP/1.x request head parser (httpreq_parse)
+#           against an independent statement of its grammar: in-place
+#           strings inside the head, no write on MORE, 400/411/431/505
 # Each target aborts when an invariant is violated, so logic bugs show up as
 # crashes, next to what ASan and UBSan catch.
 #
@@ -57,7 +60,7 @@ if ! [[ $SECS =~ ^[0-9]+$ ]] || ((SECS < 1)); then
 fi
 BUILD=build-fuzz
 # shellcheck disable=SC2206 # a list of names
-TARGETS=(${FUZZ_TARGETS:-app config url apireq})
+TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq})
 CRASHES=$BUILD/fuzz-crashes
 
 if ! command -v clang >/dev/null; then

@@ -66,7 +66,7 @@ static enum httpreq_status request_line(char *line, struct httpreq *r, int *code
         !(sp[7] >= '0' && sp[7] <= '9') || sp[8] != '\0')
         return bad(code, err, 400,
                    "malformed request line (expected METHOD SP target SP HTTP/1.1)");
-    if (sp[5] != '1')
+    if (sp[5] != '1' || sp[7] > '1') /* HTTP/1.2 too: minor is 0 or 1 */
         return bad(code, err, 505, "only HTTP/1.0 and HTTP/1.1 are served");
     r->minor = sp[7] - '0';
     return HTTPREQ_DONE;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq}/ (run from anywhere).
+"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq}/ (run from anywhere).
 
 Each seed is encoded the way its target decodes the input (see the comments
 at the top of test/fuzz/fuzz_*.c and the reader in test/fuzz/fuzz.h): valid
@@ -223,6 +223,43 @@ def apireq_seeds():
     }
 
 
+def httpreq_seeds():
+    """A byte that picks max_head (255: 8192, the server's limit; 0..127: 16 + it),
+    then the request bytes as they arrived."""
+    def req(head, limit=255):
+        if isinstance(head, str):
+            head = head.encode("latin-1")
+        return bytes([limit]) + head
+
+    api = ("POST /v1/ids/user?count=5 HTTP/1.1\r\nHost: idpool:9480\r\n"
+           "Authorization: Bearer idp_" + "A" * 43 + "\r\nAccept: text/plain\r\n"
+           "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n"
+           "Expect: 100-continue\r\nConnection: keep-alive\r\n\r\ncount=3")
+    return {
+        "seed-get": req("GET / HTTP/1.1\r\n\r\n"),
+        "seed-api": req(api),
+        "seed-api-prefix": req(api[:60]),
+        "seed-http10": req("GET /v1/ids/a HTTP/1.0\r\nConnection: Keep-Alive, Upgrade\r\n\r\n"),
+        "seed-close": req("GET / HTTP/1.1\r\nConnection: Upgrade , close\r\nAccept: */*\r\n\r\n"),
+        "seed-lf": req("\r\n\nGET /x HTTP/1.1\nHost: h\nAccept:  text/plain \t\n\n"),
+        "seed-pipelined": req("GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n"),
+        "seed-cl-dup": req("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 005\r\n"
+                           "\r\nhello"),
+        "seed-cl-conflict": req("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n"
+                                "\r\n"),
+        "seed-cl-long": req("POST / HTTP/1.1\r\nContent-Length: 1000000000000000000\r\n\r\n"),
+        "seed-te": req("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        "seed-h2": req("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+        "seed-obs-fold": req("GET / HTTP/1.1\r\nAccept: a\r\n b\r\n\r\n"),
+        "seed-ctl": req("GET / HTTP/1.1\r\nAuthorization: Bearer \x01\x7f\xe9\r\n\r\n"),
+        "seed-nul": req("GET /\x00 HTTP/1.1\r\n\r\n"),
+        "seed-bare-cr": req("GET / HTTP/1.1\rX: y\r\n\r\n"),
+        "seed-small-limit": req("GET / HTTP/1.1\r\nHost: example\r\n\r\n", limit=0),
+        "seed-at-limit": req("GET / HTTP/1.1\r\nX: 12345\r\n\r\n", limit=28 - 16),
+        "seed-big": req("GET / HTTP/1.1\r\nX: " + "v" * 8169 + "\r\n\r\n"),
+    }
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -241,3 +278,4 @@ if __name__ == "__main__":
     write("config", config_seeds())
     write("url", url_seeds())
     write("apireq", apireq_seeds())
+    write("httpreq", httpreq_seeds())
