@@ -14,7 +14,10 @@
  *   405  IDPOOL_METHOD another method (Allow: GET, POST)
  *   429  IDPOOL_RATE max_size_per_second reached (Retry-After)
  *   503  IDPOOL_EMPTY pool dry, IDPOOL_EPOCH not yet re-validated,
- *        IDPOOL_UNAVAILABLE Redis unreachable (Retry-After)
+ *        IDPOOL_UNAVAILABLE Redis unreachable or refusing, or no limits in
+ *        meta yet (Retry-After)
+ *   and, from the HTTP server (apihttp.h): 411, 413, 431, 505 as
+ *   IDPOOL_BADREQUEST, the connection closed
  *
  * Each application has a small buffer of IDs taken from its pool through
  * idpool_take (so the limits and the epoch check hold, inside Redis, across
