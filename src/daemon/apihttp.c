@@ -173,8 +173,13 @@ static ssize_t conn_send(struct conn *c, const char *p, size_t n, int *want_read
     }
 }
 
-/* Write what is pending; the write event waits for the rest. Frees the connection when done. */
-static void flush(struct conn *c)
+/*
+ * Write what is pending; the write event waits for the rest. A connection
+ * that is to close (or failed) is freed once written, unless a request or
+ * process() still holds it: 1 when it was freed (the caller must not touch
+ * it again), else 0.
+ */
+static int flush(struct conn *c)
 {
     int want_read = 0;
 
@@ -187,14 +192,17 @@ static void flush(struct conn *c)
         if (n == 0) {
             if (!want_read)
                 event_add(c->wev, NULL);
-            return;
+            return 0;
         }
         c->out_off += (size_t)n;
     }
     c->out_off = c->out_len = 0;
     event_del(c->wev);
-    if ((c->close_after || c->dead) && !c->busy && !c->in_process)
+    if ((c->close_after || c->dead) && !c->busy && !c->in_process) {
         conn_free(c);
+        return 1;
+    }
+    return 0;
 }
 
 /* Queue an answer (head and body) for the current request; not yet written. */
@@ -239,7 +247,7 @@ static void refuse(struct conn *c, int code, const char *msg)
     c->in_len = 0;
     if (queue_answer(c, code, CTYPE_JSON, NULL, body, (size_t)n) < 0)
         c->dead = 1;
-    flush(c);
+    (void)flush(c);
 }
 
 void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const char *headers,
@@ -264,7 +272,8 @@ void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const c
     if (!c->keep_alive)
         c->close_after = 1;
     c->deadline_ms = clock_ms() + (uint64_t)c->srv->timeout_ms;
-    flush(c);
+    if (flush(c))
+        return;
     /* Answered later than asked (IDs from Redis): the next pipelined request now. */
     if (!c->in_process && !c->dead && !c->close_after && c->in_len > 0)
         process(c);
@@ -305,7 +314,7 @@ static void process(struct conn *c)
                 c->continue_sent = 1;
                 if (out_reserve(c, sizeof(cont) - 1) == 0) {
                     out_put(c, cont, sizeof(cont) - 1);
-                    flush(c);
+                    (void)flush(c);
                 }
             }
             break;
@@ -362,8 +371,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (c->out_len > c->out_off) { /* a TLS write waiting for a read */
-        flush(c);
-        if (c->out_len > c->out_off)
+        if (flush(c) || c->out_len > c->out_off)
             return;
     }
     for (;;) {
@@ -401,7 +409,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (c->out_len > c->out_off)
-        flush(c);
+        (void)flush(c);
     else if (c->ssl) /* the handshake wanted to write */
         on_read(fd, EV_READ, c);
 }
