@@ -708,8 +708,9 @@ static int finish(struct loader *ld)
         return -1;
     }
     if ((cfg->api_tls_cert == NULL) != (cfg->api_tls_key == NULL))
-        return fail(ld, cfg->api_tls_cert ? S_API_TLS_KEY : S_API_TLS_CERT,
-                    "TLS for the API needs both api-tls-cert and api-tls-key");
+        return fail(ld, cfg->api_tls_cert ? S_API_TLS_CERT : S_API_TLS_KEY,
+                    "TLS for the API needs both api-tls-cert and api-tls-key (%s is not set)",
+                    cfg->api_tls_cert ? "api-tls-key" : "api-tls-cert");
     if (cfg->api_tls_cert && (cfg->api_addr == NULL || cfg->api_addr[0] == '\0'))
         return fail(ld, S_API_TLS_CERT, "set, but the API is off (set api / IDPOOL_API_ADDR)");
     if (!cfg->refill && (cfg->api_addr == NULL || cfg->api_addr[0] == '\0'))

@@ -1073,6 +1073,53 @@ static void test_alert_settings(void)
     expect_error(ENV({"IDPOOL_ALERT_RESOLVE_MS", "-1"}), no_args, "IDPOOL_ALERT_RESOLVE_MS");
 }
 
+/* The ID API's settings and refill (issue 11). */
+static void test_api_settings(void)
+{
+    struct config cfg;
+    char path[64];
+
+    /* Off by default; refill on. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, no_args), (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.api_addr, "") == 0);
+    CHECK(cfg.api_host == NULL);
+    CHECK_EQ_U64((uint64_t)cfg.refill, 1);
+    CHECK_EQ_U64((uint64_t)cfg.api_buffer, 1000);
+    CHECK_EQ_U64((uint64_t)cfg.api_max_conns, 1024);
+    CHECK(cfg.api_tls_cert == NULL && cfg.api_tls_key == NULL);
+    config_free(&cfg);
+
+    /* --api, IDPOOL_API_ADDR, and the config-file key api-addr (the brief's name) or api. */
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--api", "[::1]:9472", "--refill", "OFF")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.api_host, "::1") == 0);
+    CHECK_EQ_U64((uint64_t)cfg.api_port, 9472);
+    CHECK_EQ_U64((uint64_t)cfg.refill, 0);
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_API_ADDR", "127.0.0.1:1"}), no_args),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.api_port, 1);
+    config_free(&cfg);
+    write_tmp(path, "api-addr = 0.0.0.0:9000\nrefill = no\napi-buffer = 50\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--config", path)), (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.api_host, "0.0.0.0") == 0);
+    CHECK_EQ_U64((uint64_t)cfg.refill, 0);
+    CHECK_EQ_U64((uint64_t)cfg.api_buffer, 50);
+    config_free(&cfg);
+    unlink(path);
+
+    /* Errors name the setting. */
+    expect_error(NULL, ARGV("--api", "localhost"), "--api: missing port");
+    expect_error(NULL, ARGV("--refill", "maybe"), "--refill: must be on or off, got 'maybe'");
+    expect_error(NULL, ARGV("--refill", "off"), "--refill: off with the API off too");
+    expect_error(NULL, ARGV("--api", "127.0.0.1:1", "--api-tls-cert", "/x.pem"),
+                 "--api-tls-cert: TLS for the API needs both api-tls-cert and api-tls-key "
+                 "(api-tls-key is not set)");
+    expect_error(NULL, ARGV("--api-tls-cert", "/x.pem", "--api-tls-key", "/y.pem"),
+                 "--api-tls-cert: set, but the API is off");
+    expect_error(NULL, ARGV("--api-buffer", "0"), "--api-buffer: must be an integer in 1..100000");
+}
+
 int main(void)
 {
     RUN(test_defaults);
@@ -1099,5 +1146,6 @@ int main(void)
     RUN(test_real_getenv);
     RUN(test_usage);
     RUN(test_alert_settings);
+    RUN(test_api_settings);
     return unit_done();
 }
