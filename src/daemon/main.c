@@ -233,11 +233,10 @@ int main(int argc, char **argv)
              d.cfg.refill ? "" : "; issuer only (refill off: no pool is checked or refilled)");
 
     /*
-     * With epoll, changes to the interest list are batched per loop turn: an
-     * HTTP answer enables and disables its connection's write event within
-     * one turn, which then costs no epoll_ctl at all (the ID API answers
-     * about 1.4x more requests per second). Safe because no descriptor is
-     * dup()ed.
+     * With epoll, changes to the interest list are batched per loop turn:
+     * an event enabled and disabled within one turn (a write event around
+     * an answer that went out at once) costs no epoll_ctl at all. Safe
+     * because no descriptor is dup()ed.
      */
     {
         struct event_config *ec = event_config_new();
