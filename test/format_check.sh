@@ -5,6 +5,6 @@ set -euo pipefail
 root=${IDPOOL_SOURCE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 command -v clang-format >/dev/null || { echo "SKIP: clang-format is not installed"; exit 77; }
 cd "$root"
-mapfile -t files < <(find src test -name '*.[ch]' | sort)
+mapfile -t files < <(find src include test -name '*.[ch]' | sort)
 clang-format --dry-run --Werror "${files[@]}"
 echo "${#files[@]} files formatted"

@@ -1,0 +1,146 @@
+/*
+ * idpool.h — libidpool, the in-process client of idpool.
+ *
+ * A client takes IDs from one or more *environments* in preference order
+ * (each an independent idpool deployment: its own Redis and MySQL, rows with
+ * the same keys and a different `remainder` of the same `delta`, so that
+ * their IDs never collide). A background thread keeps a buffer per
+ * application filled through `idpool_take`, so `idpool_next()` is a read
+ * from memory: no call waits for Redis while the buffer holds IDs.
+ *
+ *   struct idpool_client *c;
+ *   char err[256];
+ *   const char *envs[] = {"redis://10.0.0.1:6379/0", "redis://10.1.0.1:6379/0"};
+ *   if (idpool_client_new(envs, 2, NULL, &c, err, sizeof(err)) != IDPOOL_OK)
+ *       die(err);
+ *   struct idpool_app *user = idpool_app(c, "user");
+ *   uint64_t id;
+ *   int rc = idpool_next(user, &id);        // IDPOOL_OK, or an error below
+ *   ...
+ *   idpool_client_free(c);
+ *
+ * Guarantees: an ID is returned at most once by all clients of all
+ * processes together (it left its pool through idpool_take, which never
+ * serves a pool not re-validated after a Redis restart, rollback or
+ * failover); never a made-up ID. For a monotonic application the IDs one
+ * thread gets from one environment increase; order is NOT kept across a
+ * failover to another environment, nor between threads. IDs in a buffer
+ * when the process exits are gaps.
+ *
+ * Thread safety: every function may be called from any thread, except that
+ * idpool_client_free() must not run concurrently with other calls on the
+ * same client. Each thread keeps a small block of IDs per application, so
+ * the common path takes no lock shared between threads.
+ *
+ * Link with `pkg-config --libs idpool`. Stable ABI within a major version
+ * (soname libidpool.so.0): structs given by the caller start with their
+ * size, so fields are only ever added at the end.
+ */
+#ifndef IDPOOL_H
+#define IDPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define IDPOOL_API __attribute__((visibility("default")))
+#else
+#define IDPOOL_API
+#endif
+
+/* Return codes: 0, or one of these (negative). idpool_strerror() names them. */
+enum idpool_rc {
+    IDPOOL_OK = 0,
+    IDPOOL_EINVAL = -1,    /* a bad argument (NULL, a bad key, n == 0) */
+    IDPOOL_ENOMEM = -2,    /* out of memory */
+    IDPOOL_ETIMEDOUT = -3, /* no environment supplied IDs within timeout_ms */
+    IDPOOL_ENOAPP = -4,    /* no environment serves this application (IDPOOL_NOAPP everywhere) */
+    IDPOOL_ECLOSED = -5,   /* the client is being freed */
+};
+
+/* Options; start from idpool_options_init(). Zero fields mean the default. */
+struct idpool_options {
+    size_t size;            /* sizeof(struct idpool_options), set by idpool_options_init */
+    unsigned timeout_ms;    /* how long next/take may wait for IDs (1000) */
+    unsigned io_timeout_ms; /* connect and command timeout per environment (500) */
+    unsigned failover_ms;   /* an environment that supplies nothing this long is left (500) */
+    unsigned failback_ms;   /* how often a more preferred environment is tried again (1000) */
+    unsigned target_ms;     /* the buffer aims at this much demand (500) */
+    unsigned min_batch;     /* IDs per take at least (100) */
+    unsigned max_batch;     /* IDs per take at most (1000; also max_size_per_times) */
+    const char *key_prefix; /* Redis key prefix ("idpool") */
+};
+
+static inline void idpool_options_init(struct idpool_options *o)
+{
+    struct idpool_options z = {sizeof(struct idpool_options), 0, 0, 0, 0, 0, 0, 0, 0};
+    *o = z;
+}
+
+struct idpool_client;
+struct idpool_app;
+
+/*
+ * A client for environments envs[0..n) in preference order: Redis URLs,
+ * redis://[[user]:password@]host[:port][/db]. Nothing is connected yet
+ * (the background thread connects when an application is first used).
+ * IDPOOL_OK with *out set, or an error with a message in err (naming the
+ * environment and what is wrong).
+ */
+IDPOOL_API int idpool_client_new(const char *const *envs, size_t n,
+                                 const struct idpool_options *opts, struct idpool_client **out,
+                                 char *err, size_t errlen);
+
+/* Stop the background thread, close the connections, free everything. NULL is a no-op. */
+IDPOOL_API void idpool_client_free(struct idpool_client *c);
+
+/*
+ * The handle of application `key` (created at the first call; the same
+ * pointer afterwards), valid until idpool_client_free(). NULL when the key
+ * is not a valid application key ([A-Za-z0-9_.-]{1,64}) or out of memory.
+ */
+IDPOOL_API struct idpool_app *idpool_app(struct idpool_client *c, const char *key);
+
+/* One ID into *id. Waits at most timeout_ms when the buffer is empty. */
+IDPOOL_API int idpool_next(struct idpool_app *a, uint64_t *id);
+
+/*
+ * Up to n IDs into ids[0..n); *got says how many (all n unless an error is
+ * returned, in which case the ones taken so far are in ids[0..*got)).
+ */
+IDPOOL_API int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got);
+
+/* Counters of one application (since the client was created). */
+struct idpool_stats {
+    size_t size;            /* sizeof(struct idpool_stats): set by the caller */
+    uint64_t blocks;        /* blocks of IDs handed to threads from the buffer */
+    uint64_t waits;         /* calls that found the buffer empty and waited */
+    uint64_t timeouts;      /* calls that gave up after timeout_ms */
+    uint64_t takes;         /* idpool_take calls that brought IDs */
+    uint64_t taken;         /* IDs they brought */
+    uint64_t refused_epoch; /* IDPOOL_EPOCH replies (pool not yet re-validated) */
+    uint64_t refused_rate;  /* IDPOOL_RATE replies */
+    uint64_t empty;         /* takes that found the pool dry */
+    uint64_t errors;        /* connection errors, timeouts, unexpected replies */
+    uint64_t failovers;     /* moves to a less preferred environment */
+    uint64_t failbacks;     /* moves back to a more preferred one */
+    uint64_t buffered;      /* IDs in the shared buffer now (not counting threads' blocks) */
+    int env;                /* the environment takes go to now (index into envs) */
+    unsigned batch;         /* IDs per take now */
+};
+
+/* Fill *out (whose size field the caller set) with a's counters. */
+IDPOOL_API void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out);
+
+/* "timed out: no environment supplied IDs in time", ... */
+IDPOOL_API const char *idpool_strerror(int rc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

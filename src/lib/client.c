@@ -1,0 +1,816 @@
+/*
+ * libidpool's client (include/idpool.h): applications, per-thread blocks,
+ * the shared buffers and the background thread that fills them.
+ *
+ * Three levels, each filled from the next:
+ *   a thread's block (BLOCK IDs per application, thread-local: the common
+ *     path of idpool_next is a load and an increment, no lock);
+ *   the application's shared buffer (a ring under the application's lock);
+ *   the pool in Redis, through idpool_take, by the background thread only,
+ *     on its own connection per environment (blocking hiredis, timeouts).
+ *
+ * Environments are tried in preference order. A take that brings nothing
+ * for failover_ms (pool dry, not re-validated) or fails outright
+ * (connection lost, IDPOOL_NOAPP) moves the application to the next
+ * environment; every failback_ms a more preferred one is tried again and
+ * taken back when it supplies IDs. IDPOOL_RATE is waited out where it was
+ * said: another environment's budget is not a way around the limit.
+ */
+#define _GNU_SOURCE /* asprintf */
+#include "idpool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "app.h"
+#include "buffer.h"
+#include "url.h"
+
+#define BLOCK          64   /* IDs a thread takes from the shared buffer at once */
+#define BACKOFF_MIN_MS 100  /* a failed environment is not tried again before this */
+#define BACKOFF_MAX_MS 2000 /* ... doubling up to this */
+#define DRY_RETRY_MS   20   /* a dry pool is asked again after this */
+#define IDLE_WAKE_MS   100  /* the thread looks at every application at least this often */
+
+struct env {
+    struct redis_url url;
+    char name[300];         /* "host:port" for messages */
+    redisContext *rc;       /* the thread's connection, or NULL */
+    uint64_t down_until_ms; /* not tried before this after a failure */
+    unsigned backoff_ms;
+};
+
+/* A thread's block of one application's IDs. */
+struct tslot {
+    uint64_t gen; /* the application it belongs to (0: none) */
+    uint32_t pos, n;
+    uint64_t ids[BLOCK];
+};
+
+/* A thread's blocks, by application slot. */
+struct tstate {
+    size_t cap;
+    struct tslot **slots;
+};
+
+struct idpool_app {
+    struct idpool_client *c;
+    struct idpool_app *next; /* in the client's list */
+    char key[APP_KEY_MAX + 1];
+    char *k_pool, *k_meta;
+    uint32_t slot;           /* index into threads' blocks */
+    uint64_t gen;            /* unique over the process: a reused slot is not mistaken */
+    pthread_mutex_t mu;      /* everything below */
+    pthread_cond_t cv;       /* IDs arrived, or the state changed */
+    struct ring ring;        /* the shared buffer */
+    unsigned batch;          /* IDs per take now */
+    unsigned cap_batch;      /* max_batch, or less after IDPOOL_LIMIT */
+    int hungry;              /* a caller waited since the last take */
+    unsigned waiting;        /* callers waiting now */
+    double rate;             /* demand, IDs/s */
+    uint64_t consumed;       /* IDs handed out since the last rate update */
+    uint64_t rate_at_ms;     /* the last rate update */
+    int env;                 /* environment takes go to */
+    uint64_t retry_at_ms;    /* no take before this (a refusal's hint) */
+    uint64_t trouble_ms;     /* the current environment has supplied nothing since (0: fine) */
+    uint64_t failback_at_ms; /* when a more preferred environment is tried again */
+    unsigned noapp;          /* environments that answered IDPOOL_NOAPP (bit per index) */
+    struct idpool_stats st;
+};
+
+struct idpool_client {
+    struct env *envs;
+    size_t nenv;
+    struct idpool_options o;
+    char *prefix;
+    pthread_mutex_t mu; /* apps, kick, stopping */
+    pthread_cond_t cv;  /* wakes the thread */
+    pthread_t thread;
+    int started, stopping, kick;
+    struct idpool_app *apps;
+};
+
+/* --- time ------------------------------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A CLOCK_MONOTONIC deadline `ms` from now, for pthread_cond_timedwait (condattr set). */
+static struct timespec deadline_in(uint64_t ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+static int cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t at;
+    int rc;
+
+    if (pthread_condattr_init(&at) != 0)
+        return -1;
+    pthread_condattr_setclock(&at, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(cv, &at);
+    pthread_condattr_destroy(&at);
+    return rc == 0 ? 0 : -1;
+}
+
+/* --- per-thread blocks -------------------------------------------------- */
+
+static __thread struct tstate *tls;
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static int tls_key_ok;
+
+/* Slots are reused; generations never are. */
+static pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *free_slots;
+static size_t nfree, free_cap;
+static uint32_t next_slot;
+static uint64_t next_gen = 1;
+
+static void tls_destroy(void *p)
+{
+    struct tstate *t = p;
+
+    for (size_t i = 0; i < t->cap; i++)
+        free(t->slots[i]);
+    free(t->slots);
+    free(t);
+}
+
+static void tls_init(void)
+{
+    tls_key_ok = pthread_key_create(&tls_key, tls_destroy) == 0;
+}
+
+/* This thread's block for application a, created as needed; NULL when out of memory. */
+static struct tslot *tslot_of(struct idpool_app *a)
+{
+    struct tstate *t = tls;
+    struct tslot *s;
+
+    if (t == NULL) {
+        pthread_once(&tls_once, tls_init);
+        if (!tls_key_ok || (t = calloc(1, sizeof(*t))) == NULL)
+            return NULL;
+        pthread_setspecific(tls_key, t); /* freed when the thread exits */
+        tls = t;
+    }
+    if (a->slot >= t->cap) {
+        size_t cap = t->cap ? t->cap : 8;
+        struct tslot **v;
+
+        while (cap <= a->slot)
+            cap *= 2;
+        v = realloc(t->slots, cap * sizeof(*v));
+        if (v == NULL)
+            return NULL;
+        memset(v + t->cap, 0, (cap - t->cap) * sizeof(*v));
+        t->slots = v;
+        t->cap = cap;
+    }
+    s = t->slots[a->slot];
+    if (s == NULL && (s = t->slots[a->slot] = calloc(1, sizeof(*s))) == NULL)
+        return NULL;
+    if (s->gen != a->gen) { /* left by a freed application: those IDs are gaps */
+        s->gen = a->gen;
+        s->pos = s->n = 0;
+    }
+    return s;
+}
+
+static int slot_get(uint32_t *slot, uint64_t *gen)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&slot_mu);
+    if (nfree)
+        *slot = free_slots[--nfree];
+    else
+        *slot = next_slot++;
+    *gen = next_gen++;
+    pthread_mutex_unlock(&slot_mu);
+    return rc;
+}
+
+static void slot_put(uint32_t slot)
+{
+    pthread_mutex_lock(&slot_mu);
+    if (nfree == free_cap) {
+        size_t cap = free_cap ? free_cap * 2 : 16;
+        uint32_t *v = realloc(free_slots, cap * sizeof(*v));
+        if (v == NULL) { /* the slot number is simply not reused */
+            pthread_mutex_unlock(&slot_mu);
+            return;
+        }
+        free_slots = v;
+        free_cap = cap;
+    }
+    free_slots[nfree++] = slot;
+    pthread_mutex_unlock(&slot_mu);
+}
+
+/* --- callers ---------------------------------------------------------- */
+
+static void kick(struct idpool_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->kick = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/*
+ * Move up to n IDs from a's shared buffer into out, waiting (at most
+ * timeout_ms from now) while it is empty. Called with a->mu held.
+ * IDPOOL_OK with *got >= 1, or an error.
+ */
+static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
+{
+    struct idpool_client *c = a->c;
+    struct timespec dl;
+    int waited = 0, ask = 0;
+
+    *got = 0;
+    while (a->ring.n == 0) {
+        if (c->stopping)
+            return IDPOOL_ECLOSED;
+        if (a->noapp && __builtin_popcount(a->noapp) >= (int)c->nenv)
+            return IDPOOL_ENOAPP;
+        if (!waited) {
+            waited = 1;
+            a->st.waits++;
+            a->hungry = 1;
+            dl = deadline_in(c->o.timeout_ms);
+        }
+        ask = 1;
+        a->waiting++;
+        pthread_mutex_unlock(&a->mu);
+        kick(c);
+        pthread_mutex_lock(&a->mu);
+        if (a->ring.n == 0 && !c->stopping &&
+            pthread_cond_timedwait(&a->cv, &a->mu, &dl) == ETIMEDOUT && a->ring.n == 0) {
+            a->waiting--;
+            a->st.timeouts++;
+            return IDPOOL_ETIMEDOUT;
+        }
+        a->waiting--;
+    }
+    *got = ring_pop(&a->ring, out, n);
+    a->consumed += *got;
+    a->st.buffered = a->ring.n;
+    if (!ask && a->ring.n < a->batch) { /* below one take's worth: ask ahead */
+        pthread_mutex_unlock(&a->mu);
+        kick(c);
+        pthread_mutex_lock(&a->mu);
+    }
+    return IDPOOL_OK;
+}
+
+static int next_slow(struct idpool_app *a, uint64_t *id)
+{
+    struct tslot *s = tslot_of(a);
+    size_t got;
+    int rc;
+
+    if (s == NULL)
+        return IDPOOL_ENOMEM;
+    pthread_mutex_lock(&a->mu);
+    rc = pop_wait(a, s->ids, BLOCK, &got);
+    if (rc == IDPOOL_OK)
+        a->st.blocks++;
+    pthread_mutex_unlock(&a->mu);
+    if (rc != IDPOOL_OK)
+        return rc;
+    s->pos = 1;
+    s->n = (uint32_t)got;
+    *id = s->ids[0];
+    return IDPOOL_OK;
+}
+
+int idpool_next(struct idpool_app *a, uint64_t *id)
+{
+    struct tstate *t = tls;
+
+    if (__builtin_expect(t != NULL && a != NULL && a->slot < t->cap, 1)) {
+        struct tslot *s = t->slots[a->slot];
+        if (__builtin_expect(s != NULL && s->gen == a->gen && s->pos < s->n, 1)) {
+            *id = s->ids[s->pos++];
+            return IDPOOL_OK;
+        }
+    }
+    if (a == NULL || id == NULL)
+        return IDPOOL_EINVAL;
+    return next_slow(a, id);
+}
+
+int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
+{
+    struct tslot *s;
+    int rc = IDPOOL_OK;
+
+    if (got)
+        *got = 0;
+    if (a == NULL || ids == NULL || got == NULL || n == 0)
+        return IDPOOL_EINVAL;
+    s = tslot_of(a);
+    if (s == NULL)
+        return IDPOOL_ENOMEM;
+    while (*got < n && s->pos < s->n) /* this thread's block first: its IDs are older */
+        ids[(*got)++] = s->ids[s->pos++];
+    pthread_mutex_lock(&a->mu);
+    while (*got < n) {
+        size_t k;
+        rc = pop_wait(a, ids + *got, n - *got, &k);
+        if (rc != IDPOOL_OK)
+            break;
+        *got += k;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+/* --- the background thread ---------------------------------------------- */
+
+static void env_fail(struct env *e, uint64_t now)
+{
+    if (e->rc) {
+        redisFree(e->rc);
+        e->rc = NULL;
+    }
+    e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (e->backoff_ms > BACKOFF_MAX_MS)
+        e->backoff_ms = BACKOFF_MAX_MS;
+    e->down_until_ms = now + e->backoff_ms;
+}
+
+/* The environment's connection, (re)opened as needed; NULL while it is down. */
+static redisContext *env_conn(struct idpool_client *c, struct env *e, uint64_t now)
+{
+    struct timeval tv = {c->o.io_timeout_ms / 1000, (c->o.io_timeout_ms % 1000) * 1000};
+    redisReply *r;
+
+    if (e->rc)
+        return e->rc;
+    if (now < e->down_until_ms)
+        return NULL;
+    e->rc = redisConnectWithTimeout(e->url.host, e->url.port, tv);
+    if (e->rc == NULL || e->rc->err || redisSetTimeout(e->rc, tv) != REDIS_OK)
+        goto fail;
+    if (e->url.password) {
+        r = e->url.user ? redisCommand(e->rc, "AUTH %s %s", e->url.user, e->url.password)
+                        : redisCommand(e->rc, "AUTH %s", e->url.password);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            freeReplyObject(r);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    if (e->url.db) {
+        r = redisCommand(e->rc, "SELECT %d", e->url.db);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            freeReplyObject(r);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    e->backoff_ms = 0;
+    return e->rc;
+fail:
+    env_fail(e, now);
+    return NULL;
+}
+
+/* "... retry in N ms" of a refusal, or def. */
+static uint64_t hint_ms(const char *msg, uint64_t def)
+{
+    const char *p = strstr(msg, "retry in ");
+    long v;
+
+    if (p == NULL)
+        return def;
+    v = strtol(p + 9, NULL, 10);
+    return v > 0 && v < 60000 ? (uint64_t)v : def;
+}
+
+/* Move a to the next environment (in order, wrapping), when there is another. */
+static void failover(struct idpool_app *a, uint64_t now)
+{
+    struct idpool_client *c = a->c;
+
+    a->trouble_ms = 0;
+    if (c->nenv < 2)
+        return;
+    a->env = (a->env + 1) % (int)c->nenv;
+    a->st.failovers++;
+    a->st.env = a->env;
+    a->failback_at_ms = now + c->o.failback_ms;
+}
+
+enum outcome { T_IDS, T_DRY, T_EPOCH, T_RATE, T_LIMIT, T_NOAPP, T_DOWN };
+
+/*
+ * One idpool_take of `count` from environment e into ids (heap, *n of
+ * them). Without a's lock: it blocks on the network.
+ */
+static enum outcome take_from(struct idpool_app *a, struct env *e, unsigned count, uint64_t now,
+                              uint64_t **ids, size_t *n, uint64_t *hint, unsigned *limit)
+{
+    struct idpool_client *c = a->c;
+    redisContext *rc = env_conn(c, e, now);
+    redisReply *r;
+    enum outcome o;
+
+    *ids = NULL;
+    *n = 0;
+    if (rc == NULL)
+        return T_DOWN;
+    r = redisCommand(rc, "FCALL idpool_take 2 %s %s %u", a->k_pool, a->k_meta, count);
+    if (r == NULL) {
+        env_fail(e, now);
+        return T_DOWN;
+    }
+    if (r->type == REDIS_REPLY_ARRAY) {
+        *ids = malloc((r->elements ? r->elements : 1) * sizeof(**ids));
+        for (size_t i = 0; *ids && i < r->elements; i++) {
+            const redisReply *x = r->element[i];
+            char *end;
+            unsigned long long v;
+
+            if (x->type != REDIS_REPLY_STRING)
+                continue;
+            errno = 0;
+            v = strtoull(x->str, &end, 10);
+            if (end != x->str && *end == '\0' && errno == 0)
+                (*ids)[(*n)++] = v;
+        }
+        o = *n ? T_IDS : T_DRY;
+    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_EPOCH", 12) == 0) {
+        *hint = hint_ms(r->str, 200);
+        o = T_EPOCH;
+    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_RATE", 11) == 0) {
+        *hint = hint_ms(r->str, 1000);
+        o = T_RATE;
+    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_LIMIT", 12) == 0) {
+        const char *p = strstr(r->str, "max_size_per_times ");
+        *limit = p ? (unsigned)strtoul(p + 19, NULL, 10) : count / 2;
+        o = T_LIMIT;
+    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_NOAPP", 12) == 0) {
+        o = T_NOAPP;
+    } else { /* another error: the library is missing, a read-only replica, ... */
+        o = T_DOWN;
+        env_fail(e, now);
+    }
+    freeReplyObject(r);
+    return o;
+}
+
+/*
+ * Look after one application: take when its buffer is below one batch or a
+ * caller waits, from its environment (or, when due, a more preferred one);
+ * returns when it wants to be looked at again.
+ */
+static uint64_t service(struct idpool_app *a, uint64_t now)
+{
+    struct idpool_client *c = a->c;
+    int e, back;
+    unsigned count, limit = 0;
+    uint64_t *ids = NULL, hint = 0, again = now + IDLE_WAKE_MS;
+    size_t n = 0;
+    enum outcome o;
+
+    pthread_mutex_lock(&a->mu);
+    if (now > a->rate_at_ms) {
+        a->rate = rate_update(a->rate, a->consumed, now - a->rate_at_ms);
+        a->consumed = 0;
+        a->rate_at_ms = now;
+    }
+    back = a->env > 0 && now >= a->failback_at_ms;
+    if ((a->ring.n >= a->batch && !a->waiting && !back) || (!back && now < a->retry_at_ms)) {
+        if (now < a->retry_at_ms && a->retry_at_ms < again)
+            again = a->retry_at_ms;
+        pthread_mutex_unlock(&a->mu);
+        return again;
+    }
+    a->batch =
+        batch_next(a->batch, a->rate, c->o.target_ms, c->o.min_batch, a->cap_batch, a->hungry);
+    a->hungry = 0;
+    count = a->batch;
+    e = back ? 0 : a->env;
+    pthread_mutex_unlock(&a->mu);
+
+    /* A failback tries the more preferred environments in order. */
+    for (;;) {
+        o = take_from(a, &c->envs[e], count, now, &ids, &n, &hint, &limit);
+        if (!back || o == T_IDS || e + 1 >= a->env)
+            break;
+        free(ids);
+        e++;
+    }
+
+    pthread_mutex_lock(&a->mu);
+    if (back && o != T_IDS) { /* the preferred ones are still out: stay, try later */
+        a->failback_at_ms = now + c->o.failback_ms;
+        pthread_mutex_unlock(&a->mu);
+        free(ids);
+        return now; /* serve the current environment at once */
+    }
+    switch (o) {
+    case T_IDS:
+        if (ring_push(&a->ring, ids, n) == 0) {
+            a->st.takes++;
+            a->st.taken += n;
+        }
+        a->trouble_ms = 0;
+        a->noapp &= ~(1u << e);
+        if (e < a->env) {
+            a->env = e;
+            a->st.failbacks++;
+            a->st.env = e;
+        }
+        break;
+    case T_DRY:
+        a->st.empty++;
+        a->retry_at_ms = now + DRY_RETRY_MS;
+        break;
+    case T_EPOCH:
+        a->st.refused_epoch++;
+        a->retry_at_ms = now + hint;
+        break;
+    case T_RATE:
+        a->st.refused_rate++;
+        a->retry_at_ms = now + hint; /* not a reason to leave: the limit is the application's */
+        break;
+    case T_LIMIT:
+        a->cap_batch = limit >= c->o.min_batch ? limit : c->o.min_batch;
+        if (a->cap_batch > limit && limit > 0)
+            a->cap_batch = limit;
+        break;
+    case T_NOAPP:
+        a->noapp |= 1u << e;
+        a->st.errors++;
+        failover(a, now);
+        break;
+    case T_DOWN:
+        a->st.errors++;
+        failover(a, now);
+        break;
+    }
+    if (o == T_DRY || o == T_EPOCH) {
+        if (a->trouble_ms == 0)
+            a->trouble_ms = now;
+        else if (now - a->trouble_ms >= c->o.failover_ms)
+            failover(a, now);
+    }
+    if (a->env > 0 && a->failback_at_ms == 0)
+        a->failback_at_ms = now + c->o.failback_ms;
+    a->st.buffered = a->ring.n;
+    a->st.batch = a->batch;
+    pthread_cond_broadcast(&a->cv);
+    if (a->retry_at_ms > now && a->retry_at_ms < again)
+        again = a->retry_at_ms;
+    if (o == T_IDS || o == T_NOAPP || o == T_DOWN || o == T_LIMIT)
+        again = now; /* more may be needed, or another environment to try */
+    pthread_mutex_unlock(&a->mu);
+    free(ids);
+    return again;
+}
+
+static void *thread_main(void *arg)
+{
+    struct idpool_client *c = arg;
+
+    pthread_mutex_lock(&c->mu);
+    while (!c->stopping) {
+        uint64_t now = now_ms(), wake = now + IDLE_WAKE_MS;
+        struct idpool_app *a = c->apps; /* the list only grows while the thread runs */
+
+        c->kick = 0;
+        pthread_mutex_unlock(&c->mu);
+        for (; a; a = a->next) {
+            uint64_t w = service(a, now_ms());
+            if (w < wake)
+                wake = w;
+        }
+        pthread_mutex_lock(&c->mu);
+        now = now_ms();
+        if (!c->kick && !c->stopping && wake > now) {
+            struct timespec dl = deadline_in(wake - now);
+            pthread_cond_timedwait(&c->cv, &c->mu, &dl);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* --- lifecycle ---------------------------------------------------------- */
+
+static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void errf(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || len == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+int idpool_client_new(const char *const *envs, size_t n, const struct idpool_options *opts,
+                      struct idpool_client **out, char *err, size_t errlen)
+{
+    struct idpool_client *c;
+    char msg[256];
+
+    errf(err, errlen, "%s", "");
+    if (out == NULL || envs == NULL || n == 0 || n > 32) {
+        errf(err, errlen, "idpool_client_new: give 1 to 32 environments");
+        return IDPOOL_EINVAL;
+    }
+    *out = NULL;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return IDPOOL_ENOMEM;
+    if (opts) {
+        size_t sz = opts->size < sizeof(c->o) ? opts->size : sizeof(c->o);
+        memcpy(&c->o, opts, sz);
+    }
+    c->o.size = sizeof(c->o);
+    c->o.timeout_ms = c->o.timeout_ms ? c->o.timeout_ms : 1000;
+    c->o.io_timeout_ms = c->o.io_timeout_ms ? c->o.io_timeout_ms : 500;
+    c->o.failover_ms = c->o.failover_ms ? c->o.failover_ms : 500;
+    c->o.failback_ms = c->o.failback_ms ? c->o.failback_ms : 1000;
+    c->o.target_ms = c->o.target_ms ? c->o.target_ms : 500;
+    c->o.min_batch = c->o.min_batch ? c->o.min_batch : 100;
+    c->o.max_batch = c->o.max_batch ? c->o.max_batch : 1000;
+    if (c->o.min_batch > c->o.max_batch)
+        c->o.min_batch = c->o.max_batch;
+    c->prefix = strdup(c->o.key_prefix ? c->o.key_prefix : "idpool");
+    c->o.key_prefix = c->prefix;
+    c->envs = calloc(n, sizeof(*c->envs));
+    if (c->prefix == NULL || c->envs == NULL)
+        goto nomem;
+    c->nenv = n;
+    for (size_t i = 0; i < n; i++) {
+        if (envs[i] == NULL || redis_url_parse(envs[i], &c->envs[i].url, msg, sizeof(msg)) < 0) {
+            errf(err, errlen, "environment %zu: %s", i,
+                 envs[i] ? msg : "NULL (expected redis://host[:port][/db])");
+            idpool_client_free(c);
+            return IDPOOL_EINVAL;
+        }
+        hostport_str(c->envs[i].name, sizeof(c->envs[i].name), c->envs[i].url.host,
+                     c->envs[i].url.port);
+    }
+    if (pthread_mutex_init(&c->mu, NULL) != 0 || cond_init(&c->cv) != 0)
+        goto nomem;
+    if (pthread_create(&c->thread, NULL, thread_main, c) != 0) {
+        errf(err, errlen, "idpool_client_new: cannot start the background thread");
+        idpool_client_free(c);
+        return IDPOOL_ENOMEM;
+    }
+    c->started = 1;
+    *out = c;
+    return IDPOOL_OK;
+nomem:
+    errf(err, errlen, "idpool_client_new: out of memory");
+    idpool_client_free(c);
+    return IDPOOL_ENOMEM;
+}
+
+struct idpool_app *idpool_app(struct idpool_client *c, const char *key)
+{
+    struct idpool_app *a;
+
+    if (c == NULL || !app_key_valid(key))
+        return NULL;
+    pthread_mutex_lock(&c->mu);
+    for (a = c->apps; a; a = a->next)
+        if (strcmp(a->key, key) == 0)
+            break;
+    if (a == NULL && (a = calloc(1, sizeof(*a))) != NULL) {
+        snprintf(a->key, sizeof(a->key), "%s", key);
+        a->c = c;
+        a->batch = c->o.min_batch;
+        a->cap_batch = c->o.max_batch;
+        a->rate_at_ms = now_ms();
+        a->st.size = sizeof(a->st);
+        if (asprintf(&a->k_pool, "%s:{%s}:pool", c->prefix, key) < 0)
+            a->k_pool = NULL;
+        if (asprintf(&a->k_meta, "%s:{%s}:meta", c->prefix, key) < 0)
+            a->k_meta = NULL;
+        if (!a->k_pool || !a->k_meta || pthread_mutex_init(&a->mu, NULL) != 0 ||
+            cond_init(&a->cv) != 0) {
+            free(a->k_pool);
+            free(a->k_meta);
+            free(a);
+            a = NULL;
+        } else {
+            slot_get(&a->slot, &a->gen);
+            a->next = c->apps;
+            c->apps = a;
+            c->kick = 1;
+            pthread_cond_signal(&c->cv);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return a;
+}
+
+void idpool_client_free(struct idpool_client *c)
+{
+    if (c == NULL)
+        return;
+    if (c->started) {
+        pthread_mutex_lock(&c->mu);
+        c->stopping = 1;
+        pthread_cond_signal(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        for (struct idpool_app *a = c->apps; a; a = a->next) { /* wake waiting callers */
+            pthread_mutex_lock(&a->mu);
+            pthread_cond_broadcast(&a->cv);
+            pthread_mutex_unlock(&a->mu);
+        }
+        pthread_join(c->thread, NULL);
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+    }
+    while (c->apps) {
+        struct idpool_app *a = c->apps;
+        c->apps = a->next;
+        ring_free(&a->ring);
+        slot_put(a->slot);
+        pthread_mutex_destroy(&a->mu);
+        pthread_cond_destroy(&a->cv);
+        free(a->k_pool);
+        free(a->k_meta);
+        free(a);
+    }
+    for (size_t i = 0; c->envs && i < c->nenv; i++) {
+        if (c->envs[i].rc)
+            redisFree(c->envs[i].rc);
+        redis_url_free(&c->envs[i].url);
+    }
+    free(c->envs);
+    free(c->prefix);
+    free(c);
+}
+
+void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out)
+{
+    struct idpool_stats st;
+    size_t sz;
+
+    if (a == NULL || out == NULL)
+        return;
+    sz = out->size < sizeof(st) ? out->size : sizeof(st);
+    pthread_mutex_lock(&a->mu);
+    st = a->st;
+    st.buffered = a->ring.n;
+    st.env = a->env;
+    st.batch = a->batch;
+    pthread_mutex_unlock(&a->mu);
+    st.size = sz;
+    memcpy(out, &st, sz);
+}
+
+const char *idpool_strerror(int rc)
+{
+    switch (rc) {
+    case IDPOOL_OK:
+        return "ok";
+    case IDPOOL_EINVAL:
+        return "invalid argument";
+    case IDPOOL_ENOMEM:
+        return "out of memory";
+    case IDPOOL_ETIMEDOUT:
+        return "timed out: no environment supplied IDs in time";
+    case IDPOOL_ENOAPP:
+        return "no environment serves this application";
+    case IDPOOL_ECLOSED:
+        return "the client is being freed";
+    }
+    return "unknown error";
+}

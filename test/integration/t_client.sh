@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# libidpool across two environments (issue 12, first step): two Redis +
+# MariaDB pairs, each with its own idpoold, the same application "c1" with
+# delta 2 and remainder 0 (A, preferred) or 1 (B). Four threads of one
+# client (idpool-clientload) take 4,000,000 IDs with idpool_next while A's
+# Redis is killed (the client fails over to B) and started again (it comes
+# back to A). Asserted: every thread got all its IDs (no timeout), no ID
+# twice (idpool-check over the recorded pops), IDs from both environments
+# (the failover happened, and the fail-back: remainder 0 again after the
+# restart), the failover and fail-back times are printed; then a client is
+# created and freed 200 times while taking (no leak: valgrind suite later).
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+setup
+[[ -x ${IDPOOL_CLIENTLOAD:-} ]] || fail "idpool-clientload not built: ${IDPOOL_CLIENTLOAD:-}"
+
+A_REDIS=$IDPOOL_REDIS_URL
+A_PORT=$REDIS_PORT
+"$SERVERS" start "$DIR/b" >/dev/null || fail "environment B did not start"
+B_REDIS=$(sed -n 's/^export IDPOOL_REDIS_URL=//p' "$DIR/b/env")
+B_MYSQL=$(sed -n 's/^export IDPOOL_MYSQL_URL=//p' "$DIR/b/env")
+B_MYSQL_PORT=$(sed -n 's/^export MYSQL_PORT=//p' "$DIR/b/env")
+trap 'st=$?; "$SERVERS" stop "$DIR/b" >/dev/null 2>&1; (exit $st); cleanup' EXIT
+
+cols=(step=20000 max_pool_size=400000 max_size_per_times=1000 max_size_per_second=50000000 delta=2)
+add_app c1 "${cols[@]}" remainder=0
+mariadb --no-defaults -h 127.0.0.1 -P "$B_MYSQL_PORT" -u root idpool -e \
+    "INSERT INTO application (entity_key, step, max_pool_size, max_size_per_times, max_size_per_second, delta, remainder) VALUES ('c1', 20000, 400000, 1000, 50000000, 2, 1)" ||
+    fail "row in B"
+start_daemon a --instance a --tick-ms 10
+start_daemon b --instance b --tick-ms 10 --redis "$B_REDIS" --mysql "$B_MYSQL"
+wait_until 15 pool_ge c1 300000 || fail "A's pool did not fill"
+
+t0=$(now_us)
+"$IDPOOL_CLIENTLOAD" --threads 4 --ids 1000000 --mod 2 --timeout-ms 5000 --record "$DIR/pops" \
+    c1 "$A_REDIS" "$B_REDIS" >"$DIR/client.out" 2>&1 &
+client=$!
+sleep 0.3
+redis_kill
+t_kill=$(now_us)
+info "A's Redis killed $((($(now_us) - t0) / 1000)) ms into the run"
+sleep 1
+redis_start
+t_back=$(now_us)
+wait "$client" || fail "client failed: $(cat "$DIR/client.out")"
+cat "$DIR/client.out"
+info "run took $((($(now_us) - t0) / 1000)) ms; A was down $(((t_back - t_kill) / 1000)) ms"
+
+"$IDPOOL_CHECK" "$DIR"/pops.*.bin >"$DIR/check.out" || fail "idpool-check: $(tail -n 3 "$DIR/check.out")"
+tail -n 1 "$DIR/check.out"
+grep -q ' duplicates=0 ' "$DIR/check.out" || fail "duplicates: $(tail -n 1 "$DIR/check.out")"
+grep -q '^check: ids=4000000 ' "$DIR/check.out" || fail "not 4,000,000 IDs: $(tail -n 1 "$DIR/check.out")"
+stats=$(grep '^clientload: ids=' "$DIR/client.out")
+[[ $stats == *" timeouts=0 "* ]] || fail "a call timed out: $stats"
+fo=$(sed -n 's/.* failovers=\([0-9]*\).*/\1/p' <<<"$stats")
+fb=$(sed -n 's/.* failbacks=\([0-9]*\).*/\1/p' <<<"$stats")
+assert_gt "$fo" 0 "failovers"
+r1=$(sed -n 's/.* r1=\([0-9]*\).*/\1/p' "$DIR/client.out")
+assert_gt "$r1" 0 "IDs from environment B (remainder 1)"
+pass "4,000,000 IDs through libidpool, A's Redis killed and restarted: no duplicate, no timeout, $fo failover(s), $fb failback(s), $r1 IDs from B"

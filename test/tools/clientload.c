@@ -1,0 +1,198 @@
+/*
+ * idpool-clientload — drives libidpool for the tests and the benchmark:
+ *
+ *   idpool-clientload [--threads T] [--ids N] [--take K] [--record PREFIX]
+ *                     [--timeout-ms MS] [--mod M] APP ENV...
+ *
+ * T threads take N IDs each from application APP through one client made
+ * of the environments ENV... (preference order): with idpool_next, or with
+ * idpool_take in batches of K. With --record PREFIX, thread i writes the
+ * pop log PREFIX.i.bin that idpool-check reads (test/tools/check.c; client
+ * kind 1, idpool_take; with idpool_next, up to 1024 consecutive IDs make
+ * one record). Prints one line of counters at the end (ids, IDs by
+ * remainder modulo --mod M, the client's stats, seconds). Exit status 0
+ * when every thread got all its IDs, 1 otherwise.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "idpool.h"
+
+#define REC_MAX 1024
+#define MOD_MAX 16
+
+struct worker {
+    pthread_t th;
+    struct idpool_app *app;
+    uint64_t want, got;
+    unsigned take, mod;
+    int rc; /* the first error */
+    FILE *out;
+    uint64_t by_rem[MOD_MAX];
+};
+
+static uint64_t ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One pop log record: times, count, flags, the IDs. */
+static int record(FILE *f, uint64_t t0, uint64_t t1, const uint64_t *ids, uint32_t n)
+{
+    uint32_t hdr[2] = {n, 0};
+
+    return fwrite(&t0, 8, 1, f) == 1 && fwrite(&t1, 8, 1, f) == 1 && fwrite(hdr, 4, 2, f) == 2 &&
+                   fwrite(ids, 8, n, f) == n
+               ? 0
+               : -1;
+}
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    uint64_t buf[REC_MAX];
+
+    while (w->got < w->want) {
+        size_t n = 0, room = w->want - w->got < REC_MAX ? (size_t)(w->want - w->got) : REC_MAX;
+        uint64_t t0 = ns();
+        int rc = IDPOOL_OK;
+
+        if (w->take == 0) {
+            while (n < room && (rc = idpool_next(w->app, &buf[n])) == IDPOOL_OK)
+                n++;
+        } else {
+            rc = idpool_take(w->app, w->take < room ? w->take : room, buf, &n);
+        }
+        if (n && w->out && record(w->out, t0, ns(), buf, (uint32_t)n) < 0) {
+            w->rc = IDPOOL_ENOMEM;
+            break;
+        }
+        for (size_t i = 0; w->mod && i < n; i++)
+            w->by_rem[buf[i] % w->mod]++;
+        w->got += n;
+        if (rc != IDPOOL_OK) {
+            if (w->rc == 0)
+                w->rc = rc;
+            if (rc != IDPOOL_ETIMEDOUT) /* a timeout is counted; the others end the thread */
+                break;
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned threads = 1, take = 0, timeout = 0, mod = 0;
+    uint64_t ids = 1000000, got = 0;
+    const char *prefix = NULL;
+    int i, ok = 1;
+    struct idpool_options o;
+    struct idpool_client *c;
+    struct idpool_stats st;
+    struct worker *w;
+    char err[256];
+    struct timespec t0, t1;
+
+    for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+        if (i + 1 >= argc) {
+            fprintf(stderr, "idpool-clientload: %s needs a value\n", argv[i]);
+            return 2;
+        }
+        if (strcmp(argv[i], "--threads") == 0)
+            threads = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--ids") == 0)
+            ids = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--take") == 0)
+            take = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--timeout-ms") == 0)
+            timeout = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--record") == 0)
+            prefix = argv[i + 1];
+        else if (strcmp(argv[i], "--mod") == 0)
+            mod = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        else {
+            fprintf(stderr, "idpool-clientload: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (argc - i < 2 || threads == 0 || take > REC_MAX || mod > MOD_MAX) {
+        fprintf(stderr, "usage: idpool-clientload [--threads T] [--ids N] [--take K<=1024] "
+                        "[--record PREFIX] [--timeout-ms MS] [--mod M<=16] APP ENV...\n");
+        return 2;
+    }
+    idpool_options_init(&o);
+    o.timeout_ms = timeout;
+    if (idpool_client_new((const char *const *)argv + i + 1, (size_t)(argc - i - 1), &o, &c, err,
+                          sizeof(err)) != IDPOOL_OK) {
+        fprintf(stderr, "idpool-clientload: %s\n", err);
+        return 2;
+    }
+    w = calloc(threads, sizeof(*w));
+    if (w == NULL)
+        return 2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned t = 0; t < threads; t++) {
+        w[t].app = idpool_app(c, argv[i]);
+        w[t].want = ids;
+        w[t].take = take;
+        w[t].mod = mod;
+        if (w[t].app == NULL) {
+            fprintf(stderr, "idpool-clientload: bad application key '%s'\n", argv[i]);
+            return 2;
+        }
+        if (prefix) {
+            char path[4096];
+            uint32_t h[6] = {1, t, 1, 0, 0, 0}; /* version, consumer, kind take, reserved */
+
+            snprintf(path, sizeof(path), "%s.%u.bin", prefix, t);
+            w[t].out = fopen(path, "wb");
+            if (w[t].out == NULL || fwrite("IDPLOG1\n", 1, 8, w[t].out) != 8 ||
+                fwrite(h, 4, 6, w[t].out) != 6) {
+                perror(path);
+                return 2;
+            }
+        }
+        pthread_create(&w[t].th, NULL, work, &w[t]);
+    }
+    for (unsigned t = 0; t < threads; t++) {
+        pthread_join(w[t].th, NULL);
+        got += w[t].got;
+        if (w[t].got < w[t].want) {
+            ok = 0;
+            fprintf(stderr, "idpool-clientload: thread %u got %" PRIu64 " of %" PRIu64 ": %s\n", t,
+                    w[t].got, w[t].want, idpool_strerror(w[t].rc));
+        }
+        if (w[t].out)
+            fclose(w[t].out);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (mod) {
+        printf("clientload: by remainder modulo %u:", mod);
+        for (unsigned r = 0; r < mod; r++) {
+            uint64_t k = 0;
+            for (unsigned t = 0; t < threads; t++)
+                k += w[t].by_rem[r];
+            printf(" r%u=%" PRIu64, r, k);
+        }
+        printf("\n");
+    }
+    st.size = sizeof(st);
+    idpool_app_stats(w[0].app, &st);
+    printf("clientload: ids=%" PRIu64 " secs=%.3f blocks=%" PRIu64 " waits=%" PRIu64
+           " timeouts=%" PRIu64 " takes=%" PRIu64 " taken=%" PRIu64 " epoch=%" PRIu64
+           " rate=%" PRIu64 " empty=%" PRIu64 " errors=%" PRIu64 " failovers=%" PRIu64
+           " failbacks=%" PRIu64 " env=%d batch=%u\n",
+           got, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+           st.blocks, st.waits, st.timeouts, st.takes, st.taken, st.refused_epoch, st.refused_rate,
+           st.empty, st.errors, st.failovers, st.failbacks, st.env, st.batch);
+    idpool_client_free(c);
+    free(w);
+    return ok ? 0 : 1;
+}
