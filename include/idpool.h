@@ -73,11 +73,12 @@ struct idpool_options {
     unsigned min_batch;     /* IDs per take at least (100) */
     unsigned max_batch;     /* IDs per take at most (1000; also max_size_per_times) */
     const char *key_prefix; /* Redis key prefix ("idpool") */
+    unsigned buffer;        /* IDs kept buffered at least, however low the demand (0: a batch) */
 };
 
 static inline void idpool_options_init(struct idpool_options *o)
 {
-    struct idpool_options z = {sizeof(struct idpool_options), 0, 0, 0, 0, 0, 0, 0, 0};
+    struct idpool_options z = {sizeof(struct idpool_options), 0, 0, 0, 0, 0, 0, 0, 0, 0};
     *o = z;
 }
 

@@ -33,7 +33,7 @@
 #include "buffer.h"
 #include "url.h"
 
-#define BLOCK          64   /* IDs a thread takes from the shared buffer at once */
+#define BLOCK          256  /* IDs a thread takes from the shared buffer at once */
 #define BACKOFF_MIN_MS 100  /* a failed environment is not tried again before this */
 #define BACKOFF_MAX_MS 2000 /* ... doubling up to this */
 #define DRY_RETRY_MS   20   /* a dry pool is asked again after this */
@@ -137,7 +137,13 @@ static int cond_init(pthread_cond_t *cv)
 
 /* --- per-thread blocks -------------------------------------------------- */
 
-static __thread struct tstate *tls;
+/*
+ * One pointer per thread, in the static TLS block (initial-exec): reading it
+ * is one load off the thread pointer, where the default model of a shared
+ * library calls __tls_get_addr on every idpool_next. glibc keeps room for a
+ * few such bytes even for libraries loaded later with dlopen.
+ */
+static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static int tls_key_ok;
@@ -233,6 +239,16 @@ static void slot_put(uint32_t slot)
 
 /* --- callers ---------------------------------------------------------- */
 
+/*
+ * Below this many IDs in the shared buffer a take is sent: one batch (which
+ * lasts target_ms at the measured demand), or the `buffer` option when it
+ * is larger. Called with a->mu held.
+ */
+static size_t low_water(const struct idpool_app *a)
+{
+    return a->batch > a->c->o.buffer ? a->batch : a->c->o.buffer;
+}
+
 static void kick(struct idpool_client *c)
 {
     pthread_mutex_lock(&c->mu);
@@ -280,7 +296,7 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
     *got = ring_pop(&a->ring, out, n);
     a->consumed += *got;
     a->st.buffered = a->ring.n;
-    if (!ask && a->ring.n < a->batch) { /* below one take's worth: ask ahead */
+    if (!ask && a->ring.n < low_water(a)) { /* ask ahead */
         pthread_mutex_unlock(&a->mu);
         kick(c);
         pthread_mutex_lock(&a->mu);
@@ -507,7 +523,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         a->rate_at_ms = now;
     }
     back = a->env > 0 && now >= a->failback_at_ms;
-    if ((a->ring.n >= a->batch && !a->waiting && !back) || (!back && now < a->retry_at_ms)) {
+    if ((a->ring.n >= low_water(a) && !a->waiting && !back) || (!back && now < a->retry_at_ms)) {
         if (now < a->retry_at_ms && a->retry_at_ms < again)
             again = a->retry_at_ms;
         pthread_mutex_unlock(&a->mu);
@@ -563,9 +579,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         a->retry_at_ms = now + hint; /* not a reason to leave: the limit is the application's */
         break;
     case T_LIMIT:
-        a->cap_batch = limit >= c->o.min_batch ? limit : c->o.min_batch;
-        if (a->cap_batch > limit && limit > 0)
-            a->cap_batch = limit;
+        a->cap_batch = limit > 0 ? limit : 1; /* the row's max_size_per_times */
         break;
     case T_NOAPP:
         a->noapp |= 1u << e;
