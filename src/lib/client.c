@@ -304,7 +304,7 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
     return IDPOOL_OK;
 }
 
-static int next_slow(struct idpool_app *a, uint64_t *id)
+__attribute__((noinline)) static int next_slow(struct idpool_app *a, uint64_t *id)
 {
     struct tslot *s = tslot_of(a);
     size_t got;
