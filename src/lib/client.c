@@ -523,7 +523,8 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         a->rate_at_ms = now;
     }
     back = a->env > 0 && now >= a->failback_at_ms;
-    if ((a->ring.n >= low_water(a) && !a->waiting && !back) || (!back && now < a->retry_at_ms)) {
+    /* A waiting caller means an empty buffer: below the low water too. */
+    if ((a->ring.n >= low_water(a) && !back) || (!back && now < a->retry_at_ms)) {
         if (now < a->retry_at_ms && a->retry_at_ms < again)
             again = a->retry_at_ms;
         pthread_mutex_unlock(&a->mu);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # valgrind on the whole life of idpoold: start, fill two pools (one trend),
 # a refill under consumption, the ID API over TLS (IDs, refusals, a Redis
-# user applied), a SIGHUP reload, a Redis reconnect, SIGTERM.
+# user applied), a SIGHUP reload, a Redis reconnect, SIGTERM; and libidpool
+# (idpool-clientload: clients created, used by two threads and freed).
 # No memory error and no leak may be reported, and the exit status is 0.
 # (Suite 'valgrind': runs on the normal build only; ASan builds can't run
 # under valgrind.)
@@ -12,6 +13,7 @@ setup
 
 add_app vg_mono max_size_per_second=100 increment_max=3
 add_app vg_trend increasing_type=2 step=500 max_size_per_second=100
+add_app vg_lib step=1000 max_pool_size=20000 max_size_per_second=100000
 
 IDPOOLD_REAL=$IDPOOLD
 IDPOOLD=$DIR/idpoold-valgrind
@@ -59,5 +61,15 @@ signal_daemon vg HUP
 wait_until 30 log_has vg 'SIGHUP: reloading' || fail "no reload after SIGHUP"
 rcli CLIENT KILL TYPE normal SKIPME yes >/dev/null
 wait_until 30 log_has vg 'redis: connected.*recovered' || fail "no reconnect"
+# libidpool under valgrind too: clients created, used (two threads) and freed.
+[[ -x ${IDPOOL_CLIENTLOAD:-} ]] || fail "idpool-clientload not built"
+valgrind --quiet --error-exitcode=99 --leak-check=full \
+    --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+    "$IDPOOL_CLIENTLOAD" --threads 2 --cycles 10 vg_lib "$IDPOOL_REDIS_URL" >"$DIR/clientload.out" 2>&1 ||
+    fail "libidpool under valgrind: $(tail -n 20 "$DIR/clientload.out")"
+valgrind --quiet --error-exitcode=99 --leak-check=full \
+    --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+    "$IDPOOL_CLIENTLOAD" --threads 2 --ids 5000 vg_lib "$IDPOOL_REDIS_URL" >>"$DIR/clientload.out" 2>&1 ||
+    fail "libidpool under valgrind: $(tail -n 20 "$DIR/clientload.out")"
 stop_daemon vg 60
-pass "valgrind: no errors, no leaks, exit 0"
+pass "valgrind: no errors, no leaks, exit 0 (idpoold, and libidpool through idpool-clientload)"
