@@ -1,0 +1,719 @@
+"""idpool_client -- the Python client of idpool, with libidpool's semantics.
+
+A :class:`Client` takes IDs from one or more *environments* in preference
+order (each an independent idpool deployment: its own Redis and MySQL, rows
+with the same keys and a different ``remainder`` of the same ``delta``, so
+that their IDs never collide). A background thread per client keeps a
+buffer per application filled through the Redis function ``idpool_take``,
+so ``app.next()`` is a read from memory while the buffer holds IDs. It
+mirrors the C library libidpool (include/idpool.h, src/lib/client.c); it
+needs only the standard library and redis-py (Debian's python3-redis).
+
+Usage::
+
+    from idpool_client import Client, IdpoolError
+
+    with Client(["redis://10.0.0.1:6379/0", "redis://10.1.0.1:6379/0"]) as c:
+        user = c.app("user")          # the same object for the same key
+        uid = user.next()             # one ID (an int)
+        ids = user.take(100)          # a list of 100 IDs
+        print(user.stats())           # counters, like idpool_stats
+
+Errors (all subclasses of :class:`IdpoolError`): :class:`IdpoolTimeout`
+(no environment supplied IDs within ``timeout`` seconds),
+:class:`IdpoolNoApp` (every environment answered IDPOOL_NOAPP),
+:class:`IdpoolClosed` (the client is closed, or is closed while a caller
+waits). A bad URL, key or option raises ``ValueError``. Never a made-up ID.
+
+Guarantees: an ID is returned at most once by all clients of all processes
+together; for a monotonic application the IDs one thread gets from one
+environment increase, but order is not kept across a failover nor between
+threads. IDs still buffered when a client is closed are gaps.
+
+Environments are tried in preference order. A take that brings nothing for
+``failover`` seconds (pool dry, not re-validated) or fails outright
+(connection lost, IDPOOL_NOAPP) moves the application to the next
+environment; every ``failback`` seconds a more preferred one is tried again
+and taken back when it supplies IDs. IDPOOL_RATE is waited out where it was
+said: another environment's budget is not a way around the limit.
+
+Thread safety: every method may be called from any thread at once (close()
+included: it wakes waiting callers with IdpoolClosed). As in libidpool, each
+thread keeps a small block of IDs per application (threading.local), so the
+common path of next() takes no lock; IDs left in a thread's block when it
+exits are gaps. A client is not shared across fork(): in the child every
+inherited client is closed (IdpoolClosed); create one per process.
+"""
+
+import collections
+import os
+import re
+import threading
+import time
+import urllib.parse
+import weakref
+
+try:  # the pure parts (and their unit tests) work without redis-py
+    import redis
+except ImportError:  # pragma: no cover - Debian: apt-get install python3-redis
+    redis = None
+
+__all__ = [
+    "Client",
+    "App",
+    "IdpoolError",
+    "IdpoolTimeout",
+    "IdpoolNoApp",
+    "IdpoolClosed",
+    "validate_key",
+    "key_valid",
+    "parse_url",
+    "batch_next",
+    "rate_update",
+    "hint_ms",
+    "classify_reply",
+]
+
+APP_KEY_MAX = 64
+REDIS_DB_MAX = 1000000
+MAX_ENVS = 32
+DRY_RETRY = 0.020  # a dry pool is asked again after this (s)
+BLOCK = 256  # IDs a thread takes from the shared buffer at once (2.6x faster next())
+IDLE_WAKE = 0.100  # the thread looks at every application at least this often (s)
+BACKOFF_MIN = 0.100  # a failed environment is not tried again before this (s)
+BACKOFF_MAX = 2.000  # ... doubling up to this
+
+# Outcomes of one idpool_take (client.c's enum outcome).
+IDS, DRY, EPOCH, RATE, LIMIT, NOAPP, DOWN = ("ids", "dry", "epoch", "rate", "limit", "noapp", "down")
+
+
+class IdpoolError(Exception):
+    """Base class of the errors of this module (besides ValueError)."""
+
+
+class IdpoolTimeout(IdpoolError):
+    """No environment supplied IDs within the timeout."""
+
+
+class IdpoolNoApp(IdpoolError):
+    """No environment serves this application (IDPOOL_NOAPP everywhere)."""
+
+
+class IdpoolClosed(IdpoolError):
+    """The client is closed."""
+
+
+# --- pure parts (unit-tested in test/unit/test_pyclient.py) ---------------
+
+_KEY_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def key_valid(key):
+    """True when key is a valid application key ([A-Za-z0-9_.-]{1,64}, not
+    "." or "..", not starting with "-")."""
+    return (
+        isinstance(key, str)
+        and _KEY_RE.fullmatch(key) is not None
+        and key not in (".", "..")
+        and not key.startswith("-")
+    )
+
+
+def validate_key(key):
+    """Return key, or raise ValueError naming what is wrong with it."""
+    if not isinstance(key, str):
+        raise ValueError(f"application key must be a str, got {type(key).__name__}")
+    if not key:
+        raise ValueError("application key is empty")
+    if len(key) > APP_KEY_MAX:
+        raise ValueError(f"application key {key[:20]!r}... is longer than {APP_KEY_MAX} characters")
+    bad = re.search(r"[^A-Za-z0-9_.-]", key)
+    if bad:
+        raise ValueError(
+            f"application key {key!r}: character {bad.group()!r} not allowed (use A-Z a-z 0-9 _ . -)"
+        )
+    if key in (".", ".."):
+        raise ValueError(f"application key {key!r} is not allowed")
+    if key.startswith("-"):
+        raise ValueError(f"application key {key!r} must not start with '-'")
+    return key
+
+
+_USAGE = "redis://[[user]:password@]host[:port][/db]"
+
+
+def parse_url(url):
+    """Check a Redis URL as libidpool does; return a dict (host, port, db,
+    username, password) or raise ValueError (the message never shows a
+    password)."""
+    if not isinstance(url, str):
+        raise ValueError(f"expected a str ({_USAGE}), got {type(url).__name__}")
+    if url[:9].lower() == "rediss://":
+        raise ValueError("rediss:// (TLS) is not supported, use redis://")
+    if url[:8].lower() != "redis://":
+        raise ValueError(f"expected {_USAGE}, got scheme {url.split(':', 1)[0][:16]!r}")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise ValueError("URL contains a space or control character")
+    rest = url[8:]
+    if "?" in rest or "#" in rest:
+        raise ValueError(f"query or fragment not supported ({_USAGE})")
+    hostpart, _, path = rest.partition("/")
+    userinfo, at, hostport = hostpart.rpartition("@")
+    if not at:
+        userinfo, hostport = "", hostpart
+    if "@" in path:
+        raise ValueError("'@' after the host (percent-encode '/' in a password as %2F)")
+    username = password = None
+    if at:
+        user, colon, pw = userinfo.partition(":")
+        if user:
+            username = urllib.parse.unquote(user, errors="strict")
+        if colon and pw:
+            password = urllib.parse.unquote(pw, errors="strict")
+    if hostport.startswith("["):
+        host, close, tail = hostport[1:].partition("]")
+        if not close or not host:
+            raise ValueError("bad IPv6 address in brackets")
+        if tail and not tail.startswith(":"):
+            raise ValueError("junk after the IPv6 address")
+        portstr = tail[1:] if tail else ""
+        has_port = bool(tail)
+    else:
+        host, colon, portstr = hostport.partition(":")
+        has_port = bool(colon)
+    if not host:
+        raise ValueError(f"no host ({_USAGE})")
+    port = 6379
+    if has_port:
+        if not portstr.isdigit() or not 1 <= int(portstr) <= 65535:
+            raise ValueError(f"port must be an integer in 1..65535, got {portstr[:16]!r}")
+        port = int(portstr)
+    db = 0
+    if path:
+        if not path.isdigit() or int(path) > REDIS_DB_MAX:
+            raise ValueError(f"database must be an integer in 0..{REDIS_DB_MAX}, got {path[:32]!r}")
+        db = int(path)
+    return {"host": host, "port": port, "db": db, "username": username, "password": password}
+
+
+def redact(url):
+    """url with any password replaced by '***' (for messages)."""
+    if not isinstance(url, str):
+        return repr(url)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]*@", r"\1***@", url)
+
+
+def batch_next(prev, rate, target, min_batch, max_batch, hungry):
+    """How many IDs the next take asks for (buffer.c's batch_next): enough
+    for `target` seconds of the measured demand (rate, IDs/s), at least twice
+    the previous batch when a caller had to wait since the last take
+    (hungry), clamped to [min_batch, max_batch]."""
+    want = rate * target
+    if hungry and want < 2.0 * prev:
+        want = 2.0 * prev
+    if want < min_batch:
+        want = min_batch
+    if want > max_batch:
+        want = max_batch
+    return int(want)
+
+
+def rate_update(rate, ids, seconds):
+    """Demand as an exponentially weighted rate (buffer.c's rate_update):
+    `ids` consumed over `seconds`, weighted by the time covered."""
+    if seconds <= 0:
+        return rate
+    now = ids / seconds
+    w = min(seconds, 1.0)
+    return rate * (1.0 - w) + now * w
+
+
+_HINT_RE = re.compile(r"retry in (-?\d+)")
+
+
+def hint_ms(msg, default):
+    """The N of "... retry in N ms" in a refusal, or default (outside 1..59999)."""
+    m = _HINT_RE.search(msg)
+    if not m:
+        return default
+    v = int(m.group(1))
+    return v if 0 < v < 60000 else default
+
+
+def classify_reply(reply, count):
+    """Classify an idpool_take reply as client.c's take_from() does.
+
+    reply: the list the command returned (items bytes/str/int), or the error
+    text (str) of an error reply, or None. Returns (outcome, ids, arg):
+    (IDS, [ids], None); (DRY, [], None) for an empty or ID-less array;
+    (EPOCH, [], hint_s) and (RATE, [], hint_s) with the wait in seconds;
+    (LIMIT, [], cap) with max_size_per_times (count // 2 when not said);
+    (NOAPP, [], None); (DOWN, [], None) for anything else.
+    """
+    if isinstance(reply, (list, tuple)):
+        ids = []
+        for x in reply:
+            if isinstance(x, bytes):
+                try:
+                    x = x.decode("ascii")
+                except UnicodeDecodeError:
+                    continue
+            if isinstance(x, str) and x.isdigit() and x.isascii():
+                x = int(x)
+            if type(x) is int and 0 <= x < 1 << 64:
+                ids.append(x)
+        return (IDS, ids, None) if ids else (DRY, [], None)
+    if isinstance(reply, bytes):
+        reply = reply.decode("utf-8", "replace")
+    if isinstance(reply, str):
+        if reply.startswith("IDPOOL_EPOCH"):
+            return EPOCH, [], hint_ms(reply, 200) / 1000.0
+        if reply.startswith("IDPOOL_RATE"):
+            return RATE, [], hint_ms(reply, 1000) / 1000.0
+        if reply.startswith("IDPOOL_LIMIT"):
+            m = re.search(r"max_size_per_times (\d+)", reply)
+            return LIMIT, [], int(m.group(1)) if m else count // 2
+        if reply.startswith("IDPOOL_NOAPP"):
+            return NOAPP, [], None
+    return DOWN, [], None  # another error: no library, a read-only replica, ...
+
+
+# --- the client ---------------------------------------------------------------
+
+_clients = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    # A forked child shares its parent's buffered IDs: returning them would
+    # hand out IDs twice, so every client it inherited is closed there.
+    for c in list(_clients):
+        c._closed = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Env:
+    __slots__ = ("index", "name", "url", "r", "used", "down_until", "backoff")
+
+    def __init__(self, index, url, parts):
+        self.index = index
+        host = parts["host"]
+        self.name = f"[{host}]:{parts['port']}" if ":" in host else f"{host}:{parts['port']}"
+        self.url = url
+        self.r = None  # redis.Redis, created at the first use
+        self.used = False  # a connection may be open
+        self.down_until = 0.0
+        self.backoff = 0.0
+
+
+class App:
+    """The handle of one application of a client: next(), take(n), stats()."""
+
+    def __init__(self, client, key):
+        self._c = client
+        self.key = key
+        self._k_pool = f"{client._prefix}:{{{key}}}:pool"
+        self._k_meta = f"{client._prefix}:{{{key}}}:meta"
+        self._cv = threading.Condition(threading.Lock())
+        self._tls = threading.local()  # .q: this thread's block (a deque)
+        self._buf = collections.deque()  # the shared buffer
+        self._batch = client._min_batch  # IDs per take now
+        self._cap_batch = client._max_batch  # max_batch, or less after IDPOOL_LIMIT
+        self._hungry = False  # a caller waited since the last take
+        self._asked = False  # a caller kicked the thread since the last take
+        self._waiting = 0  # callers waiting now
+        self._rate = 0.0  # demand, IDs/s
+        self._consumed = 0  # IDs handed out since the last rate update
+        self._rate_at = time.monotonic()
+        self._env = 0  # environment takes go to
+        self._retry_at = 0.0  # no take before this (a refusal's hint)
+        self._trouble = 0.0  # the environment has supplied nothing since (0: fine)
+        self._failback_at = 0.0  # when a more preferred environment is tried again
+        self._noapp = set()  # environments that answered IDPOOL_NOAPP
+        self._st = dict.fromkeys(
+            (
+                "takes",
+                "taken",
+                "waits",
+                "timeouts",
+                "refused_epoch",
+                "refused_rate",
+                "empty",
+                "errors",
+                "failovers",
+                "failbacks",
+            ),
+            0,
+        )
+
+    def __repr__(self):
+        return f"<idpool_client.App {self.key!r}>"
+
+    # -- callers (with self._cv held) --
+
+    def _low_water(self):
+        b = self._c._buffer
+        return self._batch if self._batch > b else b
+
+    def _raise_if_dead(self):
+        c = self._c
+        if c._closed:
+            raise IdpoolClosed("the client is closed")
+        if len(self._noapp) >= len(c._envs):
+            raise IdpoolNoApp(f"no environment serves application {self.key!r}")
+
+    def _pop_wait(self, n):
+        """Up to n (>= 1) IDs from the buffer, waiting at most the timeout
+        while it is empty."""
+        c = self._c
+        buf = self._buf
+        if c._closed:
+            raise IdpoolClosed("the client is closed")
+        asked = False
+        if not buf:
+            deadline = time.monotonic() + c._timeout
+            self._st["waits"] += 1
+            self._hungry = True
+            while not buf:
+                self._raise_if_dead()
+                asked = True
+                c._kick()
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._waiting += 1
+                    try:
+                        self._cv.wait(left)
+                    finally:
+                        self._waiting -= 1
+                if not buf and time.monotonic() >= deadline:
+                    self._raise_if_dead()
+                    self._st["timeouts"] += 1
+                    raise IdpoolTimeout(
+                        f"{self.key!r}: no environment supplied IDs in {c._timeout:g} s"
+                    )
+        if n == 1:
+            out = [buf.popleft()]
+        else:
+            k = min(n, len(buf))
+            out = [buf.popleft() for _ in range(k)]
+        self._consumed += len(out)
+        if not asked and not self._asked and len(buf) < self._low_water():  # ask ahead
+            self._asked = True
+            c._kick()
+        return out
+
+    def next(self):
+        """One ID (an int). Waits at most the client's timeout when the buffer
+        is empty; raises IdpoolTimeout, IdpoolNoApp or IdpoolClosed."""
+        try:  # the common path: this thread's block, no lock
+            if not self._c._closed:
+                return self._tls.q.popleft()
+        except (AttributeError, IndexError):
+            pass
+        q = self._block()
+        with self._cv:
+            q.extend(self._pop_wait(BLOCK))
+        return q.popleft()
+
+    def _block(self):
+        """This thread's block of IDs (a deque, created at the first use)."""
+        q = getattr(self._tls, "q", None)
+        if q is None:
+            q = self._tls.q = collections.deque()
+        return q
+
+    def take(self, n):
+        """A list of n IDs. On an error the exception's `ids` attribute holds
+        the IDs taken so far (they are gaps if not used)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"take: n must be an integer >= 1, got {n!r}")
+        if self._c._closed:
+            raise IdpoolClosed("the client is closed")
+        q = self._block()
+        got = []
+        while q and len(got) < n:  # this thread's block first: its IDs are older
+            got.append(q.popleft())
+        with self._cv:
+            try:
+                while len(got) < n:
+                    got.extend(self._pop_wait(n - len(got)))
+            except IdpoolError as e:
+                e.ids = got
+                raise
+        return got
+
+    def stats(self):
+        """Counters since the client was created (like idpool_stats): takes,
+        taken, waits, timeouts, refused_epoch, refused_rate, empty, errors,
+        failovers, failbacks, and now: env, batch, buffered (IDs in the
+        shared buffer, not counting the threads' blocks)."""
+        with self._cv:
+            st = dict(self._st)
+            st["env"] = self._env
+            st["batch"] = self._batch
+            st["buffered"] = len(self._buf)
+        return st
+
+    # -- the background thread --
+
+    def _failover(self, now):
+        c = self._c
+        self._trouble = 0.0
+        if len(c._envs) < 2:
+            return
+        self._env = (self._env + 1) % len(c._envs)
+        self._st["failovers"] += 1
+        self._failback_at = now + c._failback
+
+    def _service(self, now):
+        """Take when the buffer is below the low water or a caller waits, from
+        the app's environment (or, when due, a more preferred one); returns
+        when it wants to be looked at again (client.c's service())."""
+        c = self._c
+        again = now + IDLE_WAKE
+        with self._cv:
+            if now > self._rate_at:
+                self._rate = rate_update(self._rate, self._consumed, now - self._rate_at)
+                self._consumed = 0
+                self._rate_at = now
+            back = self._env > 0 and now >= self._failback_at
+            # (A waiter counts only while the buffer is empty: IDs pushed for
+            # it but not yet popped must not bring another take.)
+            if (len(self._buf) >= self._low_water() and not back) or (
+                not back and now < self._retry_at
+            ):
+                if now < self._retry_at < again:
+                    again = self._retry_at
+                return again
+            self._batch = batch_next(
+                self._batch, self._rate, c._target, c._min_batch, self._cap_batch, self._hungry
+            )
+            self._hungry = False
+            self._asked = False
+            count = self._batch
+            cur = self._env
+            e = 0 if back else cur
+
+        # A failback tries the more preferred environments in order.
+        while True:
+            o, ids, arg = c._take_from(self, c._envs[e], count, now)
+            if not back or o == IDS or e + 1 >= cur:
+                break
+            e += 1
+
+        with self._cv:
+            if back and o != IDS:  # the preferred ones are still out: stay, try later
+                self._failback_at = now + c._failback
+                return now  # serve the current environment at once
+            st = self._st
+            if o == IDS:
+                self._buf.extend(ids)
+                st["takes"] += 1
+                st["taken"] += len(ids)
+                self._trouble = 0.0
+                self._noapp.discard(e)
+                if e < self._env:
+                    self._env = e
+                    st["failbacks"] += 1
+            elif o == DRY:
+                st["empty"] += 1
+                self._retry_at = now + DRY_RETRY
+            elif o == EPOCH:
+                st["refused_epoch"] += 1
+                self._retry_at = now + arg
+            elif o == RATE:
+                st["refused_rate"] += 1
+                self._retry_at = now + arg  # not a reason to leave
+            elif o == LIMIT:
+                self._cap_batch = arg if arg > 0 else 1  # the row's max_size_per_times
+            elif o == NOAPP:
+                self._noapp.add(e)
+                st["errors"] += 1
+                self._failover(now)
+            else:  # DOWN
+                st["errors"] += 1
+                self._failover(now)
+            if o in (DRY, EPOCH):
+                if self._trouble == 0.0:
+                    self._trouble = now
+                elif now - self._trouble >= c._failover_s:
+                    self._failover(now)
+            if self._env > 0 and self._failback_at == 0.0:
+                self._failback_at = now + c._failback
+            self._cv.notify_all()
+            if now < self._retry_at < again:
+                again = self._retry_at
+            if o in (IDS, NOAPP, DOWN, LIMIT):
+                again = now  # more may be needed, or another environment to try
+        return again
+
+
+class Client:
+    """A client of environments `envs` (Redis URLs in preference order,
+    redis://[[user]:password@]host[:port][/db]). Times are in seconds.
+    Nothing is connected until an application is first used."""
+
+    def __init__(
+        self,
+        envs,
+        *,
+        timeout=1.0,
+        io_timeout=0.5,
+        failover=0.5,
+        failback=1.0,
+        target=0.5,
+        min_batch=100,
+        max_batch=1000,
+        buffer=0,
+        key_prefix="idpool",
+    ):
+        if isinstance(envs, str) or not isinstance(envs, (list, tuple)):
+            raise ValueError("envs must be a list of Redis URLs (1 to 32), in preference order")
+        if not 1 <= len(envs) <= MAX_ENVS:
+            raise ValueError(f"give 1 to {MAX_ENVS} environments, got {len(envs)}")
+        for name, v in (
+            ("timeout", timeout),
+            ("io_timeout", io_timeout),
+            ("failover", failover),
+            ("failback", failback),
+            ("target", target),
+        ):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {v!r}")
+        for name, v, lo in (("min_batch", min_batch, 1), ("max_batch", max_batch, 1), ("buffer", buffer, 0)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+        if not isinstance(key_prefix, str) or not key_prefix:
+            raise ValueError(f"key_prefix must be a non-empty str, got {key_prefix!r}")
+        parsed = []
+        for i, url in enumerate(envs):
+            try:
+                parsed.append(_Env(i, url, parse_url(url)))
+            except ValueError as e:
+                raise ValueError(f"environment {i} ({redact(url)}): {e}") from None
+        if redis is None:
+            raise ImportError("idpool_client needs redis-py (Debian: apt-get install python3-redis)")
+        self._envs = parsed
+        self._timeout = float(timeout)
+        self._io_timeout = float(io_timeout)
+        self._failover_s = float(failover)
+        self._failback = float(failback)
+        self._target = float(target)
+        self._max_batch = max_batch
+        self._min_batch = min(min_batch, max_batch)
+        self._buffer = buffer
+        self._prefix = key_prefix
+        self._cv = threading.Condition(threading.Lock())  # _apps, _kicked, _closed
+        self._apps = {}
+        self._kicked = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="idpool-client", daemon=True)
+        _clients.add(self)
+        self._thread.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<idpool_client.Client {[e.name for e in self._envs]}{' closed' if self._closed else ''}>"
+
+    def app(self, key):
+        """The handle of application `key` (the same object for the same key).
+        ValueError for a bad key, IdpoolClosed after close()."""
+        validate_key(key)
+        with self._cv:
+            if self._closed:
+                raise IdpoolClosed("the client is closed")
+            a = self._apps.get(key)
+            if a is None:
+                a = self._apps[key] = App(self, key)
+                self._kicked = True
+                self._cv.notify()
+            return a
+
+    def close(self):
+        """Stop the background thread, close the connections; callers waiting
+        for IDs get IdpoolClosed, later calls too. Idempotent."""
+        with self._cv:
+            if self._closed:
+                return
+            self._closed = True
+            apps = list(self._apps.values())
+            self._cv.notify_all()
+        for a in apps:  # wake waiting callers
+            with a._cv:
+                a._cv.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+        for e in self._envs:
+            if e.r is not None:
+                try:
+                    e.r.connection_pool.disconnect()
+                except Exception:  # noqa: BLE001 - closing anyway
+                    pass
+
+    # Lock order: an app's _cv, then the client's _cv (never the reverse).
+    def _kick(self):
+        with self._cv:
+            self._kicked = True
+            self._cv.notify()
+
+    def _run(self):
+        while True:
+            with self._cv:
+                if self._closed:
+                    return
+                self._kicked = False
+                apps = list(self._apps.values())
+            wake = time.monotonic() + IDLE_WAKE
+            for a in apps:
+                w = a._service(time.monotonic())
+                if w < wake:
+                    wake = w
+            with self._cv:
+                now = time.monotonic()
+                if not self._kicked and not self._closed and wake > now:
+                    self._cv.wait(wake - now)
+
+    def _env_fail(self, e, now):
+        if e.r is not None:
+            try:
+                e.r.connection_pool.disconnect()
+            except Exception:  # noqa: BLE001
+                pass
+        e.used = False
+        e.backoff = min(e.backoff * 2 if e.backoff else BACKOFF_MIN, BACKOFF_MAX)
+        e.down_until = now + e.backoff
+
+    def _take_from(self, a, e, count, now):
+        """One idpool_take of count IDs from environment e (without a's lock:
+        it blocks on the network). Returns classify_reply()'s triple."""
+        if not e.used and now < e.down_until:
+            return DOWN, [], None
+        try:
+            if e.r is None:
+                e.r = redis.Redis.from_url(
+                    e.url,
+                    socket_timeout=self._io_timeout,
+                    socket_connect_timeout=self._io_timeout,
+                    retry_on_timeout=False,
+                )
+            e.used = True
+            reply = e.r.execute_command("FCALL", "idpool_take", 2, a._k_pool, a._k_meta, count)
+        except redis.ResponseError as err:
+            e.backoff = 0.0
+            res = classify_reply(str(err), count)
+        except Exception:  # noqa: BLE001 - connection refused, timeout, protocol, ...
+            self._env_fail(e, now)
+            return DOWN, [], None
+        else:
+            e.backoff = 0.0
+            res = classify_reply(reply, count)
+        if res[0] == DOWN:
+            self._env_fail(e, now)
+        return res

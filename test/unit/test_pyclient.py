@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Unit tests of src/python/idpool_client.py without servers: the pure parts
+(key and URL validation, batch rule, reply classification) and the client's
+state machine (failover, failback, refusals, errors, close) driven by a
+scripted fake in place of Redis. PYTHONPATH must hold src/python (meson sets
+it); runs without redis-py too (a stub stands in for it)."""
+
+import os
+import sys
+import threading
+import time
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "python"))
+import idpool_client as m  # noqa: E402
+
+A = "redis://127.0.0.1:1/0"
+B = "redis://127.0.0.1:2/0"
+
+
+class Keys(unittest.TestCase):
+    def test_valid(self):
+        for k in ("user", "a", "A.b-c_9", "x" * 64, ".hidden", "a..b", "_", "9"):
+            self.assertTrue(m.key_valid(k), k)
+            self.assertEqual(m.validate_key(k), k)
+
+    def test_invalid(self):
+        cases = {
+            "": "empty",
+            "x" * 65: "longer than 64",
+            "a b": "' '",
+            "a/b": "'/'",
+            "a:b": "':'",
+            "a{b}": "'{'",
+            "é": "'é'",
+            ".": "not allowed",
+            "..": "not allowed",
+            "-x": "must not start with '-'",
+        }
+        for k, msg in cases.items():
+            self.assertFalse(m.key_valid(k), k)
+            with self.assertRaises(ValueError) as cm:
+                m.validate_key(k)
+            self.assertIn("application key", str(cm.exception))
+            self.assertIn(msg, str(cm.exception))
+        for k in (None, 5, b"user"):
+            self.assertFalse(m.key_valid(k))
+            with self.assertRaisesRegex(ValueError, "must be a str"):
+                m.validate_key(k)
+
+
+class Urls(unittest.TestCase):
+    def test_good(self):
+        self.assertEqual(
+            m.parse_url("redis://h"),
+            {"host": "h", "port": 6379, "db": 0, "username": None, "password": None},
+        )
+        p = m.parse_url("redis://u:p%40w%2F@10.0.0.1:6380/3")
+        self.assertEqual((p["host"], p["port"], p["db"], p["username"], p["password"]), ("10.0.0.1", 6380, 3, "u", "p@w/"))
+        p = m.parse_url("redis://:pw@h/")
+        self.assertEqual((p["username"], p["password"], p["db"]), (None, "pw", 0))
+        self.assertEqual(m.parse_url("REDIS://[::1]:7000")["host"], "::1")
+
+    def test_bad(self):
+        cases = {
+            "rediss://h": "TLS",
+            "http://h": "scheme",
+            "h:6379": "scheme",
+            "redis://": "no host",
+            "redis://:pw@": "no host",
+            "redis://h:0": "port",
+            "redis://h:70000": "port",
+            "redis://h:x": "port",
+            "redis://h/db": "database",
+            "redis://h/1000001": "database",
+            "redis://h /0": "space",
+            "redis://h/0?x=1": "query",
+            "redis://h/u@x": "'@' after the host",
+            "redis://[::1": "IPv6",
+        }
+        for u, msg in cases.items():
+            with self.assertRaises(ValueError, msg=u) as cm:
+                m.parse_url(u)
+            self.assertIn(msg, str(cm.exception), u)
+        with self.assertRaises(ValueError):
+            m.parse_url(None)
+
+    def test_client_names_the_environment_and_hides_the_password(self):
+        with self.assertRaises(ValueError) as cm:
+            m.Client([A, "redis://u:secret@h:99999/0"])
+        s = str(cm.exception)
+        self.assertIn("environment 1", s)
+        self.assertIn("port", s)
+        self.assertNotIn("secret", s)
+
+    def test_client_options(self):
+        for kw, msg in (
+            ({}, None),
+            ({"timeout": 0}, "timeout"),
+            ({"io_timeout": -1}, "io_timeout"),
+            ({"min_batch": 0}, "min_batch"),
+            ({"max_batch": "9"}, "max_batch"),
+            ({"buffer": -1}, "buffer"),
+            ({"key_prefix": ""}, "key_prefix"),
+        ):
+            if msg is None:
+                continue
+            with self.assertRaisesRegex(ValueError, msg):
+                m.Client([A], **kw)
+        with self.assertRaisesRegex(ValueError, "1 to 32"):
+            m.Client([])
+        with self.assertRaisesRegex(ValueError, "list"):
+            m.Client(A)
+
+
+class Batch(unittest.TestCase):
+    def test_batch_next(self):
+        bn = m.batch_next
+        self.assertEqual(bn(100, 0.0, 0.5, 100, 1000, False), 100)  # idle: min
+        self.assertEqual(bn(100, 1000.0, 0.5, 100, 1000, False), 500)  # rate x target
+        self.assertEqual(bn(100, 1e9, 0.5, 100, 1000, False), 1000)  # clamped to max
+        self.assertEqual(bn(300, 0.0, 0.5, 100, 1000, True), 600)  # hungry: doubled
+        self.assertEqual(bn(300, 2000.0, 0.5, 100, 1000, True), 1000)  # demand above double
+        self.assertEqual(bn(800, 0.0, 0.5, 100, 1000, True), 1000)
+        self.assertEqual(bn(100, 0.0, 0.5, 100, 50, False), 50)  # cap below min wins
+
+    def test_rate_update(self):
+        ru = m.rate_update
+        self.assertEqual(ru(5.0, 100, 0), 5.0)  # no time: unchanged
+        self.assertAlmostEqual(ru(0.0, 1000, 1.0), 1000.0)  # a full second replaces
+        self.assertAlmostEqual(ru(0.0, 3000, 2.0), 1500.0)
+        self.assertAlmostEqual(ru(1000.0, 0, 0.5), 500.0)  # half a second weighs half
+        self.assertAlmostEqual(ru(1000.0, 50, 0.1), 900.0 + 50.0)
+
+
+class Replies(unittest.TestCase):
+    def test_ids(self):
+        self.assertEqual(m.classify_reply([b"1", b"22", "333"], 10), (m.IDS, [1, 22, 333], None))
+        self.assertEqual(m.classify_reply([b"7", b"x", b"-1", b"", None, b"18446744073709551616"], 10), (m.IDS, [7], None))
+
+    def test_dry(self):
+        self.assertEqual(m.classify_reply([], 10)[0], m.DRY)
+        self.assertEqual(m.classify_reply([b"junk"], 10)[0], m.DRY)
+
+    def test_refusals(self):
+        o, _, h = m.classify_reply("IDPOOL_EPOCH pool not re-validated; retry in 50 ms", 10)
+        self.assertEqual((o, h), (m.EPOCH, 0.05))
+        self.assertEqual(m.classify_reply("IDPOOL_EPOCH no hint", 10)[2], 0.2)
+        o, _, h = m.classify_reply(
+            "IDPOOL_RATE max_size_per_second 5000 reached (4900 granted this second); retry in 230 ms", 10
+        )
+        self.assertEqual((o, h), (m.RATE, 0.23))
+        self.assertEqual(m.classify_reply("IDPOOL_RATE retry in 0 ms", 10)[2], 1.0)
+        self.assertEqual(m.classify_reply("IDPOOL_RATE retry in 99999 ms", 10)[2], 1.0)
+        o, _, cap = m.classify_reply("IDPOOL_LIMIT count 5000 exceeds max_size_per_times 1000", 5000)
+        self.assertEqual((o, cap), (m.LIMIT, 1000))
+        self.assertEqual(m.classify_reply("IDPOOL_LIMIT what", 600), (m.LIMIT, [], 300))
+        self.assertEqual(m.classify_reply(b"IDPOOL_NOAPP no such application: x", 1)[0], m.NOAPP)
+
+    def test_down(self):
+        for r in (None, 5, "ERR Function not found", "READONLY You can't write", "IDPOOL_BADARG count", b"x"):
+            self.assertEqual(m.classify_reply(r, 10)[0], m.DOWN, r)
+
+    def test_hint(self):
+        self.assertEqual(m.hint_ms("retry in 12 ms", 7), 12)
+        self.assertEqual(m.hint_ms("nothing", 7), 7)
+        self.assertEqual(m.hint_ms("retry in -3 ms", 7), 7)
+
+
+# --- the state machine, with a scripted fake in place of Redis ---------------
+
+
+class Fake:
+    """Per environment: a function (count) -> reply as classify_reply takes it,
+    or the string "DOWN" (a connection error)."""
+
+    def __init__(self, envs):
+        self.lock = threading.Lock()
+        self.envs = envs
+        self.next_id = [1000000 * (i + 1) for i in range(len(envs))]
+        self.calls = [0] * len(envs)
+
+    def ids(self, i, count):
+        with self.lock:
+            v = list(range(self.next_id[i], self.next_id[i] + count))
+            self.next_id[i] += count
+        return v
+
+    def take_from(self, client, a, e, count, now):
+        with self.lock:
+            self.calls[e.index] += 1
+            mode = self.envs[e.index]
+        if callable(mode):
+            mode = mode(count)
+        if mode == "ok":
+            mode = self.ids(e.index, count)
+        if mode == "DOWN":
+            return m.DOWN, [], None
+        return m.classify_reply(mode, count)
+
+
+def fake_client(envs, **kw):
+    if m.redis is None:  # the stub is never called: _take_from is replaced
+        m.redis = types.SimpleNamespace(Redis=None, ResponseError=Exception)
+    f = Fake(envs)
+    c = m.Client([f"redis://127.0.0.1:{i + 1}/0" for i in range(len(envs))], **kw)
+    c._take_from = lambda a, e, count, now: f.take_from(c, a, e, count, now)
+    return c, f
+
+
+class StateMachine(unittest.TestCase):
+    def test_ids_unique_and_stats(self):
+        c, f = fake_client(["ok"])
+        with c:
+            a = c.app("user")
+            self.assertIs(c.app("user"), a)
+            self.assertIsNot(c.app("other"), a)
+            got = [a.next() for _ in range(500)] + a.take(1500)
+            self.assertEqual(len(got), 2000)
+            self.assertEqual(len(set(got)), 2000)
+            st = a.stats()
+            for k in ("takes", "taken", "waits", "timeouts", "refused_epoch", "refused_rate", "empty",
+                      "errors", "failovers", "failbacks", "env", "batch", "buffered"):
+                self.assertIn(k, st)
+            self.assertGreaterEqual(st["taken"], 2000)
+            self.assertEqual(st["taken"], 2000 + st["buffered"])
+            self.assertEqual((st["env"], st["timeouts"], st["errors"]), (0, 0, 0))
+
+    def test_threads(self):
+        c, f = fake_client(["ok"], max_batch=200)
+        out = []
+        lock = threading.Lock()
+
+        def work():
+            a = c.app("t")
+            mine = [a.next() for _ in range(3000)] + a.take(2000)
+            with lock:
+                out.extend(mine)
+
+        ts = [threading.Thread(target=work) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        c.close()
+        self.assertEqual(len(out), 40000)
+        self.assertEqual(len(set(out)), 40000)
+
+    def test_failover_on_down_and_failback(self):
+        envs = ["DOWN", "ok"]
+        c, f = fake_client(envs, failback=0.1)
+        with c:
+            a = c.app("u")
+            x = a.next()
+            self.assertGreaterEqual(x, 2000000)  # from B
+            st = a.stats()
+            self.assertLessEqual(st["buffered"], 2 * 1000)  # a waiter brings one take, not many
+            self.assertEqual(st["env"], 1)
+            self.assertGreaterEqual(st["failovers"], 1)
+            self.assertGreaterEqual(st["errors"], 1)
+            f.envs[0] = "ok"  # A is back: taken back within failback
+            deadline = time.monotonic() + 3
+            while a.stats()["env"] != 0 and time.monotonic() < deadline:
+                a.take(50)
+                time.sleep(0.01)
+            st = a.stats()
+            self.assertEqual(st["env"], 0)
+            self.assertGreaterEqual(st["failbacks"], 1)
+            ids = a.take(5000)
+            self.assertTrue(any(1000000 <= i < 2000000 for i in ids))
+
+    def test_failover_when_dry(self):
+        c, f = fake_client([[], "ok"], failover=0.1)
+        with c:
+            a = c.app("u")
+            t0 = time.monotonic()
+            x = a.next()
+            self.assertGreaterEqual(x, 2000000)
+            self.assertGreaterEqual(time.monotonic() - t0, 0.09)  # dry for `failover` first
+            st = a.stats()
+            self.assertGreater(st["empty"], 1)
+            self.assertEqual(st["failovers"], 1)
+            self.assertEqual(st["errors"], 0)
+
+    def test_epoch_retries_then_fails_over(self):
+        c, f = fake_client(["IDPOOL_EPOCH not re-validated; retry in 30 ms", "ok"], failover=0.2)
+        with c:
+            a = c.app("u")
+            self.assertGreaterEqual(a.next(), 2000000)
+            st = a.stats()
+            self.assertGreaterEqual(st["refused_epoch"], 2)
+            self.assertLessEqual(st["refused_epoch"], 12)  # the hint was honoured
+            self.assertEqual(st["failovers"], 1)
+
+    def test_rate_never_fails_over(self):
+        state = {"n": 0}
+
+        def a_env(count):
+            state["n"] += 1
+            return "IDPOOL_RATE max_size_per_second 10 reached; retry in 50 ms" if state["n"] <= 5 else "ok"
+
+        c, f = fake_client([a_env, "ok"], failover=0.05, timeout=2.0)
+        with c:
+            a = c.app("u")
+            x = a.next()
+            self.assertLess(x, 2000000)  # from A, after waiting
+            st = a.stats()
+            self.assertEqual(st["refused_rate"], 5)
+            self.assertEqual(st["failovers"], 0)
+            self.assertEqual(f.calls[1], 0)
+
+    def test_limit_caps_the_batch(self):
+        seen = []
+
+        def env(count):
+            seen.append(count)
+            return "IDPOOL_LIMIT count %d exceeds max_size_per_times 150" % count if count > 150 else "ok"
+
+        c, f = fake_client([env], min_batch=100, max_batch=1000)
+        with c:
+            a = c.app("u")
+            ids = a.take(5000)
+            self.assertEqual(len(set(ids)), 5000)
+            self.assertLessEqual(a.stats()["batch"], 150)
+            self.assertTrue(any(n > 150 for n in seen))
+            first = next(i for i, n in enumerate(seen) if n > 150)
+            self.assertLessEqual(max(seen[first + 1:]), 150)  # never asked for more again
+
+    def test_noapp_everywhere(self):
+        c, f = fake_client(["IDPOOL_NOAPP no such application: u", "IDPOOL_NOAPP no such application: u"],
+                           timeout=5.0)
+        with c:
+            a = c.app("u")
+            t0 = time.monotonic()
+            with self.assertRaises(m.IdpoolNoApp):
+                a.next()
+            self.assertLess(time.monotonic() - t0, 1.0)
+            with self.assertRaises(m.IdpoolError):
+                a.take(3)
+
+    def test_noapp_in_one_fails_over(self):
+        c, f = fake_client(["IDPOOL_NOAPP no such application: u", "ok"])
+        with c:
+            self.assertGreaterEqual(c.app("u").next(), 2000000)
+
+    def test_timeout(self):
+        c, f = fake_client([[]], timeout=0.3)
+        with c:
+            a = c.app("u")
+            t0 = time.monotonic()
+            with self.assertRaises(m.IdpoolTimeout) as cm:
+                a.take(10)
+            dt = time.monotonic() - t0
+            self.assertGreaterEqual(dt, 0.29)
+            self.assertLess(dt, 1.0)
+            self.assertEqual(cm.exception.ids, [])
+            st = a.stats()
+            self.assertEqual((st["timeouts"], st["waits"]), (1, 1))
+
+    def test_close_wakes_a_waiter(self):
+        c, f = fake_client([[]], timeout=10.0)
+        a = c.app("u")
+        res = {}
+
+        def wait():
+            t0 = time.monotonic()
+            try:
+                a.next()
+            except m.IdpoolError as e:
+                res["e"] = e
+            res["dt"] = time.monotonic() - t0
+
+        t = threading.Thread(target=wait)
+        t.start()
+        time.sleep(0.2)
+        c.close()
+        t.join(5)
+        self.assertFalse(t.is_alive())
+        self.assertIsInstance(res["e"], m.IdpoolClosed)
+        self.assertLess(res["dt"], 2.0)
+        with self.assertRaises(m.IdpoolClosed):
+            a.next()
+        with self.assertRaises(m.IdpoolClosed):
+            c.app("v")
+        c.close()  # idempotent
+
+    def test_closed_with_ids_in_the_block(self):
+        c, f = fake_client(["ok"])
+        a = c.app("u")
+        a.next()  # this thread's block now holds IDs
+        self.assertTrue(a._tls.q)
+        c.close()
+        with self.assertRaises(m.IdpoolClosed):
+            a.next()
+        with self.assertRaises(m.IdpoolClosed):
+            a.take(1)
+
+    @unittest.skipUnless(hasattr(os, "fork"), "no fork")
+    def test_fork_closes_inherited_clients(self):
+        c, f = fake_client(["ok"])
+        with c:
+            a = c.app("u")
+            a.next()
+            pid = os.fork()
+            if pid == 0:  # the child must not hand out the parent's buffered IDs
+                try:
+                    a.next()
+                    code = 1
+                except m.IdpoolClosed:
+                    code = 0
+                except BaseException:  # noqa: BLE001
+                    code = 2
+                os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            a.next()  # the parent goes on
+
+    def test_bad_take(self):
+        c, f = fake_client(["ok"])
+        with c:
+            a = c.app("u")
+            for n in (0, -1, 1.5, True, "3"):
+                with self.assertRaises(ValueError):
+                    a.take(n)
+            with self.assertRaisesRegex(ValueError, "application key"):
+                c.app("bad key")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
