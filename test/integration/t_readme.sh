@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's client example (issue 12): the C block after
+# The README's client examples (issue 12): the C block after
 # "<!-- example: client.c" is extracted, compiled against this build's
-# libidpool and run against a served application, as a reader would.
+# libidpool and run against a served application, as a reader would; the
+# Python block after "<!-- example: client.py" is run the same way.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -30,3 +31,16 @@ LD_LIBRARY_PATH=$BUILD "$DIR/client" nosuch "$IDPOOL_REDIS_URL" >"$DIR/out2" 2>&
 grep -q 'no IDs: no environment serves this application' "$DIR/out2" ||
     fail "unknown application: $(cat "$DIR/out2")"
 pass "README client example: an unknown application fails with a clear error"
+
+awk '/<!-- example: client.py/ {on = 1; next} on && /^```python/ {code = 1; next}
+     code && /^```/ {exit} code {print}' "$IDPOOL_SOURCE_ROOT/README.md" >"$DIR/client.py"
+[[ -s $DIR/client.py ]] || fail "no Python example in README.md"
+PY=/usr/bin/python3
+"$PY" -c 'import redis' 2>/dev/null || skip "python3-redis is not installed for $PY"
+PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python "$PY" "$DIR/client.py" user "$IDPOOL_REDIS_URL" >"$DIR/pyout" 2>&1 ||
+    fail "the README's Python example failed: $(cat "$DIR/pyout")"
+grep -qE '^[0-9]+ and 100 more, the last [0-9]+$' "$DIR/pyout" || fail "unexpected output: $(cat "$DIR/pyout")"
+PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python "$PY" "$DIR/client.py" nosuch "$IDPOOL_REDIS_URL" >"$DIR/pyout2" 2>&1 &&
+    fail "an unknown application succeeded: $(cat "$DIR/pyout2")"
+grep -q 'no IDs:' "$DIR/pyout2" || fail "unknown application (Python): $(cat "$DIR/pyout2")"
+pass "README Python example: prints $(cat "$DIR/pyout"); an unknown application fails clearly ($(cat "$DIR/pyout2"))"
