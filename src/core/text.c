@@ -36,3 +36,14 @@ int text_int(const char *s, size_t n, long long min, long long max, long long *o
     *out = v;
     return 0;
 }
+
+long text_retry_ms(const char *msg, long def)
+{
+    const char *p = strstr(msg, "retry in ");
+    long v;
+
+    if (p == NULL)
+        return def;
+    v = strtol(p + 9, NULL, 10);
+    return v > 0 && v < 60000 ? v : def;
+}

@@ -18,4 +18,10 @@ void text_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
 int text_int(const char *s, size_t n, long long min, long long max, long long *out)
     __attribute__((warn_unused_result));
 
+/*
+ * The N of "... retry in N ms" in a refusal of the idpool library
+ * (IDPOOL_RATE, IDPOOL_EPOCH), when 1..59999; else def.
+ */
+long text_retry_ms(const char *msg, long def);
+
 #endif

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pool.h"
+#include "text.h"
 #include "rds.h"
 
 #define API_MAX_BODY  1024 /* bytes: a POST body is at most "count=N" */
@@ -321,18 +322,6 @@ static uint64_t target(const struct api_app *x)
     return t ? t : 1;
 }
 
-/* Parse "... retry in N ms" (the library's hint); `def` when there is none. */
-static int retry_hint(const char *msg, int def)
-{
-    const char *p = strstr(msg, "retry in ");
-    long v;
-
-    if (p == NULL)
-        return def;
-    v = strtol(p + 9, NULL, 10);
-    return v > 0 && v < 60000 ? (int)v : def;
-}
-
 static void on_take(struct rds *r, redisReply *reply, void *arg)
 {
     struct api_app *x = arg;
@@ -380,9 +369,9 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
         const char *m = reply->str;
 
         if (strncmp(m, "IDPOOL_RATE ", 12) == 0)
-            hold(x, AE_RATE, retry_hint(m, 1000), m + 12);
+            hold(x, AE_RATE, (int)text_retry_ms(m, 1000), m + 12);
         else if (strncmp(m, "IDPOOL_EPOCH ", 13) == 0)
-            hold(x, AE_EPOCH, retry_hint(m, HOLD_EPOCH_MS), m + 13);
+            hold(x, AE_EPOCH, (int)text_retry_ms(m, HOLD_EPOCH_MS), m + 13);
         else if (strncmp(m, "IDPOOL_NOAPP ", 13) == 0)
             /* The row is served (checked before): no refiller wrote meta yet, or Redis lost it. */
             hold(x, AE_DOWN, HOLD_DOWN_MS,

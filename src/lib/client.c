@@ -31,6 +31,7 @@
 
 #include "app.h"
 #include "buffer.h"
+#include "text.h"
 #include "url.h"
 
 #define BLOCK          256  /* IDs a thread takes from the shared buffer at once */
@@ -418,18 +419,6 @@ fail:
     return NULL;
 }
 
-/* "... retry in N ms" of a refusal, or def. */
-static uint64_t hint_ms(const char *msg, uint64_t def)
-{
-    const char *p = strstr(msg, "retry in ");
-    long v;
-
-    if (p == NULL)
-        return def;
-    v = strtol(p + 9, NULL, 10);
-    return v > 0 && v < 60000 ? (uint64_t)v : def;
-}
-
 /* Move a to the next environment (in order, wrapping), when there is another. */
 static void failover(struct idpool_app *a, uint64_t now)
 {
@@ -483,10 +472,10 @@ static enum outcome take_from(struct idpool_app *a, struct env *e, unsigned coun
         }
         o = *n ? T_IDS : T_DRY;
     } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_EPOCH", 12) == 0) {
-        *hint = hint_ms(r->str, 200);
+        *hint = (uint64_t)text_retry_ms(r->str, 200);
         o = T_EPOCH;
     } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_RATE", 11) == 0) {
-        *hint = hint_ms(r->str, 1000);
+        *hint = (uint64_t)text_retry_ms(r->str, 1000);
         o = T_RATE;
     } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_LIMIT", 12) == 0) {
         const char *p = strstr(r->str, "max_size_per_times ");

@@ -158,6 +158,7 @@ cleanup() {
         printf '\n----- mysql.err (last 20 lines) -----\n' >&2
         tail -n 20 "$DIR/mysql.err" >&2
     fi
+    if [[ -f $DIR/b/env ]]; then "$SERVERS" stop "$DIR/b" || rc=1; fi
     "$SERVERS" stop "$DIR" || rc=1
     if [[ ${KEEP:-0} == 1 ]]; then
         info "kept $DIR"
@@ -165,6 +166,21 @@ cleanup() {
         rm -rf "$DIR"
     fi
     exit "$rc"
+}
+
+# env_b: a second pair of servers (environment B, for the client
+# libraries' failover) in $DIR/b, stopped by cleanup; sets B_REDIS, B_MYSQL,
+# B_REDIS_PORT and B_MYSQL_PORT. sql_b runs SQL there, as sql does in A.
+# shellcheck disable=SC2034 # the B_ variables are for the tests that source this
+env_b() {
+    "$SERVERS" start "$DIR/b" >/dev/null || fail "environment B did not start"
+    B_REDIS=$(sed -n 's/^export IDPOOL_REDIS_URL=//p' "$DIR/b/env")
+    B_MYSQL=$(sed -n 's/^export IDPOOL_MYSQL_URL=//p' "$DIR/b/env")
+    B_REDIS_PORT=$(sed -n 's/^export REDIS_PORT=//p' "$DIR/b/env")
+    B_MYSQL_PORT=$(sed -n 's/^export MYSQL_PORT=//p' "$DIR/b/env")
+}
+sql_b() {
+    mariadb --no-defaults -h 127.0.0.1 -P "$B_MYSQL_PORT" -u root idpool -N -B -r -e "$1"
 }
 
 # -------------------------------------------------------------- daemons ---

@@ -15,16 +15,11 @@ setup
 [[ -x ${IDPOOL_CLIENTLOAD:-} ]] || fail "idpool-clientload not built: ${IDPOOL_CLIENTLOAD:-}"
 
 A_REDIS=$IDPOOL_REDIS_URL
-"$SERVERS" start "$DIR/b" >/dev/null || fail "environment B did not start"
-B_REDIS=$(sed -n 's/^export IDPOOL_REDIS_URL=//p' "$DIR/b/env")
-B_MYSQL=$(sed -n 's/^export IDPOOL_MYSQL_URL=//p' "$DIR/b/env")
-B_MYSQL_PORT=$(sed -n 's/^export MYSQL_PORT=//p' "$DIR/b/env")
-trap 'st=$?; "$SERVERS" stop "$DIR/b" >/dev/null 2>&1; (exit $st); cleanup' EXIT
+env_b
 
 cols=(step=20000 max_pool_size=400000 max_size_per_times=1000 max_size_per_second=50000000 delta=2)
 add_app c1 "${cols[@]}" remainder=0
-mariadb --no-defaults -h 127.0.0.1 -P "$B_MYSQL_PORT" -u root idpool -e \
-    "INSERT INTO application (entity_key, step, max_pool_size, max_size_per_times, max_size_per_second, delta, remainder) VALUES ('c1', 20000, 400000, 1000, 50000000, 2, 1)" ||
+sql_b "INSERT INTO application (entity_key, step, max_pool_size, max_size_per_times, max_size_per_second, delta, remainder) VALUES ('c1', 20000, 400000, 1000, 50000000, 2, 1)" ||
     fail "row in B"
 start_daemon a --instance a --tick-ms 10
 start_daemon b --instance b --tick-ms 10 --redis "$B_REDIS" --mysql "$B_MYSQL"

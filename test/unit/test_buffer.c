@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "buffer.h"
+#include "text.h"
 #include "unit.h"
 
 static void test_ring(void)
@@ -62,10 +63,27 @@ static void test_rate(void)
     CHECK(r == 0);
 }
 
+static void test_retry_hint(void)
+{
+    CHECK_EQ_U64((uint64_t)text_retry_ms("IDPOOL_RATE max_size_per_second 20 reached (17 granted "
+                                         "this second); retry in 636 ms",
+                                         1000),
+                 636);
+    CHECK_EQ_U64((uint64_t)text_retry_ms("IDPOOL_EPOCH pool not yet re-validated ...; retry in "
+                                         "200 ms",
+                                         5),
+                 200);
+    CHECK_EQ_U64((uint64_t)text_retry_ms("IDPOOL_LIMIT count 5 exceeds", 7), 7); /* none */
+    CHECK_EQ_U64((uint64_t)text_retry_ms("retry in 0 ms", 7), 7);
+    CHECK_EQ_U64((uint64_t)text_retry_ms("retry in 60000 ms", 7), 7);
+    CHECK_EQ_U64((uint64_t)text_retry_ms("retry in soon", 7), 7);
+}
+
 int main(void)
 {
     RUN(test_ring);
     RUN(test_batch);
     RUN(test_rate);
+    RUN(test_retry_hint);
     return unit_done();
 }
