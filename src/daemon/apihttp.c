@@ -46,6 +46,7 @@ struct conn {
     int close_after;      /* close once the output is written */
     int dead;             /* the peer is gone or failed: free when not busy */
     int continue_sent;    /* "100 Continue" sent for this request */
+    int read_paused;      /* the buffer is full of pipelined requests: not read until an answer */
     int head_req;         /* the current request is HEAD: no body in its answer */
     int keep_alive;       /* the current request keeps the connection */
     uint64_t deadline_ms; /* a whole request must have arrived by then */
@@ -271,6 +272,10 @@ void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const c
     c->in_len -= used;
     if (!c->keep_alive)
         c->close_after = 1;
+    if (c->read_paused) { /* room again for what the client pipelined */
+        c->read_paused = 0;
+        event_add(c->rev, NULL);
+    }
     c->deadline_ms = clock_ms() + (uint64_t)c->srv->timeout_ms;
     if (flush(c))
         return;
@@ -381,6 +386,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
             if (!c->busy) /* a whole head and body fit: this is not a request */
                 break;
             event_del(c->rev); /* pipelined requests wait until this one is answered */
+            c->read_paused = 1;
             return;
         }
         n = conn_recv(c, c->in + c->in_len, cap - c->in_len);
