@@ -456,12 +456,10 @@ class Standalone:
             open(os.path.join(out, f), "w").close()
 
     def measure(self, name, value):
-        with open(os.path.join(self.out, "measure.txt"), "a") as f:
-            f.write("%s %s\n" % (name, value))
+        benchlib.write_measure(self.out, name, value)
 
     def info(self, key, value):
-        with open(os.path.join(self.out, "info.txt"), "a") as f:
-            f.write("%s %s\n" % (key, value))
+        benchlib.write_info(self.out, key, value)
 
     def say(self, text):
         print("bench: " + text, flush=True)

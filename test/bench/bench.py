@@ -237,12 +237,10 @@ class Bench:
         raise Fatal(msg)
 
     def measure(self, name, value):
-        with open(os.path.join(self.out, "measure.txt"), "a") as f:
-            f.write("%s %s\n" % (name, value))
+        benchlib.write_measure(self.out, name, value)
 
     def info(self, key, value):
-        with open(os.path.join(self.out, "info.txt"), "a") as f:
-            f.write("%s %s\n" % (key, value))
+        benchlib.write_info(self.out, key, value)
 
     def raw(self, name):
         return os.path.join(self.out, "raw", name)

@@ -45,6 +45,18 @@ def read_measure(path):
     return m
 
 
+def write_measure(outdir, name, value):
+    """One value of NAME, appended to OUTDIR/measure.txt (read by read_measure)."""
+    with open(os.path.join(outdir, "measure.txt"), "a") as f:
+        f.write("%s %s\n" % (name, value))
+
+
+def write_info(outdir, key, value):
+    """A KEY VALUE line, appended to OUTDIR/info.txt (read by read_info)."""
+    with open(os.path.join(outdir, "info.txt"), "a") as f:
+        f.write("%s %s\n" % (key, value))
+
+
 def read_info(path):
     info = OrderedDict()
     if os.path.exists(path):
