@@ -988,22 +988,12 @@ static const char help_revoke[] =
 
 int ctl_apps_help(FILE *out, const char *prog, const char *sub)
 {
-    static const struct {
-        const char *name, *text;
-    } helps[] = {{"list", help_list},   {"show", help_show},       {"add", help_add},
-                 {"set", help_set},     {"disable", help_disable}, {"enable", help_enable},
-                 {"grant", help_grant}, {"revoke", help_revoke}};
+    static const struct ctl_help helps[] = {{"list", help_list},       {"show", help_show},
+                                            {"add", help_add},         {"set", help_set},
+                                            {"disable", help_disable}, {"enable", help_enable},
+                                            {"grant", help_grant},     {"revoke", help_revoke}};
 
-    if (!sub) {
-        fprintf(out, help_apps, prog);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
-        if (strcmp(sub, helps[i].name) == 0) {
-            fprintf(out, helps[i].text, prog, prog);
-            return 0;
-        }
-    return -1;
+    return ctl_help_print(out, prog, help_apps, helps, sizeof(helps) / sizeof(helps[0]), sub);
 }
 
 int ctl_apps(struct ctl *c, int argc, char **argv)

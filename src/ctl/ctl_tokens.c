@@ -576,6 +576,23 @@ static int user_args(struct ctl *c, int argc, char **argv, char **key)
     return 0;
 }
 
+/*
+ * The --json document of apps grant and revoke: the user, the key, whether
+ * Redis took the change now, and if not, why.
+ */
+static cJSON *user_doc(struct ctl *c, const char *user, const char *key, int applied,
+                       const char *err)
+{
+    cJSON *doc = ctl_jcheck(cJSON_CreateObject());
+
+    ctl_jcheck(cJSON_AddStringToObject(doc, "user", user));
+    ctl_jcheck(cJSON_AddStringToObject(doc, "key", key));
+    ctl_jcheck(cJSON_AddBoolToObject(doc, "applied", applied));
+    if (!applied)
+        ctl_jcheck(cJSON_AddStringToObject(doc, "redis_error", err[0] ? err : c->errmsg));
+    return doc;
+}
+
 int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
 {
     char *key = NULL, pw[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1], user[ACLUSER_NAME_MAX];
@@ -605,15 +622,10 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
                    "the user is stored in MySQL; idpoold applies it to Redis when it (re)connects");
 
     if (c->json) {
-        cJSON *doc = ctl_jcheck(cJSON_CreateObject());
+        cJSON *doc = user_doc(c, user, key, applied, err);
 
-        ctl_jcheck(cJSON_AddStringToObject(doc, "user", user));
         ctl_jcheck(cJSON_AddStringToObject(doc, "password", pw));
-        ctl_jcheck(cJSON_AddStringToObject(doc, "key", key));
-        ctl_jcheck(cJSON_AddBoolToObject(doc, "applied", applied));
         ctl_jcheck(cJSON_AddBoolToObject(doc, "rotated", rotated));
-        if (!applied)
-            ctl_jcheck(cJSON_AddStringToObject(doc, "redis_error", err[0] ? err : c->errmsg));
         ctl_json_print(c, doc);
         goto out;
     }
@@ -665,14 +677,7 @@ int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
                    "the user is revoked in MySQL; idpoold deletes it from Redis when it "
                    "(re)connects");
     if (c->json) {
-        cJSON *doc = ctl_jcheck(cJSON_CreateObject());
-
-        ctl_jcheck(cJSON_AddStringToObject(doc, "user", user));
-        ctl_jcheck(cJSON_AddStringToObject(doc, "key", key));
-        ctl_jcheck(cJSON_AddBoolToObject(doc, "applied", applied));
-        if (!applied)
-            ctl_jcheck(cJSON_AddStringToObject(doc, "redis_error", err[0] ? err : c->errmsg));
-        ctl_json_print(c, doc);
+        ctl_json_print(c, user_doc(c, user, key, applied, err));
         return 0;
     }
     printf("revoked Redis user '%s' of application '%s'%s\n", user, key,
@@ -729,20 +734,10 @@ static const char help_revoke[] =
 
 int ctl_tokens_help(FILE *out, const char *prog, const char *sub)
 {
-    static const struct {
-        const char *name, *text;
-    } helps[] = {{"add", help_add}, {"list", help_list}, {"revoke", help_revoke}};
+    static const struct ctl_help helps[] = {
+        {"add", help_add}, {"list", help_list}, {"revoke", help_revoke}};
 
-    if (!sub) {
-        fprintf(out, help_tokens, prog);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
-        if (strcmp(sub, helps[i].name) == 0) {
-            fprintf(out, helps[i].text, prog, prog);
-            return 0;
-        }
-    return -1;
+    return ctl_help_print(out, prog, help_tokens, helps, sizeof(helps) / sizeof(helps[0]), sub);
 }
 
 int ctl_tokens(struct ctl *c, int argc, char **argv)
