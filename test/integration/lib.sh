@@ -183,6 +183,23 @@ sql_b() {
     mariadb --no-defaults -h 127.0.0.1 -P "$B_MYSQL_PORT" -u root idpool -N -B -r -e "$1"
 }
 
+# two_environments KEY: environment B beside A (env_b; A_REDIS is A's URL),
+# application KEY in both with delta 2 (remainder 0 in A, 1 in B: their IDs
+# never collide) and a budget no client test reaches, and a refilling
+# idpoold in each (daemons a and b).
+# shellcheck disable=SC2034 # A_REDIS is for the tests that source this
+two_environments() {
+    local key=$1
+    A_REDIS=$IDPOOL_REDIS_URL
+    env_b
+    add_app "$key" step=20000 max_pool_size=400000 max_size_per_times=1000 \
+        max_size_per_second=50000000 delta=2 remainder=0
+    sql_b "INSERT INTO application (entity_key, step, max_pool_size, max_size_per_times, max_size_per_second, delta, remainder) VALUES ($(sql_value "$key"), 20000, 400000, 1000, 50000000, 2, 1)" ||
+        fail "row $key in environment B"
+    start_daemon a --instance a --tick-ms 10
+    start_daemon b --instance b --tick-ms 10 --redis "$B_REDIS" --mysql "$B_MYSQL"
+}
+
 # -------------------------------------------------------------- daemons ---
 
 # start_daemon NAME [ARGS...]: idpoold in the background, log in $DIR/NAME.log.

@@ -16,15 +16,7 @@ export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python
 "$PYTHON" -c 'import redis, idpool_client' 2>/dev/null ||
     skip "$PYTHON cannot import redis (python3-redis) and idpool_client"
 
-A_REDIS=$IDPOOL_REDIS_URL
-env_b
-
-cols=(step=20000 max_pool_size=400000 max_size_per_times=1000 max_size_per_second=50000000 delta=2)
-add_app c1 "${cols[@]}" remainder=0
-sql_b "INSERT INTO application (entity_key, step, max_pool_size, max_size_per_times, max_size_per_second, delta, remainder) VALUES ('c1', 20000, 400000, 1000, 50000000, 2, 1)" ||
-    fail "row in B"
-start_daemon a --instance a --tick-ms 10
-start_daemon b --instance b --tick-ms 10 --redis "$B_REDIS" --mysql "$B_MYSQL"
+two_environments c1
 b_pool_ge() {
     local n
     n=$(redis-cli -h 127.0.0.1 -p "$B_REDIS_PORT" LLEN "$(pool_key "$1")" 2>/dev/null) &&
