@@ -13,12 +13,10 @@
 #include "token.h"
 
 struct access {
-    struct event_base *base;
     struct store *store;
     struct rds *rds;
-    char *prefix; /* key prefix: user names and patterns */
-    int db;       /* Redis database: users may SELECT it when not 0 */
-    int reload_ms;
+    char *prefix;        /* key prefix: user names and patterns */
+    int db;              /* Redis database: users may SELECT it when not 0 */
     struct event *timer; /* periodic reload */
     int loading;         /* a store_auth job is in flight */
     int loaded;          /* a load has succeeded */
@@ -171,7 +169,6 @@ void access_configure(struct access *a, const struct config *cfg)
 {
     struct timeval tv = {cfg->reload_ms / 1000, (cfg->reload_ms % 1000) * 1000};
 
-    a->reload_ms = cfg->reload_ms;
     event_add(a->timer, &tv);
 }
 
@@ -182,7 +179,6 @@ struct access *access_new(struct event_base *base, const struct config *cfg, str
 
     if (a == NULL)
         return NULL;
-    a->base = base;
     a->store = store;
     a->rds = rds;
     a->db = cfg->redis.db;

@@ -70,7 +70,6 @@ struct api_app {
 };
 
 struct api {
-    struct event_base *base;
     struct apihttp *srv;
     struct rds *rds; /* "redis-api": takes only */
     struct pools *pools;
@@ -608,7 +607,6 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
 
     if (a == NULL)
         return NULL;
-    a->base = base;
     a->pools = pools;
     a->access = access;
     a->buffer = cfg->api_buffer;

@@ -144,24 +144,6 @@ void http_reply(struct evhttp_request *req, int code, const char *reason, const 
     evhttp_send_reply(req, code, reason, NULL);
 }
 
-void http_reply_copy(struct evhttp_request *req, int code, const char *reason, const char *ctype,
-                     const char *body, size_t len)
-{
-    struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
-    char clen[24];
-
-    evhttp_add_header(hdr, "Content-Type", ctype);
-    evhttp_add_header(hdr, "Cache-Control", "no-store");
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
-        snprintf(clen, sizeof(clen), "%zu", len);
-        evhttp_add_header(hdr, "Content-Length", clen);
-    } else if (evbuffer_add(evhttp_request_get_output_buffer(req), body, len) < 0) {
-        http_reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
-        return;
-    }
-    evhttp_send_reply(req, code, reason, NULL);
-}
-
 /* --- connections: the limit, the deadline, accept errors ----------------- */
 
 /* 1 when a burst entry should be logged now (then `n` says how many since the last one). */
@@ -569,11 +551,6 @@ struct http *http_new(struct event_base *base, const struct http_opts *o)
 fail:
     http_free(h);
     return NULL;
-}
-
-const char *http_addr(const struct http *h)
-{
-    return h->evh ? h->addr : "";
 }
 
 void http_free(struct http *h)

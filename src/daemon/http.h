@@ -49,9 +49,6 @@ struct http *http_new(struct event_base *base, const struct http_opts *o)
 /* Close the listener and every open connection; NULL is a no-op. */
 void http_free(struct http *h);
 
-/* The address listened on ("127.0.0.1:9471", "[::1]:80"), "" when none. */
-const char *http_addr(const struct http *h);
-
 /*
  * Answer `req` with status `code` and `body` (heap, taken over: freed when
  * written; NULL = out of memory, answered 500). A JSON body gets a final
@@ -59,9 +56,6 @@ const char *http_addr(const struct http *h);
  */
 void http_reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
                 char *body);
-/* The same with `len` bytes at `body` copied (the hot path: no allocation). */
-void http_reply_copy(struct evhttp_request *req, int code, const char *reason, const char *ctype,
-                     const char *body, size_t len);
 
 /* Trouble that can come in bursts: logged once per 10 s, with a count. */
 struct http_burst {
