@@ -74,7 +74,6 @@ struct idpool_app {
     unsigned batch;          /* IDs per take now */
     unsigned cap_batch;      /* max_batch, or less after IDPOOL_LIMIT */
     int hungry;              /* a caller waited since the last take */
-    unsigned waiting;        /* callers waiting now */
     double rate;             /* demand, IDs/s */
     uint64_t consumed;       /* IDs handed out since the last rate update */
     uint64_t rate_at_ms;     /* the last rate update */
@@ -207,10 +206,8 @@ static struct tslot *tslot_of(struct idpool_app *a)
     return s;
 }
 
-static int slot_get(uint32_t *slot, uint64_t *gen)
+static void slot_get(uint32_t *slot, uint64_t *gen)
 {
-    int rc = 0;
-
     pthread_mutex_lock(&slot_mu);
     if (nfree)
         *slot = free_slots[--nfree];
@@ -218,7 +215,6 @@ static int slot_get(uint32_t *slot, uint64_t *gen)
         *slot = next_slot++;
     *gen = next_gen++;
     pthread_mutex_unlock(&slot_mu);
-    return rc;
 }
 
 static void slot_put(uint32_t slot)
@@ -282,17 +278,14 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
             dl = deadline_in(c->o.timeout_ms);
         }
         ask = 1;
-        a->waiting++;
         pthread_mutex_unlock(&a->mu);
         kick(c);
         pthread_mutex_lock(&a->mu);
         if (a->ring.n == 0 && !c->stopping &&
             pthread_cond_timedwait(&a->cv, &a->mu, &dl) == ETIMEDOUT && a->ring.n == 0) {
-            a->waiting--;
             a->st.timeouts++;
             return IDPOOL_ETIMEDOUT;
         }
-        a->waiting--;
     }
     *got = ring_pop(&a->ring, out, n);
     a->consumed += *got;
