@@ -75,6 +75,27 @@ run_suite() {
     PASSED=$((PASSED + p))
     FAILED=$((FAILED + f))
     NOTES+=("$label: $p passed, $f failed${skip:+, $skip skipped}")
+    if ((f)); then
+        failure_tails "$label" "$dir/meson-logs/testlog.json" >>"$LOGS/tails.txt" || true
+    fi
+}
+
+# failure_tails LABEL JSON: for each test of meson's log that did not pass,
+# its name and the last lines of its output, so that the end of the run
+# (all that a CI page may keep) says what failed and why.
+failure_tails() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+label, path = sys.argv[1], sys.argv[2]
+for line in open(path, encoding="utf-8", errors="replace"):
+    t = json.loads(line)
+    if t["result"] in ("OK", "EXPECTEDFAIL", "SKIP"):
+        continue
+    out = (t.get("stdout") or "").splitlines() + (t.get("stderr") or "").splitlines()
+    print(f"--- {label}: {t['name']}: {t['result']} (exit {t.get('returncode')}), last lines:")
+    for l in out[-40:]:
+        print("    " + l)
+PY
 }
 
 # run_chaos DIR: the chaos suite's quick profile with the binaries of DIR;
@@ -148,6 +169,10 @@ if [[ ${TEST_FUZZ:-1} != 0 ]]; then
     NOTES+=("fuzz: $fuzz_ok passed, $fuzz_failed failed")
 fi
 
+if [[ -s $LOGS/tails.txt ]]; then
+    say "what failed"
+    cat "$LOGS/tails.txt"
+fi
 say "summary ($((SECONDS - t0)) s)"
 for n in "${NOTES[@]}"; do
     printf '  %s\n' "$n"
