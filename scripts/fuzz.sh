@@ -9,14 +9,20 @@
 #           the design brief §3
 #   config  config_load: config files, command lines, environment, and every
 #           setting given through each source
-#   url     redis://, mysql://, http:// (webhook) URLs and HOST:PORT: no
-#           crash, round-trips, never a password in an error message
+#   url     redis://, mysql://, http:// (webhook) and http[s]:// (issuer)
+#           URLs and HOST:PORT: no crash, round-trips, never a password or
+#           token in an error message
 #   apireq  the ID API's request parts (path, count query or form body,
 #           Accept, Authorization: Bearer) against their contracts, and the
 #           JSON and text bodies (cJSON parses them, within apireq_body_max)
 #   httpreq the ID API server's HTTP/1.x request head parser (httpreq_parse)
 #           against an independent statement of its grammar: in-place
 #           strings inside the head, no write on MORE, 400/411/431/505
+#   httpresp what libidpool reads of an issuer's answer: the response head
+#           (httpresp_parse) against an independent statement of its
+#           grammar, never DONE on a prefix; the text/plain IDs
+#           (httpresp_ids) written back to the body; the JSON error body
+#           (httpresp_error) cut to its buffers, always NUL-terminated
 # Each target aborts when an invariant is violated, so logic bugs show up as
 # crashes, next to what ASan and UBSan catch.
 #
@@ -60,7 +66,7 @@ if ! [[ $SECS =~ ^[0-9]+$ ]] || ((SECS < 1)); then
 fi
 BUILD=build-fuzz
 # shellcheck disable=SC2206 # a list of names
-TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq})
+TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq httpresp})
 CRASHES=$BUILD/fuzz-crashes
 
 if ! command -v clang >/dev/null; then

@@ -341,6 +341,90 @@ void webhook_url_free(struct webhook_url *u)
     memset(u, 0, sizeof(*u));
 }
 
+/*
+ * http[s]://[token@]host[:port][/prefix]. The token is never echoed. The
+ * prefix is a path of the characters a URL path may hold unescaped.
+ */
+int issuer_url_parse(const char *s, struct issuer_url *out, char *err, size_t errlen)
+{
+    static const char *const schemes[] = {"http", "https", NULL};
+    const char *expect = "http[s]://[token@]host[:port][/prefix]";
+    struct url_parts p;
+    const char *rest;
+    size_t plen;
+
+    memset(out, 0, sizeof(*out));
+    rest = url_scheme(s, schemes, expect, err, errlen);
+    if (rest == NULL || url_split(rest, false, &p, err, errlen) < 0)
+        return -1;
+    out->tls = rest - s == 8; /* "https://" */
+    if (p.has_userinfo) {
+        const char *t = p.has_password ? p.password : p.user;
+        size_t tl = p.has_password ? p.password_len : p.user_len;
+        if ((p.has_password && p.user_len > 0) || tl == 0) {
+            text_err(err, errlen, "the userinfo must be the token alone (%s)", expect);
+            goto fail;
+        }
+        out->token = pct_decode(t, tl, "token", err, errlen);
+        if (out->token == NULL)
+            goto fail;
+        /* It goes into "Authorization: Bearer <token>": an escaped CR LF would end that line. */
+        for (const char *c = out->token; *c; c++) {
+            if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+                text_err(err, errlen,
+                         "the token may not contain a space or control character "
+                         "(percent-escaped or not)");
+                goto fail;
+            }
+        }
+    }
+    plen = p.has_path ? p.path_len : 0;
+    while (plen && p.path[plen - 1] == '/')
+        plen--;
+    for (size_t i = 0; i < plen; i++) {
+        char c = p.path[i];
+        if (!isalnum((unsigned char)c) && !strchr("/-._~!$&'()*+,;=:", c)) {
+            if ((unsigned char)c > ' ' && (unsigned char)c < 0x7f)
+                text_err(err, errlen,
+                         "the path prefix may not contain '%c' (only letters, digits and "
+                         "/-._~!$&'()*+,;=:)",
+                         c);
+            else
+                text_err(err, errlen,
+                         "the path prefix may not contain byte 0x%02x (only letters, digits and "
+                         "/-._~!$&'()*+,;=:)",
+                         (unsigned char)c);
+            goto fail;
+        }
+    }
+    out->prefix = malloc(plen + 2);
+    if (out->prefix == NULL) {
+        text_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    out->prefix[0] = '\0';
+    if (plen) {
+        out->prefix[0] = '/';
+        memcpy(out->prefix + 1, p.path, plen);
+        out->prefix[plen + 1] = '\0';
+    }
+    if (hostport_split(p.hostport, p.hostport_len, out->tls ? 443 : 80, p.has_userinfo, &out->host,
+                       &out->port, err, errlen) < 0)
+        goto fail;
+    return 0;
+fail:
+    issuer_url_free(out);
+    return -1;
+}
+
+void issuer_url_free(struct issuer_url *u)
+{
+    free(u->host);
+    free(u->token);
+    free(u->prefix);
+    memset(u, 0, sizeof(*u));
+}
+
 void redis_url_free(struct redis_url *u)
 {
     free(u->host);

@@ -33,6 +33,19 @@ struct webhook_url {
     char *path; /* heap; the request target: starts with '/', with the query if any */
 };
 
+/*
+ * http[s]://[token@]host[:port][/prefix]: an ID issuer (idpoold --api), an
+ * environment of libidpool. The token is the userinfo (its user part, or
+ * ":token"); prefix is where the API is mounted behind a proxy.
+ */
+struct issuer_url {
+    char *host;   /* heap; without brackets */
+    int port;     /* default 80, or 443 with https */
+    int tls;      /* https */
+    char *token;  /* heap or NULL; percent-decoded */
+    char *prefix; /* heap: "" or "/a/b" (no trailing '/'), prepended to /v1/ids/{key} */
+};
+
 /* 0 on success, -1 with a message in err naming the part that is wrong. */
 int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
@@ -44,6 +57,9 @@ void mysql_url_free(struct mysql_url *u);
 int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void webhook_url_free(struct webhook_url *u);
+int issuer_url_parse(const char *s, struct issuer_url *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void issuer_url_free(struct issuer_url *u);
 /* "host:port", or "[v6]:port" when host is an IPv6 address, for messages; returns buf. */
 #define HOSTPORT_STR_MAX 280
 const char *hostport_str(char *buf, size_t len, const char *host, int port);

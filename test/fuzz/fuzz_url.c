@@ -1,22 +1,27 @@
 /*
- * fuzz_url — libFuzzer target for the URL and address parsers of config.c:
- * redis_url_parse(), mysql_url_parse(), webhook_url_parse() and
- * hostport_parse().
+ * fuzz_url — libFuzzer target for the URL and address parsers of url.c:
+ * redis_url_parse(), mysql_url_parse(), webhook_url_parse(),
+ * issuer_url_parse() and hostport_parse().
  *
- * The first input byte picks a mode:
+ * The first input byte picks a mode (byte % 6):
  *   0..3  the rest, as a C string, is parsed as a redis://, mysql://,
  *         http:// (webhook) URL or a HOST:PORT address;
  *   4     a URL is assembled from a scheme out of a fixed list and fuzzed
  *         pieces, with a marker inside the password (and "@host" present or
- *         forgotten): whatever the pieces are, an error message must never
- *         contain the marker (README: configuration errors never print
- *         passwords).
+ *         forgotten) for the redis, mysql, webhook or issuer parser; for the
+ *         issuer also as the token alone ("token@host"): whatever the pieces
+ *         are, an error message must never contain the marker (README:
+ *         configuration errors never print passwords; url.h: nor tokens);
+ *   5     the rest, as a C string, is parsed as an issuer URL,
+ *         http[s]://[token@]host[:port][/prefix].
  *
  * Invariants: a failed parse leaves the struct zeroed (nothing to free) and
  * an error that is terminated and non-empty; a successful parse
  * gives a host that is a host name or an IPv6 address, a port in 1..65535
- * and values in range, and round-trips: the URL rebuilt from the parsed
- * fields (percent-encoded) parses to the same fields.
+ * and values in range (an issuer's token without spaces or control
+ * characters, its prefix "" or "/..." of path characters, not ending in
+ * '/'), and round-trips: the URL rebuilt from the parsed fields
+ * (percent-encoded) parses to the same fields.
  */
 #include <arpa/inet.h>
 
@@ -232,6 +237,53 @@ static void check_webhook(const char *s)
     webhook_url_free(&u);
 }
 
+static void check_issuer(const char *s)
+{
+    struct issuer_url u, v;
+    char err[CONFIG_ERR_MAX], url[REBUILT_MAX];
+    size_t len = 0, n;
+
+    if (issuer_url_parse(s, &u, err, sizeof(err)) < 0) {
+        check_err(err, sizeof(err));
+        CHECK(memcmp(&u, zero_struct, sizeof(u)) == 0);
+        return;
+    }
+    check_host(u.host);
+    CHECK(u.port >= 1 && u.port <= 65535);
+    CHECK(u.tls == 0 || u.tls == 1);
+    /* The token goes into "Authorization: Bearer <token>": no spaces or controls. */
+    CHECK(u.token == NULL || u.token[0] != '\0');
+    for (const char *c = u.token; c && *c; c++)
+        CHECK((unsigned char)*c > ' ' && *c != 0x7f);
+    /* The prefix goes before /v1/ids/{key} in a request line, unescaped. */
+    CHECK(u.prefix != NULL);
+    n = strlen(u.prefix);
+    CHECK(n == 0 || (u.prefix[0] == '/' && u.prefix[n - 1] != '/'));
+    for (size_t i = 0; i < n; i++) {
+        char c = u.prefix[i];
+        CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              (c && strchr("/-._~!$&'()*+,;=:", c)));
+    }
+
+    put(url, sizeof(url), &len, u.tls ? "https://" : "http://");
+    if (u.token) {
+        put(url, sizeof(url), &len, ":");
+        put_enc(url, sizeof(url), &len, u.token);
+        put(url, sizeof(url), &len, "@");
+    }
+    put_hostport(url, sizeof(url), &len, u.host, u.port);
+    put(url, sizeof(url), &len, u.prefix);
+    if (issuer_url_parse(url, &v, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
+        CHECK(!"rebuilt issuer URL parses");
+    }
+    CHECK(str_eq(u.host, v.host) && u.port == v.port && u.tls == v.tls);
+    CHECK(str_eq(u.token, v.token) && str_eq(u.prefix, v.prefix));
+    issuer_url_free(&v);
+    issuer_url_free(&u);
+    CHECK(memcmp(&u, zero_struct, sizeof(u)) == 0);
+}
+
 static void check_hostport(const char *s)
 {
     char err[CONFIG_ERR_MAX], buf[512], *host = (char *)1, *host2;
@@ -271,18 +323,22 @@ static size_t count_marker(const char *s)
 }
 
 /*
- * scheme://user:pw1<MARKER>pw2@hostport[/path] for one of the three parsers,
+ * scheme://user:pw1<MARKER>pw2@hostport[/path] for one of the four parsers,
  * or the same with "@hostport" forgotten (then "user:pw..." reads as a host
- * and a port). The marker sits in the password wherever the pieces move the
- * separators, so unless a piece holds the marker itself, no error may show it.
+ * and a port); for the issuer also scheme://pw1<MARKER>pw2@hostport[/path],
+ * the token alone. The marker sits in the password (the token) wherever the
+ * pieces move the separators, so unless a piece holds the marker itself, no
+ * error may show it.
  */
 static void check_secret(struct fz *f)
 {
-    static const char *const schemes[] = {"redis",   "REDIS", "rediss", "mysql", "MySQL",
-                                          "mariadb", "http",  "https",  "",      "redis:"};
+    static const char *const schemes[] = {"redis", "REDIS", "rediss", "mysql",  "MySQL", "mariadb",
+                                          "http",  "https", "",       "redis:", "HTTPS"};
     char err[CONFIG_ERR_MAX], *url, *user, *pw1, *pw2, *hp, *path;
-    uint8_t kind = fz_u8(f) % 3, flags = fz_u8(f);
+    uint8_t kind = fz_u8(f) % 4, flags = fz_u8(f);
     int has_path = flags & 1, no_host = flags & 2; /* no_host: "@host" forgotten */
+    /* token_alone: "pw1<MARKER>pw2@host", the issuer's "token@" (with a host only) */
+    int token_alone = kind == 3 && (flags & 4) && !no_host;
     const char *scheme = schemes[fz_u8(f) % (sizeof(schemes) / sizeof(schemes[0]))];
     size_t n;
     int rc;
@@ -305,8 +361,9 @@ static void check_secret(struct fz *f)
     n = strlen(scheme) + strlen(user) + strlen(pw1) + strlen(pw2) + strlen(hp) + strlen(path) + 64;
     url = malloc(n);
     CHECK(url != NULL);
-    snprintf(url, n, "%s://%s:%s" MARKER "%s%s%s%s%s", scheme, user, pw1, pw2, no_host ? "" : "@",
-             no_host ? "" : hp, has_path ? "/" : "", path);
+    snprintf(url, n, "%s://%s%s%s" MARKER "%s%s%s%s%s", scheme, token_alone ? "" : user,
+             token_alone ? "" : ":", pw1, pw2, no_host ? "" : "@", no_host ? "" : hp,
+             has_path ? "/" : "", path);
 
     memset(err, 0, sizeof(err));
     if (kind == 0) {
@@ -319,11 +376,16 @@ static void check_secret(struct fz *f)
         rc = mysql_url_parse(url, &u, err, sizeof(err));
         if (rc == 0)
             mysql_url_free(&u);
-    } else {
+    } else if (kind == 2) {
         struct webhook_url u;
         rc = webhook_url_parse(url, &u, err, sizeof(err));
         if (rc == 0)
             webhook_url_free(&u);
+    } else {
+        struct issuer_url u;
+        rc = issuer_url_parse(url, &u, err, sizeof(err));
+        if (rc == 0)
+            issuer_url_free(&u);
     }
     /*
      * Only the pieces the harness does not control may be echoed: never the
@@ -346,7 +408,7 @@ static void check_secret(struct fz *f)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fz f = {data, size};
-    uint8_t mode = fz_u8(&f) % 5;
+    uint8_t mode = fz_u8(&f) % 6;
     char *s;
 
     if (size > INPUT_MAX)
@@ -365,6 +427,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     case 2:
         check_webhook(s);
+        break;
+    case 5:
+        check_issuer(s);
         break;
     default:
         check_hostport(s);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq}/ (run from anywhere).
+"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq,httpresp}/ (run from
+anywhere).
 
 Each seed is encoded the way its target decodes the input (see the comments
 at the top of test/fuzz/fuzz_*.c and the reader in test/fuzz/fuzz.h): valid
@@ -183,15 +184,27 @@ def url_seeds():
         (2, "http://127.0.0.1:8080/hook"), (2, "http://[::1]/a/b"), (2, "http://h:80"),
         (3, "127.0.0.1:9471"), (3, "[::1]:80"), (3, ":80"), (3, "host_name.example:65535"),
     ]
+    # Mode 5: issuer URLs.
+    issuer = [
+        "http://127.0.0.1:9472", "https://idp_abc@issuer.example.com/api/",
+        "http://:idp_a%2Fb%3D@[::1]:8080/a/b", "HTTPS://h//", "http://u:p@h",
+        "http://:t%0D%0A@h", "http://h/a%20b", "https://:tok@h:0/x?y",
+    ]
     seeds = {}
     for i, (mode, u) in enumerate(raw):
         seeds["seed-raw-%02d" % i] = bytes([mode]) + u.encode()
-    # Mode 4: kind, has_path, scheme index, user, pw1, pw2, hostport, path.
+    for i, u in enumerate(issuer):
+        seeds["seed-issuer-%d" % i] = bytes([5]) + u.encode()
+    # Mode 4: kind, flags (bit 0: a path, 1: "@host" forgotten, 2: the issuer's token
+    # alone), scheme index, user, pw1, pw2, hostport, path.
     secret = [
         (0, 1, 0, "", "a", "b", "127.0.0.1:6379", "0"),
         (1, 1, 3, "root", "x", "", "[::1]:3306", "idpool"),
         (2, 0, 6, "u", "", "", "h", ""),
         (0, 1, 0, "u", "p/q", "", "h", "x"),
+        (3, 1, 7, "", "idp_", "x", "h:8443", "api/"),
+        (3, 5, 6, "", "tok", "%41", "[::1]", "a b"),
+        (3, 2, 7, "idp", "", "", "", "api"),
     ]
     for i, (kind, has_path, scheme, *pieces) in enumerate(secret):
         seeds["seed-secret-%d" % i] = bytes([4, kind, has_path, scheme]) + b"".join(
@@ -260,6 +273,58 @@ def httpreq_seeds():
     }
 
 
+def httpresp_seeds():
+    """Mode 0: a response head (and what follows it); 1: cap, a body of IDs;
+    2: the sizes of the code and message buffers, a JSON error body."""
+    def head(b):
+        return bytes([0]) + (b.encode("latin-1") if isinstance(b, str) else b)
+
+    def ids(cap, b):
+        return bytes([1, cap]) + b.encode()
+
+    def error(code_len, msg_len, b):
+        return bytes([2, code_len, msg_len]) + b.encode()
+
+    ok = ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n"
+          "Connection: keep-alive\r\n\r\n1\n2\n3\n")
+    rate = ("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+            "Retry-After: 2\r\nContent-Length: 63\r\n\r\n"
+            '{"error":"IDPOOL_RATE","message":"over 100 IDs/s, retry in 200 ms"}')
+    return {
+        "seed-head-ok": head(ok),
+        "seed-head-prefix": head(ok[:40]),
+        "seed-head-rate": head(rate),
+        "seed-head-http10": head("HTTP/1.0 503 Service Unavailable\nConnection: Keep-Alive, x"
+                                 "\nRetry-After: Wed, 21 Oct 2015 07:28:00 GMT\n\n"),
+        "seed-head-close": head("HTTP/1.1 204\r\nconnection: Upgrade , close\r\n\r\n"),
+        "seed-head-cl-dup": head("HTTP/1.1 200 OK\r\nContent-Length: 5\r\ncontent-length:"
+                                 " 005\r\n\r\nhello"),
+        "seed-head-cl-conflict": head("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                                      "Content-Length: 6\r\n\r\n"),
+        "seed-head-cl-big": head("HTTP/1.1 200 OK\r\nContent-Length: 1048577\r\n\r\n"),
+        "seed-head-te": head("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        "seed-head-fold": head("HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n"),
+        "seed-head-badname": head("HTTP/1.1 200 OK\r\nX y: a\r\n\r\n"),
+        "seed-head-h2": head("HTTP/2.0 200 OK\r\n\r\n"),
+        "seed-head-html": head("<html><body>502 Bad Gateway</body></html>\n"),
+        "seed-head-big": head("HTTP/1.1 200 OK\r\nX: " + "v" * 8168 + "\r\n\r\n"),
+        "seed-head-over": head("HTTP/1.1 200 OK\r\nX: " + "v" * 8169 + "\r\n\r\n"),
+        "seed-ids-3": ids(3, "1\n2\n3\n"),
+        "seed-ids-crlf": ids(64, "7\r\n18446744073709551615\r\n0\n"),
+        "seed-ids-over": ids(64, "18446744073709551616\n"),
+        "seed-ids-cap": ids(1, "1\n2\n"),
+        "seed-ids-nolf": ids(5, "1\n2"),
+        "seed-ids-empty": ids(0, ""),
+        "seed-ids-zeros": ids(2, "007\n00000000000000000001\n"),
+        "seed-ids-many": ids(255, "".join("%d\n" % (2**63 + i) for i in range(200))),
+        "seed-error": error(32, 200, '{"error":"IDPOOL_RATE","message":"retry in 200 ms"}'),
+        "seed-error-small": error(5, 3, '{"message":"caf\\u00e9","error":"IDPOOL_EMPTY","x":[1]}'),
+        "seed-error-type": error(32, 200, '{"error":1,"message":null}'),
+        "seed-error-cut": error(32, 200, '{"error":"IDPOOL_AUTH","message":"no'),
+        "seed-error-none": error(0, 0, '{"error":"a","message":"b"}'),
+    }
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -279,3 +344,4 @@ if __name__ == "__main__":
     write("url", url_seeds())
     write("apireq", apireq_seeds())
     write("httpreq", httpreq_seeds())
+    write("httpresp", httpresp_seeds())

@@ -1073,6 +1073,139 @@ static void test_alert_settings(void)
     expect_error(ENV({"IDPOOL_ALERT_RESOLVE_MS", "-1"}), no_args, "IDPOOL_ALERT_RESOLVE_MS");
 }
 
+/* issuer_url_parse(url) succeeds with host, port, tls, token (NULL: none) and prefix. */
+static void issuer_ok(const char *url, const char *host, int port, int tls, const char *token,
+                      const char *prefix)
+{
+    struct issuer_url u;
+    char e[CONFIG_ERR_MAX] = "";
+
+    memset(&u, 0xa5, sizeof(u));
+    CHECK(issuer_url_parse(url, &u, e, sizeof(e)) == 0);
+    if (u.host == NULL || u.prefix == NULL) {
+        fprintf(stderr, "  %s: %s\n", url, e);
+        CHECK(!"issuer URL parses");
+        return;
+    }
+    CHECK(strcmp(u.host, host) == 0);
+    CHECK_EQ_U64((uint64_t)u.port, (uint64_t)port);
+    CHECK_EQ_U64((uint64_t)u.tls, (uint64_t)tls);
+    CHECK(token ? u.token && strcmp(u.token, token) == 0 : u.token == NULL);
+    CHECK(strcmp(u.prefix, prefix) == 0);
+    issuer_url_free(&u);
+    CHECK(u.host == NULL && u.token == NULL && u.prefix == NULL);
+}
+
+/*
+ * issuer_url_parse(url) fails with a message containing want, leaving u
+ * empty; the token (topsecret in the URLs below) is never in the message.
+ */
+static void issuer_bad(const char *url, const char *want)
+{
+    struct issuer_url u;
+    char e[CONFIG_ERR_MAX] = "";
+
+    memset(&u, 0xa5, sizeof(u));
+    CHECK(issuer_url_parse(url, &u, e, sizeof(e)) == -1);
+    CHECK_STR_CONTAINS(e, want);
+    CHECK(u.host == NULL && u.token == NULL && u.prefix == NULL && u.port == 0 && u.tls == 0);
+    if (strstr(e, "topsecret")) {
+        fprintf(stderr, "token leaked into error for %s: %s\n", url, e);
+        CHECK(0);
+    }
+    issuer_url_free(&u);
+}
+
+/* The URL of an ID issuer (libidpool's environments). */
+static void test_issuer_url(void)
+{
+    /* defaults: port 80, 443 with https; no token, no prefix */
+    issuer_ok("http://h", "h", 80, 0, NULL, "");
+    issuer_ok("https://h", "h", 443, 1, NULL, "");
+    issuer_ok("HTTPS://issuer.example.com", "issuer.example.com", 443, 1, NULL, "");
+    issuer_ok("Http://h", "h", 80, 0, NULL, "");
+    issuer_ok("http://127.0.0.1:9472", "127.0.0.1", 9472, 0, NULL, "");
+    issuer_ok("https://h:8443", "h", 8443, 1, NULL, "");
+    issuer_ok("https://h:80", "h", 80, 1, NULL, "");
+    issuer_ok("http://h:65535", "h", 65535, 0, NULL, "");
+    /* IPv6 literals */
+    issuer_ok("http://[::1]:9472", "::1", 9472, 0, NULL, "");
+    issuer_ok("https://[2001:db8::1]/ids", "2001:db8::1", 443, 1, NULL, "/ids");
+    /* the token: "tok@" or ":tok@", percent-decoded */
+    issuer_ok("http://idp_abc-_XYZ09@h", "h", 80, 0, "idp_abc-_XYZ09", "");
+    issuer_ok("https://:idp_abc@h:1", "h", 1, 1, "idp_abc", "");
+    issuer_ok("http://%69dp_a%2Fb%2B%3D%40%3A%25@[::1]", "::1", 80, 0, "idp_a/b+=@:%", "");
+    issuer_ok("http://:t@k:en@h", "h", 80, 0, "t@k:en", ""); /* the last '@' ends it */
+    issuer_ok("http://t%C3%A9@h", "h", 80, 0, "t\xc3\xa9", "");
+    /* the prefix: trailing slashes dropped, "/" is none */
+    issuer_ok("http://h/", "h", 80, 0, NULL, "");
+    issuer_ok("http://h//", "h", 80, 0, NULL, "");
+    issuer_ok("http://h/api", "h", 80, 0, NULL, "/api");
+    issuer_ok("http://h/api/", "h", 80, 0, NULL, "/api");
+    issuer_ok("http://h/api///", "h", 80, 0, NULL, "/api");
+    issuer_ok("https://tok@h:8443/a/b/", "h", 8443, 1, "tok", "/a/b");
+    issuer_ok("http://h/a-b.c_d~e/!$&'()*+,;=:", "h", 80, 0, NULL, "/a-b.c_d~e/!$&'()*+,;=:");
+
+    /* the scheme */
+    issuer_bad("ftp://h", "unsupported scheme 'ftp://', expected http[s]://");
+    issuer_bad("httpx://h", "unsupported scheme");
+    issuer_bad("h:9472", "not a URL");
+    issuer_bad("", "not a URL");
+    issuer_bad("http:/h", "not a URL");
+    /* the userinfo must be the token alone */
+    issuer_bad("http://user:topsecret@h", "the userinfo must be the token alone");
+    issuer_bad("http://a:b@h", "token alone");
+    issuer_bad("http://topsecret:@h", "token alone");
+    issuer_bad("http://@h", "token alone");
+    issuer_bad("http://:@h", "token alone");
+    issuer_bad("http://topsecret%zz@h", "bad percent-escape in the token");
+    issuer_bad("http://:topsecret%4@h", "bad percent-escape in the token");
+    issuer_bad("http://top%00secret@h", "bad percent-escape in the token");
+    /* a token that would break the Authorization line */
+    issuer_bad("http://topsecret%0D%0AX%3A%20y@h", "the token may not contain a space or control");
+    issuer_bad("http://:top%20secret@h", "space or control");
+    issuer_bad("http://:topsecret%09@h", "space or control");
+    issuer_bad("http://:topsecret%7F@h", "space or control");
+    issuer_bad("http://:top secret@h", "space or control character");
+    /* the prefix: only what a path holds unescaped */
+    issuer_bad("http://h/a%20b", "the path prefix may not contain '%'");
+    issuer_bad("http://:topsecret@h/a%2Fb", "the path prefix may not contain '%'");
+    issuer_bad("http://h/a\"b", "the path prefix may not contain '\"'");
+    issuer_bad("http://h/a<b>", "the path prefix may not contain '<'");
+    issuer_bad("http://h/a\\b", "the path prefix");
+    issuer_bad("http://h/a[b]", "the path prefix");
+    issuer_bad("http://h/a{b}", "the path prefix");
+    issuer_bad("http://h/a|b", "the path prefix");
+    issuer_bad("http://h/a^b", "the path prefix");
+    issuer_bad("http://h/a`b", "the path prefix");
+    issuer_bad("http://h/\xc3\xa9", "the path prefix");
+    issuer_bad("http://h/a b", "space or control character");
+    issuer_bad("http://:topsecret@h/a@b", "'@' after the host");
+    /* no query, no fragment */
+    issuer_bad("http://h?x", "query strings");
+    issuer_bad("http://h/api?token=topsecret", "query strings");
+    issuer_bad("http://:topsecret@h/api#f", "fragments");
+    issuer_bad("http://:top#secret@h", "fragments");
+    /* the host and port */
+    issuer_bad("http://", "missing host");
+    issuer_bad("https://:topsecret@", "missing host");
+    issuer_bad("http://:topsecret@/api", "missing host");
+    issuer_bad("http://:topsecret@h:0", "port must be an integer in 1..65535, got '0'");
+    issuer_bad("http://tok@h:65536", "got '65536'");
+    issuer_bad("http://h:x", "port must be an integer in 1..65535");
+    issuer_bad("http://h:", "missing port after ':'");
+    issuer_bad("http://:topsecret@h:", "missing port");
+    issuer_bad("http://h!/", "bad host name 'h!'");
+    issuer_bad("http://::1/", "brackets");
+    issuer_bad("http://[::1", "missing ']'");
+    issuer_bad("http://[zz::1]", "bad IPv6 address");
+    issuer_bad("http://[::1]x", "expected ':PORT' after ']'");
+    /* "token:..." with the host forgotten reads as host:port: the port is not shown */
+    issuer_bad("http://idp:topsecret", "port must be an integer in 1..65535 (not shown");
+    issuer_bad("https://x:topsecret/api", "(not shown");
+    issuer_bad("http://x:topsecret", "port");
+}
+
 /* The ID API's settings and refill (issue 11). */
 static void test_api_settings(void)
 {
@@ -1146,6 +1279,7 @@ int main(void)
     RUN(test_real_getenv);
     RUN(test_usage);
     RUN(test_alert_settings);
+    RUN(test_issuer_url);
     RUN(test_api_settings);
     return unit_done();
 }
