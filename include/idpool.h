@@ -74,11 +74,12 @@ struct idpool_options {
     unsigned max_batch;     /* IDs per take at most (1000; also max_size_per_times) */
     const char *key_prefix; /* Redis key prefix ("idpool") */
     unsigned buffer;        /* IDs kept buffered at least, however low the demand (0: a batch) */
+    const char *ca_file;    /* https issuers: trusted CAs, PEM (NULL: the system's) */
 };
 
 static inline void idpool_options_init(struct idpool_options *o)
 {
-    struct idpool_options z = {sizeof(struct idpool_options), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct idpool_options z = {sizeof(struct idpool_options), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     *o = z;
 }
 
@@ -86,8 +87,12 @@ struct idpool_client;
 struct idpool_app;
 
 /*
- * A client for environments envs[0..n) in preference order: Redis URLs,
- * redis://[[user]:password@]host[:port][/db]. Nothing is connected yet
+ * A client for environments envs[0..n) in preference order, each either
+ *   redis://[[user]:password@]host[:port][/db]   a Redis (FCALL idpool_take), or
+ *   http[s]://TOKEN@host[:port][/prefix]          an ID issuer (idpoold --api,
+ *                                                 GET /v1/ids/{key}?count=N with
+ *                                                 the token; https verified).
+ * Nothing is connected yet
  * (the background thread connects when an application is first used).
  * IDPOOL_OK with *out set, or an error with a message in err (naming the
  * environment and what is wrong).
@@ -136,6 +141,14 @@ struct idpool_stats {
 
 /* Fill *out (whose size field the caller set) with a's counters. */
 IDPOOL_API void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out);
+
+/*
+ * What a's last refusal or failure said, naming the environment
+ * ("environment 1 (10.0.0.2:8080: 401 IDPOOL_AUTH: unknown or revoked
+ * token)"), into buf (truncated to len); "" when none yet. Returns its
+ * length. Useful after IDPOOL_ETIMEDOUT or IDPOOL_ENOAPP.
+ */
+IDPOOL_API size_t idpool_app_last_error(struct idpool_app *a, char *buf, size_t len);
 
 /* "timed out: no environment supplied IDs in time", ... */
 IDPOOL_API const char *idpool_strerror(int rc);

@@ -60,6 +60,16 @@ unsigned batch_next(unsigned prev, double rate, unsigned target_ms, unsigned min
     return (unsigned)want;
 }
 
+size_t low_water_ids(unsigned batch, unsigned buffer, double rate, unsigned target_ms)
+{
+    double want = rate * (double)target_ms / 1000.0;
+    size_t lw = batch > buffer ? batch : buffer;
+
+    if (want > LOW_WATER_MAX)
+        want = LOW_WATER_MAX;
+    return want > (double)lw ? (size_t)want : lw;
+}
+
 double rate_update(double rate, uint64_t ids, uint64_t ms)
 {
     double now;

@@ -26,11 +26,21 @@ void ring_free(struct ring *r);
  * How many IDs the next take asks for: enough for target_ms of the
  * measured demand (rate, IDs/s), at least twice the previous batch when a
  * caller had to wait for IDs since the last take (hungry: the buffer ran
- * out before the refill came), clamped to [min, max]. A take is sent when
- * fewer than one batch is left, so a steady consumer never waits.
+ * out before the refill came), clamped to [min, max]. A take is sent below
+ * low_water_ids(), so a steady consumer never waits.
  */
 unsigned batch_next(unsigned prev, double rate, unsigned target_ms, unsigned min, unsigned max,
                     int hungry);
+
+/*
+ * Below how many buffered IDs a take is sent: target_ms of the measured
+ * demand (at most LOW_WATER_MAX IDs), and never less than one batch or the
+ * `buffer` option. Above max_batch per target_ms the buffer is brought up
+ * by several takes in a row: a fast consumer finds it as deep as a slow
+ * one, in time.
+ */
+#define LOW_WATER_MAX 1000000u
+size_t low_water_ids(unsigned batch, unsigned buffer, double rate, unsigned target_ms);
 
 /* Demand as an exponentially weighted rate: `ids` consumed over `ms` milliseconds. */
 double rate_update(double rate, uint64_t ids, uint64_t ms);

@@ -27,26 +27,14 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include <hiredis/hiredis.h>
-
 #include "app.h"
 #include "buffer.h"
-#include "text.h"
-#include "url.h"
+#include "env.h"
 
 #define BLOCK          256  /* IDs a thread takes from the shared buffer at once */
-#define BACKOFF_MIN_MS 100  /* a failed environment is not tried again before this */
-#define BACKOFF_MAX_MS 2000 /* ... doubling up to this */
 #define DRY_RETRY_MS   20   /* a dry pool is asked again after this */
 #define IDLE_WAKE_MS   100  /* the thread looks at every application at least this often */
-
-struct env {
-    struct redis_url url;
-    char name[300];         /* "host:port" for messages */
-    redisContext *rc;       /* the thread's connection, or NULL */
-    uint64_t down_until_ms; /* not tried before this after a failure */
-    unsigned backoff_ms;
-};
+#define NOAPP_RETRY_MS 1000 /* every environment said IDPOOL_NOAPP: asked again after this */
 
 /* A thread's block of one application's IDs. */
 struct tslot {
@@ -82,6 +70,7 @@ struct idpool_app {
     uint64_t trouble_ms;     /* the current environment has supplied nothing since (0: fine) */
     uint64_t failback_at_ms; /* when a more preferred environment is tried again */
     unsigned noapp;          /* environments that answered IDPOOL_NOAPP (bit per index) */
+    char last_error[320];    /* what the last refusal or failure said */
     struct idpool_stats st;
 };
 
@@ -89,7 +78,7 @@ struct idpool_client {
     struct env *envs;
     size_t nenv;
     struct idpool_options o;
-    char *prefix;
+    char *prefix, *ca_file;
     pthread_mutex_t mu; /* apps, kick, stopping */
     pthread_cond_t cv;  /* wakes the thread */
     pthread_t thread;
@@ -236,14 +225,10 @@ static void slot_put(uint32_t slot)
 
 /* --- callers ---------------------------------------------------------- */
 
-/*
- * Below this many IDs in the shared buffer a take is sent: one batch (which
- * lasts target_ms at the measured demand), or the `buffer` option when it
- * is larger. Called with a->mu held.
- */
+/* Below this many IDs in the shared buffer a take is sent (buffer.c). Called with a->mu held. */
 static size_t low_water(const struct idpool_app *a)
 {
-    return a->batch > a->c->o.buffer ? a->batch : a->c->o.buffer;
+    return low_water_ids(a->batch, a->c->o.buffer, a->rate, a->c->o.target_ms);
 }
 
 static void kick(struct idpool_client *c)
@@ -277,10 +262,12 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
             a->hungry = 1;
             dl = deadline_in(c->o.timeout_ms);
         }
-        ask = 1;
-        pthread_mutex_unlock(&a->mu);
-        kick(c);
-        pthread_mutex_lock(&a->mu);
+        if (!ask) { /* once: the thread then keeps at it (a kick per wake-up would spin) */
+            ask = 1;
+            pthread_mutex_unlock(&a->mu);
+            kick(c);
+            pthread_mutex_lock(&a->mu);
+        }
         if (a->ring.n == 0 && !c->stopping &&
             pthread_cond_timedwait(&a->cv, &a->mu, &dl) == ETIMEDOUT && a->ring.n == 0) {
             a->st.timeouts++;
@@ -363,55 +350,6 @@ int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
 
 /* --- the background thread ---------------------------------------------- */
 
-static void env_fail(struct env *e, uint64_t now)
-{
-    if (e->rc) {
-        redisFree(e->rc);
-        e->rc = NULL;
-    }
-    e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (e->backoff_ms > BACKOFF_MAX_MS)
-        e->backoff_ms = BACKOFF_MAX_MS;
-    e->down_until_ms = now + e->backoff_ms;
-}
-
-/* The environment's connection, (re)opened as needed; NULL while it is down. */
-static redisContext *env_conn(struct idpool_client *c, struct env *e, uint64_t now)
-{
-    struct timeval tv = {c->o.io_timeout_ms / 1000, (c->o.io_timeout_ms % 1000) * 1000};
-    redisReply *r;
-
-    if (e->rc)
-        return e->rc;
-    if (now < e->down_until_ms)
-        return NULL;
-    e->rc = redisConnectWithTimeout(e->url.host, e->url.port, tv);
-    if (e->rc == NULL || e->rc->err || redisSetTimeout(e->rc, tv) != REDIS_OK)
-        goto fail;
-    if (e->url.password) {
-        r = e->url.user ? redisCommand(e->rc, "AUTH %s %s", e->url.user, e->url.password)
-                        : redisCommand(e->rc, "AUTH %s", e->url.password);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            freeReplyObject(r);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
-    if (e->url.db) {
-        r = redisCommand(e->rc, "SELECT %d", e->url.db);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            freeReplyObject(r);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
-    e->backoff_ms = 0;
-    return e->rc;
-fail:
-    env_fail(e, now);
-    return NULL;
-}
-
 /* Move a to the next environment (in order, wrapping), when there is another. */
 static void failover(struct idpool_app *a, uint64_t now)
 {
@@ -426,64 +364,6 @@ static void failover(struct idpool_app *a, uint64_t now)
     a->failback_at_ms = now + c->o.failback_ms;
 }
 
-enum outcome { T_IDS, T_DRY, T_EPOCH, T_RATE, T_LIMIT, T_NOAPP, T_DOWN };
-
-/*
- * One idpool_take of `count` from environment e into ids (heap, *n of
- * them). Without a's lock: it blocks on the network.
- */
-static enum outcome take_from(struct idpool_app *a, struct env *e, unsigned count, uint64_t now,
-                              uint64_t **ids, size_t *n, uint64_t *hint, unsigned *limit)
-{
-    struct idpool_client *c = a->c;
-    redisContext *rc = env_conn(c, e, now);
-    redisReply *r;
-    enum outcome o;
-
-    *ids = NULL;
-    *n = 0;
-    if (rc == NULL)
-        return T_DOWN;
-    r = redisCommand(rc, "FCALL idpool_take 2 %s %s %u", a->k_pool, a->k_meta, count);
-    if (r == NULL) {
-        env_fail(e, now);
-        return T_DOWN;
-    }
-    if (r->type == REDIS_REPLY_ARRAY) {
-        *ids = malloc((r->elements ? r->elements : 1) * sizeof(**ids));
-        for (size_t i = 0; *ids && i < r->elements; i++) {
-            const redisReply *x = r->element[i];
-            char *end;
-            unsigned long long v;
-
-            if (x->type != REDIS_REPLY_STRING)
-                continue;
-            errno = 0;
-            v = strtoull(x->str, &end, 10);
-            if (end != x->str && *end == '\0' && errno == 0)
-                (*ids)[(*n)++] = v;
-        }
-        o = *n ? T_IDS : T_DRY;
-    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_EPOCH", 12) == 0) {
-        *hint = (uint64_t)text_retry_ms(r->str, 200);
-        o = T_EPOCH;
-    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_RATE", 11) == 0) {
-        *hint = (uint64_t)text_retry_ms(r->str, 1000);
-        o = T_RATE;
-    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_LIMIT", 12) == 0) {
-        const char *p = strstr(r->str, "max_size_per_times ");
-        *limit = p ? (unsigned)strtoul(p + 19, NULL, 10) : count / 2;
-        o = T_LIMIT;
-    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "IDPOOL_NOAPP", 12) == 0) {
-        o = T_NOAPP;
-    } else { /* another error: the library is missing, a read-only replica, ... */
-        o = T_DOWN;
-        env_fail(e, now);
-    }
-    freeReplyObject(r);
-    return o;
-}
-
 /*
  * Look after one application: take when its buffer is below one batch or a
  * caller waits, from its environment (or, when due, a more preferred one);
@@ -493,10 +373,10 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
 {
     struct idpool_client *c = a->c;
     int e, back;
-    unsigned count, limit = 0;
-    uint64_t *ids = NULL, hint = 0, again = now + IDLE_WAKE_MS;
-    size_t n = 0;
-    enum outcome o;
+    unsigned count;
+    uint64_t again = now + IDLE_WAKE_MS;
+    struct take_result r;
+    enum take_outcome o;
 
     pthread_mutex_lock(&a->mu);
     if (now > a->rate_at_ms) {
@@ -521,25 +401,27 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
 
     /* A failback tries the more preferred environments in order. */
     for (;;) {
-        o = take_from(a, &c->envs[e], count, now, &ids, &n, &hint, &limit);
+        o = env_take(&c->envs[e], &c->o, a->key, a->k_pool, a->k_meta, count, now, &r);
         if (!back || o == T_IDS || e + 1 >= a->env)
             break;
-        free(ids);
+        free(r.ids);
         e++;
     }
 
     pthread_mutex_lock(&a->mu);
+    if (o != T_IDS && !r.skipped) /* a skip would hide why it is backing off */
+        snprintf(a->last_error, sizeof(a->last_error), "environment %d (%s)", e, r.msg);
     if (back && o != T_IDS) { /* the preferred ones are still out: stay, try later */
         a->failback_at_ms = now + c->o.failback_ms;
         pthread_mutex_unlock(&a->mu);
-        free(ids);
+        free(r.ids);
         return now; /* serve the current environment at once */
     }
     switch (o) {
     case T_IDS:
-        if (ring_push(&a->ring, ids, n) == 0) {
+        if (ring_push(&a->ring, r.ids, r.n) == 0) {
             a->st.takes++;
-            a->st.taken += n;
+            a->st.taken += r.n;
         }
         a->trouble_ms = 0;
         a->noapp &= ~(1u << e);
@@ -555,22 +437,26 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         break;
     case T_EPOCH:
         a->st.refused_epoch++;
-        a->retry_at_ms = now + hint;
+        a->retry_at_ms = now + r.hint_ms;
         break;
     case T_RATE:
         a->st.refused_rate++;
-        a->retry_at_ms = now + hint; /* not a reason to leave: the limit is the application's */
+        a->retry_at_ms =
+            now + r.hint_ms; /* not a reason to leave: the limit is the application's */
         break;
     case T_LIMIT:
-        a->cap_batch = limit > 0 ? limit : 1; /* the row's max_size_per_times */
+        a->cap_batch = r.limit > 0 ? r.limit : 1; /* the row's max_size_per_times */
         break;
     case T_NOAPP:
         a->noapp |= 1u << e;
         a->st.errors++;
         failover(a, now);
+        if (__builtin_popcount(a->noapp) >= (int)c->nenv) /* callers fail at once meanwhile */
+            a->retry_at_ms = now + NOAPP_RETRY_MS;
         break;
     case T_DOWN:
-        a->st.errors++;
+        if (!r.skipped)
+            a->st.errors++;
         failover(a, now);
         break;
     }
@@ -587,10 +473,12 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
     pthread_cond_broadcast(&a->cv);
     if (a->retry_at_ms > now && a->retry_at_ms < again)
         again = a->retry_at_ms;
-    if (o == T_IDS || o == T_NOAPP || o == T_DOWN || o == T_LIMIT)
+    if (o == T_IDS || o == T_LIMIT || ((o == T_NOAPP || o == T_DOWN) && a->retry_at_ms <= now))
         again = now; /* more may be needed, or another environment to try */
+    if (o == T_DOWN && env_retry_at(&c->envs[a->env]) > now) /* no spinning on the down */
+        again = env_retry_at(&c->envs[a->env]);
     pthread_mutex_unlock(&a->mu);
-    free(ids);
+    free(r.ids);
     return again;
 }
 
@@ -667,19 +555,22 @@ int idpool_client_new(const char *const *envs, size_t n, const struct idpool_opt
         c->o.min_batch = c->o.max_batch;
     c->prefix = strdup(c->o.key_prefix ? c->o.key_prefix : "idpool");
     c->o.key_prefix = c->prefix;
+    if (c->o.ca_file && (c->ca_file = strdup(c->o.ca_file)) == NULL)
+        goto nomem;
+    c->o.ca_file = c->ca_file;
     c->envs = calloc(n, sizeof(*c->envs));
     if (c->prefix == NULL || c->envs == NULL)
         goto nomem;
-    c->nenv = n;
     for (size_t i = 0; i < n; i++) {
-        if (envs[i] == NULL || redis_url_parse(envs[i], &c->envs[i].url, msg, sizeof(msg)) < 0) {
+        if (envs[i] == NULL || env_init(&c->envs[i], envs[i], msg, sizeof(msg)) < 0) {
             errf(err, errlen, "environment %zu: %s", i,
-                 envs[i] ? msg : "NULL (expected redis://host[:port][/db])");
+                 envs[i]
+                     ? msg
+                     : "NULL (expected redis://host[:port][/db] or http[s]://TOKEN@host[:port])");
             idpool_client_free(c);
             return IDPOOL_EINVAL;
         }
-        hostport_str(c->envs[i].name, sizeof(c->envs[i].name), c->envs[i].url.host,
-                     c->envs[i].url.port);
+        c->nenv = i + 1;
     }
     if (pthread_mutex_init(&c->mu, NULL) != 0 || cond_init(&c->cv) != 0)
         goto nomem;
@@ -765,13 +656,11 @@ void idpool_client_free(struct idpool_client *c)
         free(a->k_meta);
         free(a);
     }
-    for (size_t i = 0; c->envs && i < c->nenv; i++) {
-        if (c->envs[i].rc)
-            redisFree(c->envs[i].rc);
-        redis_url_free(&c->envs[i].url);
-    }
+    for (size_t i = 0; c->envs && i < c->nenv; i++)
+        env_free(&c->envs[i]);
     free(c->envs);
     free(c->prefix);
+    free(c->ca_file);
     free(c);
 }
 
@@ -793,6 +682,19 @@ void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out)
     memcpy(out, &st, sz);
 }
 
+size_t idpool_app_last_error(struct idpool_app *a, char *buf, size_t len)
+{
+    size_t n;
+
+    if (a == NULL || buf == NULL || len == 0)
+        return 0;
+    pthread_mutex_lock(&a->mu);
+    snprintf(buf, len, "%s", a->last_error);
+    pthread_mutex_unlock(&a->mu);
+    n = strlen(buf);
+    return n;
+}
+
 const char *idpool_strerror(int rc)
 {
     switch (rc) {
@@ -805,7 +707,8 @@ const char *idpool_strerror(int rc)
     case IDPOOL_ETIMEDOUT:
         return "timed out: no environment supplied IDs in time";
     case IDPOOL_ENOAPP:
-        return "no environment serves this application";
+        return "no environment serves this application (unknown there, or the token may not "
+               "take it: see idpool_app_last_error)";
     case IDPOOL_ECLOSED:
         return "the client is being freed";
     }

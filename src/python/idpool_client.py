@@ -3,11 +3,15 @@
 A :class:`Client` takes IDs from one or more *environments* in preference
 order (each an independent idpool deployment: its own Redis and MySQL, rows
 with the same keys and a different ``remainder`` of the same ``delta``, so
-that their IDs never collide). A background thread per client keeps a
-buffer per application filled through the Redis function ``idpool_take``,
-so ``app.next()`` is a read from memory while the buffer holds IDs. It
-mirrors the C library libidpool (include/idpool.h, src/lib/client.c); it
-needs only the standard library and redis-py (Debian's python3-redis).
+that their IDs never collide). An environment is a Redis
+(``redis://[[user]:password@]host[:port][/db]``, the function
+``idpool_take``) or an ID issuer (``http[s]://TOKEN@host[:port][/prefix]``,
+``GET /v1/ids/{key}?count=N`` with the token; https verified against the
+system's CAs or ``ca_file``). A background thread per client keeps a
+buffer per application filled from them, so ``app.next()`` is a read from
+memory while the buffer holds IDs. It mirrors the C library libidpool
+(include/idpool.h, src/lib/client.c); it needs only the standard library
+and, for Redis environments, redis-py (Debian's python3-redis).
 
 Usage::
 
@@ -18,10 +22,12 @@ Usage::
         uid = user.next()             # one ID (an int)
         ids = user.take(100)          # a list of 100 IDs
         print(user.stats())           # counters, like idpool_stats
+        print(user.last_error())      # what the last refusal or failure said
 
 Errors (all subclasses of :class:`IdpoolError`): :class:`IdpoolTimeout`
 (no environment supplied IDs within ``timeout`` seconds),
-:class:`IdpoolNoApp` (every environment answered IDPOOL_NOAPP),
+:class:`IdpoolNoApp` (every environment answered IDPOOL_NOAPP, or an
+issuer refused the token: see ``last_error()``),
 :class:`IdpoolClosed` (the client is closed, or is closed while a caller
 waits). A bad URL, key or option raises ``ValueError``. Never a made-up ID.
 
@@ -46,8 +52,11 @@ inherited client is closed (IdpoolClosed); create one per process.
 """
 
 import collections
+import http.client
+import json
 import os
 import re
+import ssl
 import threading
 import time
 import urllib.parse
@@ -68,7 +77,11 @@ __all__ = [
     "validate_key",
     "key_valid",
     "parse_url",
+    "parse_issuer_url",
+    "parse_env",
+    "classify_http",
     "batch_next",
+    "low_water_ids",
     "rate_update",
     "hint_ms",
     "classify_reply",
@@ -82,9 +95,11 @@ BLOCK = 256  # IDs a thread takes from the shared buffer at once (2.6x faster ne
 IDLE_WAKE = 0.100  # the thread looks at every application at least this often (s)
 BACKOFF_MIN = 0.100  # a failed environment is not tried again before this (s)
 BACKOFF_MAX = 2.000  # ... doubling up to this
+NOAPP_RETRY = 1.000  # every environment said IDPOOL_NOAPP: asked again after this (s)
 
 # Outcomes of one idpool_take (client.c's enum outcome).
 IDS, DRY, EPOCH, RATE, LIMIT, NOAPP, DOWN = ("ids", "dry", "epoch", "rate", "limit", "noapp", "down")
+SKIPPED = "skipped"  # DOWN's arg when the environment was not tried (backing off)
 
 
 class IdpoolError(Exception):
@@ -203,6 +218,79 @@ def redact(url):
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]*@", r"\1***@", url)
 
 
+_ISSUER_USAGE = "http[s]://TOKEN@host[:port][/prefix]"
+_PREFIX_OK = re.compile(r"[A-Za-z0-9/\-._~!$&'()*+,;=:]*")
+
+
+def parse_issuer_url(url):
+    """Check an issuer URL as libidpool does (url.c's issuer_url_parse);
+    return a dict (host, port, tls, token, prefix) or raise ValueError (the
+    message never shows the token)."""
+    if not isinstance(url, str):
+        raise ValueError(f"expected a str ({_ISSUER_USAGE}), got {type(url).__name__}")
+    low = url[:8].lower()
+    if low.startswith("https://"):
+        tls, rest = True, url[8:]
+    elif low.startswith("http://"):
+        tls, rest = False, url[7:]
+    else:
+        raise ValueError(f"expected {_ISSUER_USAGE}, got scheme {url.split(':', 1)[0][:16]!r}")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise ValueError("URL contains a space or control character")
+    if "?" in rest or "#" in rest:
+        raise ValueError(f"query or fragment not supported ({_ISSUER_USAGE})")
+    hostpart, slash, path = rest.partition("/")
+    userinfo, at, hostport = hostpart.rpartition("@")
+    if not at:
+        raise ValueError(f"an issuer needs a token: {_ISSUER_USAGE}")
+    user, colon, pw = userinfo.partition(":")
+    if (colon and user) or not (pw if colon else user):
+        raise ValueError(f"the userinfo must be the token alone ({_ISSUER_USAGE})")
+    token = urllib.parse.unquote(pw if colon else user, errors="strict")
+    # It goes into "Authorization: Bearer <token>": an escaped CR LF would end that line.
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in token):
+        raise ValueError("the token may not contain a space or control character (percent-escaped or not)")
+    path = path.rstrip("/")
+    if not _PREFIX_OK.fullmatch(path):
+        bad = re.search(r"[^A-Za-z0-9/\-._~!$&'()*+,;=:]", path).group()
+        raise ValueError(f"the path prefix may not contain {bad!r} (only letters, digits and /-._~!$&'()*+,;=:)")
+    host, port = _hostport(hostport, 443 if tls else 80)
+    return {"host": host, "port": port, "tls": tls, "token": token, "prefix": "/" + path if path else ""}
+
+
+def _hostport(hostport, default_port):
+    """(host, port) of host[:port] or [v6][:port]; ValueError when bad."""
+    if hostport.startswith("["):
+        host, close, tail = hostport[1:].partition("]")
+        if not close or not host:
+            raise ValueError("bad IPv6 address in brackets")
+        if tail and not tail.startswith(":"):
+            raise ValueError("junk after the IPv6 address")
+        portstr, has_port = (tail[1:], True) if tail else ("", False)
+    else:
+        host, colon, portstr = hostport.partition(":")
+        has_port = bool(colon)
+    if not host:
+        raise ValueError("missing host")
+    port = default_port
+    if has_port:
+        if not portstr.isdigit() or not 1 <= int(portstr) <= 65535:
+            raise ValueError(f"port must be an integer in 1..65535, got {portstr[:16]!r}")
+        port = int(portstr)
+    return host, port
+
+
+def parse_env(url):
+    """An environment URL: ("redis", parse_url()) or ("http", parse_issuer_url())."""
+    if isinstance(url, str) and url[:8].lower().startswith(("http://", "https://")):
+        return "http", parse_issuer_url(url)
+    if isinstance(url, str) and url[:8].lower() != "redis://" and "://" in url[:20]:
+        raise ValueError(
+            f"unsupported scheme {url.split('://', 1)[0] + '://'!r}, expected {_USAGE} or {_ISSUER_USAGE}"
+        )
+    return "redis", parse_url(url)
+
+
 def batch_next(prev, rate, target, min_batch, max_batch, hungry):
     """How many IDs the next take asks for (buffer.c's batch_next): enough
     for `target` seconds of the measured demand (rate, IDs/s), at least twice
@@ -216,6 +304,19 @@ def batch_next(prev, rate, target, min_batch, max_batch, hungry):
     if want > max_batch:
         want = max_batch
     return int(want)
+
+
+LOW_WATER_MAX = 1000000
+
+
+def low_water_ids(batch, buffer, rate, target):
+    """Below how many buffered IDs a take is sent (buffer.c's
+    low_water_ids): `target` seconds of the measured demand (at most
+    LOW_WATER_MAX), never less than one batch or the `buffer` option; above
+    max_batch per target it is reached by several takes in a row."""
+    want = min(rate * target, LOW_WATER_MAX)
+    lw = batch if batch > buffer else buffer
+    return int(want) if want > lw else lw
 
 
 def rate_update(rate, ids, seconds):
@@ -278,6 +379,47 @@ def classify_reply(reply, count):
     return DOWN, [], None  # another error: no library, a read-only replica, ...
 
 
+def classify_http(status, body, retry_after, count):
+    """Classify an issuer's answer as issuer.c does. status: the HTTP status;
+    body: bytes; retry_after: the Retry-After header (str) or None. Returns
+    (outcome, ids, arg, message): IDS with the IDs of a text/plain body (one
+    per line); DRY for IDPOOL_EMPTY; EPOCH/RATE with the wait in seconds
+    (the message's "retry in N ms", else Retry-After); LIMIT with
+    max_size_per_times; NOAPP for IDPOOL_NOAPP, IDPOOL_AUTH and
+    IDPOOL_FORBIDDEN (this environment will not serve it to us); DOWN for
+    anything else. message: "<status> <code>: <text>" (None for IDS)."""
+    if status == 200:
+        try:
+            text = body.decode("ascii")
+            if text and not text.endswith("\n"):
+                raise ValueError
+            lines = text.splitlines()
+            if not all(x.isascii() and x.isdigit() for x in lines):
+                raise ValueError
+            ids = [int(x) for x in lines]
+        except (UnicodeDecodeError, ValueError):
+            return DOWN, [], None, "the 200 answer is not a list of IDs (one per line)"
+        if len(ids) > count or any(i >= 1 << 64 for i in ids):
+            return DOWN, [], None, "the 200 answer is not a list of IDs (one per line)"
+        return (IDS, ids, None, None) if ids else (DRY, [], None, "a 200 answer with no IDs")
+    try:
+        err = json.loads(body)
+        code, text = err["error"], err["message"]
+        if not isinstance(code, str) or not isinstance(text, str):
+            raise TypeError
+    except (ValueError, TypeError, KeyError):
+        return DOWN, [], None, f"HTTP {status} without an idpool error body (not an issuer?)"
+    message = f"{status} {code}: {text}"
+    if code == "IDPOOL_EMPTY":
+        return DRY, [], None, message
+    if code in ("IDPOOL_AUTH", "IDPOOL_FORBIDDEN"):
+        return NOAPP, [], None, message
+    o, _, arg = classify_reply(f"{code} {text}", count)
+    if o in (EPOCH, RATE) and "retry in " not in text and retry_after and retry_after.isdigit():
+        arg = int(retry_after)
+    return o, [], arg, message
+
+
 # --- the client ---------------------------------------------------------------
 
 _clients = weakref.WeakSet()
@@ -295,14 +437,17 @@ if hasattr(os, "register_at_fork"):
 
 
 class _Env:
-    __slots__ = ("index", "name", "url", "r", "used", "down_until", "backoff")
+    __slots__ = ("index", "name", "url", "kind", "parts", "r", "conn", "used", "down_until", "backoff")
 
-    def __init__(self, index, url, parts):
+    def __init__(self, index, url, kind, parts):
         self.index = index
         host = parts["host"]
         self.name = f"[{host}]:{parts['port']}" if ":" in host else f"{host}:{parts['port']}"
         self.url = url
+        self.kind = kind  # "redis" or "http" (an issuer)
+        self.parts = parts
         self.r = None  # redis.Redis, created at the first use
+        self.conn = None  # an issuer's http.client connection
         self.used = False  # a connection may be open
         self.down_until = 0.0
         self.backoff = 0.0
@@ -332,6 +477,7 @@ class App:
         self._trouble = 0.0  # the environment has supplied nothing since (0: fine)
         self._failback_at = 0.0  # when a more preferred environment is tried again
         self._noapp = set()  # environments that answered IDPOOL_NOAPP
+        self._last_error = ""  # what the last refusal or failure said
         self._st = dict.fromkeys(
             (
                 "takes",
@@ -354,8 +500,8 @@ class App:
     # -- callers (with self._cv held) --
 
     def _low_water(self):
-        b = self._c._buffer
-        return self._batch if self._batch > b else b
+        c = self._c
+        return low_water_ids(self._batch, c._buffer, self._rate, c._target)
 
     def _raise_if_dead(self):
         c = self._c
@@ -378,8 +524,9 @@ class App:
             self._hungry = True
             while not buf:
                 self._raise_if_dead()
-                asked = True
-                c._kick()
+                if not asked:  # once: the thread then keeps at it (a kick per wake-up would spin)
+                    asked = True
+                    c._kick()
                 left = deadline - time.monotonic()
                 if left > 0:
                     self._waiting += 1
@@ -444,6 +591,13 @@ class App:
                 raise
         return got
 
+    def last_error(self):
+        """What this application's last refusal or failure said, naming the
+        environment ("environment 1 (10.0.0.2:8080: 401 IDPOOL_AUTH: unknown
+        or revoked token)"); "" when none yet (idpool_app_last_error)."""
+        with self._cv:
+            return self._last_error
+
     def stats(self):
         """Counters since the client was created (like idpool_stats): takes,
         taken, waits, timeouts, refused_epoch, refused_rate, empty, errors,
@@ -498,12 +652,14 @@ class App:
 
         # A failback tries the more preferred environments in order.
         while True:
-            o, ids, arg = c._take_from(self, c._envs[e], count, now)
+            o, ids, arg, msg = c._take_from(self, c._envs[e], count, now)
             if not back or o == IDS or e + 1 >= cur:
                 break
             e += 1
 
         with self._cv:
+            if o != IDS and arg is not SKIPPED:  # a skip would hide why it is backing off
+                self._last_error = f"environment {e} ({c._envs[e].name}: {msg})"
             if back and o != IDS:  # the preferred ones are still out: stay, try later
                 self._failback_at = now + c._failback
                 return now  # serve the current environment at once
@@ -532,8 +688,11 @@ class App:
                 self._noapp.add(e)
                 st["errors"] += 1
                 self._failover(now)
+                if len(self._noapp) >= len(c._envs):  # callers fail at once meanwhile
+                    self._retry_at = now + NOAPP_RETRY
             else:  # DOWN
-                st["errors"] += 1
+                if arg is not SKIPPED:
+                    st["errors"] += 1
                 self._failover(now)
             if o in (DRY, EPOCH):
                 if self._trouble == 0.0:
@@ -545,14 +704,19 @@ class App:
             self._cv.notify_all()
             if now < self._retry_at < again:
                 again = self._retry_at
-            if o in (IDS, NOAPP, DOWN, LIMIT):
+            if o in (IDS, LIMIT) or (o in (NOAPP, DOWN) and self._retry_at <= now):
                 again = now  # more may be needed, or another environment to try
+            nxt = c._envs[self._env]
+            if o == DOWN and not nxt.used and nxt.down_until > now:
+                again = nxt.down_until  # no spinning on the down
         return again
 
 
 class Client:
-    """A client of environments `envs` (Redis URLs in preference order,
-    redis://[[user]:password@]host[:port][/db]). Times are in seconds.
+    """A client of environments `envs` in preference order: Redis URLs
+    (redis://[[user]:password@]host[:port][/db]) or issuer URLs
+    (http[s]://TOKEN@host[:port][/prefix]; ca_file: the CAs, PEM, that
+    verify an https issuer, default the system's). Times are in seconds.
     Nothing is connected until an application is first used."""
 
     def __init__(
@@ -568,9 +732,10 @@ class Client:
         max_batch=1000,
         buffer=0,
         key_prefix="idpool",
+        ca_file=None,
     ):
         if isinstance(envs, str) or not isinstance(envs, (list, tuple)):
-            raise ValueError("envs must be a list of Redis URLs (1 to 32), in preference order")
+            raise ValueError("envs must be a list of environment URLs (1 to 32), in preference order")
         if not 1 <= len(envs) <= MAX_ENVS:
             raise ValueError(f"give 1 to {MAX_ENVS} environments, got {len(envs)}")
         for name, v in (
@@ -587,14 +752,22 @@ class Client:
                 raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
         if not isinstance(key_prefix, str) or not key_prefix:
             raise ValueError(f"key_prefix must be a non-empty str, got {key_prefix!r}")
+        if ca_file is not None and not isinstance(ca_file, str):
+            raise ValueError(f"ca_file must be a path (str) or None, got {ca_file!r}")
         parsed = []
         for i, url in enumerate(envs):
             try:
-                parsed.append(_Env(i, url, parse_url(url)))
+                parsed.append(_Env(i, url, *parse_env(url)))
             except ValueError as e:
                 raise ValueError(f"environment {i} ({redact(url)}): {e}") from None
-        if redis is None:
+        if redis is None and any(e.kind == "redis" for e in parsed):
             raise ImportError("idpool_client needs redis-py (Debian: apt-get install python3-redis)")
+        self._tls = None
+        if any(e.kind == "http" and e.parts["tls"] for e in parsed):
+            try:
+                self._tls = ssl.create_default_context(cafile=ca_file)
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError(f"ca_file {ca_file!r}: {e}") from None
         self._envs = parsed
         self._timeout = float(timeout)
         self._io_timeout = float(io_timeout)
@@ -651,11 +824,7 @@ class Client:
         if threading.current_thread() is not self._thread:
             self._thread.join()
         for e in self._envs:
-            if e.r is not None:
-                try:
-                    e.r.connection_pool.disconnect()
-                except Exception:  # noqa: BLE001 - closing anyway
-                    pass
+            self._env_close(e)
 
     # Lock order: an app's _cv, then the client's _cv (never the reverse).
     def _kick(self):
@@ -680,21 +849,36 @@ class Client:
                 if not self._kicked and not self._closed and wake > now:
                     self._cv.wait(wake - now)
 
-    def _env_fail(self, e, now):
+    @staticmethod
+    def _env_close(e):
         if e.r is not None:
             try:
                 e.r.connection_pool.disconnect()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - closing anyway
                 pass
+        if e.conn is not None:
+            e.conn.close()
+            e.conn = None
+
+    def _env_fail(self, e, now):
+        self._env_close(e)
         e.used = False
         e.backoff = min(e.backoff * 2 if e.backoff else BACKOFF_MIN, BACKOFF_MAX)
         e.down_until = now + e.backoff
 
     def _take_from(self, a, e, count, now):
-        """One idpool_take of count IDs from environment e (without a's lock:
-        it blocks on the network). Returns classify_reply()'s triple."""
+        """One take of count IDs from environment e (without a's lock: it
+        blocks on the network). Returns (outcome, ids, arg, message), as
+        classify_reply() and classify_http() say; (DOWN, [], SKIPPED, ...)
+        when e is backing off."""
         if not e.used and now < e.down_until:
-            return DOWN, [], None
+            return DOWN, [], SKIPPED, f"down, next try in {int((e.down_until - now) * 1000)} ms"
+        if e.kind == "http":
+            return self._take_http(a, e, count, now)
+        return self._take_redis(a, e, count, now)
+
+    def _take_redis(self, a, e, count, now):
+        """FCALL idpool_take on Redis e: _take_from()'s result."""
         try:
             if e.r is None:
                 e.r = redis.Redis.from_url(
@@ -707,13 +891,60 @@ class Client:
             reply = e.r.execute_command("FCALL", "idpool_take", 2, a._k_pool, a._k_meta, count)
         except redis.ResponseError as err:
             e.backoff = 0.0
-            res = classify_reply(str(err), count)
-        except Exception:  # noqa: BLE001 - connection refused, timeout, protocol, ...
+            msg = str(err)
+            res = classify_reply(msg, count)
+        except Exception as err:  # noqa: BLE001 - connection refused, timeout, protocol, ...
             self._env_fail(e, now)
-            return DOWN, [], None
+            return DOWN, [], None, f"{type(err).__name__}: {err}"
         else:
             e.backoff = 0.0
             res = classify_reply(reply, count)
+            msg = "the pool is empty" if res[0] == DRY else f"unexpected reply to idpool_take: {reply!r:.80}"
         if res[0] == DOWN:
             self._env_fail(e, now)
-        return res
+        return res + (msg,)
+
+    def _take_http(self, a, e, count, now):
+        """One GET {prefix}/v1/ids/{key}?count=N from issuer e, on a kept-alive
+        connection (once more on a fresh one when a reused one was closed by
+        the server). IDs lost with a cut answer are gaps: the issuer hands
+        each ID out once, whether or not it is read."""
+        p = e.parts
+        path = f"{p['prefix']}/v1/ids/{a.key}?count={count}"
+        headers = {"Authorization": "Bearer " + p["token"], "Accept": "text/plain", "User-Agent": "idpool_client"}
+        for attempt in (0, 1):
+            reused = e.conn is not None
+            try:
+                if e.conn is None:
+                    if p["tls"]:
+                        e.conn = http.client.HTTPSConnection(
+                            p["host"], p["port"], timeout=self._io_timeout, context=self._tls
+                        )
+                    else:
+                        e.conn = http.client.HTTPConnection(p["host"], p["port"], timeout=self._io_timeout)
+                e.used = True
+                e.conn.request("GET", path, headers=headers)
+                resp = e.conn.getresponse()
+                body = resp.read()
+                retry_after = resp.getheader("Retry-After")
+                if resp.will_close:
+                    e.conn.close()
+                    e.conn = None
+                break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as err:
+                self._env_close(e)
+                if reused and attempt == 0:
+                    continue  # the server closed an idle connection: once more, afresh
+                self._env_fail(e, now)
+                return DOWN, [], None, f"{type(err).__name__}: {err}"
+            except ssl.SSLCertVerificationError as err:
+                self._env_fail(e, now)
+                return DOWN, [], None, f"TLS: certificate not verified: {err.verify_message}"
+            except (OSError, http.client.HTTPException) as err:  # refused, timeout, TLS, protocol
+                self._env_fail(e, now)
+                return DOWN, [], None, f"{type(err).__name__}: {err}"
+        e.backoff = 0.0
+        o, ids, arg, msg = classify_http(resp.status, body, retry_after, count)
+        if o == DOWN:
+            self._env_fail(e, now)
+        return o, ids, arg, msg

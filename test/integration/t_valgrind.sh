@@ -2,7 +2,8 @@
 # valgrind on the whole life of idpoold: start, fill two pools (one trend),
 # a refill under consumption, the ID API over TLS (IDs, refusals, a Redis
 # user applied), a SIGHUP reload, a Redis reconnect, SIGTERM; and libidpool
-# (idpool-clientload: clients created, used by two threads and freed).
+# (idpool-clientload: clients created, used by two threads and freed, over
+# Redis and over https from the issuer).
 # No memory error and no leak may be reported, and the exit status is 0.
 # (Suite 'valgrind': runs on the normal build only; ASan builds can't run
 # under valgrind.)
@@ -71,5 +72,16 @@ valgrind --quiet --error-exitcode=99 --leak-check=full \
     --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
     "$IDPOOL_CLIENTLOAD" --threads 2 --ids 5000 vg_lib "$IDPOOL_REDIS_URL" >>"$DIR/clientload.out" 2>&1 ||
     fail "libidpool under valgrind: $(tail -n 20 "$DIR/clientload.out")"
+# The HTTP transport: the issuer over https (TLS verified with the test's
+# certificate), the Redis behind it when the valgrinded issuer is too slow.
+issuer="https://$TOKEN@127.0.0.1:$API_PORT"
+for args in "--cycles 5 --timeout-ms 20000" "--ids 3000 --timeout-ms 20000"; do
+    # shellcheck disable=SC2086 # $args are words
+    valgrind --quiet --error-exitcode=99 --leak-check=full \
+        --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+        "$IDPOOL_CLIENTLOAD" --threads 2 --ca-file "$DIR/cert.pem" $args vg_mono "$issuer" "$IDPOOL_REDIS_URL" \
+        >>"$DIR/clientload.out" 2>&1 || fail "libidpool (https) under valgrind: $(tail -n 20 "$DIR/clientload.out")"
+done
+grep -q '^clientload: ids=6000 ' "$DIR/clientload.out" || fail "https run: $(tail -n 5 "$DIR/clientload.out")"
 stop_daemon vg 60
 pass "valgrind: no errors, no leaks, exit 0 (idpoold, and libidpool through idpool-clientload)"

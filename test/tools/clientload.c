@@ -3,7 +3,10 @@
  *
  *   idpool-clientload [--threads T] [--ids N] [--take K] [--record PREFIX]
  *                     [--timeout-ms MS] [--mod M] [--buffer B] [--max-batch K]
- *                     [--cycles C | --bench N] APP ENV...
+ *                     [--timeline FILE] [--ca-file PEM] [--failback-ms MS]
+ *                     [--until-failbacks N]
+ *                     [--cycles C | --bench N]
+ *                     APP ENV...
  *
  * --cycles C creates a client, takes 100 IDs with idpool_next from each of
  * T threads and frees it, C times (for leak checkers). --bench N waits until
@@ -20,6 +23,24 @@
  * one record). Prints one line of counters at the end (ids, IDs by
  * remainder modulo --mod M, the client's stats, seconds). Exit status 0
  * when every thread got all its IDs, 1 otherwise.
+ *
+ * --until-failbacks N: the threads stop, successfully, once the client
+ * failed back N times (--ids is then the most each takes; exit status 1
+ * when they ran out first): a fault test need not guess how long to run.
+ *
+ * ENV is a Redis URL or an issuer's http[s]://TOKEN@host:port (--ca-file:
+ * the CAs that verify an https issuer). A timeout (--timeout-ms) is counted
+ * and the thread goes on, but 5 in a row or any other error end it; a
+ * thread that could not get all its IDs prints the error and
+ * idpool_app_last_error().
+ *
+ * --timeline FILE: while the threads run, the main thread samples the
+ * application's stats every 5 ms and writes a line, flushed at once,
+ *   t_ms=<CLOCK_MONOTONIC ms> env=<n> failovers=<n> failbacks=<n>
+ * for the first sample and whenever env, failovers or failbacks changed
+ * (a failover and its failback inside one sample show as the counters
+ * alone). CLOCK_MONOTONIC is system-wide: the chaos scenarios compare it
+ * with their own timestamps to time failovers and failbacks.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -31,8 +52,9 @@
 
 #include "idpool.h"
 
-#define REC_MAX 1024
-#define MOD_MAX 16
+#define REC_MAX     1024
+#define MOD_MAX     16
+#define TIMELINE_MS 5 /* --timeline's sampling interval */
 
 struct worker {
     pthread_t th;
@@ -43,6 +65,11 @@ struct worker {
     FILE *out;
     uint64_t by_rem[MOD_MAX];
 };
+
+/* Workers that finished (--timeline samples until all have). */
+static _Atomic unsigned finished;
+/* --until-failbacks: set when enough failbacks happened; the workers stop. */
+static _Atomic int stop_now;
 
 static uint64_t ns(void)
 {
@@ -129,8 +156,9 @@ static void *work(void *arg)
 {
     struct worker *w = arg;
     uint64_t buf[REC_MAX];
+    unsigned timeouts = 0;
 
-    while (w->got < w->want) {
+    while (w->got < w->want && !atomic_load_explicit(&stop_now, memory_order_relaxed)) {
         size_t n = 0, room = w->want - w->got < REC_MAX ? (size_t)(w->want - w->got) : REC_MAX;
         uint64_t t0 = ns();
         int rc = IDPOOL_OK;
@@ -148,23 +176,85 @@ static void *work(void *arg)
         for (size_t i = 0; w->mod && i < n; i++)
             w->by_rem[buf[i] % w->mod]++;
         w->got += n;
+        timeouts = rc == IDPOOL_ETIMEDOUT ? timeouts + 1 : 0;
         if (rc != IDPOOL_OK) {
             if (w->rc == 0)
                 w->rc = rc;
-            if (rc != IDPOOL_ETIMEDOUT) /* a timeout is counted; the others end the thread */
+            /* A timeout is counted; the others, or 5 timeouts in a row, end the thread. */
+            if (rc != IDPOOL_ETIMEDOUT || timeouts == 5)
                 break;
         }
+    }
+    atomic_fetch_add(&finished, 1);
+    return NULL;
+}
+
+/*
+ * --timeline: samples a's stats every TIMELINE_MS until all the
+ * workers finished; a line to f for the first sample and each change of
+ * environment or of the failover/failback counters. -1 on a write error.
+ */
+static int timeline(FILE *f, struct idpool_app *a, unsigned threads)
+{
+    struct idpool_stats st, last = {0};
+    const struct timespec d = {0, TIMELINE_MS * 1000000L};
+    int first = 1;
+
+    st.size = sizeof(st);
+    while (atomic_load(&finished) < threads) {
+        uint64_t t = ns() / 1000000u;
+
+        idpool_app_stats(a, &st);
+        if (first || st.env != last.env || st.failovers != last.failovers ||
+            st.failbacks != last.failbacks) {
+            if (fprintf(f, "t_ms=%" PRIu64 " env=%d failovers=%" PRIu64 " failbacks=%" PRIu64 "\n",
+                        t, st.env, st.failovers, st.failbacks) < 0 ||
+                fflush(f) != 0)
+                return -1;
+            last = st;
+            first = 0;
+        }
+        nanosleep(&d, NULL);
+    }
+    return 0;
+}
+
+/* --until-failbacks N: watches a's failbacks until N or until the workers finished. */
+struct watch {
+    pthread_t th;
+    struct idpool_app *a;
+    unsigned threads;
+    uint64_t want;
+};
+
+static void *watch_failbacks(void *arg)
+{
+    struct watch *wa = arg;
+    struct idpool_stats st;
+    const struct timespec d = {0, TIMELINE_MS * 1000000L};
+
+    st.size = sizeof(st);
+    while (atomic_load(&finished) < wa->threads) {
+        idpool_app_stats(wa->a, &st);
+        if (st.failbacks >= wa->want) {
+            atomic_store(&stop_now, 1);
+            break;
+        }
+        nanosleep(&d, NULL);
     }
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    unsigned threads = 1, take = 0, timeout = 0, mod = 0, buffer = 0, max_batch = 0;
+    unsigned threads = 1, take = 0, timeout = 0, mod = 0, buffer = 0, max_batch = 0,
+             failback_ms = 0;
     unsigned long cycles = 0;
-    uint64_t bench = 0;
+    uint64_t bench = 0, until_failbacks = 0;
+    struct watch wa = {0};
     uint64_t ids = 1000000, got = 0;
-    const char *prefix = NULL;
+    const char *prefix = NULL, *timeline_path = NULL, *ca_file = NULL;
+    FILE *tl = NULL;
     int i, ok = 1;
     struct idpool_options o;
     struct idpool_client *c;
@@ -188,6 +278,8 @@ int main(int argc, char **argv)
             timeout = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--record") == 0)
             prefix = argv[i + 1];
+        else if (strcmp(argv[i], "--timeline") == 0)
+            timeline_path = argv[i + 1];
         else if (strcmp(argv[i], "--mod") == 0)
             mod = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--buffer") == 0)
@@ -196,6 +288,12 @@ int main(int argc, char **argv)
             max_batch = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--cycles") == 0)
             cycles = strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--until-failbacks") == 0)
+            until_failbacks = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--failback-ms") == 0)
+            failback_ms = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--ca-file") == 0)
+            ca_file = argv[i + 1];
         else if (strcmp(argv[i], "--bench") == 0)
             bench = strtoull(argv[i + 1], NULL, 10);
         else {
@@ -205,13 +303,16 @@ int main(int argc, char **argv)
     }
     if (argc - i < 2 || threads == 0 || threads > 64 || take > REC_MAX || mod > MOD_MAX) {
         fprintf(stderr, "usage: idpool-clientload [--threads T] [--ids N] [--take K<=1024] "
-                        "[--record PREFIX] [--timeout-ms MS] [--mod M<=16] APP ENV...\n");
+                        "[--record PREFIX] [--timeout-ms MS] [--mod M<=16] "
+                        "[--timeline FILE] APP ENV...\n");
         return 2;
     }
     idpool_options_init(&o);
     o.timeout_ms = timeout;
     o.buffer = buffer;
     o.max_batch = max_batch;
+    o.ca_file = ca_file;
+    o.failback_ms = failback_ms;
     for (unsigned long k = 0; k < cycles; k++) {
         struct idpool_app *a;
         uint64_t id;
@@ -268,6 +369,10 @@ int main(int argc, char **argv)
     w = calloc(threads, sizeof(*w));
     if (w == NULL)
         return 2;
+    if (timeline_path && (tl = fopen(timeline_path, "w")) == NULL) {
+        perror(timeline_path);
+        return 2;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned t = 0; t < threads; t++) {
         w[t].app = idpool_app(c, argv[i]);
@@ -292,18 +397,42 @@ int main(int argc, char **argv)
         }
         pthread_create(&w[t].th, NULL, work, &w[t]);
     }
+    if (until_failbacks) {
+        wa = (struct watch){.a = w[0].app, .threads = threads, .want = until_failbacks};
+        pthread_create(&wa.th, NULL, watch_failbacks, &wa);
+    }
+    if (tl) {
+        if (timeline(tl, w[0].app, threads) < 0) {
+            perror(timeline_path);
+            ok = 0;
+        }
+        if (fclose(tl) != 0)
+            ok = 0;
+    }
     for (unsigned t = 0; t < threads; t++) {
         pthread_join(w[t].th, NULL);
         got += w[t].got;
-        if (w[t].got < w[t].want) {
+        if (w[t].got < w[t].want && !atomic_load(&stop_now)) {
             ok = 0;
-            fprintf(stderr, "idpool-clientload: thread %u got %" PRIu64 " of %" PRIu64 ": %s\n", t,
-                    w[t].got, w[t].want, idpool_strerror(w[t].rc));
+            char why[400];
+            idpool_app_last_error(w[t].app, why, sizeof(why));
+            fprintf(stderr,
+                    "idpool-clientload: thread %u got %" PRIu64 " of %" PRIu64
+                    ": %s; last error: %s\n",
+                    t, w[t].got, w[t].want, idpool_strerror(w[t].rc), why[0] ? why : "none");
         }
         if (w[t].out)
             fclose(w[t].out);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (until_failbacks) {
+        pthread_join(wa.th, NULL);
+        if (!atomic_load(&stop_now)) {
+            ok = 0;
+            fprintf(stderr, "idpool-clientload: the IDs ran out before %" PRIu64 " failback(s)\n",
+                    until_failbacks);
+        }
+    }
     if (mod) {
         printf("clientload: by remainder modulo %u:", mod);
         for (unsigned r = 0; r < mod; r++) {

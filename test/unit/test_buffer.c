@@ -51,6 +51,16 @@ static void test_batch(void)
     CHECK_EQ_U64(batch_next(800, 400, 500, 100, 1000, 0), 200);
 }
 
+static void test_low_water(void)
+{
+    CHECK_EQ_U64(low_water_ids(100, 0, 0, 500), 100);          /* idle: one batch */
+    CHECK_EQ_U64(low_water_ids(100, 5000, 0, 500), 5000);      /* the buffer option */
+    CHECK_EQ_U64(low_water_ids(1000, 0, 500000, 500), 250000); /* 0.5 s of 500k/s: takes */
+    CHECK_EQ_U64(low_water_ids(1000, 300000, 500000, 500), 300000);
+    CHECK_EQ_U64(low_water_ids(1000, 0, 1e12, 500), LOW_WATER_MAX); /* capped */
+    CHECK_EQ_U64(low_water_ids(1000, 0, 1000, 500), 1000);          /* below a batch */
+}
+
 static void test_rate(void)
 {
     double r = rate_update(0, 1000, 1000); /* 1000 IDs in 1 s */
@@ -83,6 +93,7 @@ int main(void)
 {
     RUN(test_ring);
     RUN(test_batch);
+    RUN(test_low_water);
     RUN(test_rate);
     RUN(test_retry_hint);
     return unit_done();

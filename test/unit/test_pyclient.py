@@ -114,6 +114,64 @@ class Urls(unittest.TestCase):
             m.Client(A)
 
 
+class IssuerUrls(unittest.TestCase):
+    def test_good(self):
+        p = m.parse_issuer_url("http://idp_tok@10.0.0.1:8080")
+        self.assertEqual(p, {"host": "10.0.0.1", "port": 8080, "tls": False, "token": "idp_tok", "prefix": ""})
+        p = m.parse_issuer_url("HTTPS://:idp%2Dx@[::1]/api/ids/")
+        self.assertEqual((p["host"], p["port"], p["tls"], p["token"], p["prefix"]), ("::1", 443, True, "idp-x", "/api/ids"))
+        self.assertEqual(m.parse_issuer_url("http://t@h/")["prefix"], "")
+        self.assertEqual(m.parse_env("http://t@h")[0], "http")
+        self.assertEqual(m.parse_env("redis://h")[0], "redis")
+
+    def test_bad(self):
+        for url, msg in (
+            ("http://10.0.0.1:8080", "needs a token"),
+            ("http://u:SECRET@h", "token alone"),
+            ("http://@h", "token alone"),
+            ("http://SECRET@h:0", "port"),
+            ("http://SECRET@h/a b", "space"),
+            ("http://SECRET@h/a%20b", "may not contain '%'"),
+            ("http://SE%0D%0AX%3A%20CRET@h", "may not contain a space or control"),
+            ("http://SECRET@h?x=1", "query"),
+            ("http://SECRET@", "missing host"),
+        ):
+            with self.assertRaisesRegex(ValueError, msg, msg=url) as cm:
+                m.parse_issuer_url(url)
+            self.assertNotIn("SECRET", str(cm.exception))
+        with self.assertRaisesRegex(ValueError, "unsupported scheme 'ftp://'"):
+            m.parse_env("ftp://x@h")
+        with self.assertRaisesRegex(ValueError, "environment 1 .*needs a token"):
+            m.Client([A, "http://h:1"])
+
+
+class HttpAnswers(unittest.TestCase):
+    def test_ids(self):
+        self.assertEqual(m.classify_http(200, b"1\n22\n", None, 10), (m.IDS, [1, 22], None, None))
+        self.assertEqual(m.classify_http(200, b"7\r\n", None, 10)[:2], (m.IDS, [7]))
+        self.assertEqual(m.classify_http(200, b"", None, 10)[0], m.DRY)
+        for body in (b"1\n2", b"1\nx\n", b"\n", b"18446744073709551616\n", b"1\n2\n3\n", b"\xff\n"):
+            self.assertEqual(m.classify_http(200, body, None, 2)[0], m.DOWN, body)
+
+    def test_refusals(self):
+        def err(code, msg):
+            return ('{"error":"%s","message":"%s"}\n' % (code, msg)).encode()
+
+        o, _, h, msg = m.classify_http(429, err("IDPOOL_RATE", "max_size_per_second 20 reached; retry in 636 ms"), "1", 5)
+        self.assertEqual((o, h), (m.RATE, 0.636))
+        self.assertEqual(msg, "429 IDPOOL_RATE: max_size_per_second 20 reached; retry in 636 ms")
+        self.assertEqual(m.classify_http(503, err("IDPOOL_EPOCH", "not yet"), "3", 5)[:3], (m.EPOCH, [], 3))
+        self.assertEqual(m.classify_http(503, err("IDPOOL_EMPTY", "dry"), "1", 5)[0], m.DRY)
+        self.assertEqual(m.classify_http(503, err("IDPOOL_UNAVAILABLE", "Redis down"), "1", 5)[0], m.DOWN)
+        self.assertEqual(m.classify_http(400, err("IDPOOL_LIMIT", "count 500 exceeds max_size_per_times 300"), None, 500)[:3], (m.LIMIT, [], 300))
+        for status, code in ((401, "IDPOOL_AUTH"), (403, "IDPOOL_FORBIDDEN"), (404, "IDPOOL_NOAPP")):
+            self.assertEqual(m.classify_http(status, err(code, "no"), None, 5)[0], m.NOAPP)
+        o, _, _, msg = m.classify_http(502, b"<html>Bad Gateway</html>", None, 5)
+        self.assertEqual(o, m.DOWN)
+        self.assertIn("HTTP 502 without an idpool error body", msg)
+        self.assertEqual(m.classify_http(500, b"[1]", None, 5)[0], m.DOWN)
+
+
 class Batch(unittest.TestCase):
     def test_batch_next(self):
         bn = m.batch_next
@@ -124,6 +182,13 @@ class Batch(unittest.TestCase):
         self.assertEqual(bn(300, 2000.0, 0.5, 100, 1000, True), 1000)  # demand above double
         self.assertEqual(bn(800, 0.0, 0.5, 100, 1000, True), 1000)
         self.assertEqual(bn(100, 0.0, 0.5, 100, 50, False), 50)  # cap below min wins
+
+    def test_low_water(self):
+        lw = m.low_water_ids
+        self.assertEqual(lw(100, 0, 0.0, 0.5), 100)
+        self.assertEqual(lw(100, 5000, 0.0, 0.5), 5000)
+        self.assertEqual(lw(1000, 0, 500000.0, 0.5), 250000)
+        self.assertEqual(lw(1000, 0, 1e12, 0.5), m.LOW_WATER_MAX)
 
     def test_rate_update(self):
         ru = m.rate_update
@@ -196,8 +261,9 @@ class Fake:
         if mode == "ok":
             mode = self.ids(e.index, count)
         if mode == "DOWN":
-            return m.DOWN, [], None
-        return m.classify_reply(mode, count)
+            client._env_fail(e, now)  # as the real transports do: e backs off
+            return m.DOWN, [], None, "connection refused"
+        return m.classify_reply(mode, count) + ("scripted",)
 
 
 def fake_client(envs, **kw):
@@ -205,7 +271,7 @@ def fake_client(envs, **kw):
         m.redis = types.SimpleNamespace(Redis=None, ResponseError=Exception)
     f = Fake(envs)
     c = m.Client([f"redis://127.0.0.1:{i + 1}/0" for i in range(len(envs))], **kw)
-    c._take_from = lambda a, e, count, now: f.take_from(c, a, e, count, now)
+    c._take_redis = lambda a, e, count, now: f.take_from(c, a, e, count, now)
     return c, f
 
 
@@ -338,6 +404,30 @@ class StateMachine(unittest.TestCase):
             self.assertLess(time.monotonic() - t0, 1.0)
             with self.assertRaises(m.IdpoolError):
                 a.take(3)
+
+    def test_all_down_does_not_spin(self):
+        c, f = fake_client(["DOWN", "DOWN"], timeout=0.5)
+        looks = [0]  # takes asked of the transports, tried or skipped (backing off)
+        take_from = c._take_from
+
+        def counted(*args):
+            looks[0] += 1
+            return take_from(*args)
+
+        c._take_from = counted
+        with c:
+            a = c.app("u")
+            with self.assertRaises(m.IdpoolTimeout):
+                a.next()
+            time.sleep(0.5)
+            # backing off (100, 200, 400 ms ... per environment): a handful of
+            # looks in a second, not a busy loop
+            self.assertLess(looks[0], 40)
+            self.assertLess(sum(f.calls), 30)
+            st = a.stats()
+            self.assertEqual(st["errors"], sum(f.calls))  # skipped tries are not errors
+            self.assertIn("environment", a.last_error())
+            self.assertIn("connection refused", a.last_error())
 
     def test_noapp_in_one_fails_over(self):
         c, f = fake_client(["IDPOOL_NOAPP no such application: u", "ok"])

@@ -1,0 +1,88 @@
+/*
+ * env — libidpool's environments: where a take goes, and what came back.
+ * An environment is a Redis (redis://, FCALL idpool_take) or an ID issuer
+ * (http[s]://, GET /v1/ids/{key}?count=N). Both answer the same way to the
+ * client: IDs, or a refusal it acts on (client.c). Used by the client's
+ * background thread only: blocking I/O, bounded by io_timeout_ms.
+ */
+#ifndef IDPOOL_LIB_ENV_H
+#define IDPOOL_LIB_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <openssl/ssl.h>
+
+#include "idpool.h"
+#include "url.h"
+
+enum take_outcome {
+    T_IDS,   /* r->ids[0..r->n) */
+    T_DRY,   /* the pool is empty */
+    T_EPOCH, /* not yet re-validated: ask again after r->hint_ms */
+    T_RATE,  /* max_size_per_second: ask again after r->hint_ms */
+    T_LIMIT, /* more than max_size_per_times (r->limit) asked */
+    T_NOAPP, /* not served here: unknown application, or a token that may not take it */
+    T_DOWN,  /* unreachable, timed out, or an answer that makes no sense */
+};
+
+struct take_result {
+    uint64_t *ids; /* heap (T_IDS), freed by the caller */
+    size_t n;
+    uint64_t hint_ms;
+    unsigned limit;
+    char msg[256]; /* what went wrong, naming the environment (not T_IDS) */
+    int skipped;   /* T_DOWN without a try: the environment is backing off */
+};
+
+struct env {
+    int http; /* an issuer; else a Redis */
+    char name[300];
+    uint64_t down_until_ms; /* not tried before this after a failure */
+    unsigned backoff_ms;
+    struct redis_url rurl;
+    redisContext *rc;
+    struct issuer_url iurl;
+    int fd; /* the issuer connection, or -1 */
+    SSL_CTX *tls;
+    SSL *ssl;
+    char *buf; /* the issuer's answer */
+    size_t cap;
+};
+
+/* When e may be tried again: 0 when it has a connection or is not backing off. */
+static inline uint64_t env_retry_at(const struct env *e)
+{
+    return e->rc || e->fd >= 0 ? 0 : e->down_until_ms;
+}
+
+/* Parse url into e (nothing connected). 0, or -1 with a message in err. */
+int env_init(struct env *e, const char *url, char *err, size_t errlen);
+void env_free(struct env *e);
+
+/*
+ * One take of `count` IDs of application `key` (Redis keys k_pool, k_meta)
+ * from e, (re)connecting as needed. now is CLOCK_MONOTONIC ms.
+ */
+enum take_outcome env_take(struct env *e, const struct idpool_options *o, const char *key,
+                           const char *k_pool, const char *k_meta, unsigned count, uint64_t now,
+                           struct take_result *r);
+
+/*
+ * What a refusal "IDPOOL_<CODE> <message>" (idpool_take's error reply, or
+ * an issuer's error code and message joined by a space) means; hint_ms and
+ * limit are read from the message. Anything not ours is T_DOWN.
+ */
+enum take_outcome env_refusal(const char *text, unsigned count, struct take_result *r);
+/* For the transports: r->msg = "<e's name>: <fmt...>". */
+void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* For the transports: close e's connection and back off before the next try. */
+void env_fail(struct env *e, uint64_t now);
+/* The issuer's take (issuer.c). */
+enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, const char *key,
+                              unsigned count, uint64_t now, struct take_result *r);
+void issuer_close(struct env *e);
+
+#endif
