@@ -1,15 +1,12 @@
 /*
- * ctl_status — `idpoolctl status` and `idpoolctl take`.
+ * ctl_status — `idpoolctl status`.
  *
  * status asks the daemon first (GET /v1/apps on http_addr, a tiny blocking
  * HTTP/1.0 client with one overall deadline), because only the daemon knows
  * the consumption rate and its own alerts. When no daemon answers it reads
  * Redis (LLEN, the alert:* fields of meta) and MySQL (the rows) directly and
  * says so in a footer: status is most needed exactly when the daemon is down.
- *
- * take is FCALL idpool_take through hiredis: the limits are enforced inside
- * Redis, for idpoolctl as for every other client.
- */
+ * */
 #include "ctl_status.h"
 
 #include <errno.h>
@@ -524,93 +521,6 @@ int ctl_status(struct ctl *c, int argc, char **argv)
     return 0;
 }
 
-/* -------------------------------------------------------------------- take */
-
-int ctl_take(struct ctl *c, int argc, char **argv)
-{
-    char *pos[2], pool[256], meta[256], shown[260];
-    const char *count = "1", *args[6];
-    redisReply *r;
-    int64_t n = 1;
-    int npos, rc;
-
-    c->cmd = "take";
-    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 2, &npos);
-    if (rc != 0)
-        return rc;
-    if (npos < 1)
-        return ctl_usage(c, "missing KEY");
-    if (npos == 2) {
-        count = pos[1];
-        if (ctl_parse_i64(count, &n) != 0 || n < 1)
-            return ctl_usage(c, "N: must be an integer >= 1, got '%.64s'", count);
-    }
-    if (!app_key_valid(pos[0]))
-        return ctl_usage(c, "'%s' is not an application key: must match [A-Za-z0-9_.-]{1,64}",
-                         ctl_printable(pos[0], shown, sizeof(shown)));
-    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_redis_open(c)) != 0)
-        return rc;
-    ctl_redis_key(c, pos[0], "pool", pool, sizeof(pool));
-    ctl_redis_key(c, pos[0], "meta", meta, sizeof(meta));
-    args[0] = "FCALL";
-    args[1] = "idpool_take";
-    args[2] = "2";
-    args[3] = pool;
-    args[4] = meta;
-    args[5] = count;
-    r = redisCommandArgv(c->rds, 6, args, NULL);
-    if (!r)
-        return ctl_fail(c, CTL_ERROR, "%s: %s", c->rds_where,
-                        c->rds->errstr[0] ? c->rds->errstr : "no reply");
-    if (r->type == REDIS_REPLY_ERROR) {
-        if (strncmp(r->str, "IDPOOL_", 7) == 0)
-            rc = ctl_fail(c, CTL_ERROR, "application '%s': %s", pos[0], r->str);
-        else if (strstr(r->str, "Function not found") || strstr(r->str, "function not found"))
-            rc = ctl_fail(c, CTL_ERROR,
-                          "%s has no idpool_take function: idpoold loads the idpool library "
-                          "when it starts (%s)",
-                          c->rds_where, r->str);
-        else
-            rc = ctl_fail(c, CTL_ERROR, "%s: FCALL idpool_take: %s", c->rds_where, r->str);
-        freeReplyObject(r);
-        return rc;
-    }
-    if (r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return ctl_fail(c, CTL_ERROR, "%s: FCALL idpool_take: unexpected reply type %d",
-                        c->rds_where, r->type);
-    }
-    if (c->json) {
-        cJSON *doc = ctl_jcheck(cJSON_CreateObject()), *ids;
-
-        ctl_jcheck(cJSON_AddStringToObject(doc, "key", pos[0]));
-        ctl_json_i64(doc, "requested", n);
-        ids = ctl_jcheck(cJSON_AddArrayToObject(doc, "ids"));
-        for (size_t i = 0; i < r->elements; i++)
-            if (r->element[i]->type == REDIS_REPLY_STRING)
-                cJSON_AddItemToArray(ids, ctl_jcheck(cJSON_CreateString(r->element[i]->str)));
-        if ((int64_t)r->elements < n) {
-            char msg[200];
-            snprintf(msg, sizeof(msg), "got %zu of %s IDs: the pool ran dry (underflow counted)",
-                     r->elements, count);
-            ctl_jcheck(cJSON_AddStringToObject(doc, "error", msg));
-        }
-        ctl_json_print(c, doc);
-    } else {
-        for (size_t i = 0; i < r->elements; i++)
-            if (r->element[i]->type == REDIS_REPLY_STRING)
-                printf("%s\n", r->element[i]->str);
-    }
-    rc = 0;
-    if ((int64_t)r->elements < n)
-        rc = ctl_fail(c, CTL_ERROR,
-                      "application '%s': got %zu of %s IDs: the pool ran dry (underflow counted; "
-                      "is idpoold running?)",
-                      pos[0], r->elements, count);
-    freeReplyObject(r);
-    return rc;
-}
-
 /* -------------------------------------------------------------------- help */
 
 void ctl_status_help(FILE *out, const char *prog)
@@ -625,24 +535,5 @@ void ctl_status_help(FILE *out, const char *prog)
             "It asks idpoold (GET /v1/apps on --http / IDPOOL_HTTP_ADDR, 2 s timeout). When no\n"
             "daemon answers it reads Redis and MySQL directly (the rate is then unknown, '?')\n"
             "and the footer line says so. Exit 1 only when neither source can be read.\n",
-            prog);
-}
-
-void ctl_take_help(FILE *out, const char *prog)
-{
-    fprintf(out,
-            "Usage: %s [global options] take KEY [N] [--json]\n"
-            "\n"
-            "Take N IDs (default 1) from the application's pool, head first, through the Redis\n"
-            "function idpool_take, exactly as a client would: the application's limits are\n"
-            "enforced by Redis. Prints one ID per line.\n"
-            "\n"
-            "Errors (exit 1): IDPOOL_LIMIT (N above max_size_per_times), IDPOOL_RATE\n"
-            "(max_size_per_second reached; says how long to wait), IDPOOL_NOAPP (idpoold does\n"
-            "not serve KEY), IDPOOL_BADARG. A short reply (the pool ran dry) prints the IDs it\n"
-            "got and exits 1.\n"
-            "\n"
-            "The IDs taken are gone from the pool: this is for checks and scripts, not a way to\n"
-            "peek.\n",
             prog);
 }

@@ -1,8 +1,7 @@
 /*
  * ctl_status — `idpoolctl status` (what the service is doing: from the
  * daemon's GET /v1/apps, or from Redis and MySQL directly when no daemon
- * answers) and `idpoolctl take` (IDs through idpool_take, with the
- * application's limits enforced by Redis).
+ * answers).
  */
 #ifndef IDPOOL_CTL_STATUS_H
 #define IDPOOL_CTL_STATUS_H
@@ -14,10 +13,6 @@
 /* `idpoolctl status [--json]` (argv after "status"). Returns the exit code. */
 int ctl_status(struct ctl *c, int argc, char **argv);
 
-/* `idpoolctl take KEY [N] [--json]` (argv after "take"). Returns the exit code. */
-int ctl_take(struct ctl *c, int argc, char **argv);
-
 void ctl_status_help(FILE *out, const char *prog);
-void ctl_take_help(FILE *out, const char *prog);
 
 #endif

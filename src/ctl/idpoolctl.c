@@ -18,6 +18,7 @@
 #include "ctl_apps.h"
 #include "ctl_common.h"
 #include "ctl_status.h"
+#include "ctl_take.h"
 #include "ctl_tokens.h"
 
 static const char *const progname = "idpoolctl";

@@ -112,7 +112,7 @@ usage_err apps set x deleted_at=1 "apps disable"
 usage_err apps disable "missing KEY"
 usage_err apps enable "missing KEY"
 usage_err take "missing KEY"
-usage_err take x 0 "N: must be an integer >= 1, got '0'"
+usage_err take x 0 "N: must be an integer in 1\\.\\.10000000, got '0'"
 usage_err take x abc "N: .*'abc'"
 usage_err take x 1 2 "unexpected argument '2'"
 usage_err status extra "unexpected argument 'extra'"
@@ -231,8 +231,8 @@ json_ok
 assert_eq direct "$(jget 'd["source"]')" "status source without a daemon"
 assert_eq None "$(jget '[a["rate_ids_per_s"] for a in d["apps"] if a["key"] == "user"][0]')" "rate without a daemon"
 # No daemon ever ran against this Redis: the function library is not loaded.
-expect 1 take user 1
-err_has "idpool_take"
+expect 1 take user 1 --timeout-ms 500
+err_has "application 'user': got 0 of 1 IDs: timed out.*Function not found.*no idpool_take function"
 pass "status and take without a daemon"
 
 # --------------------------------------------------- with the daemon ---
@@ -324,13 +324,20 @@ json_ok
 assert_eq 10 "$(jget 'len(d["ids"])')" "--json take: IDs"
 assert_eq True "$(jget 'all(isinstance(i, str) and i.isdigit() for i in d["ids"])')" "--json take: IDs as strings"
 assert_eq True "$(jget 'all(int(a) < int(b) for a, b in zip(d["ids"], d["ids"][1:]))')" "--json take: increasing"
-expect 1 take user 11
-err_has "application 'user': IDPOOL_LIMIT .*10"
-expect 1 --json take user 11
+# Above max_size_per_times (10) libidpool takes 10 at a time (IDPOOL_LIMIT
+# brings its batch down): 25 IDs in at least 3 takes.
+expect 0 --json take user 25
 json_ok
-expect 1 take nokey 1
-err_has "IDPOOL_NOAPP"
-pass "take: increasing IDs from a monotonic app, IDPOOL_LIMIT above max_size_per_times"
+assert_eq 25 "$(jget 'len(d["ids"])')" "--json take 25: IDs"
+assert_eq True "$(jget 'all(int(a) < int(b) for a, b in zip(d["ids"], d["ids"][1:]))')" "--json take 25: increasing"
+assert_ge "$(jget 'd["client"]["takes"]')" 3 "takes of at most 10 for 25 IDs"
+expect 1 take nokey 1 --timeout-ms 500
+err_has "application 'nokey': got 0 of 1 IDs: no environment serves this application.*IDPOOL_NOAPP"
+expect 2 take user 1 --env ftp://x
+err_has "environment 0: unsupported scheme 'ftp://'"
+expect 2 take user 1 --timeout-ms 0
+err_has "--timeout-ms: must be an integer in 1\.\.3600000, got '0'"
+pass "take: increasing IDs from a monotonic app through libidpool, several takes above max_size_per_times, errors"
 
 # status from the daemon's /v1/apps.
 wait_until 5 eval "'$IDPOOLCTL' --json status 2>/dev/null | grep -q '\"source\":[[:space:]]*\"daemon\"'" ||
@@ -356,8 +363,8 @@ out_has "^-- .*HTTP address is disabled"
 pass "status falls back to Redis and MySQL when the daemon is gone"
 
 # ---------------------------------------------------- unreachable servers ---
-expect 1 --redis "redis://:topsecret@127.0.0.1:$DEAD_PORT/0" take user
-err_has "cannot connect to Redis at 127\\.0\\.0\\.1:$DEAD_PORT"
+expect 1 --redis "redis://:topsecret@127.0.0.1:$DEAD_PORT/0" take user --timeout-ms 300
+err_has "environment 0 \\(127\\.0\\.0\\.1:$DEAD_PORT: cannot connect: Connection refused\\)"
 one_line_err
 [[ $ERR != *topsecret* ]] || fail "a password was printed: $ERR"
 expect 1 --mysql "mysql://root:topsecret@127.0.0.1:$DEAD_PORT/idpool" apps list

@@ -1,0 +1,192 @@
+/*
+ * ctl_take — `idpoolctl take`: IDs the way an application gets them,
+ * through libidpool (include/idpool.h), the one client implementation: the
+ * limits are enforced where the IDs come from (idpool_take in Redis, or an
+ * issuer), refusals are handled as the library handles them (IDPOOL_LIMIT
+ * brings the takes down to max_size_per_times, IDPOOL_RATE and a dry pool
+ * are waited out up to --timeout-ms), and environments fail over in order.
+ *
+ * Each take asks for min(N, 1000) IDs, so a short command wastes little:
+ * the library may have taken one more batch ahead when the command exits,
+ * and those IDs are gaps, never handed out again.
+ */
+#include "ctl_take.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "idpool.h"
+
+#define TAKE_MAX_ENVS    32
+#define TAKE_BATCH_MAX   1000
+#define TAKE_TIMEOUT_MS  2000
+#define TAKE_TIMEOUT_MAX 3600000
+
+enum { O_ENV, O_TIMEOUT, O_CA_FILE };
+
+static const struct ctl_opt take_opts[] = {
+    {"env", 1, O_ENV},
+    {"timeout-ms", 1, O_TIMEOUT},
+    {"ca-file", 1, O_CA_FILE},
+    {NULL, 0, 0},
+};
+
+struct take_args {
+    const char *envs[TAKE_MAX_ENVS];
+    size_t nenv;
+    int64_t timeout_ms;
+    const char *ca_file;
+};
+
+static int on_take_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
+{
+    struct take_args *t = arg;
+
+    (void)name;
+    switch (id) {
+    case O_ENV:
+        if (t->nenv == TAKE_MAX_ENVS)
+            return ctl_usage(c, "--env: at most %d environments", TAKE_MAX_ENVS);
+        t->envs[t->nenv++] = value;
+        break;
+    case O_TIMEOUT:
+        if (ctl_parse_i64(value, &t->timeout_ms) != 0 || t->timeout_ms < 1 ||
+            t->timeout_ms > TAKE_TIMEOUT_MAX)
+            return ctl_usage(c, "--timeout-ms: must be an integer in 1..%d, got '%.64s'",
+                             TAKE_TIMEOUT_MAX, value);
+        break;
+    case O_CA_FILE:
+        t->ca_file = value;
+        break;
+    }
+    return 0;
+}
+
+/* The library's counters of a, as a JSON object. */
+static void stats_json(cJSON *doc, struct idpool_app *a)
+{
+    struct idpool_stats st;
+    cJSON *o = ctl_jcheck(cJSON_AddObjectToObject(doc, "client"));
+
+    st.size = sizeof(st);
+    idpool_app_stats(a, &st);
+    ctl_json_i64(o, "env", st.env);
+    ctl_json_i64(o, "takes", (int64_t)st.takes);
+    ctl_json_i64(o, "refused_epoch", (int64_t)st.refused_epoch);
+    ctl_json_i64(o, "refused_rate", (int64_t)st.refused_rate);
+    ctl_json_i64(o, "empty", (int64_t)st.empty);
+    ctl_json_i64(o, "errors", (int64_t)st.errors);
+    ctl_json_i64(o, "failovers", (int64_t)st.failovers);
+}
+
+/* Why the take came short: the library's error, what the environment said, a hint. */
+static void short_reason(int rc, struct idpool_app *a, char *buf, size_t len)
+{
+    char last[400];
+
+    idpool_app_last_error(a, last, sizeof(last));
+    snprintf(buf, len, "%s%s%s%s", idpool_strerror(rc), last[0] ? "; last error: " : "", last,
+             strstr(last, "unction not found")
+                 ? " (no idpool_take function: idpoold loads the idpool library when it starts)"
+                 : "");
+}
+
+int ctl_take(struct ctl *c, int argc, char **argv)
+{
+    struct take_args t = {.timeout_ms = TAKE_TIMEOUT_MS};
+    char *pos[2], shown[260], err[512], why[1024];
+    const char *count = "1";
+    struct idpool_options o;
+    struct idpool_client *cl = NULL;
+    struct idpool_app *a;
+    uint64_t *ids;
+    size_t got = 0;
+    int64_t n = 1;
+    int npos, rc;
+
+    c->cmd = "take";
+    rc = ctl_opts_parse(c, argc, argv, take_opts, on_take_opt, &t, pos, 2, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos < 1)
+        return ctl_usage(c, "missing KEY");
+    if (npos == 2) {
+        count = pos[1];
+        if (ctl_parse_i64(count, &n) != 0 || n < 1 || n > 10000000)
+            return ctl_usage(c, "N: must be an integer in 1..10000000, got '%.64s'", count);
+    }
+    if (!app_key_valid(pos[0]))
+        return ctl_usage(c, "'%s' is not an application key: must match [A-Za-z0-9_.-]{1,64}",
+                         ctl_printable(pos[0], shown, sizeof(shown)));
+    if ((rc = ctl_setup(c)) != 0)
+        return rc;
+    if (t.nenv == 0) /* the configured Redis */
+        t.envs[t.nenv++] = c->cfg.redis_url;
+    idpool_options_init(&o);
+    o.timeout_ms = (unsigned)t.timeout_ms;
+    o.max_batch = o.min_batch = n < TAKE_BATCH_MAX ? (unsigned)n : TAKE_BATCH_MAX;
+    o.key_prefix = c->cfg.key_prefix;
+    o.ca_file = t.ca_file;
+    if (idpool_client_new(t.envs, t.nenv, &o, &cl, err, sizeof(err)) != IDPOOL_OK)
+        return ctl_usage(c, "%s", err);
+    a = idpool_app(cl, pos[0]);
+    ids = malloc((size_t)n * sizeof(*ids));
+    if (a == NULL || ids == NULL)
+        ctl_oom();
+    rc = idpool_take(a, (size_t)n, ids, &got);
+    if (rc != IDPOOL_OK)
+        short_reason(rc, a, why, sizeof(why));
+    if (c->json) {
+        cJSON *doc = ctl_jcheck(cJSON_CreateObject()), *arr;
+        char num[24];
+
+        ctl_jcheck(cJSON_AddStringToObject(doc, "key", pos[0]));
+        ctl_json_i64(doc, "requested", n);
+        arr = ctl_jcheck(cJSON_AddArrayToObject(doc, "ids"));
+        for (size_t i = 0; i < got; i++) /* strings: JavaScript loses digits above 2^53 */
+            cJSON_AddItemToArray(arr, ctl_jcheck(cJSON_CreateString(ctl_u64(ids[i], num))));
+        stats_json(doc, a);
+        if (rc != IDPOOL_OK) {
+            char msg[1200];
+            snprintf(msg, sizeof(msg), "got %zu of %s IDs: %s", got, count, why);
+            ctl_jcheck(cJSON_AddStringToObject(doc, "error", msg));
+        }
+        ctl_json_print(c, doc);
+    } else {
+        for (size_t i = 0; i < got; i++)
+            printf("%" PRIu64 "\n", ids[i]);
+    }
+    idpool_client_free(cl);
+    free(ids);
+    if (rc != IDPOOL_OK)
+        return ctl_fail(c, CTL_ERROR, "application '%s': got %zu of %s IDs: %s", pos[0], got, count,
+                        why);
+    return 0;
+}
+
+void ctl_take_help(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "Usage: %s [global options] take KEY [N] [--env URL]... [--timeout-ms MS]\n"
+            "                                  [--ca-file PEM] [--json]\n"
+            "\n"
+            "Take N IDs (default 1, at most 10000000) of application KEY the way an application\n"
+            "does: through libidpool, from the environments given with --env in preference\n"
+            "order (Redis URLs redis://..., or ID issuers http[s]://TOKEN@host:port), by\n"
+            "default from the configured Redis (--redis, IDPOOL_REDIS_URL). Prints one ID per\n"
+            "line.\n"
+            "\n"
+            "The application's limits are enforced where the IDs come from: takes of at most\n"
+            "max_size_per_times (the library comes down to it on IDPOOL_LIMIT), and\n"
+            "max_size_per_second (IDPOOL_RATE is waited out). A dry pool, a pool not yet\n"
+            "re-validated after a Redis restart, or an environment down is waited out too, up\n"
+            "to --timeout-ms (default 2000), moving to the next --env when one cannot supply.\n"
+            "Then it exits 1 with the IDs it got printed and the reason (the last refusal,\n"
+            "naming the environment). --ca-file: the CAs that verify an https issuer.\n"
+            "\n"
+            "The IDs taken are gone from the pool (this is for checks and scripts, not a way to\n"
+            "peek), and up to one take more may be left unused when the command exits: gaps.\n",
+            prog);
+}
