@@ -3,7 +3,7 @@
 do, measured side by side in one run on throwaway loopback servers.
 
   scripts/bench.sh [--quick] [--profile] [--build DIR] [--out DIR]
-                   [--api-only | --no-api]
+                   [--api-only | --no-api] [--client-only | --no-client]
 
   --quick      3 runs of short windows, ramp steps held 4 s (about 4 min on
                2 cores); the default is 5 runs of 10 s, steps held 10 s
@@ -21,6 +21,8 @@ do, measured side by side in one run on throwaway loopback servers.
   --api-only   only section 7 (the ID API against nginx): about 5 min
   --no-api     without section 7 (it is also left out, with a warning,
                when nginx or wrk is not installed)
+  --client-only  only section 8 (the client libraries): about 6 min
+  --no-client  without section 8
 
 Starts its own redis-server + mariadbd (scripts/servers.sh, AOF everysec)
 and idpoold on 127.0.0.1 and measures:
@@ -39,18 +41,30 @@ and idpoold on 127.0.0.1 and measures:
   7. the ID API (idpoold --api) under wrk against nginx serving a body of
      the same size with 1 worker (test/bench/api.py): req/s, IDs/s,
      p50/p99/p99.9 while the pool is refilled; api_ratio = issuer req/s /
-     nginx req/s (goal >= 0.7); needs nginx-light and wrk.
+     nginx req/s (goal >= 0.7); needs nginx-light and wrk;
+  8. the client libraries (test/bench/client.py): idpool_next() of
+     libidpool against an in-process atomic_fetch_add counter, 1 and 2
+     threads (client_ratio = next / atomic, goals >= 0.5 and >= 100M
+     calls/s); its latency (p50 ... p99.9, max) and the calls that waited
+     for Redis under sustained load, flat out and paced, while the pool is
+     refilled; idpool_client's App.next() against next() on
+     itertools.count() (needs python3-redis for that part).
 Results: raw outputs, results.md (a table for BENCHMARKS.md), ramp.png and
 latency.png in the results directory. The last line printed is
   bench: e2e_ratio=X p999_ratio=Y sustained_ids_per_s=Z ceiling_ids_per_s=W mysql_writes_per_million=V idle_cpu_pct=U
-followed on the same line by api_rps=R api_ratio=A when section 7 ran (with
---api-only: "bench: api_rps=R api_ratio=A").
+followed on the same line by api_rps=R api_ratio=A when section 7 ran and
+client_ids_per_s=C client_ratio=Q when section 8 ran (with --api-only:
+"bench: api_rps=R api_ratio=A"; with --client-only: "bench:
+client_ids_per_s=C client_ratio=Q").
 Exit status: 0 measured (whether or not the goals hold), 1 error, 64 usage.
 Environment: IDPOOLD, IDPOOL_LOAD (binaries; default from --build);
 BENCH_RUNS, BENCH_WINDOW_S, BENCH_HOLD_S, BENCH_SCALE_APPS, BENCH_LOAD_APPS;
 BENCH_HOG_RATE (IDs/s of the latency phase's drain; default the sustained rate);
 IDPOOLCTL (section 7's token; default from --build), BENCH_API_CONNS (wrk's
-connections, default 64), BENCH_API_PIN=0 (section 7 unpinned).
+connections, default 64), BENCH_API_PIN=0 (section 7 unpinned);
+IDPOOL_CLIENTBENCH (section 8's tool; default from --build), IDPOOL_PYTHON
+(its Python part's interpreter), BENCH_CLIENT_RATE (its paced windows'
+IDs/s, default 500000), BENCH_CLIENT_PIN=0 (section 8 unpinned).
 
 Orchestration in this file; numbers, plot data and results.md in
 benchlib.py; servers, applications and daemons through the test harness'
@@ -59,7 +73,6 @@ helpers (test/lib/harness.py, which calls scripts/servers.sh).
 import glob
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -75,6 +88,7 @@ sys.path.insert(0, HERE)
 
 import api  # noqa: E402
 import benchlib  # noqa: E402
+import client  # noqa: E402
 import harness  # noqa: E402
 from harness import cpu_pct, cpu_ticks, pool_key, meta_key, rss_mib  # noqa: E402
 
@@ -163,7 +177,7 @@ def usage(status=64):
 
 
 def parse_args(argv):
-    o = dict(profile="default", prof=False, build=os.path.join(ROOT, "build"), out="", api="on")
+    o = dict(profile="default", prof=False, build=os.path.join(ROOT, "build"), out="", api="on", client="on")
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -175,6 +189,10 @@ def parse_args(argv):
             o["api"] = "only"
         elif a == "--no-api":
             o["api"] = "off"
+        elif a == "--client-only":
+            o["client"] = "only"
+        elif a == "--no-client":
+            o["client"] = "off"
         elif a in ("--build", "--out"):
             if i + 1 >= len(argv):
                 usage()
@@ -370,6 +388,8 @@ class Bench:
         for t in tools:
             if not shutil.which(t):
                 self.die("%s not found (see scripts/packages.txt)" % t)
+        if self.o["client"] == "only":
+            self.o["api"] = "off"
         missing = api.tools_missing()
         if missing and self.o["api"] == "only":
             self.die("--api-only: %s not found (apt-get install nginx-light wrk)" % ", ".join(missing))
@@ -414,19 +434,7 @@ class Bench:
         self.work = tempfile.mkdtemp(prefix="idpool-bench.", dir=os.environ.get("TMPDIR") or "/tmp")
         self.h = harness.Harness(self.work)
 
-        with open("/proc/cpuinfo") as f:
-            cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
-        with open("/proc/meminfo") as f:
-            mem_gib = "%.0f" % (int(next(ln for ln in f if ln.startswith("MemTotal:")).split()[1]) / 1048576)
-        machine = "%d x %s, %s GiB, %s %s" % (len(os.sched_getaffinity(0)), cpu_model, mem_gib,
-                                             platform.system(), platform.release())
-        try:
-            with open("/etc/os-release") as f:
-                pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', f.read(), re.M)
-            if pretty:
-                machine += ", " + pretty.group(1)
-        except OSError:
-            pass
+        machine = benchlib.machine()
         redis_v = first_line_of(["redis-server", "--version"], r" v=(\S+)")
         mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
         maria_v = first_line_of([mariadbd, "--version"], r" Ver ([^ -]+)")
@@ -447,7 +455,9 @@ class Bench:
         say("versions: " + versions)
         self.info("profile", self.o["profile"])
         self.info("command", "scripts/bench.sh" + (" --quick" if quick else "")
-                  + {"only": " --api-only", "off": " --no-api"}.get(self.o["api"], ""))
+                  + ({"only": " --api-only", "off": " --no-api"}.get(self.o["api"], "")
+                     if self.o["client"] != "only" else "")
+                  + {"only": " --client-only", "off": " --no-client"}.get(self.o["client"], ""))
         self.info("machine", machine)
         self.info("versions", versions)
         self.info("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
@@ -1047,6 +1057,39 @@ class Bench:
             % (benchlib.f0(rps), benchlib.f0(r.med("api.nginx.rps")), benchlib.f2(rat), api.BATCH,
                benchlib.f0(r.med("api.batch.ids_per_s"))))
 
+    # ------------------------------------------ 8. the client libraries
+
+    def client_section(self):
+        """Section 8 (test/bench/client.py): a daemon of its own refilling
+        one application, idpool-clientbench and the Python client against
+        it."""
+        say("8. the client libraries: idpool_next() against an atomic counter, its latency under sustained "
+            "load; the Python client's next() against itertools.count()")
+        self.h.sql("DELETE FROM application")
+        self.R("FLUSHALL")
+        build = os.path.abspath(self.o["build"])
+        self.clientbench = os.environ.get("IDPOOL_CLIENTBENCH") or os.path.join(build, "test", "idpool-clientbench")
+        if not os.environ.get("IDPOOL_CLIENTBENCH"):
+            with open(self.raw("ninja-clientbench.txt"), "w") as f:
+                if subprocess.call(["ninja", "-C", build, "test/idpool-clientbench"], stdout=f,
+                                   stderr=subprocess.STDOUT) != 0:
+                    self.die("building test/idpool-clientbench failed (see %s; IDPOOL_CLIENTBENCH names a built "
+                             "one)" % self.raw("ninja-clientbench.txt"))
+        try:
+            client.ClientBench(self, rounds=self.runs, duration=min(self.win, client.DURATION),
+                               rate=int(os.environ.get("BENCH_CLIENT_RATE") or client.RATE),
+                               pin=os.environ.get("BENCH_CLIENT_PIN", "1") != "0", say=say).run()
+        except client.Failed as e:
+            self.die("section 8: %s" % e)
+        r = benchlib.Report(self.out)
+        ids, rat = benchlib.client_values(r)
+        say("  medians: idpool_next %s calls/s, atomic %s -> client_ratio %s; 2 threads %s calls/s; Python %s "
+            "calls/s (ratio %s); paced %s IDs/s with buffer: %s calls waited"
+            % (benchlib.f0(ids), benchlib.f0(r.med("client.t1.atomic_per_s")), benchlib.f2(rat),
+               benchlib.f0(r.med("client.t2.next_per_s")), benchlib.f0(r.med("client.py.next_per_s")),
+               benchlib.f2(r.med("client.py.ratio")), os.environ.get("BENCH_CLIENT_RATE") or client.RATE,
+               benchlib.f0(r.total("client.paced_buf.waits"))))
+
     # ------------------------------------------------- plots, report
 
     def report(self):
@@ -1062,6 +1105,15 @@ class Bench:
         say("done in %d s; results: %s/results.md, ramp.png, latency.png" % (elapsed, self.out))
         print(benchlib.report(self.out), flush=True)
 
+    def report_client(self):
+        """--client-only: results.md of section 8 alone."""
+        elapsed = int(time.monotonic() - self.t_start)
+        self.info("elapsed_s", elapsed)
+        with open("/proc/loadavg") as f:
+            self.info("load_end", " ".join(f.read().split()[:3]))
+        say("done in %d s; results: %s/results.md" % (elapsed, self.out))
+        print(benchlib.client_report(self.out), flush=True)
+
     def report_api(self):
         """--api-only: results.md of section 7 alone."""
         elapsed = int(time.monotonic() - self.t_start)
@@ -1073,6 +1125,10 @@ class Bench:
 
     def run(self):
         self.setup()
+        if self.o["client"] == "only":
+            self.client_section()
+            self.report_client()
+            return
         if self.o["api"] == "only":
             self.api_section()
             self.report_api()
@@ -1089,6 +1145,8 @@ class Bench:
         self.scale()
         if self.o["api"] == "on":
             self.api_section()
+        if self.o["client"] == "on":
+            self.client_section()
         self.report()
 
 

@@ -11,14 +11,19 @@ in info.txt.
     ccdf(out, hists)                  -> a latency CCDF for latency.gp
     report(outdir)                    -> results.md; returns the summary line
     api_report(outdir)                -> results.md of the ID API section alone
+    client_report(outdir)             -> results.md of the client section alone
+    machine()                         -> "2 x CPU model, 24 GiB, Linux ..., OS"
 
 Run by hand, it renders results.md of a results directory again:
 
     benchlib.py report OUTDIR
     benchlib.py api-report OUTDIR     (a run of the ID API section alone)
+    benchlib.py client-report OUTDIR  (a run of the client section alone)
 """
 import math
 import os
+import platform
+import re
 import sys
 from collections import OrderedDict
 
@@ -165,6 +170,24 @@ def ccdf(out, hists):
             rest = (total - seen) / total
             # gnuplot's log scale cannot show 0: stop at 1 / total
             f.write("%g %.9g\n" % (lat, max(rest, 0.5 / total)))
+
+
+def machine():
+    """CPUs, model, memory, kernel and OS of this machine, on one line."""
+    with open("/proc/cpuinfo") as f:
+        cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+    with open("/proc/meminfo") as f:
+        mem_gib = "%.0f" % (int(next(ln for ln in f if ln.startswith("MemTotal:")).split()[1]) / 1048576)
+    m = "%d x %s, %s GiB, %s %s" % (len(os.sched_getaffinity(0)), cpu_model, mem_gib, platform.system(),
+                                    platform.release())
+    try:
+        with open("/etc/os-release") as f:
+            pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', f.read(), re.M)
+        if pretty:
+            m += ", " + pretty.group(1)
+    except OSError:
+        pass
+    return m
 
 
 # ------------------------------------------------------------- report ---
@@ -415,10 +438,11 @@ def report(outdir):
     L.append("")
 
     L += api_lines(r)
+    L += client_lines(r)
     summary = ("bench: e2e_ratio=%s p999_ratio=%s sustained_ids_per_s=%s ceiling_ids_per_s=%s "
                "mysql_writes_per_million=%s idle_cpu_pct=%s"
                % (f2(e2e_ratio), f2(p999_ratio), f0(sustained), f0(ceiling), f2(writes),
-                  f2(idle_cpu))) + api_summary(r)
+                  f2(idle_cpu))) + api_summary(r) + client_summary(r)
     L.append("```\n%s\n```" % summary)
     with open(os.path.join(outdir, "results.md"), "w") as f:
         f.write("\n".join(L) + "\n")
@@ -530,12 +554,139 @@ def api_report(outdir):
     return summary
 
 
+# ------------------------------------------- the client libraries (client.py) ---
+
+CLIENT_GOAL_IDS = 100e6  # idpool_next calls/s, 1 thread
+CLIENT_GOAL_RATIO = 0.5  # idpool_next / atomic_fetch_add, 1 thread
+CLIENT_WINDOWS = (  # measure prefix, label, timed
+    ("flat", "1 thread flat out, untimed", False),
+    ("flat_timed", "1 thread flat out, each call timed", True),
+    ("paced", "1 thread at {rate} IDs/s, default options", True),
+    ("paced_buf", "1 thread at {rate} IDs/s, buffer {buffer}", True),
+    ("paced2_buf", "2 threads, {rate} IDs/s in all, buffer {buffer}", True),
+)
+
+
+def client_values(r):
+    """(idpool_next calls/s, client_ratio) of 1 thread, medians from a
+    Report; None if not measured."""
+    return r.med("client.t1.next_per_s"), r.med("client.t1.ratio")
+
+
+def client_summary(r):
+    """" client_ids_per_s=X client_ratio=Y" for the summary line; "" if not measured."""
+    ids, rat = client_values(r)
+    if ids is None:
+        return ""
+    return " client_ids_per_s=%s client_ratio=%s" % (f0(ids), f2(rat))
+
+
+def client_lines(r):
+    """The client section of results.md (lines); [] if not measured."""
+    i = r.info
+    if not r.n("client.t1.next_per_s"):
+        return []
+    ids, rat = client_values(r)
+
+    def met(ok):
+        return "n/a" if ok is None else ("yes" if ok else "**no**")
+
+    L = ["### The client libraries: libidpool's idpool_next() and idpool_client's App.next()", ""]
+    L.append("One application, pool %s IDs (step %s) refilled below %s %% by idpoold, takes of at most %s IDs, IDs "
+             "of 18 digits; %s rounds in the order of the tables; values are medians of the rounds, (min–max) in "
+             "parentheses. Pinned: %s."
+             % (inum(i.get("client_pool")), inum(i.get("client_step")), i.get("client_min_pct", "?"),
+                inum(i.get("client_per_take")), i.get("client_rounds", "?"), i.get("client_pin", "?")))
+    L.append("")
+    waits = r.total("client.paced_buf.waits")
+    L.append("| goal | measured | target | met |")
+    L.append("| --- | --- | --- | --- |")
+    L.append("| idpool_next, 1 thread (calls/s) | %s | >= %s | %s |"
+             % (fmt_num(ids), inum(CLIENT_GOAL_IDS), met(None if ids is None else ids >= CLIENT_GOAL_IDS)))
+    L.append("| client_ratio = idpool_next / atomic_fetch_add, 1 thread | %s | >= %.1f | %s |"
+             % (f2(rat), CLIENT_GOAL_RATIO, met(None if rat is None else rat >= CLIENT_GOAL_RATIO)))
+    L.append("| calls that waited for Redis at %s IDs/s with buffer %s (all rounds) | %s | 0 | %s |"
+             % (inum(i.get("client_rate")), inum(i.get("client_buffer")), fmt_num(waits, True),
+                met(None if waits is None else waits == 0)))
+    L.append("")
+    L.append("Throughput from memory: the client's buffer filled with %s IDs first, then 20 slices of untimed "
+             "loops, `atomic_fetch_add` on one shared counter and `idpool_next` in turn in the same process "
+             "(medians of the slices; the ratio is taken within each slice); the background thread refills "
+             "meanwhile. Python %s: `App.next()` against `next()` on an `itertools.count()`, %s calls in 10 "
+             "slices in turn, in one interpreter, buffer filled first."
+             % (inum(i.get("client_calls")), i.get("client_python", "?"), inum(i.get("client_py_calls"))))
+    L.append("")
+    L.append("| threads | next() calls/s | counter calls/s | ratio | best slice: next() | best slice: counter "
+             "| calls that waited |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- |")
+    for t in (1, 2):
+        k = "client.t%d." % t
+        if r.n(k + "next_per_s"):
+            L.append("| libidpool, %d (`idpool_next` / `atomic_fetch_add`) | %s | %s | %s | %s | %s | %s |" % (
+                t, r.cell(k + "next_per_s"), r.cell(k + "atomic_per_s"), r.cell(k + "ratio"),
+                r.cell(k + "next_best_per_s"), r.cell(k + "atomic_best_per_s"),
+                fmt_num(r.total(k + "waits"), True)))
+    if r.n("client.py.next_per_s"):
+        L.append("| Python, 1 (`App.next()` / `next(itertools.count())`) | %s | %s | %s | %s | %s | %s |" % (
+            r.cell("client.py.next_per_s"), r.cell("client.py.count_per_s"), r.cell("client.py.ratio"),
+            r.cell("client.py.next_best_per_s"), r.cell("client.py.count_best_per_s"),
+            fmt_num(r.total("client.py.waits"), True)))
+    L.append("")
+    L.append("Sustained: threads call `idpool_next` continuously for %s s (after %s s of warm-up) while the "
+             "background thread refills the buffer from Redis and idpoold refills the pool; paced threads make "
+             "the calls due every millisecond back to back and sleep until the next. Each call timed with two "
+             "`clock_gettime` (an empty timed call: %s ns, included) into a log-linear histogram (~3 %%); "
+             "*waited*: calls that found the buffer empty (`idpool_stats.waits`); *preempted*: the measuring "
+             "threads' involuntary context switches (a call the scheduler interrupts is slow without waiting); "
+             "the pool's length sampled every 0.25 s; CPU over the tool's life (warm-up included), %% of one core."
+             % (i.get("client_duration_s", "?"), i.get("client_warmup_s", "?"), r.cell("client.paced.timer_p50_ns")))
+    L.append("")
+    L.append("| window | IDs/s | calls that waited | p50 ns | p99 ns | p99.9 ns | p99.99 ns | max ns | calls over "
+             "100 µs | preempted | pool low | refills | client CPU % | redis CPU % |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    fill = dict(rate=inum(i.get("client_rate")), buffer=inum(i.get("client_buffer")))
+    for name, label, timed in CLIENT_WINDOWS:
+        k = "client.%s." % name
+        if not r.n(k + "ids_per_s"):
+            continue
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label.format(**fill), r.cell(k + "ids_per_s"), r.cell(k + "waits"),
+            *((r.cell(k + m) for m in ("p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns", "over_100us"))
+              if timed else ["–"] * 6),
+            r.cell(k + "preempted"), r.cell(k + "pool_min"), r.cell(k + "refills"), r.cell(k + "tool_cpu_pct"),
+            r.cell(k + "redis_cpu_pct")))
+    L.append("")
+    return L
+
+
+def client_report(outdir):
+    """results.md of a run of the client section alone (client.py, or
+    bench.py --client-only); returns its summary line."""
+    r = Report(outdir)
+    i = r.info
+    L = ["## Client library benchmark", "", "```sh\n%s\n```" % i.get("command", "python3 test/bench/client.py"), ""]
+    if i.get("machine"):
+        L.append("**Machine:** %s. %s" % (i["machine"], i.get("versions", "")))
+    L.append("Measured %s. Load average (1, 5, 15 min) at the start: %s; at the end: %s (other work on the "
+             "machine skews every number)." % (i.get("date", "?"), i.get("load_start", "?"), i.get("load_end", "?")))
+    L.append("")
+    L += client_lines(r)
+    summary = "bench:" + client_summary(r)
+    L.append("```\n%s\n```" % summary)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    return summary
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "report":
         print(report(argv[2]))
         return 0
     if len(argv) == 3 and argv[1] == "api-report":
         print(api_report(argv[2]))
+        return 0
+    if len(argv) == 3 and argv[1] == "client-report":
+        print(client_report(argv[2]))
         return 0
     sys.stderr.write(__doc__)
     return 64

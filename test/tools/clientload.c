@@ -1,19 +1,14 @@
 /*
- * idpool-clientload — drives libidpool for the tests and the benchmark:
+ * idpool-clientload — drives libidpool for the tests (the benchmark's tool is
+ * idpool-clientbench, test/tools/clientbench.c):
  *
  *   idpool-clientload [--threads T] [--ids N] [--take K] [--record PREFIX]
  *                     [--timeout-ms MS] [--mod M] [--buffer B] [--max-batch K]
  *                     [--timeline FILE] [--ca-file PEM] [--failback-ms MS]
- *                     [--until-failbacks N]
- *                     [--cycles C | --bench N]
- *                     APP ENV...
+ *                     [--until-failbacks N] [--cycles C] APP ENV...
  *
  * --cycles C creates a client, takes 100 IDs with idpool_next from each of
- * T threads and frees it, C times (for leak checkers). --bench N waits until
- * the client buffers N x T IDs (use --buffer), then times N idpool_next
- * calls in each of T threads against N atomic_fetch_add on one shared
- * counter in each of T threads, in the same process: "bench: threads=T
- * next_per_s=... atomic_per_s=... ratio=...".
+ * T threads and frees it, C times (for leak checkers).
  *
  * T threads take N IDs each from application APP through one client made
  * of the environments ENV... (preference order): with idpool_next, or with
@@ -79,11 +74,6 @@ static uint64_t ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static double ns_now(void)
-{
-    return (double)ns();
-}
-
 /* One pop log record: times, count, flags, the IDs. */
 static int record(FILE *f, uint64_t t0, uint64_t t1, const uint64_t *ids, uint32_t n)
 {
@@ -93,63 +83,6 @@ static int record(FILE *f, uint64_t t0, uint64_t t1, const uint64_t *ids, uint32
                    fwrite(ids, 8, n, f) == n
                ? 0
                : -1;
-}
-
-/* --bench: N calls of one kind in T threads, all started together. */
-static _Atomic uint64_t counter;
-static _Atomic int go;
-
-struct bench_arg {
-    pthread_t th;
-    struct idpool_app *app; /* NULL: the atomic counter */
-    uint64_t n, sum;
-    int rc;
-};
-
-static void *bench_thread(void *arg)
-{
-    struct bench_arg *b = arg;
-    uint64_t id, sum = 0;
-
-    while (!atomic_load_explicit(&go, memory_order_acquire))
-        ;
-    if (b->app) {
-        for (uint64_t k = 0; k < b->n; k++) {
-            if (idpool_next(b->app, &id) != IDPOOL_OK) {
-                b->rc = 1;
-                break;
-            }
-            sum += id;
-        }
-    } else {
-        for (uint64_t k = 0; k < b->n; k++)
-            sum += atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
-    }
-    b->sum = sum; /* kept: the loop is not optimised away */
-    return NULL;
-}
-
-static double ns_now(void);
-
-/* Calls per second of T threads doing n calls each. */
-static double bench_run(struct idpool_app *app, unsigned threads, uint64_t n, int *rc)
-{
-    struct bench_arg b[64];
-    double t0, t1;
-
-    atomic_store(&go, 0);
-    for (unsigned t = 0; t < threads; t++) {
-        b[t] = (struct bench_arg){.app = app, .n = n};
-        pthread_create(&b[t].th, NULL, bench_thread, &b[t]);
-    }
-    t0 = ns_now();
-    atomic_store_explicit(&go, 1, memory_order_release);
-    for (unsigned t = 0; t < threads; t++) {
-        pthread_join(b[t].th, NULL);
-        *rc |= b[t].rc;
-    }
-    t1 = ns_now();
-    return (double)n * threads / ((t1 - t0) / 1e9);
 }
 
 static void *work(void *arg)
@@ -250,7 +183,7 @@ int main(int argc, char **argv)
     unsigned threads = 1, take = 0, timeout = 0, mod = 0, buffer = 0, max_batch = 0,
              failback_ms = 0;
     unsigned long cycles = 0;
-    uint64_t bench = 0, until_failbacks = 0;
+    uint64_t until_failbacks = 0;
     struct watch wa = {0};
     uint64_t ids = 1000000, got = 0;
     const char *prefix = NULL, *timeline_path = NULL, *ca_file = NULL;
@@ -294,8 +227,6 @@ int main(int argc, char **argv)
             failback_ms = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--ca-file") == 0)
             ca_file = argv[i + 1];
-        else if (strcmp(argv[i], "--bench") == 0)
-            bench = strtoull(argv[i + 1], NULL, 10);
         else {
             fprintf(stderr, "idpool-clientload: unknown option %s\n", argv[i]);
             return 2;
@@ -340,31 +271,6 @@ int main(int argc, char **argv)
                           sizeof(err)) != IDPOOL_OK) {
         fprintf(stderr, "idpool-clientload: %s\n", err);
         return 2;
-    }
-    if (bench) {
-        struct idpool_app *a = idpool_app(c, argv[i]);
-        double next_s, atomic_s;
-        int rc = 0;
-        uint64_t deadline = ns() + 60000000000ull;
-
-        st.size = sizeof(st);
-        do { /* the buffer filled first: next() is measured from memory */
-            struct timespec d = {0, 20000000};
-            nanosleep(&d, NULL);
-            idpool_app_stats(a, &st);
-        } while (a && st.buffered < bench * threads && ns() < deadline);
-        if (a == NULL || st.buffered < bench * threads) {
-            fprintf(stderr,
-                    "idpool-clientload: the buffer never held %" PRIu64 " IDs (%" PRIu64 ")\n",
-                    bench * threads, st.buffered);
-            return 1;
-        }
-        next_s = bench_run(a, threads, bench, &rc);
-        atomic_s = bench_run(NULL, threads, bench, &rc);
-        printf("bench: threads=%u calls=%" PRIu64 " next_per_s=%.0f atomic_per_s=%.0f ratio=%.3f\n",
-               threads, bench * threads, next_s, atomic_s, next_s / atomic_s);
-        idpool_client_free(c);
-        return rc ? 1 : 0;
     }
     w = calloc(threads, sizeof(*w));
     if (w == NULL)
