@@ -9,9 +9,10 @@
 #   --quick      small and fast, for CI (default): ~30 s a scenario
 #   --long       >= 10M IDs per scenario, more fault rounds
 #   --only LIST  comma-separated scenario numbers or names (1,3,nolock)
-#   --build DIR  build directory with idpoold, test/idpool-load and
-#                test/idpool-check (default build/); IDPOOLD, IDPOOL_LOAD,
-#                IDPOOL_CHECK and IDPOOLCTL in the environment win
+#   --build DIR  build directory with idpoold, test/idpool-load,
+#                test/idpool-check and test/idpool-clientload (default
+#                build/); IDPOOLD, IDPOOL_LOAD, IDPOOL_CHECK, IDPOOLCTL and
+#                IDPOOL_CLIENTLOAD in the environment win
 #   --keep       keep every scenario's work dir (servers' data, daemon logs,
 #                consumer logs) and the suite's log dir
 #

@@ -73,6 +73,7 @@ rpid=''
 s08_exit() {
     local rc=$?
     [[ -z $rpid ]] || kill -CONT "$rpid" 2>/dev/null
+    set +e # under -e the failing (exit) would end the trap before chaos_exit cleans up
     (exit "$rc")
     chaos_exit
 }
