@@ -364,6 +364,32 @@ static void failover(struct idpool_app *a, uint64_t now)
     a->failback_at_ms = now + c->o.failback_ms;
 }
 
+/* The counters of a refusal or failure (the IDs' own are counted where they are kept). */
+static void count_outcome(struct idpool_app *a, enum take_outcome o, const struct take_result *r)
+{
+    switch (o) {
+    case T_IDS:
+    case T_LIMIT:
+        break;
+    case T_DRY:
+        a->st.empty++;
+        break;
+    case T_EPOCH:
+        a->st.refused_epoch++;
+        break;
+    case T_RATE:
+        a->st.refused_rate++;
+        break;
+    case T_NOAPP:
+        a->st.errors++;
+        break;
+    case T_DOWN:
+        if (!r->skipped)
+            a->st.errors++;
+        break;
+    }
+}
+
 /*
  * Look after one application: take when its buffer is below one batch or a
  * caller waits, from its environment (or, when due, a more preferred one);
@@ -411,6 +437,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
     pthread_mutex_lock(&a->mu);
     if (o != T_IDS && !r.skipped) /* a skip would hide why it is backing off */
         snprintf(a->last_error, sizeof(a->last_error), "environment %d (%s)", e, r.msg);
+    count_outcome(a, o, &r);  /* failback tries too */
     if (back && o != T_IDS) { /* the preferred ones are still out: stay, try later */
         a->failback_at_ms = now + c->o.failback_ms;
         pthread_mutex_unlock(&a->mu);
@@ -432,15 +459,12 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         }
         break;
     case T_DRY:
-        a->st.empty++;
         a->retry_at_ms = now + DRY_RETRY_MS;
         break;
     case T_EPOCH:
-        a->st.refused_epoch++;
         a->retry_at_ms = now + r.hint_ms;
         break;
     case T_RATE:
-        a->st.refused_rate++;
         a->retry_at_ms =
             now + r.hint_ms; /* not a reason to leave: the limit is the application's */
         break;
@@ -449,14 +473,11 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         break;
     case T_NOAPP:
         a->noapp |= 1u << e;
-        a->st.errors++;
         failover(a, now);
         if (__builtin_popcount(a->noapp) >= (int)c->nenv) /* callers fail at once meanwhile */
             a->retry_at_ms = now + NOAPP_RETRY_MS;
         break;
     case T_DOWN:
-        if (!r.skipped)
-            a->st.errors++;
         failover(a, now);
         break;
     }

@@ -100,6 +100,8 @@ NOAPP_RETRY = 1.000  # every environment said IDPOOL_NOAPP: asked again after th
 # Outcomes of one idpool_take (client.c's enum outcome).
 IDS, DRY, EPOCH, RATE, LIMIT, NOAPP, DOWN = ("ids", "dry", "epoch", "rate", "limit", "noapp", "down")
 SKIPPED = "skipped"  # DOWN's arg when the environment was not tried (backing off)
+# The counter of each refusal or failure (stats()).
+_COUNTERS = {DRY: "empty", EPOCH: "refused_epoch", RATE: "refused_rate", NOAPP: "errors", DOWN: "errors"}
 
 
 class IdpoolError(Exception):
@@ -660,10 +662,13 @@ class App:
         with self._cv:
             if o != IDS and arg is not SKIPPED:  # a skip would hide why it is backing off
                 self._last_error = f"environment {e} ({c._envs[e].name}: {msg})"
+            st = self._st
+            key = _COUNTERS.get(o)  # refusals and failures, failback tries too
+            if key and not (o == DOWN and arg is SKIPPED):
+                st[key] += 1
             if back and o != IDS:  # the preferred ones are still out: stay, try later
                 self._failback_at = now + c._failback
                 return now  # serve the current environment at once
-            st = self._st
             if o == IDS:
                 self._buf.extend(ids)
                 st["takes"] += 1
@@ -674,25 +679,19 @@ class App:
                     self._env = e
                     st["failbacks"] += 1
             elif o == DRY:
-                st["empty"] += 1
                 self._retry_at = now + DRY_RETRY
             elif o == EPOCH:
-                st["refused_epoch"] += 1
                 self._retry_at = now + arg
             elif o == RATE:
-                st["refused_rate"] += 1
                 self._retry_at = now + arg  # not a reason to leave
             elif o == LIMIT:
                 self._cap_batch = arg if arg > 0 else 1  # the row's max_size_per_times
             elif o == NOAPP:
                 self._noapp.add(e)
-                st["errors"] += 1
                 self._failover(now)
                 if len(self._noapp) >= len(c._envs):  # callers fail at once meanwhile
                     self._retry_at = now + NOAPP_RETRY
             else:  # DOWN
-                if arg is not SKIPPED:
-                    st["errors"] += 1
                 self._failover(now)
             if o in (DRY, EPOCH):
                 if self._trouble == 0.0:
