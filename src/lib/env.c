@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "text.h"
 
@@ -70,8 +71,13 @@ void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
     va_end(ap);
 }
 
-void env_fail(struct env *e, uint64_t now)
+void env_fail(struct env *e)
 {
+    struct timespec ts;
+    uint64_t now;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
     if (e->rc) {
         redisFree(e->rc);
         e->rc = NULL;
@@ -84,7 +90,7 @@ void env_fail(struct env *e, uint64_t now)
 }
 
 /* One command's reply, or NULL with the connection failed: r->msg says why. */
-static redisReply *command_ok(struct env *e, uint64_t now, struct take_result *r, const char *what,
+static redisReply *command_ok(struct env *e, struct take_result *r, const char *what,
                               redisReply *reply)
 {
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
@@ -93,7 +99,7 @@ static redisReply *command_ok(struct env *e, uint64_t now, struct take_result *r
                  : e->rc->errstr[0] ? e->rc->errstr
                                     : "no reply");
         freeReplyObject(reply);
-        env_fail(e, now);
+        env_fail(e);
         return NULL;
     }
     return reply;
@@ -116,18 +122,18 @@ static redisContext *redis_conn(struct env *e, const struct idpool_options *o, u
     e->rc = redisConnectWithTimeout(e->rurl.host, e->rurl.port, tv);
     if (e->rc == NULL || e->rc->err || redisSetTimeout(e->rc, tv) != REDIS_OK) {
         take_msg(r, e, "cannot connect: %s", e->rc ? e->rc->errstr : "out of memory");
-        env_fail(e, now);
+        env_fail(e);
         return NULL;
     }
     if (e->rurl.password) {
         x = e->rurl.user ? redisCommand(e->rc, "AUTH %s %s", e->rurl.user, e->rurl.password)
                          : redisCommand(e->rc, "AUTH %s", e->rurl.password);
-        if ((x = command_ok(e, now, r, "AUTH", x)) == NULL)
+        if ((x = command_ok(e, r, "AUTH", x)) == NULL)
             return NULL;
         freeReplyObject(x);
     }
     if (e->rurl.db) {
-        x = command_ok(e, now, r, "SELECT", redisCommand(e->rc, "SELECT %d", e->rurl.db));
+        x = command_ok(e, r, "SELECT", redisCommand(e->rc, "SELECT %d", e->rurl.db));
         if (x == NULL)
             return NULL;
         freeReplyObject(x);
@@ -169,7 +175,7 @@ static enum take_outcome redis_take(struct env *e, const struct idpool_options *
     x = redisCommand(rc, "FCALL idpool_take 2 %s %s %u", k_pool, k_meta, count);
     if (x == NULL) {
         take_msg(r, e, "%s", rc->errstr);
-        env_fail(e, now);
+        env_fail(e);
         return T_DOWN;
     }
     if (x->type == REDIS_REPLY_ARRAY) {
@@ -194,11 +200,11 @@ static enum take_outcome redis_take(struct env *e, const struct idpool_options *
         out = env_refusal(x->str, count, r);
         take_msg(r, e, "%s", x->str);
         if (out == T_DOWN)
-            env_fail(e, now);
+            env_fail(e);
     } else {
         out = T_DOWN;
         take_msg(r, e, "unexpected reply type %d to idpool_take", x->type);
-        env_fail(e, now);
+        env_fail(e);
     }
     freeReplyObject(x);
     return out;

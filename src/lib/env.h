@@ -78,8 +78,12 @@ enum take_outcome env_refusal(const char *text, unsigned count, struct take_resu
 /* For the transports: r->msg = "<e's name>: <fmt...>". */
 void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* For the transports: close e's connection and back off before the next try. */
-void env_fail(struct env *e, uint64_t now);
+/*
+ * For the transports: close e's connection and back off before the next
+ * try, counted from now (not from the take's start: a timeout may have
+ * used up the whole back-off).
+ */
+void env_fail(struct env *e);
 /* The issuer's take (issuer.c). */
 enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, const char *key,
                               unsigned count, uint64_t now, struct take_result *r);

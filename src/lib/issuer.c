@@ -356,7 +356,7 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
         enum take_outcome out =
             refused(e, &h, e->buf + h.head_len, (size_t)h.content_length, count, r);
         if (out == T_DOWN)
-            env_fail(e, now);
+            env_fail(e);
         return out;
     }
     r->ids = malloc((count ? count : 1) * sizeof(*r->ids));
@@ -367,7 +367,7 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
     k = httpresp_ids(e->buf + h.head_len, (size_t)h.content_length, r->ids, count);
     if (k < 0) { /* taken from the pool but unreadable: those IDs are gaps */
         take_msg(r, e, "the 200 answer is not a list of IDs (one per line, at most %u)", count);
-        env_fail(e, now);
+        env_fail(e);
         return T_DOWN;
     }
     r->n = (size_t)k;
@@ -375,6 +375,6 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
         take_msg(r, e, "a 200 answer with no IDs");
     return k ? T_IDS : T_DRY;
 down:
-    env_fail(e, now);
+    env_fail(e);
     return T_DOWN;
 }

@@ -863,7 +863,8 @@ class Client:
         self._env_close(e)
         e.used = False
         e.backoff = min(e.backoff * 2 if e.backoff else BACKOFF_MIN, BACKOFF_MAX)
-        e.down_until = now + e.backoff
+        # from now, not from the take's start: a timeout may have used up the back-off
+        e.down_until = max(now, time.monotonic()) + e.backoff
 
     def _take_from(self, a, e, count, now):
         """One take of count IDs from environment e (without a's lock: it
