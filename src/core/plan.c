@@ -18,6 +18,13 @@ uint64_t plan_want(const struct app_cfg *cfg, uint64_t len)
     return want > cap ? cap : want;
 }
 
+int plan_due(const struct app_cfg *cfg, uint64_t len, int unfinished)
+{
+    if (len < cfg->low_water)
+        return 1;
+    return unfinished && len < cfg->max_pool && cfg->max_pool - len >= cfg->step;
+}
+
 uint64_t plan_lease_ids(const struct app_cfg *cfg, double rate)
 {
     uint64_t min = cfg->max_pool > cfg->step ? cfg->max_pool : cfg->step;

@@ -25,6 +25,15 @@
  */
 uint64_t plan_want(const struct app_cfg *cfg, uint64_t len);
 
+/*
+ * A pool of `len` IDs needs a refill: it is below its low-water mark, or the
+ * last refill was cut short (`unfinished`: fenced off or failed part-way,
+ * keeping what it had appended) and at least one step of room is left. Such
+ * a refill is finished at the next check: the pool may have been left just
+ * above its mark, and waiting for clients to drain it looks like a wedge.
+ */
+int plan_due(const struct app_cfg *cfg, uint64_t len, int unfinished);
+
 /* Lease size in IDs: PLAN_LEASE_SECONDS of consumption at `rate` IDs/s, at least a full pool. */
 uint64_t plan_lease_ids(const struct app_cfg *cfg, double rate);
 

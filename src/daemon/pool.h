@@ -81,6 +81,7 @@ struct pool_run {
     uint64_t start_ms;        /* lock taken: for the refill latency histogram */
     unsigned continued;       /* refills in a row under this lock */
     uint64_t len;             /* pool length under the lock */
+    int unfinished;           /* the last refill was cut short: the next check finishes it */
     char *expected;           /* meta next as read, verbatim (heap; NULL = no meta) */
     struct batch batch;       /* the IDs of this refill */
     struct push_job job;      /* their push */

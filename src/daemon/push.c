@@ -316,6 +316,16 @@ void push_kick(struct pusher *p)
     pusher_next(p);
 }
 
+size_t push_appended(const struct push_job *job)
+{
+    const struct plan_chunk *last;
+
+    if (job->ndone == 0)
+        return 0;
+    last = &job->chunks[job->ndone - 1];
+    return last->off + last->n; /* chunks are cut from the batch in order, back to back */
+}
+
 void pusher_configure(struct pusher *p, int lock_ttl_ms)
 {
     p->lock_ttl_ms = lock_ttl_ms;

@@ -86,4 +86,11 @@ void push_submit(struct pusher *p, struct push_job *job);
 /* A job that was not ready may be now: start the next one if the connection is free. */
 void push_kick(struct pusher *p);
 
+/*
+ * After done: how many of the job's IDs were appended, the first ones in
+ * order (its chunks whose EXEC succeeded; all of them on PUSH_OK). A fenced
+ * or failed push keeps these: the pool grew by them.
+ */
+size_t push_appended(const struct push_job *job);
+
 #endif

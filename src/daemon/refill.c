@@ -199,8 +199,9 @@ static void refill_plan(struct refill *rf, struct pool *p)
     struct batch *b = &p->run.batch;
     enum draw_result dr;
 
-    if (p->run.len >= p->cfg.low_water) {
-        refill_unlock(rf, p); /* someone else refilled it */
+    if (!plan_due(&p->cfg, p->run.len, p->run.unfinished)) {
+        p->run.unfinished = 0;
+        refill_unlock(rf, p); /* someone else refilled it (or finished it) */
         return;
     }
     if (batch_start(b, &b->st, (size_t)plan_want(&p->cfg, p->run.len)) != 0) {
@@ -266,8 +267,8 @@ static void refill_continue(struct refill *rf, struct pool *p)
 {
     char ttl[16];
 
-    if (rf->stopping || p->run.len >= p->cfg.low_water || p->run.continued >= MAX_CONTINUE ||
-        sched_waiters(rf->sched)) {
+    if (rf->stopping || !plan_due(&p->cfg, p->run.len, p->run.unfinished) ||
+        p->run.continued >= MAX_CONTINUE || sched_waiters(rf->sched)) {
         refill_unlock(rf, p);
         return;
     }
@@ -358,19 +359,49 @@ static int push_ready(void *arg)
     return p->sched.renewing == 0;
 }
 
-static void on_pushed(struct push_job *job, void *arg)
+/*
+ * The pool grew by `n` IDs of this refill, up to length `len`, leaving meta's
+ * leases at `st`: count them, whether the whole batch went in or only its
+ * first chunks before a fence or failure.
+ */
+static void refill_count(struct refill *rf, struct pool *p, size_t n, uint64_t len,
+                         const struct lease_state *st)
 {
-    struct pool *p = arg;
-    struct refill *rf = refill_of(p);
-    const struct batch *b = &p->run.batch;
+    p->run.len = len;
+    p->c.pushed += n;
+    p->last_refill_unix_ms = unix_ms();
+    p->seen.lease = *st;
+    p->seen.lease_known = 1;
+    p->seen.len = len;
+    p->seen.len_known = 1;
+    health_refilled(rf->health, p);
+}
 
+/*
+ * A push that did not append the whole batch: say why and how much went in.
+ * The refill is unfinished: the next check takes the lock again and
+ * finishes it, even when the chunks appended left the pool above its
+ * low-water mark (plan_due), so a fence never leaves a pool short for good.
+ */
+static void refill_cut_short(struct refill *rf, struct pool *p, const struct push_job *job)
+{
+    size_t n = push_appended(job);
+    char done[96];
+
+    p->run.unfinished = 1;
+    if (n > 0) {
+        refill_count(rf, p, n, job->len, &job->chunks[job->ndone - 1].after);
+        snprintf(done, sizeof(done), "%zu of %zu IDs appended (pool now %" PRIu64 ")", n,
+                 p->run.batch.nids, job->len);
+    } else {
+        snprintf(done, sizeof(done), "none of %zu IDs appended", p->run.batch.nids);
+    }
     switch (job->result) {
-    case PUSH_OK:
-        break;
     case PUSH_FENCED:
         p->c.fenced++;
-        log_warn("app=%s push fenced off: %s; the rest of this refill was rejected", p->cfg.key,
-                 job->msg);
+        log_warn("app=%s push fenced off: %s; %s, the rest of this refill was rejected; "
+                 "finishing it at the next check",
+                 p->cfg.key, job->msg, done);
         break;
     case PUSH_EPOCH:
         p->c.discards++;
@@ -382,24 +413,28 @@ static void on_pushed(struct push_job *job, void *arg)
         rds_check_library(rf->rds); /* the guard's library may be gone or foreign */
         health_fail(p, "push failed: %s", job->msg);
         break;
+    case PUSH_OK:
     case PUSH_STALE:
     case PUSH_ERROR:
         health_fail(p, "push failed: %s", job->msg);
         break;
     }
+}
+
+static void on_pushed(struct push_job *job, void *arg)
+{
+    struct pool *p = arg;
+    struct refill *rf = refill_of(p);
+    const struct batch *b = &p->run.batch;
+
     if (job->result != PUSH_OK) {
+        refill_cut_short(rf, p, job);
         refill_unlock(rf, p);
         return;
     }
-    p->run.len = job->len;
+    p->run.unfinished = 0;
     p->c.refills++;
-    p->c.pushed += b->nids;
-    p->last_refill_unix_ms = unix_ms();
-    p->seen.lease = b->st;
-    p->seen.lease_known = 1;
-    p->seen.len = p->run.len;
-    p->seen.len_known = 1;
-    health_refilled(rf->health, p);
+    refill_count(rf, p, b->nids, job->len, &b->st);
     refill_latency(rf, clock_ms() - p->run.start_ms);
     log_debug("app=%s pushed %zu IDs, pool now %" PRIu64, p->cfg.key, b->nids, p->run.len);
     refill_after_push(rf, p);

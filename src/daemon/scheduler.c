@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "health.h"
 #include "log.h"
+#include "plan.h"
 #include "pool.h"
 #include "push.h"
 #include "rds.h"
@@ -170,10 +171,10 @@ static void check_done(struct pool *p, uint64_t len)
     p->seen.len_known = 1;
 }
 
-/* The check is over: refill the pool if it is below its mark, else go idle. */
+/* The check is over: refill the pool if it is below its mark (or its last refill was cut short). */
 static void check_next(struct sched *s, struct pool *p)
 {
-    if (p->seen.len >= p->cfg.low_water || s->stopping || !p->live) {
+    if (!plan_due(&p->cfg, p->seen.len, p->run.unfinished) || s->stopping || !p->live) {
         pool_set_state(p, POOL_IDLE);
         return;
     }

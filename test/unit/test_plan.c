@@ -25,6 +25,22 @@ static struct app_cfg cfg_of(enum app_type type, uint64_t step, uint64_t max_poo
     return c;
 }
 
+static void test_due(void)
+{
+    struct app_cfg c = cfg_of(APP_MONOTONIC, 1000, 10000, 5000);
+
+    CHECK(plan_due(&c, 4999, 0));  /* below the mark */
+    CHECK(!plan_due(&c, 5000, 0)); /* at it: nothing to do */
+    CHECK(!plan_due(&c, 9999, 0));
+    /* a refill cut short (fenced part-way) is finished above the mark too ... */
+    CHECK(plan_due(&c, 6000, 1));
+    CHECK(plan_due(&c, 9000, 1)); /* a step of room */
+    /* ... but not without a step of room, nor over capacity (the row shrank) */
+    CHECK(!plan_due(&c, 9001, 1));
+    CHECK(!plan_due(&c, 10000, 1));
+    CHECK(!plan_due(&c, 20000, 1));
+}
+
 static void test_want(void)
 {
     struct app_cfg c = cfg_of(APP_MONOTONIC, 1000, 10000, 8000);
@@ -220,6 +236,7 @@ static void test_states(void)
 
 int main(void)
 {
+    RUN(test_due);
     RUN(test_want);
     RUN(test_lease_size);
     RUN(test_prefetch);
