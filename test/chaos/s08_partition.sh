@@ -26,44 +26,10 @@
 # over everything popped.
 # shellcheck source-path=SCRIPTDIR
 
-# ---- outside: create the namespace, run this script inside it, delete it.
-if [[ -z ${CHAOS_NETNS:-} ]]; then
-    NS=idpool-chaos08-$$
-    fail_row() {
-        printf 'chaos: 08 partition ids=0 duplicates=0 order=0 arith=0 unleased=0 gaps=0'
-        printf ' empty_pops=0 exposed=0 recovery_ms=- fault=none result=FAIL\n'
-        printf 'chaos:   08 FAIL: %s\n' "$1"
-        exit 1
-    }
-    command -v ip >/dev/null || fail_row "ip (iproute2) is not installed"
-    command -v nft >/dev/null || fail_row "nft (nftables) is not installed"
-    ip netns add "$NS" 2>/dev/null || fail_row "cannot create a network namespace (root needed)"
-    inner=''
-    # shellcheck disable=SC2317 # the trap
-    outer_exit() {
-        local rc=$?
-        trap - EXIT INT TERM
-        if [[ -n $inner ]] && kill -0 "$inner" 2>/dev/null; then
-            kill -TERM "$inner" 2>/dev/null
-            for ((i = 0; i < 300; i++)); do
-                kill -0 "$inner" 2>/dev/null || break
-                sleep 0.1
-            done
-        fi
-        ip netns delete "$NS" 2>/dev/null
-        exit "$rc"
-    }
-    trap outer_exit EXIT
-    trap 'exit 130' INT
-    trap 'exit 143' TERM
-    ip -n "$NS" link set lo up || fail_row "cannot bring up lo in $NS"
-    rc=0
-    CHAOS_NETNS=$NS ip netns exec "$NS" bash "$0" "$@" &
-    inner=$!
-    wait "$inner" || rc=$?
-    inner=''
-    exit "$rc"
-fi
+# Outside a namespace: run this script inside one of its own (netns.sh).
+# shellcheck source=netns.sh
+source "$(dirname "$0")/netns.sh"
+chaos_netns 08 partition "$0" "$@"
 
 # ---- inside the namespace.
 source "$(dirname "$0")/lib.sh"
