@@ -187,24 +187,7 @@ def parse_url(url):
             username = urllib.parse.unquote(user, errors="strict")
         if colon and pw:
             password = urllib.parse.unquote(pw, errors="strict")
-    if hostport.startswith("["):
-        host, close, tail = hostport[1:].partition("]")
-        if not close or not host:
-            raise ValueError("bad IPv6 address in brackets")
-        if tail and not tail.startswith(":"):
-            raise ValueError("junk after the IPv6 address")
-        portstr = tail[1:] if tail else ""
-        has_port = bool(tail)
-    else:
-        host, colon, portstr = hostport.partition(":")
-        has_port = bool(colon)
-    if not host:
-        raise ValueError(f"no host ({_USAGE})")
-    port = 6379
-    if has_port:
-        if not portstr.isdigit() or not 1 <= int(portstr) <= 65535:
-            raise ValueError(f"port must be an integer in 1..65535, got {portstr[:16]!r}")
-        port = int(portstr)
+    host, port = _hostport(hostport, 6379)
     db = 0
     if path:
         if not path.isdigit() or int(path) > REDIS_DB_MAX:
@@ -273,7 +256,7 @@ def _hostport(hostport, default_port):
         host, colon, portstr = hostport.partition(":")
         has_port = bool(colon)
     if not host:
-        raise ValueError("missing host")
+        raise ValueError("no host")
     port = default_port
     if has_port:
         if not portstr.isdigit() or not 1 <= int(portstr) <= 65535:

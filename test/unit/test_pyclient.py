@@ -134,7 +134,7 @@ class IssuerUrls(unittest.TestCase):
             ("http://SECRET@h/a%20b", "may not contain '%'"),
             ("http://SE%0D%0AX%3A%20CRET@h", "may not contain a space or control"),
             ("http://SECRET@h?x=1", "query"),
-            ("http://SECRET@", "missing host"),
+            ("http://SECRET@", "no host"),
         ):
             with self.assertRaisesRegex(ValueError, msg, msg=url) as cm:
                 m.parse_issuer_url(url)
