@@ -68,7 +68,7 @@ static void usage(FILE *out)
             "  tokens revoke NAME         stop accepting a token\n"
             "  status                     pools, fill, rate and alerts (from idpoold, or Redis\n"
             "                             and MySQL directly when no daemon answers)\n"
-            "  take KEY [N]               take N IDs as a client does (libidpool, limits enforced)\n"
+            "  take KEY [N]               take N IDs as clients do (libidpool, limits kept)\n"
             "  help [COMMAND]             this help, or a command's ('apps add', 'tokens')\n"
             "\n"
             "Every command takes --json and -h/--help. Exit status: 0 ok, 1 error (unknown\n"
