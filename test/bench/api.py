@@ -40,7 +40,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -50,7 +49,9 @@ sys.path.insert(0, HERE)
 
 import benchlib  # noqa: E402
 import harness  # noqa: E402
+import standalone  # noqa: E402
 from harness import cpu_pct, cpu_ticks  # noqa: E402
+from standalone import Failed  # noqa: E402
 
 APP = "bench"  # the application (its key is in every answer's body)
 ID_BASE = 100000000000000000  # current_offset: IDs of 18 digits, as in bench.py
@@ -86,10 +87,6 @@ WINDOWS = [
 ]
 
 
-class Failed(Exception):
-    pass
-
-
 def nginx_bin():
     return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
                                           if os.access(p, os.X_OK)), None)
@@ -99,6 +96,12 @@ def tools_missing():
     """The tools this section needs that are not installed (names)."""
     return [t for t, found in (("nginx", nginx_bin()), ("wrk", shutil.which("wrk")),
                                ("curl", shutil.which("curl"))) if not found]
+
+
+def tools_problem():
+    """Why the section cannot run here (None: it can)."""
+    missing = tools_missing()
+    return "%s not found (apt-get install nginx-light wrk)" % ", ".join(missing) if missing else None
 
 
 def us(text):
@@ -392,9 +395,9 @@ http {
         return w["rps"]
 
     def run(self):
-        missing = tools_missing()
-        if missing:
-            raise Failed("%s not found (apt-get install nginx-light wrk)" % ", ".join(missing))
+        why = tools_problem()
+        if why:
+            raise Failed(why)
         I = self.c.info
         try:
             self.start_issuer()
@@ -442,84 +445,12 @@ http {
 # ------------------------------------------------------------ standalone ---
 
 
-class Standalone:
-    """The ctx of ApiBench for a run of its own."""
-
-    def __init__(self, out, build):
-        self.out = out
-        self.work = tempfile.mkdtemp(prefix="idpool-bench-api.", dir=os.environ.get("TMPDIR") or "/tmp")
-        self.h = harness.Harness(self.work)
-        self.children = []
-        self.idpoold = os.environ.get("IDPOOLD") or os.path.join(build, "idpoold")
-        self.idpoolctl = os.environ.get("IDPOOLCTL") or os.path.join(build, "idpoolctl")
-        for f in ("measure.txt", "info.txt"):
-            open(os.path.join(out, f), "w").close()
-
-    def measure(self, name, value):
-        benchlib.write_measure(self.out, name, value)
-
-    def info(self, key, value):
-        benchlib.write_info(self.out, key, value)
-
-    def say(self, text):
-        print("bench: " + text, flush=True)
-
-
-def build_binaries(build, targets):
-    """ninja the targets not named by the environment; a missing build
-    directory is set up as release first (as bench.py does)."""
-    if not os.path.isdir(build):
-        subprocess.run(["meson", "setup", build, ROOT, "-Dbuildtype=release"], stdout=subprocess.DEVNULL,
-                       check=True)
-    if targets and subprocess.call(["ninja", "-C", build] + targets, stdout=subprocess.DEVNULL) != 0:
-        raise Failed("building %s failed in %s" % (" ".join(targets), build))
-
-
 def main(argv):
-    o = dict(rounds=ROUNDS, duration=DURATION, conns=CONNS, pin=True, build=os.path.join(ROOT, "build"), out="")
-    args = argv[1:]
-    while args:
-        a = args.pop(0)
-        if a in ("--rounds", "--duration", "--conns") and args:
-            o[a[2:]] = int(args.pop(0))
-        elif a in ("--build", "--out") and args:
-            o[a[2:]] = args.pop(0)
-        elif a == "--no-pin":
-            o["pin"] = False
-        else:
-            sys.stderr.write(__doc__)
-            return 0 if a in ("-h", "--help") else 64
-    missing = tools_missing()
-    if missing:
-        sys.stderr.write("bench-api: %s not found (apt-get install nginx-light wrk)\n" % ", ".join(missing))
-        return 1
-    build = os.path.abspath(o["build"])
-    out = os.path.realpath(o["out"] or os.path.join(
-        ROOT, "bench-results", "api-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())))
-    os.makedirs(os.path.join(out, "raw"), exist_ok=True)
-    ctx = Standalone(out, build)
-    try:
-        build_binaries(build, [t for t, v in (("idpoold", "IDPOOLD"), ("idpoolctl", "IDPOOLCTL"))
-                               if not os.environ.get(v)])
-        ctx.info("command", "python3 test/bench/api.py " + " ".join(argv[1:]))
-        ctx.info("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
-        with open("/proc/loadavg") as f:
-            ctx.info("load_start", " ".join(f.read().split()[:3]))
-        ctx.h.start_servers()
-        ApiBench(ctx, o["rounds"], o["duration"], o["conns"], o["pin"]).run()
-        with open("/proc/loadavg") as f:
-            ctx.info("load_end", " ".join(f.read().split()[:3]))
-        print(benchlib.api_report(out), flush=True)
-        return 0
-    except (Failed, harness.HarnessError, subprocess.CalledProcessError) as e:
-        sys.stderr.write("bench-api: %s\n" % e)
-        return 1
-    finally:
-        for p in ctx.children:
-            harness.stop_process(p, 5)
-        ctx.h.stop_all(5)
-        ctx.h.stop_servers()
-        shutil.rmtree(ctx.work, ignore_errors=True)
+    return standalone.main(
+        argv, "api", __doc__, dict(rounds=ROUNDS, duration=DURATION, conns=CONNS),
+        {"idpoold": ("IDPOOLD", "idpoold"), "idpoolctl": ("IDPOOLCTL", "idpoolctl")},
+        lambda ctx, o: ApiBench(ctx, o["rounds"], o["duration"], o["conns"], o["pin"]).run(), benchlib.api_report,
+        check=tools_problem)
 
 
 if __name__ == "__main__":

@@ -449,6 +449,26 @@ def report(outdir):
     return summary
 
 
+def section_report(outdir, title, command, lines, summary):
+    """results.md of a run of one section alone: a header (TITLE, the
+    command, else COMMAND, the machine, date and load), lines(Report) and
+    the summary line "bench:" + summary(Report), which it returns."""
+    r = Report(outdir)
+    i = r.info
+    L = ["## " + title, "", "```sh\n%s\n```" % i.get("command", command), ""]
+    if i.get("machine"):
+        L.append("**Machine:** %s. %s" % (i["machine"], i.get("versions", "")))
+    L.append("Measured %s. Load average (1, 5, 15 min) at the start: %s; at the end: %s (other work on the "
+             "machine skews every number)." % (i.get("date", "?"), i.get("load_start", "?"), i.get("load_end", "?")))
+    L.append("")
+    L += lines(r)
+    line = "bench:" + summary(r)
+    L.append("```\n%s\n```" % line)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    return line
+
+
 # ------------------------------------------------- the ID API (api.py) ---
 
 API_GOAL_RATIO = 0.7  # issuer req/s / nginx req/s
@@ -538,20 +558,7 @@ def api_lines(r):
 def api_report(outdir):
     """results.md of a run of the ID API section alone (api.py, or
     bench.py --api-only); returns its summary line."""
-    r = Report(outdir)
-    i = r.info
-    L = ["## ID API benchmark", "", "```sh\n%s\n```" % i.get("command", "python3 test/bench/api.py"), ""]
-    if i.get("machine"):
-        L.append("**Machine:** %s. %s" % (i["machine"], i.get("versions", "")))
-    L.append("Measured %s. Load average (1, 5, 15 min) at the start: %s; at the end: %s (other work on the "
-             "machine skews every number)." % (i.get("date", "?"), i.get("load_start", "?"), i.get("load_end", "?")))
-    L.append("")
-    L += api_lines(r)
-    summary = "bench:" + api_summary(r)
-    L.append("```\n%s\n```" % summary)
-    with open(os.path.join(outdir, "results.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
-    return summary
+    return section_report(outdir, "ID API benchmark", "python3 test/bench/api.py", api_lines, api_summary)
 
 
 # ------------------------------------------- the client libraries (client.py) ---
@@ -662,20 +669,8 @@ def client_lines(r):
 def client_report(outdir):
     """results.md of a run of the client section alone (client.py, or
     bench.py --client-only); returns its summary line."""
-    r = Report(outdir)
-    i = r.info
-    L = ["## Client library benchmark", "", "```sh\n%s\n```" % i.get("command", "python3 test/bench/client.py"), ""]
-    if i.get("machine"):
-        L.append("**Machine:** %s. %s" % (i["machine"], i.get("versions", "")))
-    L.append("Measured %s. Load average (1, 5, 15 min) at the start: %s; at the end: %s (other work on the "
-             "machine skews every number)." % (i.get("date", "?"), i.get("load_start", "?"), i.get("load_end", "?")))
-    L.append("")
-    L += client_lines(r)
-    summary = "bench:" + client_summary(r)
-    L.append("```\n%s\n```" % summary)
-    with open(os.path.join(outdir, "results.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
-    return summary
+    return section_report(outdir, "Client library benchmark", "python3 test/bench/client.py", client_lines,
+                          client_summary)
 
 
 def main(argv):

@@ -50,10 +50,8 @@ and writes measure.txt, info.txt and results.md (benchlib.client_report) to
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -63,7 +61,9 @@ sys.path.insert(0, HERE)
 
 import benchlib  # noqa: E402
 import harness  # noqa: E402
+import standalone  # noqa: E402
 from harness import cpu_pct, cpu_ticks  # noqa: E402
+from standalone import Failed  # noqa: E402
 
 APP = "cbench"  # the application
 ID_BASE = 100000000000000000  # current_offset: IDs of 18 digits, as in bench.py
@@ -128,10 +128,6 @@ print(json.dumps({"next_per_s": med(nxt), "count_per_s": med(cnt),
                   "count_best_per_s": max(cnt), "waits": st["waits"] - w0, "calls": per * slices,
                   "python": sys.version.split()[0]}))
 """
-
-
-class Failed(Exception):
-    pass
 
 
 def python_with_redis():
@@ -387,82 +383,12 @@ def big(x):
 # ------------------------------------------------------------ standalone ---
 
 
-class Standalone:
-    """The ctx of ClientBench for a run of its own."""
-
-    def __init__(self, out, build):
-        self.out = out
-        self.work = tempfile.mkdtemp(prefix="idpool-bench-client.", dir=os.environ.get("TMPDIR") or "/tmp")
-        self.h = harness.Harness(self.work)
-        self.children = []
-        self.idpoold = os.environ.get("IDPOOLD") or os.path.join(build, "idpoold")
-        self.clientbench = os.environ.get("IDPOOL_CLIENTBENCH") or os.path.join(build, "test", "idpool-clientbench")
-        for f in ("measure.txt", "info.txt"):
-            open(os.path.join(out, f), "w").close()
-
-    def measure(self, name, value):
-        benchlib.write_measure(self.out, name, value)
-
-    def info(self, key, value):
-        benchlib.write_info(self.out, key, value)
-
-    def say(self, text):
-        print("bench: " + text, flush=True)
-
-
-def build_binaries(build, targets):
-    """ninja the targets not named by the environment; a missing build
-    directory is set up as release first (as bench.py does)."""
-    if not os.path.isdir(build):
-        subprocess.run(["meson", "setup", build, ROOT, "-Dbuildtype=release"], stdout=subprocess.DEVNULL,
-                       check=True)
-    if targets and subprocess.call(["ninja", "-C", build] + targets, stdout=subprocess.DEVNULL) != 0:
-        raise Failed("building %s failed in %s" % (" ".join(targets), build))
-
-
 def main(argv):
-    o = dict(rounds=ROUNDS, duration=DURATION, rate=RATE, calls=CALLS, pin=True,
-             build=os.path.join(ROOT, "build"), out="")
-    args = argv[1:]
-    while args:
-        a = args.pop(0)
-        if a in ("--rounds", "--duration", "--rate", "--calls") and args:
-            o[a[2:]] = int(args.pop(0))
-        elif a in ("--build", "--out") and args:
-            o[a[2:]] = args.pop(0)
-        elif a == "--no-pin":
-            o["pin"] = False
-        else:
-            sys.stderr.write(__doc__)
-            return 0 if a in ("-h", "--help") else 64
-    build = os.path.abspath(o["build"])
-    out = os.path.realpath(o["out"] or os.path.join(
-        ROOT, "bench-results", "client-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())))
-    os.makedirs(os.path.join(out, "raw"), exist_ok=True)
-    ctx = Standalone(out, build)
-    try:
-        build_binaries(build, [t for t, v in (("idpoold", "IDPOOLD"), ("test/idpool-clientbench", "IDPOOL_CLIENTBENCH"))
-                               if not os.environ.get(v)])
-        ctx.info("command", "python3 test/bench/client.py " + " ".join(argv[1:]))
-        ctx.info("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
-        ctx.info("machine", benchlib.machine())
-        with open("/proc/loadavg") as f:
-            ctx.info("load_start", " ".join(f.read().split()[:3]))
-        ctx.h.start_servers()
-        ClientBench(ctx, o["rounds"], o["duration"], o["rate"], o["calls"], o["pin"]).run()
-        with open("/proc/loadavg") as f:
-            ctx.info("load_end", " ".join(f.read().split()[:3]))
-        print(benchlib.client_report(out), flush=True)
-        return 0
-    except (Failed, harness.HarnessError, subprocess.CalledProcessError) as e:
-        sys.stderr.write("bench-client: %s\n" % e)
-        return 1
-    finally:
-        for p in ctx.children:
-            harness.stop_process(p, 5)
-        ctx.h.stop_all(5)
-        ctx.h.stop_servers()
-        shutil.rmtree(ctx.work, ignore_errors=True)
+    return standalone.main(
+        argv, "client", __doc__, dict(rounds=ROUNDS, duration=DURATION, rate=RATE, calls=CALLS),
+        {"idpoold": ("IDPOOLD", "idpoold"), "clientbench": ("IDPOOL_CLIENTBENCH", "test/idpool-clientbench")},
+        lambda ctx, o: ClientBench(ctx, o["rounds"], o["duration"], o["rate"], o["calls"], o["pin"]).run(),
+        benchlib.client_report)
 
 
 if __name__ == "__main__":

@@ -210,4 +210,77 @@ static inline int fz_contains(const char *s, size_t n, const char *needle)
     return 0;
 }
 
+/* The n bytes at s in a heap buffer of exactly n bytes, no NUL after them (ASan: no overread). */
+static inline char *fz_copy(const void *s, size_t n)
+{
+    char *b = malloc(n ? n : 1);
+
+    if (b == NULL)
+        abort();
+    memcpy(b, s, n);
+    return b;
+}
+
+/* A parser's error message: non-empty, printable ASCII. */
+static inline void fz_check_err(const char *err)
+{
+    CHECK(err != NULL && err[0] != '\0');
+    for (const char *c = err; *c; c++)
+        CHECK(*c >= 0x20 && *c < 0x7f);
+}
+
+/* ---- pieces of the reference statements of HTTP's grammar (RFC 9110) ---- */
+
+static inline int fz_lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* The n bytes at s are t (lower case), ignoring case. */
+static inline int fz_case_eq(const char *s, size_t n, const char *t)
+{
+    if (n != strlen(t))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (fz_lower((unsigned char)s[i]) != t[i])
+            return 0;
+    return 1;
+}
+
+/* tchar: a byte of a token (a method, a header name). */
+static inline int fz_tchar(unsigned char c)
+{
+    static const char extra[] = "!#$%&'*+-.^_`|~";
+
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    for (size_t i = 0; i < sizeof(extra) - 1; i++)
+        if (c == (unsigned char)extra[i])
+            return 1;
+    return 0;
+}
+
+/* The comma-separated list at s[0..n) has the element t (lower case), ignoring case and OWS. */
+static inline int fz_list_has(const char *s, size_t n, const char *t)
+{
+    size_t i = 0;
+
+    while (i <= n) {
+        size_t j = i, a, b;
+
+        while (j < n && s[j] != ',')
+            j++;
+        a = i;
+        b = j;
+        while (a < b && (s[a] == ' ' || s[a] == '\t'))
+            a++;
+        while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
+            b--;
+        if (fz_case_eq(s + a, b - a, t))
+            return 1;
+        i = j + 1;
+    }
+    return 0;
+}
+
 #endif

@@ -91,22 +91,6 @@ static int ref_count(const char *q, size_t len, uint64_t *count)
     return 0;
 }
 
-static int lower(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* 1 when the n bytes at s are t (lower case), ignoring case. */
-static int case_eq(const char *s, size_t n, const char *t)
-{
-    if (n != strlen(t))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)s[i]) != t[i])
-            return 0;
-    return 1;
-}
-
 /* Elements split on ',', each one's media range before any ';', without spaces and tabs. */
 static enum apireq_fmt ref_accept(const char *a)
 {
@@ -123,9 +107,9 @@ static enum apireq_fmt ref_accept(const char *a)
             s++;
         while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
             e--;
-        if (case_eq(s, (size_t)(e - s), "text/plain"))
+        if (fz_case_eq(s, (size_t)(e - s), "text/plain"))
             return APIREQ_TEXT;
-        if (case_eq(s, (size_t)(e - s), "application/json"))
+        if (fz_case_eq(s, (size_t)(e - s), "application/json"))
             return APIREQ_JSON;
         a = strchr(a, ',');
         if (a == NULL)
@@ -145,7 +129,7 @@ static int ref_bearer(const char *h, const char **tok, size_t *len)
 {
     const char *p, *t;
 
-    if (h == NULL || !case_eq(h, strnlen(h, 6), "bearer") || (h[6] != ' ' && h[6] != '\t'))
+    if (h == NULL || !fz_case_eq(h, strnlen(h, 6), "bearer") || (h[6] != ' ' && h[6] != '\t'))
         return -1;
     p = h + 6;
     while (*p == ' ' || *p == '\t')

@@ -50,60 +50,9 @@ struct ref {
     uint64_t content_length;
 };
 
-static int ref_tchar(unsigned char c)
-{
-    static const char extra[] = "!#$%&'*+-.^_`|~";
-
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-        return 1;
-    for (size_t i = 0; i < sizeof(extra) - 1; i++)
-        if (c == (unsigned char)extra[i])
-            return 1;
-    return 0;
-}
-
-static int ref_lower(unsigned char c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* The n bytes at s are t (lower case), ignoring case. */
-static int ref_is(const char *s, size_t n, const char *t)
-{
-    if (n != strlen(t))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (ref_lower((unsigned char)s[i]) != t[i])
-            return 0;
-    return 1;
-}
-
 static int ows(char c)
 {
     return c == ' ' || c == '\t';
-}
-
-/* The comma-separated list at s[0..n) has the element t, ignoring case and OWS. */
-static int ref_list_has(const char *s, size_t n, const char *t)
-{
-    size_t i = 0;
-
-    while (i <= n) {
-        size_t j = i, a, b;
-
-        while (j < n && s[j] != ',')
-            j++;
-        a = i;
-        b = j;
-        while (a < b && ows(s[a]))
-            a++;
-        while (b > a && ows(s[b - 1]))
-            b--;
-        if (ref_is(s + a, b - a, t))
-            return 1;
-        i = j + 1;
-    }
-    return 0;
 }
 
 static int ref_bad(struct ref *r, int code)
@@ -119,7 +68,7 @@ static int ref_request_line(const char *p, size_t n, struct ref *r)
     size_t i = 0, t;
     const char *v;
 
-    while (i < n && ref_tchar((unsigned char)p[i]))
+    while (i < n && fz_tchar((unsigned char)p[i]))
         i++;
     if (i == 0 || i == n || p[i] != ' ')
         return ref_bad(r, 400);
@@ -189,7 +138,7 @@ static int ref_parse(const char *d, size_t len, size_t max_head, struct ref *r)
             break;
         if (ows(l[0]))
             return ref_bad(r, 400); /* obs-fold */
-        for (name = 0; name < n && ref_tchar((unsigned char)l[name]); name++)
+        for (name = 0; name < n && fz_tchar((unsigned char)l[name]); name++)
             ;
         if (name == 0 || name == n || l[name] != ':')
             return ref_bad(r, 400);
@@ -200,15 +149,15 @@ static int ref_parse(const char *d, size_t len, size_t max_head, struct ref *r)
                 return ref_bad(r, 400);
         for (ve = n; ve > v && ows(l[ve - 1]); ve--)
             ;
-        if (ref_is(l, name, "authorization")) {
+        if (fz_case_eq(l, name, "authorization")) {
             if (!r->authz.s)
                 r->authz = (struct span){l + v, ve - v};
-        } else if (ref_is(l, name, "accept")) {
+        } else if (fz_case_eq(l, name, "accept")) {
             if (!r->accept.s)
                 r->accept = (struct span){l + v, ve - v};
-        } else if (ref_is(l, name, "content-type")) {
+        } else if (fz_case_eq(l, name, "content-type")) {
             r->ctype = (struct span){l + v, ve - v};
-        } else if (ref_is(l, name, "content-length")) {
+        } else if (fz_case_eq(l, name, "content-length")) {
             uint64_t x = 0;
 
             if (ve == v || ve - v > 18)
@@ -222,13 +171,13 @@ static int ref_parse(const char *d, size_t len, size_t max_head, struct ref *r)
                 return ref_bad(r, 400);
             r->content_length = x;
             have_cl = 1;
-        } else if (ref_is(l, name, "transfer-encoding")) {
+        } else if (fz_case_eq(l, name, "transfer-encoding")) {
             return ref_bad(r, 411);
-        } else if (ref_is(l, name, "connection")) {
-            close |= ref_list_has(l + v, ve - v, "close");
-            keep |= ref_list_has(l + v, ve - v, "keep-alive");
-        } else if (ref_is(l, name, "expect")) {
-            r->expect_continue = ref_is(l + v, ve - v, "100-continue");
+        } else if (fz_case_eq(l, name, "connection")) {
+            close |= fz_list_has(l + v, ve - v, "close");
+            keep |= fz_list_has(l + v, ve - v, "keep-alive");
+        } else if (fz_case_eq(l, name, "expect")) {
+            r->expect_continue = fz_case_eq(l + v, ve - v, "100-continue");
         }
     }
     r->keep_alive = !close && (r->minor == 1 || keep);
@@ -282,13 +231,6 @@ static void check_done(const char *buf, const char *d, size_t len, size_t max_he
     CHECK(memcmp(buf + h, d + h, len - h) == 0); /* what follows the head is not touched */
 }
 
-static void check_err(const char *err)
-{
-    CHECK(err != NULL && err[0] != '\0');
-    for (const char *c = err; *c; c++)
-        CHECK(*c >= 0x20 && *c < 0x7f);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t max_head, len;
@@ -302,11 +244,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     max_head = max_head_of(data[0]);
     len = size - 1;
-    buf = malloc(len ? len : 1); /* exactly the bytes: no NUL after them */
-    d = malloc(len ? len : 1);   /* the input as sent */
-    CHECK(buf != NULL && d != NULL);
-    memcpy(buf, data + 1, len);
-    memcpy(d, data + 1, len);
+    buf = fz_copy(data + 1, len); /* exactly the bytes: no NUL after them */
+    d = fz_copy(data + 1, len);   /* the input as sent */
 
     st = httpreq_parse(buf, len, max_head, &r, &code, &err);
     CHECK(st == HTTPREQ_DONE || st == HTTPREQ_MORE || st == HTTPREQ_BAD);
@@ -317,7 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(len < max_head);
     } else {
         CHECK(code == 400 || code == 411 || code == 431 || code == 505);
-        check_err(err);
+        fz_check_err(err);
         if (code == 431)
             CHECK(memcmp(buf, d, len) == 0 && len >= max_head);
     }

@@ -48,35 +48,6 @@ struct ref {
     size_t head_len;
 };
 
-static int ref_lower(unsigned char c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* The n bytes at s are t (lower case), ignoring case. */
-static int ref_is(const char *s, size_t n, const char *t)
-{
-    if (n != strlen(t))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (ref_lower((unsigned char)s[i]) != t[i])
-            return 0;
-    return 1;
-}
-
-/* RFC 9110 tchar. */
-static int ref_tchar(unsigned char c)
-{
-    static const char extra[] = "!#$%&'*+-.^_`|~";
-
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-        return 1;
-    for (size_t i = 0; i < sizeof(extra) - 1; i++)
-        if (c == (unsigned char)extra[i])
-            return 1;
-    return 0;
-}
-
 /* 1..20 decimal digits with a value <= max into *v; 0 if not. */
 static int ref_digits(const char *s, size_t n, uint64_t max, uint64_t *v)
 {
@@ -95,28 +66,6 @@ static int ref_digits(const char *s, size_t n, uint64_t max, uint64_t *v)
         return 0;
     *v = x;
     return 1;
-}
-
-/* The comma-separated list of n bytes at s holds the token t (lower case). */
-static int ref_list_has(const char *s, size_t n, const char *t)
-{
-    size_t i = 0;
-
-    while (i <= n) {
-        size_t j = i, a, b;
-        while (j < n && s[j] != ',')
-            j++;
-        a = i;
-        b = j;
-        while (a < b && (s[a] == ' ' || s[a] == '\t'))
-            a++;
-        while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
-            b--;
-        if (ref_is(s + a, b - a, t))
-            return 1;
-        i = j + 1;
-    }
-    return 0;
 }
 
 /* The line at s[*pos..lim): its bytes without CRLF/LF in *n; 0 if no LF before lim. */
@@ -166,7 +115,7 @@ static void ref_head(const char *s, size_t len, struct ref *r)
         if (name == 0 || name == n)
             return;
         for (size_t i = 0; i < name; i++)
-            if (!ref_tchar((unsigned char)l[i]))
+            if (!fz_tchar((unsigned char)l[i]))
                 return;
         vb = name + 1;
         ve = n;
@@ -174,19 +123,19 @@ static void ref_head(const char *s, size_t len, struct ref *r)
             vb++;
         while (ve > vb && (l[ve - 1] == ' ' || l[ve - 1] == '\t'))
             ve--;
-        if (ref_is(l, name, "content-length")) {
+        if (fz_case_eq(l, name, "content-length")) {
             if (!ref_digits(l + vb, ve - vb, BODY_MAX, &v) ||
                 (r->has_length && r->content_length != v))
                 return;
             r->has_length = 1;
             r->content_length = v;
-        } else if (ref_is(l, name, "transfer-encoding")) {
+        } else if (fz_case_eq(l, name, "transfer-encoding")) {
             return;
-        } else if (ref_is(l, name, "retry-after")) {
+        } else if (fz_case_eq(l, name, "retry-after")) {
             r->retry_after_s = ref_digits(l + vb, ve - vb, 86400, &v) ? (int)v : -1;
-        } else if (ref_is(l, name, "connection")) {
-            conn_close |= ref_list_has(l + vb, ve - vb, "close");
-            conn_keep |= ref_list_has(l + vb, ve - vb, "keep-alive");
+        } else if (fz_case_eq(l, name, "connection")) {
+            conn_close |= fz_list_has(l + vb, ve - vb, "close");
+            conn_keep |= fz_list_has(l + vb, ve - vb, "keep-alive");
         }
     }
 incomplete:
@@ -195,22 +144,13 @@ incomplete:
 
 /* ---- mode 0: the head ---- */
 
-static void check_err(const char *err)
-{
-    CHECK(err != NULL && err[0] != '\0');
-    for (const char *c = err; *c; c++)
-        CHECK(*c >= 0x20 && *c < 0x7f);
-}
-
 /* httpresp_parse() over the first n bytes of d, copied to a buffer of exactly n bytes. */
 static enum httpresp_status parse_copy(const char *d, size_t n, struct httpresp *r,
                                        const char **err)
 {
-    char *b = malloc(n ? n : 1);
+    char *b = fz_copy(d, n);
     enum httpresp_status st;
 
-    CHECK(b != NULL);
-    memcpy(b, d, n);
     st = httpresp_parse(b, n, r, err);
     CHECK(memcmp(b, d, n) == 0);
     free(b);
@@ -256,7 +196,7 @@ static void check_head(const char *d, size_t len)
         if (len)
             CHECK(parse_copy(d, len - 1, &r2, &err2) == HTTPRESP_MORE);
     } else {
-        check_err(err);
+        fz_check_err(err);
     }
 
     ref_head(d, len, &want);
@@ -294,13 +234,12 @@ static void check_ids(struct fz *f)
 {
     uint8_t b = fz_u8(f);
     size_t cap = b <= 64 ? b : 64 + (size_t)(b - 64) * 8, len;
-    char *d = fz_rest(f, &len), *body = malloc(len ? len : 1), *again;
+    char *d = fz_rest(f, &len), *body = fz_copy(d, len), *again;
     uint64_t *ids = malloc(cap ? cap * sizeof(*ids) : 1), *want = malloc((cap + 1) * 8);
     long k, wk;
     size_t pos = 0;
 
-    CHECK(body != NULL && ids != NULL && want != NULL);
-    memcpy(body, d, len);
+    CHECK(ids != NULL && want != NULL);
     k = httpresp_ids(body, len, ids, cap);
     CHECK(memcmp(body, d, len) == 0);
     wk = ref_ids(d, len, want, cap);
@@ -352,14 +291,13 @@ static void check_cut(const char *got, size_t n, const char *s)
 static void check_error(struct fz *f)
 {
     size_t code_len = fz_u8(f) % 40, msg_len = fz_u8(f), len;
-    char *d = fz_rest(f, &len), *body = malloc(len ? len : 1);
+    char *d = fz_rest(f, &len), *body = fz_copy(d, len);
     char *code = code_len ? malloc(code_len) : NULL, *msg = msg_len ? malloc(msg_len) : NULL;
     cJSON *o;
     const cJSON *e, *m;
     int rc, want;
 
-    CHECK(body != NULL && (code_len == 0 || code != NULL) && (msg_len == 0 || msg != NULL));
-    memcpy(body, d, len);
+    CHECK((code_len == 0 || code != NULL) && (msg_len == 0 || msg != NULL));
     if (code)
         memset(code, 'c', code_len);
     if (msg)

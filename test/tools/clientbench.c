@@ -53,6 +53,7 @@
 #include <time.h>
 
 #include "idpool.h"
+#include "tools.h"
 
 #define THREADS_MAX 64
 #define CPUS_MAX    64
@@ -91,14 +92,6 @@ struct worker {
 static _Atomic uint64_t counter; /* the in-process counter of the comparison */
 static _Atomic int phase;
 static _Atomic unsigned ready;
-
-static uint64_t ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ns(uint64_t d)
 {
@@ -206,7 +199,7 @@ static void *throughput_thread(void *arg)
     atomic_fetch_add(&ready, 1);
     while (atomic_load_explicit(&phase, memory_order_acquire) != P_MEASURE)
         ;
-    w->start = ns();
+    w->start = tools_ns();
     if (w->app) {
         for (uint64_t k = 0; k < n; k++) {
             if (idpool_next(w->app, &id) != IDPOOL_OK) {
@@ -219,7 +212,7 @@ static void *throughput_thread(void *arg)
         for (uint64_t k = 0; k < n; k++)
             sum += atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
     }
-    w->end = ns();
+    w->end = tools_ns();
     w->sum = sum;
     w->calls = n;
     return NULL;
@@ -240,10 +233,10 @@ static inline void one_call(struct worker *w, int timed, int counted)
     int rc;
 
     if (timed)
-        t0 = ns();
+        t0 = tools_ns();
     rc = idpool_next(w->app, &id);
     if (timed && counted)
-        hist_add(w->h, ns() - t0);
+        hist_add(w->h, tools_ns() - t0);
     if (counted) {
         w->calls++;
         w->errors += rc != IDPOOL_OK;
@@ -260,18 +253,18 @@ static void *sustained_thread(void *arg)
 
     pin(w->cpu);
     for (unsigned k = 0; w->timed && k < CALIBRATE; k++) { /* the clock's own cost */
-        uint64_t a = ns();
-        hist_add(w->timer, ns() - a);
+        uint64_t a = tools_ns();
+        hist_add(w->timer, tools_ns() - a);
     }
     atomic_fetch_add(&ready, 1);
     while (atomic_load_explicit(&phase, memory_order_acquire) == P_WAIT)
         ;
-    t0 = ns();
+    t0 = tools_ns();
     while ((p = atomic_load_explicit(&phase, memory_order_relaxed)) != P_STOP) {
         int counted = p == P_MEASURE;
 
         if (counted && w->start == 0) {
-            w->start = ns();
+            w->start = tools_ns();
             w->preempted = -nivcsw();
         }
         if (w->rate <= 0) {
@@ -281,7 +274,7 @@ static void *sustained_thread(void *arg)
         }
         /* paced: the calls due by now, then sleep to the next tick */
         {
-            uint64_t now = ns(), due = (uint64_t)((double)(now - t0) * w->rate / 1e9);
+            uint64_t now = tools_ns(), due = (uint64_t)((double)(now - t0) * w->rate / 1e9);
             struct timespec ts;
             uint64_t next;
 
@@ -295,7 +288,7 @@ static void *sustained_thread(void *arg)
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
         }
     }
-    w->end = ns();
+    w->end = tools_ns();
     w->preempted += nivcsw();
     return NULL;
 }
@@ -382,7 +375,7 @@ static double median(double *v, unsigned n)
 static int throughput(struct idpool_app *a, unsigned threads, uint64_t n, unsigned slices,
                       const int *cpus, int ncpus)
 {
-    uint64_t per = n / slices, errors = 0, deadline = ns() + FILL_S * 1000000000ull;
+    uint64_t per = n / slices, errors = 0, deadline = tools_ns() + FILL_S * 1000000000ull;
     uint64_t want = per * slices * threads + 2 * BLOCK * threads; /* the blocks' rounding */
     struct idpool_stats s0, s1;
     double *at = calloc(slices, sizeof(double)), *nx = calloc(slices, sizeof(double));
@@ -394,7 +387,7 @@ static int throughput(struct idpool_app *a, unsigned threads, uint64_t n, unsign
     do { /* the buffer filled first: next() is measured from memory */
         sleep_ns(20000000);
         s0 = stats_of(a);
-    } while (s0.buffered < want && ns() < deadline);
+    } while (s0.buffered < want && tools_ns() < deadline);
     if (s0.buffered < want) {
         fprintf(stderr, "idpool-clientbench: the buffer never held %" PRIu64 " IDs (%" PRIu64 ")\n",
                 want, s0.buffered);
@@ -449,11 +442,11 @@ static int sustained(struct idpool_app *a, unsigned threads, double secs, double
 
     if (w == NULL || all == NULL || timer == NULL)
         return 2;
-    deadline = ns() + FILL_S * 1000000000ull;
+    deadline = tools_ns() + FILL_S * 1000000000ull;
     do { /* the first take in: the load starts on a buffer that has IDs */
         sleep_ns(20000000);
         s0 = stats_of(a);
-    } while (s0.takes == 0 && ns() < deadline);
+    } while (s0.takes == 0 && tools_ns() < deadline);
     atomic_store(&phase, P_WAIT);
     atomic_store(&ready, 0);
     for (unsigned t = 0; t < threads; t++) {

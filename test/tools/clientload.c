@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "idpool.h"
+#include "tools.h"
 
 #define REC_MAX     1024
 #define MOD_MAX     16
@@ -66,14 +67,6 @@ static _Atomic unsigned finished;
 /* --until-failbacks: set when enough failbacks happened; the workers stop. */
 static _Atomic int stop_now;
 
-static uint64_t ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* One pop log record: times, count, flags, the IDs. */
 static int record(FILE *f, uint64_t t0, uint64_t t1, const uint64_t *ids, uint32_t n)
 {
@@ -93,7 +86,7 @@ static void *work(void *arg)
 
     while (w->got < w->want && !atomic_load_explicit(&stop_now, memory_order_relaxed)) {
         size_t n = 0, room = w->want - w->got < REC_MAX ? (size_t)(w->want - w->got) : REC_MAX;
-        uint64_t t0 = ns();
+        uint64_t t0 = tools_ns();
         int rc = IDPOOL_OK;
 
         if (w->take == 0) {
@@ -102,7 +95,7 @@ static void *work(void *arg)
         } else {
             rc = idpool_take(w->app, w->take < room ? w->take : room, buf, &n);
         }
-        if (n && w->out && record(w->out, t0, ns(), buf, (uint32_t)n) < 0) {
+        if (n && w->out && record(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0) {
             w->rc = IDPOOL_ENOMEM;
             break;
         }
@@ -135,7 +128,7 @@ static int timeline(FILE *f, struct idpool_app *a, unsigned threads)
 
     st.size = sizeof(st);
     while (atomic_load(&finished) < threads) {
-        uint64_t t = ns() / 1000000u;
+        uint64_t t = tools_ns() / 1000000u;
 
         idpool_app_stats(a, &st);
         if (first || st.env != last.env || st.failovers != last.failovers ||

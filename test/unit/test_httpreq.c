@@ -14,6 +14,7 @@
 
 #include "httpreq.h"
 #include "unit.h"
+#include "unit_bytes.h"
 
 #define HEAD_MAX 8192 /* apihttp.c's limit */
 
@@ -27,33 +28,14 @@ static const char *err;
 /* The input, escaped, on stderr: which one failed. */
 static void show(const char *what)
 {
-    fprintf(stderr, "  %s: \"", what);
-    for (size_t i = 0; i < buf_len && i < 200; i++) {
-        unsigned char c = (unsigned char)orig[i];
-        if (c == '\r')
-            fputs("\\r", stderr);
-        else if (c == '\n')
-            fputs("\\n", stderr);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(stderr, "\\x%02x", c);
-        else
-            fputc(c, stderr);
-    }
-    fprintf(stderr, "%s\" (%zu bytes)\n", buf_len > 200 ? "..." : "", buf_len);
+    unit_show(what, orig, buf_len);
 }
 
 /* httpreq_parse() over the n bytes at s in a heap buffer of exactly n bytes. */
 static enum httpreq_status parse_n(const char *s, size_t n, size_t max_head)
 {
-    free(buf);
-    free(orig);
-    buf = malloc(n ? n : 1);
-    orig = malloc(n ? n : 1);
-    CHECK(buf != NULL && orig != NULL);
-    if (buf == NULL || orig == NULL)
-        exit(1);
-    memcpy(buf, s, n);
-    memcpy(orig, s, n);
+    buf = unit_copy(buf, s, n);
+    orig = unit_copy(orig, s, n);
     buf_len = n;
     memset(&R, 0x5a, sizeof(R));
     code = 0;
@@ -92,9 +74,7 @@ static int ok_n(const char *s, size_t n, size_t max_head)
     CHECK(R.keep_alive == 0 || R.keep_alive == 1);
     CHECK(R.expect_continue == 0 || R.expect_continue == 1);
     /* the head ends with an empty line */
-    CHECK(R.head_len >= 2 && orig[R.head_len - 1] == '\n' &&
-          (orig[R.head_len - 2] == '\n' ||
-           (R.head_len >= 3 && orig[R.head_len - 2] == '\r' && orig[R.head_len - 3] == '\n')));
+    CHECK(unit_ends_head(orig, R.head_len));
     /* the bytes after it are not touched */
     if (memcmp(buf + R.head_len, orig + R.head_len, n - R.head_len) != 0) {
         CHECK(!"bytes after the head are not touched");
@@ -145,18 +125,6 @@ static void bad(const char *s, int want, const char *msg)
 {
     bad_n(s, strlen(s), HEAD_MAX, want, msg);
 }
-
-/* a is the string want (NULL: absent). */
-#define CHECK_STR(a, want)                                                                         \
-    do {                                                                                           \
-        const char *a_ = (a), *w_ = (want);                                                        \
-        unit_checks++;                                                                             \
-        if (!(a_ == NULL ? w_ == NULL : w_ != NULL && strcmp(a_, w_) == 0)) {                      \
-            unit_failures++;                                                                       \
-            fprintf(stderr, "%s:%d: %s == '%s', expected '%s'\n", __FILE__, __LINE__, #a,          \
-                    a_ ? a_ : "(null)", w_ ? w_ : "(null)");                                       \
-        }                                                                                          \
-    } while (0)
 
 /* ---- accepted heads ---- */
 
@@ -376,17 +344,7 @@ static void test_incomplete(void)
 /* A head of exactly n bytes: "GET / HTTP/1.1\r\nX: vvv...\r\n\r\n" (n >= 24). */
 static char *head_of(size_t n, const char *eol)
 {
-    char *s = malloc(n + 1);
-    size_t e = strlen(eol), pre = 14 + e + 3, post = 2 * e;
-
-    if (s == NULL)
-        exit(1);
-    snprintf(s, n + 1, "GET / HTTP/1.1%sX: ", eol);
-    memset(s + pre, 'v', n - pre - post);
-    memcpy(s + n - post, eol, e);
-    memcpy(s + n - e, eol, e);
-    s[n] = '\0';
-    return s;
+    return unit_head_of("GET / HTTP/1.1", n, eol);
 }
 
 static void test_max_head(void)

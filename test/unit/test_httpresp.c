@@ -13,6 +13,7 @@
 
 #include "httpresp.h"
 #include "unit.h"
+#include "unit_bytes.h"
 
 /* The last parse: its buffer (exactly its bytes), a copy of the input, the result. */
 static char *buf, *orig;
@@ -23,32 +24,14 @@ static const char *err;
 /* The input, escaped, on stderr: which one failed. */
 static void show(const char *what)
 {
-    fprintf(stderr, "  %s: \"", what);
-    for (size_t i = 0; i < buf_len && i < 200; i++) {
-        unsigned char c = (unsigned char)orig[i];
-        if (c == '\r')
-            fputs("\\r", stderr);
-        else if (c == '\n')
-            fputs("\\n", stderr);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(stderr, "\\x%02x", c);
-        else
-            fputc(c, stderr);
-    }
-    fprintf(stderr, "%s\" (%zu bytes)\n", buf_len > 200 ? "..." : "", buf_len);
+    unit_show(what, orig, buf_len);
 }
 
 /* The n bytes at s into buf, a heap buffer of exactly n bytes (orig: a copy). */
 static void load(const char *s, size_t n)
 {
-    free(buf);
-    free(orig);
-    buf = malloc(n ? n : 1);
-    orig = malloc(n ? n : 1);
-    if (buf == NULL || orig == NULL)
-        exit(1);
-    memcpy(buf, s, n);
-    memcpy(orig, s, n);
+    buf = unit_copy(buf, s, n);
+    orig = unit_copy(orig, s, n);
     buf_len = n;
 }
 
@@ -91,9 +74,7 @@ static int ok_n(const char *s, size_t n)
     CHECK(R.has_length || R.content_length == 0);
     CHECK(R.retry_after_s >= -1 && R.retry_after_s <= 86400);
     /* the head ends with an empty line */
-    CHECK(orig[R.head_len - 1] == '\n' &&
-          (orig[R.head_len - 2] == '\n' ||
-           (R.head_len >= 3 && orig[R.head_len - 2] == '\r' && orig[R.head_len - 3] == '\n')));
+    CHECK(unit_ends_head(orig, R.head_len));
     return 1;
 }
 
@@ -555,17 +536,7 @@ static void test_head_len(void)
 /* A head of exactly n bytes: "HTTP/1.1 200 OK<eol>X: vvv...<eol><eol>" (n >= 26). */
 static char *head_of(size_t n, const char *eol)
 {
-    char *s = malloc(n + 1);
-    size_t e = strlen(eol), pre = 15 + e + 3, post = 2 * e;
-
-    if (s == NULL)
-        exit(1);
-    snprintf(s, n + 1, "HTTP/1.1 200 OK%sX: ", eol);
-    memset(s + pre, 'v', n - pre - post);
-    memcpy(s + n - post, eol, e);
-    memcpy(s + n - e, eol, e);
-    s[n] = '\0';
-    return s;
+    return unit_head_of("HTTP/1.1 200 OK", n, eol);
 }
 
 static void test_head_max(void)
@@ -794,18 +765,6 @@ static int error_of(const char *s)
 {
     return error_n(s, strlen(s), 32, 200);
 }
-
-/* a is the string want. */
-#define CHECK_STR(a, want)                                                                         \
-    do {                                                                                           \
-        const char *a_ = (a), *w_ = (want);                                                        \
-        unit_checks++;                                                                             \
-        if (a_ == NULL || strcmp(a_, w_) != 0) {                                                   \
-            unit_failures++;                                                                       \
-            fprintf(stderr, "%s:%d: %s == '%s', expected '%s'\n", __FILE__, __LINE__, #a,          \
-                    a_ ? a_ : "(null)", w_);                                                       \
-        }                                                                                          \
-    } while (0)
 
 static void test_error(void)
 {

@@ -43,6 +43,18 @@ static int unit_checks;
         }                                                                                          \
     } while (0)
 
+/* a is the string want (NULL: absent). */
+#define CHECK_STR(a, want)                                                                         \
+    do {                                                                                           \
+        const char *a_ = (a), *w_ = (want);                                                        \
+        unit_checks++;                                                                             \
+        if (!(a_ == NULL ? w_ == NULL : w_ != NULL && strcmp(a_, w_) == 0)) {                      \
+            unit_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: %s == '%s', expected '%s'\n", __FILE__, __LINE__, #a,          \
+                    a_ ? a_ : "(null)", w_ ? w_ : "(null)");                                       \
+        }                                                                                          \
+    } while (0)
+
 #define RUN(fn)                                                                                    \
     do {                                                                                           \
         int before_ = unit_failures;                                                               \
