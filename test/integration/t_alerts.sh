@@ -230,10 +230,12 @@ announcer=a other=b
 grep -q 'alert underflow firing app=uf2:' "$DIR/b.log" && announcer=b other=a
 info "$announcer announced the firing; pausing it until $other resolves the alert"
 signal_daemon "$announcer" STOP
-wait_until 5 at_least 1 n_pubsub uf2 underflow resolved || fail "$other did not resolve uf2 underflow"
+# (the other daemon reads alert states of a pool above its low water with
+# idpool_status every 5 s, and resolves after --alert-resolve-ms: 12 s of margin)
+wait_until 12 at_least 1 n_pubsub uf2 underflow resolved || fail "$other did not resolve uf2 underflow"
 sleep 0.3
 signal_daemon "$announcer" CONT
-wait_everywhere 5 uf2 underflow resolved
+wait_everywhere 12 uf2 underflow resolved
 sleep 2
 for s in firing resolved; do
     c=$(counts uf2 underflow $s)
