@@ -105,7 +105,10 @@ for k in sys.argv[2:]:
 if len(apps) != len(sys.argv[2:]) + 1:
     sys.exit("%d objects for %d rows" % (len(apps), len(sys.argv[2:]) + 1))
 EOF
-curl -fsS "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^idpool_applications{state="invalid"} '"${#FIELD[@]}"'$' ||
+# (not `curl | grep -q`: grep quits at the match, and with pipefail curl's next
+# write then fails the pipeline; it did under ASan in CI)
+metrics=$(curl -fsS "http://127.0.0.1:$HTTP_PORT/metrics") || fail "GET /metrics failed"
+grep -q '^idpool_applications{state="invalid"} '"${#FIELD[@]}"'$' <<<"$metrics" ||
     fail "idpool_applications{state=\"invalid\"} is not ${#FIELD[@]}"
 IDPOOL_HTTP_ADDR=127.0.0.1:$HTTP_PORT IDPOOL_REDIS_URL=$IDPOOL_REDIS_URL IDPOOL_MYSQL_URL=$IDPOOL_MYSQL_URL \
     "$IDPOOLCTL" --json status >"$DIR/status.json" || fail "idpoolctl status failed"

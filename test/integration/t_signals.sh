@@ -61,7 +61,7 @@ for sig in TERM INT; do
     log_has "$d" "stopping: finishing in-flight refills, releasing locks" || fail "no 'stopping' line"
     log_has "$d" "in-flight work finished and locks released" || fail "no 'locks released' line"
     if log_has "$d" "exiting anyway"; then fail "SIG$sig: shutdown hit the grace timeout"; fi
-    if sed -n '/stopping: finishing/,$p' "$DIR/$d.log" | grep -q 'app=s1 pushed'; then
+    if sed -n '/stopping: finishing/,$p' "$DIR/$d.log" | grep 'app=s1 pushed' >/dev/null; then
         info "SIG$sig arrived during a push, which was completed first"
     fi
     st=0
