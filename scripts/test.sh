@@ -91,9 +91,13 @@ for line in open(path, encoding="utf-8", errors="replace"):
     t = json.loads(line)
     if t["result"] in ("OK", "EXPECTEDFAIL", "SKIP"):
         continue
-    out = (t.get("stdout") or "").splitlines() + (t.get("stderr") or "").splitlines()
+    out = (t.get("stdout") or "").splitlines()[-10:]
+    err = (t.get("stderr") or "").splitlines()
+    # The harness dumps the servers' and daemons' logs after a FAIL line
+    # ("----- a.log (last 200 lines) -----"): what failed is just before.
+    cut = next((i for i, l in enumerate(err) if l.startswith("----- ")), len(err))
     print(f"--- {label}: {t['name']}: {t['result']} (exit {t.get('returncode')}), last lines:")
-    for l in out[-40:]:
+    for l in out + err[max(0, cut - 30):cut]:
         print("    " + l)
 PY
 }
