@@ -364,6 +364,16 @@ static void failover(struct idpool_app *a, uint64_t now)
     a->failback_at_ms = now + c->o.failback_ms;
 }
 
+/* One take from environment e, by its transport (without a's lock: it blocks on the network). */
+static enum take_outcome take_from(struct idpool_app *a, struct env *e, unsigned count,
+                                   uint64_t now, struct take_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    if (e->http)
+        return issuer_take(e, &a->c->o, a->key, count, now, r);
+    return redis_take(e, &a->c->o, a->k_pool, a->k_meta, count, now, r);
+}
+
 /* The counters of a refusal or failure (the IDs' own are counted where they are kept). */
 static void count_outcome(struct idpool_app *a, enum take_outcome o, const struct take_result *r)
 {
@@ -427,7 +437,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
 
     /* A failback tries the more preferred environments in order. */
     for (;;) {
-        o = env_take(&c->envs[e], &c->o, a->key, a->k_pool, a->k_meta, count, now, &r);
+        o = take_from(a, &c->envs[e], count, now, &r);
         if (!back || o == T_IDS || e + 1 >= a->env)
             break;
         free(r.ids);

@@ -62,14 +62,6 @@ int env_init(struct env *e, const char *url, char *err, size_t errlen);
 void env_free(struct env *e);
 
 /*
- * One take of `count` IDs of application `key` (Redis keys k_pool, k_meta)
- * from e, (re)connecting as needed. now is CLOCK_MONOTONIC ms.
- */
-enum take_outcome env_take(struct env *e, const struct idpool_options *o, const char *key,
-                           const char *k_pool, const char *k_meta, unsigned count, uint64_t now,
-                           struct take_result *r);
-
-/*
  * What a refusal "IDPOOL_<CODE> <message>" (idpool_take's error reply, or
  * an issuer's error code and message joined by a space) means; hint_ms and
  * limit are read from the message. Anything not ours is T_DOWN.
@@ -84,9 +76,19 @@ void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
  * used up the whole back-off).
  */
 void env_fail(struct env *e);
-/* The issuer's take (issuer.c). */
+/* Close e's connection, whichever transport (no back-off). */
+void env_close(struct env *e);
+
+/*
+ * The transports: one take of `count` IDs of application `key` from e,
+ * (re)connecting as needed, r zeroed by the caller; now is CLOCK_MONOTONIC
+ * ms. redisenv.c: FCALL idpool_take on the Redis keys k_pool and k_meta.
+ * issuer.c: GET {prefix}/v1/ids/{key}?count=N.
+ */
+enum take_outcome redis_take(struct env *e, const struct idpool_options *o, const char *k_pool,
+                             const char *k_meta, unsigned count, uint64_t now,
+                             struct take_result *r);
 enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, const char *key,
                               unsigned count, uint64_t now, struct take_result *r);
-void issuer_close(struct env *e);
 
 #endif

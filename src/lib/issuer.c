@@ -38,18 +38,6 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void issuer_close(struct env *e)
-{
-    if (e->ssl) {
-        SSL_free(e->ssl); /* no close_notify: the socket may be dead, and it would block */
-        e->ssl = NULL;
-    }
-    if (e->fd >= 0) {
-        close(e->fd);
-        e->fd = -1;
-    }
-}
-
 /* Wait for fd to be readable (POLLIN) or writable until deadline: 0, or -1 (timed out). */
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
@@ -120,7 +108,7 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
             errno = soerr;
         else if (mono_ms() >= deadline)
             errno = ETIMEDOUT;
-        issuer_close(e);
+        env_close(e);
     }
     freeaddrinfo(ai);
     if (e->fd < 0) {
@@ -164,7 +152,7 @@ tls_fail:
     else
         take_msg(r, e, "TLS handshake: %s", mono_ms() >= deadline ? "timed out" : tls_errstr());
     ERR_clear_error();
-    issuer_close(e);
+    env_close(e);
     return -1;
 }
 
@@ -331,7 +319,7 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
         deadline = mono_ms() + o->io_timeout_ms;
         if (send_all(e, req, (size_t)n, deadline) < 0) {
             if (reused) { /* the server closed it meanwhile: once more, afresh */
-                issuer_close(e);
+                env_close(e);
                 continue;
             }
             take_msg(r, e, "send failed: %s", strerror(errno));
@@ -339,7 +327,7 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
         }
         rc = read_answer(e, &h, deadline, r);
         if (rc == 1 && reused) {
-            issuer_close(e);
+            env_close(e);
             continue;
         }
         if (rc != 0) {
@@ -351,7 +339,7 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
     }
     e->backoff_ms = 0;
     if (!h.keep_alive)
-        issuer_close(e);
+        env_close(e);
     if (h.status != 200) {
         enum take_outcome out =
             refused(e, &h, e->buf + h.head_len, (size_t)h.content_length, count, r);
