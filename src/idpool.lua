@@ -11,7 +11,7 @@
 -- Redis is missing or older (never a newer one), so that a rolling upgrade
 -- or a rollback of the daemon does not swap the fence under a running one.
 -- Bump it with every change of this file. (meson.build reads this line.)
-local LIB_VERSION = 3
+local LIB_VERSION = 4
 
 -- The epoch ("run_id:master_replid" as idpoold reads it from INFO) under
 -- which the pools of this Redis process were re-validated. It lives as long
@@ -151,10 +151,17 @@ end
 --   FCALL idpool_epoch 2 <pool> <meta> run_id   -> 1 discarded, 0 kept
 local function epoch(keys, args)
     validated = args[1]
-    local run_id = redis.call('HGET', keys[2], 'run_id')
+    local m = redis.call('HMGET', keys[2], 'run_id', 'per_take', 'per_second')
+    local run_id = m[1]
     if run_id ~= args[1] and (run_id or redis.call('EXISTS', keys[1]) == 1) then
         -- written under another process, or meta lost (evicted) under a pool
         redis.call('DEL', keys[1], keys[2])
+        -- The limits stay: they are the row's, not the pool's. Until a refill
+        -- writes meta anew, takes get IDPOOL_EPOCH (retry) and not IDPOOL_NOAPP,
+        -- which clients take for "not served here" and stop asking.
+        if m[2] and m[3] then
+            redis.call('HSET', keys[2], 'per_take', m[2], 'per_second', m[3])
+        end
         return 1
     end
     return 0

@@ -206,6 +206,19 @@ ids=$(take_ok tk 5)
 pass "after FLUSHALL the daemon restores the limits (take works, limit 25 in force) and IDs keep increasing"
 stop_daemon a
 
+# --- a pool discarded by the epoch sweep is refused with IDPOOL_EPOCH, not IDPOOL_NOAPP --------
+# Between the sweep's discard and the next refill a take must say "retry": clients take
+# IDPOOL_NOAPP for "not served here" and give up (the Python client did, under ASan).
+rcli HSET "$(meta_key tk)" run_id "an-older-process" >/dev/null
+assert_eq 1 "$(rcli FCALL idpool_epoch 2 "$(pool_key tk)" "$(meta_key tk)" "$(redis_epoch)")" \
+    "idpool_epoch discards a pool written under another process"
+assert_eq 0 "$(llen tk)" "tk's pool after the discard"
+assert_eq 25 "$(rcli HGET "$(meta_key tk)" per_take)" "per_take kept by the discard"
+assert_eq '' "$(rcli HGET "$(meta_key tk)" run_id)" "run_id after the discard"
+take_err tk 5 '^IDPOOL_EPOCH'
+take_err tk 26 '^IDPOOL_EPOCH'
+pass "a discarded pool keeps its limits: takes get IDPOOL_EPOCH (retry) until it is refilled"
+
 # --- cost of idpool_take vs LPOP (printed, not asserted) --------------------------------------
 # Two pools the daemon does not know, each with 2,000,000 IDs + a margin; the
 # take's meta allows 100 per take and any rate.
