@@ -4,7 +4,8 @@
 # while five consumers pop 1,100,000 IDs concurrently. No ID is handed out
 # twice per application; each consumer of a monotonic application sees
 # strictly increasing IDs; every ID lies in exactly one lease; leases are
-# disjoint; more than one daemon did the work.
+# disjoint; more than one daemon did the work (the one that filled the
+# pools is paused mid-run for longer than the lock TTL).
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -36,6 +37,16 @@ consumer c2 m1 250000 1000 --type monotonic
 consumer c3 m2 250000 500 --type monotonic --delta 5 --remainder 1 --start-offset 77
 consumer c4 t1 200000 250
 consumer c5 t1 150000 1000
+# More than one daemon must do the work, whatever the timing: the one that
+# filled the pools is paused for longer than the lock TTL while the
+# consumers pop, so another one has to refill (its own push, if it held a
+# lock, is fenced off).
+filler=$(for d in a b c; do if log_has "$d" 'app=(m1|m2|t1) pushed'; then echo "$d" && break; fi; done)
+sleep 0.2
+signal_daemon "$filler" STOP
+sleep 1.5
+signal_daemon "$filler" CONT
+info "paused $filler (it filled the pools) for 1.5 s while the consumers popped"
 for i in "${!pids[@]}"; do
     st=0
     wait "${pids[$i]}" || st=$?
