@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* pipe2 */
-#include "store.h"
+#include "store_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,6 @@
 
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
-#define RESERVE_RETRIES 8
 #define SESSION_IDLE_S  10   /* the server ends a session idle this long (wait_timeout) */
 #define IDLE_TRX_S      2    /* MariaDB: and a write transaction idle this long */
 #define KEEPALIVE_MS    3000 /* an idle connection is pinged this often */
@@ -28,65 +27,7 @@
 #define STR(x)          STR_(x)
 #define JOIN_TIMEOUT_MS 300 /* at shutdown, how long to wait for the worker */
 
-enum job_kind { JOB_LOAD, JOB_RESERVE, JOB_AUTH };
-
-struct job {
-    enum job_kind kind;
-    struct job *next;
-    void *fn;  /* store_load_fn or store_reserve_fn */
-    void *arg; /* caller's argument */
-    /* in (reserve) */
-    int64_t app_id;
-    uint64_t span;
-    uint64_t floor;
-    /* out */
-    enum store_err status; /* STORE_OK, or what went wrong (err says more) */
-    char err[STORE_ERR_MAX];
-    unsigned sql_errno;   /* the server's error number, 0 if none */
-    struct app_row *rows; /* load: heap array */
-    size_t nrows;
-    struct store_lease lease;
-    struct store_auth *auth; /* auth: heap, handed to the callback */
-};
-
-struct store {
-    struct event_base *base;
-    char *host, *user, *password, *db, *instance; /* connection settings (heap) */
-    int port;
-    unsigned timeout_s; /* connect/read/write timeout, whole seconds */
-    pthread_t thread;   /* the worker */
-    int thread_started;
-    pthread_mutex_t mu; /* guards the queues, stopping and active_fd */
-    pthread_cond_t cv;  /* signals new work or stop */
-    struct job *todo, *todo_tail;
-    struct job *done, *done_tail;
-    int stopping;
-    int active_fd;         /* socket of the open connection, -1 if none */
-    int pipefd[2];         /* worker -> loop: "jobs done" */
-    struct event *done_ev; /* reads pipefd[0] */
-    unsigned pending;      /* loop thread: jobs queued and not yet delivered */
-    /* worker thread only */
-    MYSQL *conn;
-    uint64_t retry_at_ms; /* no connect attempt before this */
-    int backoff_ms;
-    int failures; /* consecutive connect failures */
-    char last_err[STORE_ERR_MAX];
-    int ever_connected;
-    uint64_t used_ms; /* the connection's last statement or ping */
-    /* counters, written by the worker, read by the loop */
-    _Atomic uint64_t errors, reconnects;
-    _Atomic int up;
-    _Atomic int schema_missing; /* the last job found no database or table */
-};
-
-/* MySQL's numbers for a missing database and a missing table. */
-#define ER_BAD_DB      1049
-#define ER_NO_SUCH_TAB 1146
-
-static void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
+void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
 {
     va_list ap;
 
@@ -98,7 +39,7 @@ static void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
 
 /* --- worker: connection ---------------------------------------------------- */
 
-static void conn_close(struct store *s)
+void conn_close(struct store *s)
 {
     if (!s->conn)
         return;
@@ -205,7 +146,7 @@ static int conn_open(struct store *s, struct job *j)
 }
 
 /* Record the connection's error in j (with a hint when the schema is missing). */
-static void sql_err(struct store *s, struct job *j, MYSQL *m)
+void sql_err(struct store *s, struct job *j, MYSQL *m)
 {
     j->sql_errno = mysql_errno(m);
     set_err(j, STORE_SQL, "MySQL error %u: %s%s", j->sql_errno, mysql_error(m),
@@ -216,7 +157,7 @@ static void sql_err(struct store *s, struct job *j, MYSQL *m)
 }
 
 /* Run one statement; on error record it, drop the connection, return -1. */
-static int q(struct store *s, struct job *j, const char *sql)
+int q(struct store *s, struct job *j, const char *sql)
 {
     if (mysql_query(s->conn, sql) == 0)
         return 0;
@@ -226,7 +167,7 @@ static int q(struct store *s, struct job *j, const char *sql)
 }
 
 /* Run a query returning one row of integer columns into out[]. 1 row: 0; none: 1; error: -1. */
-static int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsigned ncols)
+int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsigned ncols)
 {
     MYSQL_RES *res;
     MYSQL_ROW row;
@@ -248,258 +189,6 @@ static int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out,
     }
     mysql_free_result(res);
     return rc;
-}
-
-/* --- worker: jobs ---------------------------------------------------------- */
-
-static void job_load(struct store *s, struct job *j)
-{
-    MYSQL_RES *res;
-    MYSQL_ROW row;
-    size_t cap;
-
-    if (q(s, j, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") < 0)
-        return;
-    res = mysql_store_result(s->conn);
-    if (!res) {
-        sql_err(s, j, s->conn);
-        conn_close(s);
-        return;
-    }
-    cap = (size_t)mysql_num_rows(res);
-    j->rows = calloc(cap ? cap : 1, sizeof(*j->rows));
-    if (!j->rows) {
-        mysql_free_result(res);
-        set_err(j, STORE_NOMEM, "out of memory loading %zu rows", cap);
-        return;
-    }
-    while ((row = mysql_fetch_row(res)) && j->nrows < cap)
-        app_row_from_text(&j->rows[j->nrows++], row, mysql_fetch_lengths(res));
-    mysql_free_result(res);
-    j->status = STORE_OK;
-}
-
-/*
- * Rows of one auth query into *rows (heap) through `take`, which returns 0
- * to keep a row, 1 to skip it (malformed), -1 when out of memory. A missing
- * table reads as no rows with *missing set. 0, or -1 with j's error set.
- */
-static int auth_query(struct store *s, struct job *j, const char *sql, size_t size, void **rows,
-                      size_t *n, int *missing, int (*take)(void *row, MYSQL_ROW r, void *ctx),
-                      void *ctx)
-{
-    MYSQL_RES *res;
-    MYSQL_ROW row;
-    size_t cap;
-
-    if (mysql_query(s->conn, sql) != 0) {
-        if (mysql_errno(s->conn) == ER_NO_SUCH_TAB) {
-            *missing = 1;
-            return 0;
-        }
-        sql_err(s, j, s->conn);
-        conn_close(s);
-        return -1;
-    }
-    res = mysql_store_result(s->conn);
-    if (!res) {
-        sql_err(s, j, s->conn);
-        conn_close(s);
-        return -1;
-    }
-    cap = (size_t)mysql_num_rows(res);
-    *rows = calloc(cap ? cap : 1, size);
-    if (*rows == NULL) {
-        mysql_free_result(res);
-        set_err(j, STORE_NOMEM, "out of memory loading %zu rows", cap);
-        return -1;
-    }
-    while ((row = mysql_fetch_row(res)) && *n < cap) {
-        int rc = take((char *)*rows + *n * size, row, ctx);
-        if (rc < 0) {
-            mysql_free_result(res);
-            set_err(j, STORE_NOMEM, "out of memory loading %zu rows", cap);
-            return -1;
-        }
-        if (rc == 0)
-            (*n)++;
-    }
-    mysql_free_result(res);
-    return 0;
-}
-
-static int take_token(void *out, MYSQL_ROW r, void *ctx)
-{
-    struct store_token *t = out;
-    struct store_auth *a = ctx;
-
-    if (!r[0] || !r[1] || !r[2] || !token_name_valid(r[0]) || !token_hash_valid(r[1])) {
-        a->skipped++;
-        return 1;
-    }
-    snprintf(t->name, sizeof(t->name), "%s", r[0]);
-    snprintf(t->hash, sizeof(t->hash), "%s", r[1]);
-    t->apps = strdup(r[2]);
-    return t->apps ? 0 : -1;
-}
-
-static int take_grant(void *out, MYSQL_ROW r, void *ctx)
-{
-    struct store_grant *g = out;
-    struct store_auth *a = ctx;
-
-    if (!r[0] || !r[1] || !app_key_valid(r[0]) || !token_hash_valid(r[1])) {
-        a->skipped++;
-        return 1;
-    }
-    snprintf(g->key, sizeof(g->key), "%s", r[0]);
-    snprintf(g->hash, sizeof(g->hash), "%s", r[1]);
-    g->revoked = r[2] && strcmp(r[2], "1") == 0;
-    return 0;
-}
-
-static void job_auth(struct store *s, struct job *j)
-{
-    struct store_auth *a = calloc(1, sizeof(*a));
-    void *rows;
-
-    if (a == NULL) {
-        set_err(j, STORE_NOMEM, "out of memory");
-        return;
-    }
-    j->auth = a;
-    rows = NULL;
-    if (auth_query(s, j, "SELECT name, token_sha256, apps FROM api_token WHERE revoked_at IS NULL",
-                   sizeof(struct store_token), &rows, &a->ntokens, &a->tokens_missing, take_token,
-                   a) < 0) {
-        a->tokens = rows;
-        return;
-    }
-    a->tokens = rows;
-    rows = NULL;
-    if (auth_query(s, j,
-                   "SELECT entity_key, password_sha256, revoked_at IS NOT NULL FROM redis_user "
-                   "ORDER BY entity_key",
-                   sizeof(struct store_grant), &rows, &a->ngrants, &a->grants_missing, take_grant,
-                   a) < 0) {
-        a->grants = rows;
-        return;
-    }
-    a->grants = rows;
-    j->status = STORE_OK;
-}
-
-void store_auth_free(struct store_auth *a)
-{
-    if (a == NULL)
-        return;
-    for (size_t i = 0; i < a->ntokens; i++)
-        free(a->tokens[i].apps);
-    free(a->tokens);
-    free(a->grants);
-    free(a);
-}
-
-static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t m = a > b ? a : b;
-    return m > c ? m : c;
-}
-
-/*
- * The write-ahead reservation (brief §4.1): in one READ COMMITTED
- * transaction, read current_offset, version and the highest leased hi,
- * choose lo above current_offset, that hi, start_offset and the caller's
- * floor, move current_offset to hi by compare-and-set on current_offset
- * AND version, record the lease, commit. Every reservation bumps version,
- * so a reservation whose reads went stale (another one committed between
- * its reads and its UPDATE, even if an operator then wrote the old
- * current_offset back: ABA) matches no row and retries from fresh reads:
- * leases never overlap (L). No row lock is held across the reads, so a
- * reserver that stops between them holds nothing another daemon waits for.
- * A failed commit is never reported as success.
- */
-static void job_reserve(struct store *s, struct job *j)
-{
-    char sql[1024];
-    char inst[2 * 255 + 1];
-
-    mysql_real_escape_string(s->conn, inst, s->instance, (unsigned long)strnlen(s->instance, 255));
-    for (int attempt = 0; attempt < RESERVE_RETRIES; attempt++) {
-        int64_t app[3], leased = 0;
-        uint64_t cur, lo, hi, maxhi;
-        int rc;
-
-        if (q(s, j, "START TRANSACTION") < 0)
-            return;
-        snprintf(
-            sql, sizeof(sql),
-            "SELECT current_offset, start_offset, version FROM application WHERE id = %" PRId64,
-            j->app_id);
-        rc = q_ints(s, j, sql, app, 3);
-        if (rc != 0) {
-            if (rc > 0) {
-                set_err(j, STORE_GONE, "application id %" PRId64 " no longer exists", j->app_id);
-                (void)q(s, j, "ROLLBACK");
-                j->status = STORE_GONE;
-            }
-            return;
-        }
-        snprintf(
-            sql, sizeof(sql),
-            "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = %" PRId64,
-            j->app_id);
-        if (q_ints(s, j, sql, &leased, 1) < 0)
-            return;
-        cur = app[0] > 0 ? (uint64_t)app[0] : 0;
-        maxhi = leased > 0 ? (uint64_t)leased : 0;
-        lo = max3(cur, maxhi, app[1] > 0 ? (uint64_t)app[1] : 0);
-        if (j->floor > lo)
-            lo = j->floor;
-        if (lo >= (uint64_t)INT64_MAX) {
-            (void)q(s, j, "ROLLBACK");
-            set_err(j, STORE_EXHAUSTED,
-                    "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
-            return;
-        }
-        hi = lo + (j->span < (uint64_t)INT64_MAX - lo ? j->span : (uint64_t)INT64_MAX - lo);
-        snprintf(sql, sizeof(sql),
-                 "UPDATE application SET current_offset = %" PRIu64 ", version = version + 1 "
-                 "WHERE id = %" PRId64 " AND current_offset = %" PRId64 " AND version = %" PRId64,
-                 hi, j->app_id, app[0], app[2]);
-        if (q(s, j, sql) < 0)
-            return;
-        if (mysql_affected_rows(s->conn) != 1) {
-            /* Someone reserved (or edited the row) under us: re-read and try again. */
-            if (q(s, j, "ROLLBACK") < 0)
-                return;
-            continue;
-        }
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO application_lease (application_id, lo, hi, instance) "
-                 "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s')",
-                 j->app_id, lo, hi, inst);
-        if (q(s, j, sql) < 0)
-            return;
-        if (mysql_commit(s->conn) != 0) {
-            /* Outcome unknown: never use this range (brief §4.1). */
-            set_err(j, STORE_UNKNOWN_COMMIT,
-                    "commit of lease [%" PRIu64 ", %" PRIu64 ") failed (%s); range discarded", lo,
-                    hi, mysql_error(s->conn));
-            conn_close(s);
-            return;
-        }
-        j->lease.lo = lo;
-        j->lease.hi = hi;
-        j->lease.seen_offset = cur;
-        j->lease.max_leased = maxhi > j->floor ? maxhi : j->floor;
-        j->lease.regression = cur < j->lease.max_leased;
-        j->lease.version = app[2] + 1;
-        j->status = STORE_OK;
-        return;
-    }
-    set_err(j, STORE_CONTENDED, "current_offset kept changing under %d reservation attempts",
-            RESERVE_RETRIES);
 }
 
 static void *worker(void *arg)
