@@ -31,7 +31,8 @@
 # rcli, sql, redis_stop/kill/start, mysql_stop/kill/start, free_port,
 # log_has, pool_key, meta_key, lock_key, llen, pool_ge, proc_alive ...) and
 # test/integration/lib_fault.sh (log_count, lease_dump, pool_dump, probe,
-# redis_server_pid ...). Python helpers that talk to Redis (lockflip.py) run
+# redis_server_pid ...). Python helpers that talk to Redis (lockflip.py, the
+# rollback watcher of rollback.py) run
 # with lib.sh's $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3, which has
 # python3-redis).
 
@@ -792,7 +793,7 @@ rollback_apps() {
 # T_FROM is when the restart began. (Start it again yourself.)
 restore_watched() {
     rm -f "$DIR/watch"
-    python3 "$ROLLBACK_PY" watch "$REDIS_PORT" "$(meta_key "$1")" "$PROBE_RUN_ID" "$2" \
+    "$PYTHON" "$ROLLBACK_PY" watch "$REDIS_PORT" "$(meta_key "$1")" "$PROBE_RUN_ID" "$2" \
         "$DIR/watch" 20 &
     WATCHER=$!
     rm -rf "$DIR/redis"

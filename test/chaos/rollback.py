@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Helpers of the Redis-rollback scenarios (chaos 07, 14): Python 3, the
-standard library only.
+"""Helpers of the Redis-rollback scenarios (chaos 07, 14): Python 3 and
+redis-py (Debian's python3-redis) for the watcher.
 
 watch PORT META OLD_RUN_ID DEAD_RUN_ID OUT TIMEOUT_S
     connects to 127.0.0.1:PORT every ms until a Redis other than DEAD_RUN_ID
@@ -14,58 +14,37 @@ stale POOL_FILE BEFORE_NS LOG...
     before BEFORE_NS.
 """
 import os
-import socket
 import struct
 import sys
 import time
 
 
-def resp(*args):
-    out = b'*%d\r\n' % len(args)
-    for a in args:
-        a = a.encode()
-        out += b'$%d\r\n%s\r\n' % (len(a), a)
-    return out
-
-
-def read_reply(f):
-    line = f.readline()
-    if not line:
-        raise ConnectionError('closed')
-    kind, rest = line[:1], line[1:-2]
-    if kind == b'$':
-        n = int(rest)
-        if n < 0:
-            return None
-        return f.read(n + 2)[:-2].decode()
-    if kind == b'-':
-        raise RuntimeError(rest.decode())
-    return rest.decode()
-
-
 def watch(port, meta, old, dead, out, timeout):
+    import redis  # only the watcher needs it
+
     deadline = time.monotonic() + float(timeout)
     state, t_accept, t_end, polls = 'timeout', 0, 0, 0
     while time.monotonic() < deadline and state == 'timeout':
+        # One connection per attempt, no retries of redis-py's own: the
+        # moment the new Redis accepts is what is measured.
+        r = redis.Redis(host='127.0.0.1', port=int(port), socket_connect_timeout=1, socket_timeout=1,
+                        retry_on_timeout=False, decode_responses=True)
         try:
-            s = socket.create_connection(('127.0.0.1', int(port)), timeout=1)
-        except OSError:
+            conn = r.connection_pool.get_connection('INFO')  # connects
+        except (OSError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            r.close()
             time.sleep(0.001)
             continue
         t_conn = time.monotonic_ns()
-        f = s.makefile('rb')
+        r.connection_pool.release(conn)
         try:
-            s.sendall(resp('INFO', 'server'))
-            info = read_reply(f)
-            if 'run_id:' + dead in info:  # the old process, not dead yet
-                s.close()
+            if r.info('server').get('run_id') == dead:  # the old process, not dead yet
                 time.sleep(0.001)
                 continue
             while time.monotonic() < deadline:
-                s.sendall(resp('HGET', meta, 'run_id'))
                 try:
-                    v = read_reply(f)
-                except RuntimeError:  # -LOADING
+                    v = r.hget(meta, 'run_id')
+                except redis.exceptions.BusyLoadingError:  # -LOADING
                     time.sleep(0.001)
                     continue
                 t = time.monotonic_ns()
@@ -76,10 +55,10 @@ def watch(port, meta, old, dead, out, timeout):
                     state, t_end = ('discarded' if v is None else 'replaced'), t
                     break
                 time.sleep(0.001)
-        except (OSError, ConnectionError, RuntimeError):
+        except (OSError, redis.exceptions.RedisError):
             time.sleep(0.001)
         finally:
-            s.close()
+            r.close()
     if state == 'timeout':
         t_end = time.monotonic_ns()
     with open(out + '.tmp', 'w') as o:
