@@ -167,6 +167,17 @@ int q(struct store *s, struct job *j, const char *sql)
 }
 
 /* Run a query returning one row of integer columns into out[]. 1 row: 0; none: 1; error: -1. */
+MYSQL_RES *q_result(struct store *s, struct job *j)
+{
+    MYSQL_RES *res = mysql_store_result(s->conn);
+
+    if (res == NULL) {
+        sql_err(s, j, s->conn);
+        conn_close(s);
+    }
+    return res;
+}
+
 int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsigned ncols)
 {
     MYSQL_RES *res;
@@ -175,12 +186,8 @@ int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsign
 
     if (q(s, j, sql) < 0)
         return -1;
-    res = mysql_store_result(s->conn);
-    if (!res) {
-        sql_err(s, j, s->conn);
-        conn_close(s);
+    if ((res = q_result(s, j)) == NULL)
         return -1;
-    }
     row = mysql_fetch_row(res);
     if (row && mysql_num_fields(res) == ncols) {
         for (unsigned i = 0; i < ncols; i++)

@@ -80,6 +80,8 @@ void conn_close(struct store *s);
 void sql_err(struct store *s, struct job *j, MYSQL *m);
 /* Run one statement; on error record it, drop the connection, return -1. */
 int q(struct store *s, struct job *j, const char *sql);
+/* The last statement's result, or NULL with the error recorded and the connection dropped. */
+MYSQL_RES *q_result(struct store *s, struct job *j);
 /* One row of integer columns into out[]: 0; no row: 1; error: -1. */
 int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsigned ncols);
 

@@ -26,12 +26,8 @@ void job_load(struct store *s, struct job *j)
 
     if (q(s, j, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") < 0)
         return;
-    res = mysql_store_result(s->conn);
-    if (!res) {
-        sql_err(s, j, s->conn);
-        conn_close(s);
+    if ((res = q_result(s, j)) == NULL)
         return;
-    }
     cap = (size_t)mysql_num_rows(res);
     j->rows = calloc(cap ? cap : 1, sizeof(*j->rows));
     if (!j->rows) {
@@ -67,12 +63,8 @@ static int auth_query(struct store *s, struct job *j, const char *sql, size_t si
         conn_close(s);
         return -1;
     }
-    res = mysql_store_result(s->conn);
-    if (!res) {
-        sql_err(s, j, s->conn);
-        conn_close(s);
+    if ((res = q_result(s, j)) == NULL)
         return -1;
-    }
     cap = (size_t)mysql_num_rows(res);
     *rows = calloc(cap ? cap : 1, size);
     if (*rows == NULL) {
