@@ -110,6 +110,11 @@ ROW_DONE=0
 # now_ns: CLOCK_MONOTONIC in ns (system-wide, so comparable with the t_*_ns
 # of idpool-load's logs).
 now_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
+# sleep_until T0_NS MS: sleeps until MS ms after T0_NS (not at all if past).
+sleep_until() {
+    local left=$((($1 - $(now_ns)) / 1000000 + $2))
+    ((left <= 0)) || sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
+}
 ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
 
 # expect COND MSG: COND (evaluated) must hold; else MSG is a failure.

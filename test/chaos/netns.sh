@@ -53,3 +53,20 @@ netns_exit() {
     ip netns delete "$NETNS_NAME" 2>/dev/null
     exit "$rc"
 }
+
+# Inside the namespace: one nftables table, and `partition PORT` (drop the
+# port's traffic both ways, counted), `heal` (remove the rules), `dropped`
+# (the packets counted so far).
+netns_nft() {
+    nft add table inet chaos
+    nft add chain inet chaos out '{ type filter hook output priority 0; policy accept; }'
+}
+partition() {
+    nft add rule inet chaos out tcp dport "$1" counter drop
+    nft add rule inet chaos out tcp sport "$1" counter drop
+}
+heal() { nft flush chain inet chaos out; }
+dropped() {
+    nft list chain inet chaos out | sed -n 's/.*counter packets \([0-9]*\).*/\1/p' |
+        awk '{ s += $1 } END { print s + 0 }'
+}

@@ -54,24 +54,7 @@ chaos_daemon b
 wait_until 20 pool_ge $APP "$P_LOW" || fail "pool never filled"
 consumers_start $APP 2
 
-# nftables: one table; `partition PORT` drops the port's traffic both ways and
-# counts it, `heal` removes the rules, `dropped` is the packets counted.
-nft add table inet chaos
-nft add chain inet chaos out '{ type filter hook output priority 0; policy accept; }'
-partition() {
-    nft add rule inet chaos out tcp dport "$1" counter drop
-    nft add rule inet chaos out tcp sport "$1" counter drop
-}
-heal() { nft flush chain inet chaos out; }
-dropped() {
-    nft list chain inet chaos out | sed -n 's/.*counter packets \([0-9]*\).*/\1/p' |
-        awk '{ s += $1 } END { print s + 0 }'
-}
-# sleep_until T0_NS MS: sleeps until MS ms after T0_NS (not at all if past).
-sleep_until() {
-    local left=$((($1 - $(now_ns)) / 1000000 + $2))
-    ((left <= 0)) || sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
-}
+netns_nft # partition PORT, heal, dropped (netns.sh)
 # health NAME FIELD: redis_up / mysql_up from the daemon's /healthz (True/False).
 health() { http_get "$1" /healthz | json_field "$2"; }
 both_health() { [[ $(health a "$1") == "$2" && $(health b "$1") == "$2" ]]; }

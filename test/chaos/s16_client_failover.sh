@@ -192,25 +192,7 @@ taken_a_ge() {
     n=$(taken_a) && ((${n:-0} >= $1))
 }
 ping_fails() { [[ $(timeout 1 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" PING 2>/dev/null) != PONG ]]; }
-# sleep_until T0_NS MS: sleeps until MS ms after T0_NS (not at all if past).
-sleep_until() {
-    local left=$((($1 - $(now_ns)) / 1000000 + $2))
-    ((left <= 0)) || sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
-}
-
-# nftables, as chaos 08: `partition PORT` drops the port's traffic both
-# ways and counts it, `heal` removes the rules, `dropped` is the count.
-nft add table inet chaos
-nft add chain inet chaos out '{ type filter hook output priority 0; policy accept; }'
-partition() {
-    nft add rule inet chaos out tcp dport "$1" counter drop
-    nft add rule inet chaos out tcp sport "$1" counter drop
-}
-heal() { nft flush chain inet chaos out; }
-dropped() {
-    nft list chain inet chaos out | sed -n 's/.*counter packets \([0-9]*\).*/\1/p' |
-        awk '{ s += $1 } END { print s + 0 }'
-}
+netns_nft # partition PORT, heal, dropped (netns.sh)
 
 # ---------------------------------------------------------------- faults ---
 # Each fault_KIND injects its fault and heals it: T_F (ns) just before the
