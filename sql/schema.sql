@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS `application` (
   `entity_key`          VARCHAR(64)  NOT NULL              COMMENT 'unique key, [A-Za-z0-9_.-]{1,64}, not . or .., no leading -',
   `entity_name`         VARCHAR(255) NOT NULL DEFAULT ''   COMMENT 'human description',
   `increasing_type`     INT          NOT NULL DEFAULT 1    COMMENT '1 = monotonic, 2 = trend (shuffled blocks)',
-  `start_offset`        BIGINT       NOT NULL DEFAULT 0    COMMENT 'first ID the application may ever get',
+  `start_offset`        BIGINT       NOT NULL DEFAULT 1    COMMENT 'first ID the application may ever get (never 0: 0 starts at 1)',
   `step`                BIGINT       NOT NULL DEFAULT 1000 COMMENT 'IDs per refill batch, 1..1000000',
   `current_offset`      BIGINT       NOT NULL DEFAULT 0    COMMENT 'durable high-water mark: every ID ever pushed is below it',
   `max_size_per_times`  BIGINT       NOT NULL DEFAULT 0    COMMENT 'most IDs one take may ask for (0 = 1000)',
@@ -44,6 +44,12 @@ CREATE TABLE IF NOT EXISTS `application_lease` (
   PRIMARY KEY (`id`),
   KEY `ix_app_hi` (`application_id`, `hi`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Upgrades of a database that an older version of this file created.
+-- start_offset defaults to 1 (issue 18): ID 0 is never handed out (MySQL
+-- AUTO_INCREMENT reads an inserted 0 as "generate one", ORMs as "not set").
+-- Existing rows keep their value; an explicit 0 still never yields ID 0.
+ALTER TABLE `application` ALTER COLUMN `start_offset` SET DEFAULT 1;
 
 -- Credentials of the ID API (idpoolctl tokens add/list/revoke). Only the
 -- SHA-256 of each token is kept: a token is 256 random bits, so a plain hash

@@ -567,6 +567,7 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
     memset(&a, 0, sizeof(a));
     /* The defaults of the table (sql/schema.sql). */
     a.row.increasing_type = APP_MONOTONIC;
+    a.row.start_offset = APP_DEFAULT_START;
     a.row.step = APP_DEFAULT_STEP;
     a.row.delta = 1;
     a.row.increment_max = 1;
@@ -910,7 +911,8 @@ static const char help_add[] =
     "Options (the column in brackets; 0 in a sizing column means its default):\n"
     "  --name TEXT           description [entity_name]; default empty\n"
     "  --type TYPE           monotonic (1) or trend (2) [increasing_type]; default monotonic\n"
-    "  --start N             first ID ever handed out [start_offset]; default 0\n"
+    "  --start N             first ID ever handed out [start_offset]; default 1 (IDs are\n"
+    "                        never 0: 0 starts at 1, or at delta when remainder is 0)\n"
     "  --step N              IDs per refill batch, 1..1000000 [step]; default 1000\n"
     "  --max-pool N          pool capacity [max_pool_size]; 0 = 60 x max_size_per_second\n"
     "  --min-percent N       refill below N%% of the pool, 1..99 [min_size_percent]; 0 = 80\n"
