@@ -32,10 +32,10 @@ done
 # The head of each pool: what the first LPOP gets.
 declare -A want=([z_raw]=1 [z_ctl]=1 [z_zero]=1 [z_d5]=5)
 for k in "${!want[@]}"; do
-    assert_eq "${want[$k]}" "$(rcli LINDEX "$(pool_key $k)" 0)" "$k: first ID"
+    assert_eq "${want[$k]}" "$(rcli LINDEX "$(pool_key "$k")" 0)" "$k: first ID"
 done
 for k in z_raw z_ctl z_zero z_d5 z_trend; do
-    pop $k 500 "$DIR/$k" || fail "$k: taking IDs"
+    pop "$k" 500 "$DIR/$k" || fail "$k: taking IDs"
     lease_dump $k "$DIR/leases.$k.txt"
     check_pops "$DIR/check.$k" --start-offset 1 --delta "$(app_col $k delta)" --remainder 0 \
         --leases "$DIR/leases.$k.txt" "$DIR/$k.0.bin" || fail "$k: U/A/L with every ID >= 1"
