@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS `application` (
   `entity_key`          VARCHAR(64)  NOT NULL              COMMENT 'unique key, [A-Za-z0-9_.-]{1,64}, not . or .., no leading -',
   `entity_name`         VARCHAR(255) NOT NULL DEFAULT ''   COMMENT 'human description',
   `increasing_type`     INT          NOT NULL DEFAULT 1    COMMENT '1 = monotonic, 2 = trend (shuffled blocks)',
-  `start_offset`        BIGINT       NOT NULL DEFAULT 0    COMMENT 'first ID the application may ever get',
+  `start_offset`        BIGINT       NOT NULL DEFAULT 1    COMMENT 'first ID the application may ever get (never 0: 0 starts at 1)',
   `step`                BIGINT       NOT NULL DEFAULT 1000 COMMENT 'IDs per refill batch, 1..1000000',
   `current_offset`      BIGINT       NOT NULL DEFAULT 0    COMMENT 'durable high-water mark: every ID ever pushed is below it',
   `max_size_per_times`  BIGINT       NOT NULL DEFAULT 0    COMMENT 'most IDs one take may ask for (0 = 1000)',
@@ -32,18 +32,57 @@ CREATE TABLE IF NOT EXISTS `application` (
 
 -- Append-only audit of every range [lo, hi) reserved, written in the same
 -- transaction as the current_offset update. The daemon also reads MAX(hi)
--- from here, so an operator lowering current_offset can never make it hand
--- out an ID twice.
+-- from here, of the row (application_id) and of its key (entity_key), so
+-- neither an operator lowering current_offset nor a row deleted and added
+-- again under the same key can make it hand out an ID twice.
 CREATE TABLE IF NOT EXISTS `application_lease` (
   `id`             BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
   `application_id` BIGINT UNSIGNED NOT NULL,
+  `entity_key`     VARCHAR(64)  NOT NULL DEFAULT '' COMMENT 'application.entity_key when reserved; outlives the row',
   `lo`             BIGINT       NOT NULL COMMENT 'first ID of the range',
   `hi`             BIGINT       NOT NULL COMMENT 'end of the range (exclusive)',
   `instance`       VARCHAR(255) NOT NULL DEFAULT '' COMMENT 'idpoold instance that reserved it',
   `created_at`     DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (`id`),
-  KEY `ix_app_hi` (`application_id`, `hi`)
+  KEY `ix_app_hi` (`application_id`, `hi`),
+  KEY `ix_key_hi` (`entity_key`, `hi`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Upgrades of a database that an older version of this file created. Each
+-- step checks information_schema first (MySQL 8 has no ADD COLUMN IF NOT
+-- EXISTS), so loading the file again is always safe.
+--
+-- application_lease.entity_key (issue 18): leases were found by
+-- application_id only, so a row deleted and added again under its key (a
+-- new id) leased from start_offset again. The column is filled in from the
+-- rows that still exist; the leases of rows deleted before the upgrade
+-- cannot be (their key is gone with them). idpoold works without the column
+-- (it says so in its log) and uses it from its next reservation on.
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
+                        AND COLUMN_NAME = 'entity_key') = 0,
+  'ALTER TABLE `application_lease` ADD COLUMN `entity_key` VARCHAR(64) NOT NULL DEFAULT '''' COMMENT ''application.entity_key when reserved; outlives the row'' AFTER `application_id`',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
+                        AND INDEX_NAME = 'ix_key_hi') = 0,
+  'ALTER TABLE `application_lease` ADD KEY `ix_key_hi` (`entity_key`, `hi`)',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
+-- Leases written before the column existed (or by an idpoold older than it
+-- during a rolling upgrade: load this file again once they are all new).
+UPDATE `application_lease` l JOIN `application` a ON a.`id` = l.`application_id`
+SET l.`entity_key` = a.`entity_key`
+WHERE l.`entity_key` = '';
+-- start_offset defaults to 1 (issue 18): ID 0 is never handed out (MySQL
+-- AUTO_INCREMENT reads an inserted 0 as "generate one", ORMs as "not set").
+-- Existing rows keep their value; an explicit 0 still never yields ID 0.
+ALTER TABLE `application` ALTER COLUMN `start_offset` SET DEFAULT 1;
 
 -- Credentials of the ID API (idpoolctl tokens add/list/revoke). Only the
 -- SHA-256 of each token is kept: a token is 256 random bits, so a plain hash

@@ -23,6 +23,13 @@
 #define APP_DEFAULT_MIN_PCT    80
 #define APP_POOL_SECONDS       60        /* max_pool_size default = 60 x max_size_per_second */
 #define APP_ID_MAX             INT64_MAX /* no ID may exceed 2^63-1 */
+/*
+ * No ID is ever 0: MySQL AUTO_INCREMENT reads an inserted 0 as "generate
+ * one" and most ORMs read 0 as "not set". New rows start at 1 (the schema's
+ * default, idpoolctl's); a row's explicit start_offset 0 is served from 1 on.
+ */
+#define APP_ID_MIN        1
+#define APP_DEFAULT_START APP_ID_MIN
 
 enum app_type {
     APP_MONOTONIC = 1, /* strictly increasing in list order */
@@ -56,7 +63,7 @@ struct app_cfg {
     char key[APP_KEY_MAX + 1];   /* entity_key */
     char name[APP_NAME_MAX + 1]; /* entity_name */
     enum app_type type;          /* increasing_type */
-    uint64_t start_offset;       /* first ID ever allowed */
+    uint64_t start_offset;       /* first ID ever allowed (IDs start at APP_ID_MIN anyway) */
     uint64_t step;               /* IDs per refill batch (trend: block size) */
     uint64_t current_offset;     /* durable high-water mark as last read */
     uint64_t per_take;           /* max_size_per_times, resolved */

@@ -138,15 +138,19 @@ static int lease_roll(struct lease_state *st)
 
 /*
  * The first ID the current lease can give after `next` with `extra` more
- * strides of delta, or 0 with *ok = 0 when it does not fit below hi.
- * Everything stays below hi <= 2^63-1, so uint64 arithmetic cannot wrap
- * once the bounds are checked.
+ * strides of delta, or 0 with *ok = 0 when it does not fit below hi. Never
+ * below start_offset, never 0 (APP_ID_MIN: with remainder 0 the first ID is
+ * delta). Everything stays below hi <= 2^63-1, so uint64 arithmetic cannot
+ * wrap once the bounds are checked.
  */
 static uint64_t lease_pick(const struct app_cfg *cfg, const struct lease_state *st, uint64_t extra,
                            int *ok)
 {
     uint64_t from = st->next > cfg->start_offset ? st->next : cfg->start_offset;
     uint64_t x;
+
+    if (from < APP_ID_MIN)
+        from = APP_ID_MIN;
 
     *ok = 0;
     if (from >= st->hi)

@@ -13,7 +13,8 @@
  *              entirely inside one lease, Fisher-Yates shuffled.
  *
  * Every generated ID is >= the state's `next`, < its lease's hi, >= the
- * application's start_offset, and % delta == remainder. `next` only grows.
+ * application's start_offset, never 0 (APP_ID_MIN), and % delta ==
+ * remainder. `next` only grows.
  */
 #ifndef IDPOOL_GEN_H
 #define IDPOOL_GEN_H

@@ -3,7 +3,8 @@
  *
  * Reads use the same column list as idpoold's loader and judge every row
  * with app_validate(), so "valid" means exactly "idpoold serves it". Writes:
- *   add      validates the would-be row, then INSERTs it;
+ *   add      validates the would-be row, then INSERTs it, above the key's
+ *            lease history when a row with the key was deleted before;
  *   set      in one transaction: reads the row FOR UPDATE, applies the
  *            edits, validates the result, UPDATEs only the changed columns;
  *   disable  deleted_at = UNIX_TIMESTAMP(); enable: deleted_at = 0 (only a
@@ -527,21 +528,35 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
     return rrc;
 }
 
+/*
+ * The result of `select` followed by the quoted key, or NULL: the error is
+ * reported, unless it is `tolerated` (then *hit is set, nothing said).
+ */
+static MYSQL_RES *key_select(struct ctl *c, const char *select, const char *key, unsigned tolerated,
+                             int *hit)
+{
+    char *q = ctl_db_quote(c, key), *sql = ctl_strf("%s%s", select, q);
+    MYSQL_RES *res = NULL;
+    int rc = mysql_query(c->db, sql);
+
+    free(q);
+    free(sql);
+    if (rc != 0 && tolerated && mysql_errno(c->db) == tolerated)
+        *hit = 1;
+    else if (rc != 0 || !(res = mysql_store_result(c->db)))
+        ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: error %u: %s", c->cfg.mysql.host,
+                 c->cfg.mysql.port, c->cfg.mysql.db, mysql_errno(c->db), mysql_error(c->db));
+    return res;
+}
+
 /* Is there a row whose key equals `key` the way the unique index compares? */
 static int key_conflict(struct ctl *c, const char *key, int64_t *id, char *existing, size_t len)
 {
-    char *q = ctl_db_quote(c, key), *sql;
-    MYSQL_RES *res;
+    MYSQL_RES *res =
+        key_select(c, "SELECT id, entity_key FROM application WHERE entity_key = ", key, 0, NULL);
     MYSQL_ROW row;
     int rc;
 
-    sql = ctl_strf("SELECT id, entity_key FROM application WHERE entity_key = %s LIMIT 1", q);
-    free(q);
-    rc = ctl_db_exec(c, sql);
-    free(sql);
-    if (rc != 0)
-        return -1;
-    res = mysql_store_result(c->db);
     if (!res)
         return -1;
     row = mysql_fetch_row(res);
@@ -554,19 +569,52 @@ static int key_conflict(struct ctl *c, const char *key, int64_t *id, char *exist
     return rc;
 }
 
+/*
+ * The highest hi ever leased under `key`, by any row (rows deleted since
+ * included: application_lease keeps the key), into *hi: 0, or CTL_ERROR. A
+ * schema older than application_lease.entity_key cannot tell: *hi is 0
+ * and a warning says why.
+ */
+static int key_history(struct ctl *c, const char *key, int64_t *hi)
+{
+    int old_schema = 0;
+    MYSQL_RES *res =
+        key_select(c, "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE entity_key = ", key,
+                   ER_BAD_FIELD_ERROR, &old_schema);
+    MYSQL_ROW row;
+
+    *hi = 0;
+    if (old_schema) {
+        fprintf(stderr,
+                "%s: %s: warning: application_lease has no column entity_key (the schema is "
+                "older than idpoolctl): the leases of a deleted row with this key cannot be "
+                "found; load sql/schema.sql again\n",
+                c->prog, c->cmd);
+        return 0;
+    }
+    if (!res)
+        return CTL_ERROR;
+    row = mysql_fetch_row(res);
+    if (row && row[0])
+        *hi = strtoll(row[0], NULL, 10);
+    mysql_free_result(res);
+    return 0;
+}
+
 static int cmd_add(struct ctl *c, int argc, char **argv)
 {
     struct apps_args a;
     struct ctl_row r;
     struct app_cfg cfg;
     char err[APP_ERR_MAX], *pos[1], *sql, *qkey, *qname, existing[300], shown[300];
-    char b[12][24];
-    int64_t id;
+    char b[13][24];
+    int64_t id, history;
     int npos, rc;
 
     memset(&a, 0, sizeof(a));
     /* The defaults of the table (sql/schema.sql). */
     a.row.increasing_type = APP_MONOTONIC;
+    a.row.start_offset = APP_DEFAULT_START;
     a.row.step = APP_DEFAULT_STEP;
     a.row.delta = 1;
     a.row.increment_max = 1;
@@ -597,19 +645,26 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
                         "(id %" PRId64 "): keys are unique regardless of case",
                         pos[0], ctl_printable(existing, shown, sizeof(shown)), id);
     }
+    /*
+     * The key's lease history outlives its rows: a row added again under a
+     * key that had one starts above it (its current_offset says so; idpoold
+     * would keep above it anyway).
+     */
+    if ((rc = key_history(c, pos[0], &history)) != 0)
+        return rc;
     qkey = ctl_db_quote(c, pos[0]);
     qname = ctl_db_quote(c, a.name ? a.name : "");
-    sql =
-        ctl_strf("INSERT INTO application (entity_key, entity_name, increasing_type, start_offset, "
-                 "step, max_size_per_times, max_size_per_second, min_size_percent, `interval`, "
-                 "max_pool_size, delta, remainder, increment_max) VALUES "
-                 "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                 qkey, qname, ctl_i64(a.row.increasing_type, b[0]),
-                 ctl_i64(a.row.start_offset, b[1]), ctl_i64(a.row.step, b[2]),
-                 ctl_i64(a.row.max_size_per_times, b[3]), ctl_i64(a.row.max_size_per_second, b[4]),
-                 ctl_i64(a.row.min_size_percent, b[5]), ctl_i64(a.row.interval, b[6]),
-                 ctl_i64(a.row.max_pool_size, b[7]), ctl_i64(a.row.delta, b[8]),
-                 ctl_i64(a.row.remainder, b[9]), ctl_i64(a.row.increment_max, b[10]));
+    sql = ctl_strf(
+        "INSERT INTO application (entity_key, entity_name, increasing_type, start_offset, "
+        "step, max_size_per_times, max_size_per_second, min_size_percent, `interval`, "
+        "max_pool_size, delta, remainder, increment_max, current_offset) VALUES "
+        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        qkey, qname, ctl_i64(a.row.increasing_type, b[0]), ctl_i64(a.row.start_offset, b[1]),
+        ctl_i64(a.row.step, b[2]), ctl_i64(a.row.max_size_per_times, b[3]),
+        ctl_i64(a.row.max_size_per_second, b[4]), ctl_i64(a.row.min_size_percent, b[5]),
+        ctl_i64(a.row.interval, b[6]), ctl_i64(a.row.max_pool_size, b[7]),
+        ctl_i64(a.row.delta, b[8]), ctl_i64(a.row.remainder, b[9]),
+        ctl_i64(a.row.increment_max, b[10]), ctl_i64(history, b[11]));
     free(qkey);
     free(qname);
     if (mysql_query(c->db, sql) != 0) {
@@ -625,12 +680,27 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
     if ((rc = ctl_row_load(c, pos[0], 0, &r)) != 0)
         return rc;
     if (c->json) {
-        ctl_json_print(c, result_json("added", &r));
+        cJSON *doc = result_json("added", &r);
+        /* The key's lease history (rows deleted earlier): a string, as offsets are; null if none.
+         */
+        if (history > 0)
+            ctl_jcheck(cJSON_AddStringToObject(doc, "history_hi", ctl_i64(history, b[12])));
+        else
+            ctl_jcheck(cJSON_AddNullToObject(doc, "history_hi"));
+        ctl_json_print(c, doc);
         return 0;
     }
     printf("added application '%s' (id %" PRId64 "): %s, step %" PRIu64 ", max_pool_size %" PRIu64
            ", low water %" PRIu64 "\n",
            r.key, r.row.id, type_name(r.cfg.type), r.cfg.step, r.cfg.max_pool, r.cfg.low_water);
+    if (history > a.row.start_offset)
+        printf("'%s' starts above the key's lease history, at %" PRId64
+               ": rows deleted earlier leased its IDs below that (current_offset %" PRId64 ")\n",
+               r.key, history, history);
+    else if (history > 0)
+        printf("'%s' had leases below %" PRId64
+               " (rows deleted earlier), all under its start_offset %" PRId64 "\n",
+               r.key, history, a.row.start_offset);
     reload_hint(c);
     return 0;
 }
@@ -910,7 +980,8 @@ static const char help_add[] =
     "Options (the column in brackets; 0 in a sizing column means its default):\n"
     "  --name TEXT           description [entity_name]; default empty\n"
     "  --type TYPE           monotonic (1) or trend (2) [increasing_type]; default monotonic\n"
-    "  --start N             first ID ever handed out [start_offset]; default 0\n"
+    "  --start N             first ID ever handed out [start_offset]; default 1 (IDs are\n"
+    "                        never 0: 0 starts at 1, or at delta when remainder is 0)\n"
     "  --step N              IDs per refill batch, 1..1000000 [step]; default 1000\n"
     "  --max-pool N          pool capacity [max_pool_size]; 0 = 60 x max_size_per_second\n"
     "  --min-percent N       refill below N%% of the pool, 1..99 [min_size_percent]; 0 = 80\n"
@@ -926,6 +997,10 @@ static const char help_add[] =
     "Rules: max_pool_size >= step; a refill of step must fit above the low-water mark\n"
     "(max_pool_size x (100 - min_size_percent) / 100 >= step); max_size_per_times <=\n"
     "max_pool_size; no ID may exceed 2^63-1.\n"
+    "\n"
+    "A key's lease history outlives its rows: when a row with KEY was deleted, the new\n"
+    "row starts above every ID ever leased under KEY (its current_offset is set to that,\n"
+    "and the output says so).\n"
     "\n"
     "Example: %s apps add order --type trend --step 500 --per-second 2000\n";
 

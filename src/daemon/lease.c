@@ -38,7 +38,8 @@ uint64_t lease_span(const struct pool *p)
 
 int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, store_reserve_fn *fn)
 {
-    return store_reserve(lc->store, p->cfg.id, span, lease_floor(&p->run.batch.st), fn, p);
+    return store_reserve(lc->store, p->cfg.id, p->cfg.key, span, lease_floor(&p->run.batch.st), fn,
+                         p);
 }
 
 int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum store_err st,

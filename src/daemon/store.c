@@ -166,7 +166,7 @@ int q(struct store *s, struct job *j, const char *sql)
     return -1;
 }
 
-/* Run a query returning one row of integer columns into out[]. 1 row: 0; none: 1; error: -1. */
+/* The last statement's result, or NULL with the error recorded and the connection dropped. */
 MYSQL_RES *q_result(struct store *s, struct job *j)
 {
     MYSQL_RES *res = mysql_store_result(s->conn);
@@ -178,14 +178,20 @@ MYSQL_RES *q_result(struct store *s, struct job *j)
     return res;
 }
 
+/* Run a query returning one row of integer columns into out[]. 1 row: 0; none: 1; error: -1. */
 int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsigned ncols)
+{
+    if (q(s, j, sql) < 0)
+        return -1;
+    return q_result_ints(s, j, out, ncols);
+}
+
+int q_result_ints(struct store *s, struct job *j, int64_t *out, unsigned ncols)
 {
     MYSQL_RES *res;
     MYSQL_ROW row;
     int rc = 1;
 
-    if (q(s, j, sql) < 0)
-        return -1;
     if ((res = q_result(s, j)) == NULL)
         return -1;
     row = mysql_fetch_row(res);
@@ -363,13 +369,16 @@ int store_auth(struct store *s, store_auth_fn *fn, void *arg)
     return queue_plain(s, JOB_AUTH, (void *)fn, arg);
 }
 
-int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor,
+int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg)
 {
-    struct job *j = calloc(1, sizeof(*j));
+    struct job *j;
 
-    if (!j)
+    if (!app_key_valid(key))
         return -1;
+    if (!(j = calloc(1, sizeof(*j))))
+        return -1;
+    memcpy(j->key, key, strlen(key) + 1); /* valid: <= APP_KEY_MAX bytes */
     j->kind = JOB_RESERVE;
     j->fn = (void *)fn;
     j->arg = arg;

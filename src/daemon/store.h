@@ -31,7 +31,7 @@ struct store;
 struct store_lease {
     uint64_t lo, hi;      /* the range [lo, hi), recorded in application_lease */
     uint64_t seen_offset; /* current_offset before the reservation */
-    uint64_t max_leased;  /* highest hi ever recorded for the application */
+    uint64_t max_leased;  /* highest hi ever recorded for the row or its key (or in Redis) */
     int regression;       /* 1: current_offset was below what was already reserved */
     int64_t version;      /* application.version after the reservation */
 };
@@ -65,12 +65,15 @@ void store_free(struct store *s);
 int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((warn_unused_result));
 
 /*
- * Reserve `span` units of ID space for application `app_id` at or above
- * max(current_offset, every recorded lease's hi, start_offset, floor).
- * `floor` is what Redis knows was already leased; it protects uniqueness even
- * if an operator lowers current_offset (the higher value is written back).
+ * Reserve `span` units of ID space for application `app_id`, whose row has
+ * entity_key `key` (else STORE_GONE), at or above max(current_offset,
+ * start_offset, floor, the hi of every lease recorded for the row or for the
+ * key). `floor` is what Redis knows was already leased; it protects
+ * uniqueness even if an operator lowers current_offset (the higher value is
+ * written back). The key's leases outlive its row: a row deleted and added
+ * again under the same key starts above them, whatever it says.
  */
-int store_reserve(struct store *s, int64_t app_id, uint64_t span, uint64_t floor,
+int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));
 
 /* An active API token (api_token, revoked_at NULL). */

@@ -24,6 +24,7 @@ struct job {
     void *arg; /* caller's argument */
     /* in (reserve) */
     int64_t app_id;
+    char key[APP_KEY_MAX + 1]; /* the row's entity_key: the pool the lease is for */
     uint64_t span;
     uint64_t floor;
     /* out */
@@ -59,16 +60,18 @@ struct store {
     int failures; /* consecutive connect failures */
     char last_err[STORE_ERR_MAX];
     int ever_connected;
-    uint64_t used_ms; /* the connection's last statement or ping */
+    uint64_t used_ms;  /* the connection's last statement or ping */
+    int lease_unkeyed; /* application_lease has no entity_key column (older schema) */
     /* counters, written by the worker, read by the loop */
     _Atomic uint64_t errors, reconnects;
     _Atomic int up;
     _Atomic int schema_missing; /* the last job found no database or table */
 };
 
-/* MySQL's numbers for a missing database and a missing table. */
-#define ER_BAD_DB      1049
-#define ER_NO_SUCH_TAB 1146
+/* MySQL's numbers for a missing database, column and table. */
+#define ER_BAD_DB        1049
+#define ER_BAD_FIELD_ERR 1054
+#define ER_NO_SUCH_TAB   1146
 
 /* Record a job's failure: its kind, and a message for the log. */
 void set_err(struct job *j, enum store_err kind, const char *fmt, ...)
@@ -84,6 +87,8 @@ int q(struct store *s, struct job *j, const char *sql);
 MYSQL_RES *q_result(struct store *s, struct job *j);
 /* One row of integer columns into out[]: 0; no row: 1; error: -1. */
 int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsigned ncols);
+/* The same for the statement just run (mysql_query() returned 0). */
+int q_result_ints(struct store *s, struct job *j, int64_t *out, unsigned ncols);
 
 /* The jobs (store_jobs.c), run by the worker on its open connection. */
 void job_load(struct store *s, struct job *j);

@@ -165,24 +165,67 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 }
 
 /*
+ * The highest hi recorded for the job's row or for its key, into *out:
+ * 0, or -1 with j's error set. Leases are found by key as well as by row,
+ * so that the history of a key outlives its row: a row deleted and added
+ * again under the key (a new id) starts above everything the key ever had.
+ * A schema older than application_lease.entity_key has only the row's
+ * leases: that is said once, s->lease_unkeyed tells the caller to record
+ * the lease without its key, and the column is tried again each time.
+ */
+static int leased_max(struct store *s, struct job *j, const char *qkey, int64_t *out)
+{
+    char sql[512];
+
+    snprintf(sql, sizeof(sql),
+             "SELECT GREATEST((SELECT COALESCE(MAX(hi), 0) FROM application_lease "
+             "WHERE application_id = %" PRId64 "), (SELECT COALESCE(MAX(hi), 0) "
+             "FROM application_lease WHERE entity_key = '%s'))",
+             j->app_id, qkey);
+    if (mysql_query(s->conn, sql) == 0) {
+        if (s->lease_unkeyed)
+            log_info("mysql: application_lease.entity_key is there: leases are found and "
+                     "recorded by key as well as by row from now on");
+        s->lease_unkeyed = 0;
+        return q_result_ints(s, j, out, 1) < 0 ? -1 : 0;
+    }
+    if (mysql_errno(s->conn) != ER_BAD_FIELD_ERR) {
+        sql_err(s, j, s->conn);
+        conn_close(s);
+        return -1;
+    }
+    if (!s->lease_unkeyed)
+        log_warn("mysql: application_lease has no column entity_key (the schema is older than "
+                 "this idpoold): leases are found by row only, and a row deleted and added again "
+                 "under the same key can hand out its IDs again; load sql/schema.sql again");
+    s->lease_unkeyed = 1;
+    snprintf(sql, sizeof(sql),
+             "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = %" PRId64,
+             j->app_id);
+    return q_ints(s, j, sql, out, 1) < 0 ? -1 : 0;
+}
+
+/*
  * The write-ahead reservation (brief §4.1): in one READ COMMITTED
- * transaction, read current_offset, version and the highest leased hi,
- * choose lo above current_offset, that hi, start_offset and the caller's
- * floor, move current_offset to hi by compare-and-set on current_offset
- * AND version, record the lease, commit. Every reservation bumps version,
- * so a reservation whose reads went stale (another one committed between
- * its reads and its UPDATE, even if an operator then wrote the old
- * current_offset back: ABA) matches no row and retries from fresh reads:
- * leases never overlap (L). No row lock is held across the reads, so a
- * reserver that stops between them holds nothing another daemon waits for.
- * A failed commit is never reported as success.
+ * transaction, read current_offset, version and the highest leased hi of
+ * the row and of its key, choose lo above current_offset, that hi,
+ * start_offset and the caller's floor, move current_offset to hi by
+ * compare-and-set on current_offset AND version (and the key, which names
+ * the pool the lease is for), record the lease with its key, commit. Every
+ * reservation bumps version, so a reservation whose reads went stale
+ * (another one committed between its reads and its UPDATE, even if an
+ * operator then wrote the old current_offset back: ABA) matches no row and
+ * retries from fresh reads: leases never overlap (L). No row lock is held
+ * across the reads, so a reserver that stops between them holds nothing
+ * another daemon waits for. A failed commit is never reported as success.
  */
 void job_reserve(struct store *s, struct job *j)
 {
-    char sql[1024];
-    char inst[2 * 255 + 1];
+    char sql[1536];
+    char inst[2 * 255 + 1], qkey[2 * APP_KEY_MAX + 1];
 
     mysql_real_escape_string(s->conn, inst, s->instance, (unsigned long)strnlen(s->instance, 255));
+    mysql_real_escape_string(s->conn, qkey, j->key, (unsigned long)strlen(j->key));
     for (int attempt = 0; attempt < RESERVE_RETRIES; attempt++) {
         int64_t app[3], leased = 0;
         uint64_t cur, lo, hi, maxhi;
@@ -190,24 +233,21 @@ void job_reserve(struct store *s, struct job *j)
 
         if (q(s, j, "START TRANSACTION") < 0)
             return;
-        snprintf(
-            sql, sizeof(sql),
-            "SELECT current_offset, start_offset, version FROM application WHERE id = %" PRId64,
-            j->app_id);
+        snprintf(sql, sizeof(sql),
+                 "SELECT current_offset, start_offset, version FROM application "
+                 "WHERE id = %" PRId64 " AND entity_key = '%s'",
+                 j->app_id, qkey);
         rc = q_ints(s, j, sql, app, 3);
         if (rc != 0) {
             if (rc > 0) {
-                set_err(j, STORE_GONE, "application id %" PRId64 " no longer exists", j->app_id);
+                set_err(j, STORE_GONE, "application id %" PRId64 " with key '%s' no longer exists",
+                        j->app_id, j->key);
                 (void)q(s, j, "ROLLBACK");
                 j->status = STORE_GONE;
             }
             return;
         }
-        snprintf(
-            sql, sizeof(sql),
-            "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = %" PRId64,
-            j->app_id);
-        if (q_ints(s, j, sql, &leased, 1) < 0)
+        if (leased_max(s, j, qkey, &leased) < 0)
             return;
         cur = app[0] > 0 ? (uint64_t)app[0] : 0;
         maxhi = leased > 0 ? (uint64_t)leased : 0;
@@ -223,8 +263,9 @@ void job_reserve(struct store *s, struct job *j)
         hi = lo + (j->span < (uint64_t)INT64_MAX - lo ? j->span : (uint64_t)INT64_MAX - lo);
         snprintf(sql, sizeof(sql),
                  "UPDATE application SET current_offset = %" PRIu64 ", version = version + 1 "
-                 "WHERE id = %" PRId64 " AND current_offset = %" PRId64 " AND version = %" PRId64,
-                 hi, j->app_id, app[0], app[2]);
+                 "WHERE id = %" PRId64 " AND current_offset = %" PRId64 " AND version = %" PRId64
+                 " AND entity_key = '%s'",
+                 hi, j->app_id, app[0], app[2], qkey);
         if (q(s, j, sql) < 0)
             return;
         if (mysql_affected_rows(s->conn) != 1) {
@@ -233,10 +274,16 @@ void job_reserve(struct store *s, struct job *j)
                 return;
             continue;
         }
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO application_lease (application_id, lo, hi, instance) "
-                 "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s')",
-                 j->app_id, lo, hi, inst);
+        if (s->lease_unkeyed)
+            snprintf(sql, sizeof(sql),
+                     "INSERT INTO application_lease (application_id, lo, hi, instance) "
+                     "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s')",
+                     j->app_id, lo, hi, inst);
+        else
+            snprintf(sql, sizeof(sql),
+                     "INSERT INTO application_lease (application_id, lo, hi, instance, entity_key) "
+                     "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s', '%s')",
+                     j->app_id, lo, hi, inst, qkey);
         if (q(s, j, sql) < 0)
             return;
         if (mysql_commit(s->conn) != 0) {

@@ -294,7 +294,8 @@ logs_count() {
 # --------------------------------------------------------- applications ---
 
 # app_params APP: P_TYPE (monotonic|trend), P_START, P_DELTA, P_REM, P_MAX
-# (max_pool_size), P_LOW (low-water mark) from the row, defaults applied.
+# (max_pool_size), P_LOW (low-water mark) from the row, defaults applied;
+# P_START is at least 1 (no ID is ever 0, whatever start_offset says).
 app_params() {
     local t pct mps
     read -r t P_START P_DELTA P_REM P_MAX pct mps < <(sql "SELECT increasing_type,
@@ -303,6 +304,7 @@ app_params() {
     [[ -n ${t:-} ]] || fail "app_params: no application $1"
     P_TYPE=monotonic
     ((t == 2)) && P_TYPE=trend
+    ((P_START < 1)) && P_START=1
     ((pct == 0)) && pct=80
     ((mps == 0)) && mps=5000
     ((P_MAX == 0)) && P_MAX=$((60 * mps))

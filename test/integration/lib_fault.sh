@@ -138,17 +138,18 @@ lease_dump() {
 
 # check_ids KEY FILE...: idpool-check over all the text dumps together:
 #   U  no ID occurs twice;
-#   A  start_offset <= ID < 2^63 and ID % delta == remainder;
+#   A  max(start_offset, 1) <= ID < 2^63 (never 0) and ID % delta == remainder;
 #   L  every ID lies in exactly one range of KEY's application_lease (the
 #      ranges must not overlap, and none may be empty).
 check_ids() {
-    local key=$1 f lists=() empty
+    local key=$1 f lists=() empty start
     shift
     lease_dump "$key" "$DIR/leases.$key.txt"
     empty=$(awk -F'\t' '$2 <= $1 { print "[" $1 "," $2 ")" }' "$DIR/leases.$key.txt" | head -n 3)
     [[ -z $empty ]] || fail "$key: L: empty leases $empty"
     for f in "$@"; do lists+=(--list "$f"); done
-    check_pops "$DIR/check_ids.$key" --start-offset "$(app_col "$key" start_offset)" \
+    start=$(app_col "$key" start_offset)
+    check_pops "$DIR/check_ids.$key" --start-offset "$((start > 1 ? start : 1))" \
         --delta "$(app_col "$key" delta)" --remainder "$(app_col "$key" remainder)" \
         --leases "$DIR/leases.$key.txt" "${lists[@]}" || fail "$key: U/A/L"
     info "$key: U/A/L $(tail -n 1 "$DIR/check_ids.$key")"

@@ -18,6 +18,7 @@ static struct app_row row_default(void)
     strcpy(r.entity_key, "user");
     strcpy(r.entity_name, "user ids");
     r.increasing_type = 1;
+    r.start_offset = 1; /* never 0 (APP_ID_MIN) */
     r.step = 1000;
     r.delta = 1;
     r.increment_max = 1;
@@ -101,7 +102,7 @@ static void test_defaults(void)
     CHECK(strcmp(c.key, "user") == 0);
     CHECK(strcmp(c.name, "user ids") == 0);
     CHECK(c.type == APP_MONOTONIC);
-    CHECK_EQ_U64(c.start_offset, 0);
+    CHECK_EQ_U64(c.start_offset, 1);
     CHECK_EQ_U64(c.step, 1000);
     CHECK_EQ_U64(c.current_offset, 0);
     CHECK_EQ_U64(c.per_take, 1000);
@@ -240,6 +241,13 @@ static void test_offsets(void)
     CHECK(validate(&r, &c) == 0);
     CHECK_EQ_U64(c.current_offset, 12345);
     CHECK_EQ_U64(c.start_offset, 99);
+    /* An explicit 0 is still a valid row (the generator starts it at 1). */
+    r.start_offset = 0;
+    r.current_offset = 0;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.start_offset, 0);
+    CHECK_EQ_U64(APP_DEFAULT_START, 1);
+    CHECK_EQ_U64(APP_ID_MIN, 1);
 }
 
 static void test_per_take(void)

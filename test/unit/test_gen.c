@@ -180,6 +180,88 @@ static void test_near_id_space_end(void)
     CHECK_EQ_U64(lease_floor(&st), (uint64_t)INT64_MAX);
 }
 
+/* A pool's first IDs from a lease [lo, hi), by type, delta and remainder. */
+static size_t draw_from(struct app_cfg *c, uint64_t lo, uint64_t hi, uint64_t *out, size_t n)
+{
+    struct lease_state st = {0};
+    struct rng r;
+
+    rng_seed(&r, 5);
+    CHECK(lease_add(&st, lo, hi) == 0);
+    return gen_draw(c, &st, &r, out, n);
+}
+
+/*
+ * ID 0 is never handed out (MySQL AUTO_INCREMENT and ORMs read 0 as "none"),
+ * even with an explicit start_offset 0 and a lease from 0: the first ID is
+ * the first >= 1 with the remainder (delta when the remainder is 0).
+ */
+static void test_never_zero(void)
+{
+    struct app_cfg c = mono_cfg(1, 0, 1, 0);
+    static uint64_t out[4000];
+    uint64_t lo_seen;
+    size_t n;
+
+    n = draw_from(&c, 0, 10, out, 100);
+    CHECK_EQ_U64(n, 9); /* 1..9: 0 is skipped, a gap */
+    CHECK_EQ_U64(out[0], 1);
+    CHECK_EQ_U64(out[8], 9);
+
+    c = mono_cfg(5, 0, 1, 0);
+    n = draw_from(&c, 0, 100, out, 100);
+    CHECK_EQ_U64(n, 19); /* 5, 10, ..., 95 */
+    CHECK_EQ_U64(out[0], 5);
+    c = mono_cfg(5, 3, 1, 0); /* a remainder > 0 was never at 0: 3 stays first */
+    n = draw_from(&c, 0, 100, out, 100);
+    CHECK_EQ_U64(out[0], 3);
+    CHECK_EQ_U64(n, 20);
+
+    /* Random gaps: whatever the first gap, nothing at 0. */
+    c = mono_cfg(4, 0, 3, 0);
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        struct lease_state st = {0};
+        struct rng r;
+        rng_seed(&r, seed);
+        CHECK(lease_add(&st, 0, 1000) == 0);
+        n = gen_draw(&c, &st, &r, out, 10);
+        CHECK(n == 10 && out[0] >= 4 && out[0] % 4 == 0);
+    }
+
+    /* Only 0 fits in the lease: nothing is drawn, the next lease is needed. */
+    c = mono_cfg(1, 0, 1, 0);
+    CHECK_EQ_U64(draw_from(&c, 0, 1, out, 10), 0);
+
+    /* Trend: the first block starts at 1 (delta 1) or at delta (remainder 0). */
+    c = mono_cfg(1, 0, 1, 0);
+    c.type = APP_TREND;
+    c.step = 10;
+    n = draw_from(&c, 0, 21, out, 30);
+    CHECK_EQ_U64(n, 20); /* {1..10} {11..20}; a third block does not fit */
+    lo_seen = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        lo_seen = out[i] < lo_seen ? out[i] : lo_seen;
+    CHECK_EQ_U64(lo_seen, 1);
+    c.delta = 4;
+    n = draw_from(&c, 0, 1000, out, 10);
+    CHECK_EQ_U64(n, 10);
+    lo_seen = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        lo_seen = out[i] < lo_seen ? out[i] : lo_seen;
+    CHECK_EQ_U64(lo_seen, 4);
+
+    /* A lease of app_span_for(count) from 0 still holds count IDs. */
+    c = mono_cfg(7, 0, 1, 0);
+    CHECK_EQ_U64(draw_from(&c, 0, app_span_for(&c, 1000), out, 1000), 1000);
+    CHECK(out[0] == 7);
+    c = mono_cfg(1, 0, 1, 0);
+    c.type = APP_TREND;
+    c.step = 1000;
+    CHECK_EQ_U64(draw_from(&c, 0, app_span_for(&c, 4000), out, 4000), 4000);
+    for (size_t i = 0; i < 4000; i++)
+        CHECK(out[i] != 0);
+}
+
 static void test_fmt_parse(void)
 {
     char buf[21];
@@ -232,6 +314,7 @@ int main(void)
     RUN(test_monotonic_rolls_over_and_runs_out);
     RUN(test_trend_blocks);
     RUN(test_near_id_space_end);
+    RUN(test_never_zero);
     RUN(test_fmt_parse);
     RUN(test_resp_rpush);
     return unit_done();
