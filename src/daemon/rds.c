@@ -47,6 +47,7 @@ struct rds {
     char server_id[96];        /* "run_id:master_replid" from INFO at the handshake */
     char epoch[RDS_EPOCH_MAX]; /* writers: what idpool_validate answered ("" = none) */
     const char *stale;         /* writers: why the epoch is no longer the validated one */
+    int lib_raced;             /* a load without REPLACE found the library there */
     uint64_t role_check_ms;    /* last INFO replication probe sent (0 = none in flight) */
     int role_probe;            /* a probe is in flight */
     int ever_ready;            /* was ready at least once */
@@ -402,6 +403,17 @@ static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
         return;
     if (!reply)
         return;
+    if (reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "already exists")) {
+        /* another daemon loaded it meanwhile: look at its version again (once: a
+         * library of that name without our functions is then replaced) */
+        r->lib_raced = 1;
+        if (lib_check(r, handshake) != 0) {
+            r->lib_loading = 0;
+            if (handshake)
+                rds_drop(r, "cannot queue the library check");
+        }
+        return;
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
         char why[384];
         const char *hint =
@@ -421,6 +433,7 @@ static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
                       why);
         return;
     }
+    r->lib_raced = 0;
     if (!handshake)
         log_warn("%s: the idpool function library (version %d) was loaded again", r->name,
                  IDPOOL_LIB_VERSION);
@@ -434,11 +447,13 @@ static void lib_version(struct rds *r, redisReply *reply, void *arg)
     static const char lib[] = IDPOOL_LUA_SOURCE;
     const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", lib};
     size_t len[] = {8, 4, 7, sizeof(lib) - 1};
+    int missing = reply && reply->type == REDIS_REPLY_ERROR && !r->lib_raced;
 
     if ((handshake && r->state != RDS_HANDSHAKE) || !reply) {
         r->lib_loading = 0;
         return;
     }
+    r->lib_raced = reply->type == REDIS_REPLY_INTEGER ? 0 : r->lib_raced;
     if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= IDPOOL_LIB_VERSION) {
         r->lib_loading = 0;
         if (reply->integer > IDPOOL_LIB_VERSION && reply->integer != r->lib_newer)
@@ -451,10 +466,22 @@ static void lib_version(struct rds *r, redisReply *reply, void *arg)
         return;
     }
     r->lib_newer = 0;
+    /*
+     * A load resets the library's state, and with it the epoch that another
+     * connection (of this daemon or another) may have just validated: a
+     * missing library is loaded without REPLACE, so that of two connections
+     * that found it missing together the second does not undo the first's
+     * load (it gets "already exists", looks again and validates into the
+     * same epoch).
+     */
     if (reply->type == REDIS_REPLY_INTEGER)
         log_info("%s: replacing the idpool function library version %lld with version %d", r->name,
                  reply->integer, IDPOOL_LIB_VERSION);
-    if (rds_send(r, lib_loaded, arg, 4, argv, len) != 0) {
+    if (missing) {
+        argv[2] = lib;
+        len[2] = sizeof(lib) - 1;
+    }
+    if (rds_send(r, lib_loaded, arg, missing ? 3 : 4, argv, len) != 0) {
         r->lib_loading = 0;
         if (handshake)
             rds_drop(r, "cannot queue FUNCTION LOAD");
