@@ -127,11 +127,12 @@ static cJSON *apps_json(const char *apps)
 
 /*
  * Send one command on idpoolctl's Redis connection, opened on first use.
- * 0, or -1 with the Redis error in err (naming Redis and the command), or
- * an empty err when ctl_redis_open() has already reported it.
+ * 0 (an integer reply into *n when n is not NULL), or -1 with the Redis
+ * error in err (naming Redis and the command), or an empty err when
+ * ctl_redis_open() has already reported it.
  */
 static int redis_run(struct ctl *c, int argc, const char **argv, const char *what, char *err,
-                     size_t len)
+                     size_t len, long long *n)
 {
     size_t lens[ACLUSER_ARGC_MAX];
     redisReply *r;
@@ -151,6 +152,8 @@ static int redis_run(struct ctl *c, int argc, const char **argv, const char *wha
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(err, len, "%s: %s refused: %s", c->rds_where, what, r->str);
         rc = -1;
+    } else if (n && r->type == REDIS_REPLY_INTEGER) {
+        *n = r->integer;
     }
     freeReplyObject(r);
     return rc;
@@ -557,13 +560,35 @@ out:
     return rc;
 }
 
-/* Parse `apps grant|revoke KEY`, load the settings, open MySQL. */
-static int user_args(struct ctl *c, int argc, char **argv, char **key)
+/* Options of `apps grant`. */
+enum { O_ANY_DB = 1 };
+
+static const struct ctl_opt grant_opts[] = {
+    {"allow-any-db", 0, O_ANY_DB},
+    {NULL, 0, 0},
+};
+
+static int on_grant_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
+{
+    (void)c;
+    (void)name;
+    (void)value;
+    if (id == O_ANY_DB)
+        *(int *)arg = 1;
+    return 0;
+}
+
+/*
+ * Parse `apps grant|revoke KEY` (opts: grant's, or NULL), load the
+ * settings, open MySQL.
+ */
+static int user_args(struct ctl *c, int argc, char **argv, const struct ctl_opt *opts, void *oarg,
+                     char **key)
 {
     char *pos[1];
     int npos, rc;
 
-    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
+    rc = ctl_opts_parse(c, argc, argv, opts, opts ? on_grant_opt : NULL, oarg, pos, 1, &npos);
     if (rc != 0)
         return rc;
     if (npos != 1)
@@ -599,10 +624,23 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     char space[2 * ACLUSER_NAME_MAX + 80], pool[300], err[CTL_MSG_MAX + 400], db[24];
     const char *av[ACLUSER_ARGC_MAX];
     const char *prefix;
-    int rc, ac, rotated, applied;
+    int rc, ac, rotated, applied, any_db = 0;
+    long long killed = 0;
 
-    if ((rc = user_args(c, argc, argv, &key)) != 0)
+    if ((rc = user_args(c, argc, argv, grant_opts, &any_db, &key)) != 0)
         return rc;
+    /*
+     * ACL key patterns hold in every database, and a user that may SELECT
+     * one may SELECT them all: on db N the user could LPOP the pool of the
+     * same key in any other database of this Redis (another deployment's).
+     */
+    if (c->cfg.redis.db != 0 && !any_db)
+        return ctl_fail(c, CTL_ERROR,
+                        "the Redis database is %d, not 0: a granted user needs SELECT to reach "
+                        "it, and Redis ACLs cannot limit SELECT or key patterns to one database, "
+                        "so the user could LPOP %s:{%s}:pool in every database of this Redis; "
+                        "give --allow-any-db if nothing else in it uses that key",
+                        c->cfg.redis.db, c->cfg.key_prefix, key);
     if ((rc = app_exists(c, key)) != 0)
         return rc;
     if (token_new(pw) != 0)
@@ -616,16 +654,32 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     acluser_name(prefix, key, user, sizeof(user));
     ctl_redis_key(c, key, "pool", pool, sizeof(pool));
     ac = acluser_setuser(prefix, key, hash, c->cfg.redis.db, space, av);
-    applied = redis_run(c, ac, av, "ACL SETUSER", err, sizeof(err)) == 0;
-    if (!applied)
+    applied = redis_run(c, ac, av, "ACL SETUSER", err, sizeof(err), NULL) == 0;
+    /*
+     * ACL SETUSER leaves connections that logged in with the old password
+     * open: close every connection of the user (none can have logged in
+     * with the new password yet).
+     */
+    if (applied) {
+        av[0] = "CLIENT";
+        av[1] = "KILL";
+        av[2] = "USER";
+        av[3] = user;
+        if (redis_run(c, 4, av, "CLIENT KILL USER", err, sizeof(err), &killed) != 0)
+            redis_warn(c, err,
+                       "connections that logged in with the previous password stay open; "
+                       "idpoold closes them when it applies the user");
+    } else {
         redis_warn(c, err,
                    "the user is stored in MySQL; idpoold applies it to Redis when it (re)connects");
+    }
 
     if (c->json) {
         cJSON *doc = user_doc(c, user, key, applied, err);
 
         ctl_jcheck(cJSON_AddStringToObject(doc, "password", pw));
         ctl_jcheck(cJSON_AddBoolToObject(doc, "rotated", rotated));
+        ctl_json_i64(doc, "closed_connections", killed);
         ctl_json_print(c, doc);
         goto out;
     }
@@ -633,6 +687,8 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
            rotated ? "new password for" : "granted", user, key,
            rotated && applied ? " (the previous password no longer authenticates)" : "",
            applied ? "" : " (stored in MySQL, not yet in Redis: see the warning)");
+    if (killed > 0)
+        printf("closed %lld connection(s) that logged in with the previous password\n", killed);
     printf("password: %s\n", pw);
     printf("(shown once: only its hash is stored; the user may LPOP and LLEN %s, nothing else)\n",
            pool);
@@ -650,7 +706,7 @@ int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
     const char *av[3];
     int rc, applied;
 
-    if ((rc = user_args(c, argc, argv, &key)) != 0)
+    if ((rc = user_args(c, argc, argv, NULL, NULL, &key)) != 0)
         return rc;
     q = ctl_db_quote(c, key);
     sql = ctl_strf("UPDATE redis_user SET revoked_at = NOW(3) WHERE entity_key = BINARY %s AND "
@@ -671,7 +727,7 @@ int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
     av[0] = "ACL";
     av[1] = "DELUSER";
     av[2] = user;
-    applied = redis_run(c, 3, av, "ACL DELUSER", err, sizeof(err)) == 0;
+    applied = redis_run(c, 3, av, "ACL DELUSER", err, sizeof(err), NULL) == 0;
     if (!applied)
         redis_warn(c, err,
                    "the user is revoked in MySQL; idpoold deletes it from Redis when it "

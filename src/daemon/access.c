@@ -29,6 +29,13 @@ struct access {
     int freeing;
 };
 
+/* One user's ACL GETUSER in flight: what is about to be set, to see whether it changes. */
+struct user_check {
+    struct access *a;
+    char name[ACLUSER_NAME_MAX];
+    char hash[TOKEN_HASH_LEN + 1];
+};
+
 /* FNV-1a over the users: what must be (re)applied when it changes. */
 static uint64_t grants_digest(const struct store_auth *au)
 {
@@ -45,6 +52,20 @@ static uint64_t grants_digest(const struct store_auth *au)
     return h ? h : 1;
 }
 
+/* Say once why Redis refused an ACL or CLIENT command, with the rights that are missing. */
+static void acl_refused(struct access *a, const char *what, const char *err)
+{
+    a->applied_sum = 0;
+    if (a->warned_acl)
+        return;
+    a->warned_acl = 1;
+    log_error("redis: cannot apply the Redis users of direct clients (%s): %s%s", what, err,
+              strncmp(err, "NOPERM", 6) == 0
+                  ? " (the daemon's Redis user needs +acl|setuser, +acl|deluser, +acl|getuser "
+                    "and +client|kill)"
+                  : "");
+}
+
 static void on_acl_reply(struct rds *r, redisReply *reply, void *arg)
 {
     struct access *a = arg;
@@ -55,16 +76,97 @@ static void on_acl_reply(struct rds *r, redisReply *reply, void *arg)
         a->applied_sum = 0; /* the connection went: apply again when it is back */
         return;
     }
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply->type == REDIS_REPLY_ERROR)
+        acl_refused(a, "ACL SETUSER/DELUSER", reply->str);
+}
+
+static void on_kill(struct rds *r, redisReply *reply, void *arg)
+{
+    struct user_check *uc = arg;
+    struct access *a = uc->a;
+
+    (void)r;
+    a->applying--;
+    if (reply == NULL)
         a->applied_sum = 0;
-        if (!a->warned_acl) {
-            a->warned_acl = 1;
-            log_error("redis: cannot apply the Redis users of direct clients: %s%s", reply->str,
-                      strncmp(reply->str, "NOPERM", 6) == 0
-                          ? " (the daemon's Redis user needs +acl|setuser and +acl|deluser)"
-                          : "");
-        }
+    else if (reply->type == REDIS_REPLY_ERROR)
+        acl_refused(a, "CLIENT KILL USER", reply->str);
+    else if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
+        log_info("redis: closed %lld connection(s) of Redis user %s: its password changed",
+                 reply->integer, uc->name);
+    free(uc);
+}
+
+/*
+ * 1 when an ACL GETUSER reply shows a user whose password is not exactly
+ * `hash`: a rotation, so connections that logged in before must go. A
+ * user that did not exist (nil) has no connections: 0.
+ */
+static int password_changed(const redisReply *reply, const char *hash)
+{
+    if (reply->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+        const redisReply *k = reply->element[i], *v = reply->element[i + 1];
+
+        if (k->type != REDIS_REPLY_STRING || strcmp(k->str, "passwords") != 0)
+            continue;
+        return !(v->type == REDIS_REPLY_ARRAY && v->elements == 1 &&
+                 v->element[0]->type == REDIS_REPLY_STRING &&
+                 strcmp(v->element[0]->str, hash) == 0);
     }
+    return 1; /* no password field: not what this daemon set */
+}
+
+/*
+ * The user as it was before the ACL SETUSER sent right behind this GETUSER:
+ * when its password changes, CLIENT KILL USER closes the connections that
+ * authenticated with the old one (ACL SETUSER leaves them open). Sent only
+ * when it changes, so re-applying unchanged users on a reconnect closes
+ * nothing.
+ */
+static void on_getuser(struct rds *r, redisReply *reply, void *arg)
+{
+    struct user_check *uc = arg;
+    struct access *a = uc->a;
+
+    (void)r;
+    a->applying--;
+    if (reply == NULL) {
+        a->applied_sum = 0;
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        acl_refused(a, "ACL GETUSER", reply->str);
+    } else if (password_changed(reply, uc->hash) &&
+               rds_command(a->rds, on_kill, uc, "CLIENT KILL USER %s", uc->name) == 0) {
+        a->applying++;
+        return; /* uc goes with on_kill */
+    }
+    free(uc);
+}
+
+/* ACL GETUSER then ACL SETUSER of one granted user; 0, or -1 when Redis is not ready. */
+static int apply_user(struct access *a, const struct store_grant *g)
+{
+    char space[2 * ACLUSER_NAME_MAX + 80];
+    const char *argv[ACLUSER_ARGC_MAX];
+    struct user_check *uc = calloc(1, sizeof(*uc));
+    int argc;
+
+    if (uc == NULL)
+        return -1;
+    uc->a = a;
+    acluser_name(a->prefix, g->key, uc->name, sizeof(uc->name));
+    snprintf(uc->hash, sizeof(uc->hash), "%s", g->hash);
+    if (rds_command(a->rds, on_getuser, uc, "ACL GETUSER %s", uc->name) < 0) {
+        free(uc);
+        return -1;
+    }
+    a->applying++;
+    argc = acluser_setuser(a->prefix, g->key, g->hash, a->db, space, argv);
+    if (rds_command_argv(a->rds, on_acl_reply, a, argc, argv, NULL) < 0)
+        return -1;
+    a->applying++;
+    return 0;
 }
 
 /*
@@ -84,22 +186,19 @@ static void apply_users(struct access *a)
         return;
     for (size_t i = 0; i < a->auth->ngrants; i++) {
         const struct store_grant *g = &a->auth->grants[i];
-        char space[2 * ACLUSER_NAME_MAX + 80], name[ACLUSER_NAME_MAX];
-        const char *argv[ACLUSER_ARGC_MAX];
-        int argc, rc;
+        char name[ACLUSER_NAME_MAX];
 
         if (g->revoked) {
             acluser_name(a->prefix, g->key, name, sizeof(name));
-            rc = rds_command(a->rds, on_acl_reply, a, "ACL DELUSER %s", name);
+            if (rds_command(a->rds, on_acl_reply, a, "ACL DELUSER %s", name) < 0)
+                return; /* not ready any more: applied again on the next connection */
+            a->applying++;
             del++;
         } else {
-            argc = acluser_setuser(a->prefix, g->key, g->hash, a->db, space, argv);
-            rc = rds_command_argv(a->rds, on_acl_reply, a, argc, argv, NULL);
+            if (apply_user(a, g) < 0)
+                return;
             set++;
         }
-        if (rc < 0)
-            return; /* not ready any more: applied again on the next connection */
-        a->applying++;
     }
     a->applied_sum = sum;
     if (set || del) {

@@ -8,7 +8,11 @@
  *   Redis users  (redis_user) applied to Redis (ACL SETUSER, or DELUSER for
  *                a revoked one; acluser.h) on every (re)connect of the main
  *                connection and whenever the rows change, so that a
- *                restarted Redis gets its users back.
+ *                restarted Redis gets its users back. A user whose password
+ *                Redis holds differently (ACL GETUSER before the SETUSER)
+ *                has its connections closed (CLIENT KILL USER): a rotation
+ *                ends the sessions of the old password, an unchanged user
+ *                keeps its connections.
  *
  * Tokens and passwords are never logged: only token names and user names.
  */
