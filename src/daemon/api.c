@@ -29,6 +29,7 @@
 #define HOLD_EPOCH_MS 200  /* the library's own retry hint */
 #define HOLD_DOWN_MS  200  /* Redis unreachable or refusing */
 #define HOLD_LIMIT_MS 1000 /* meta's limits are below the row's (until a refiller syncs them) */
+#define HOLD_AUTH_MS  1000 /* Retry-After while the tokens have not been read yet */
 #define STACK_BODY    4096 /* bodies up to this are built on the stack */
 #define CTYPE_TEXT    "text/plain; charset=utf-8"
 #define CTYPE_JSON    "application/json"
@@ -508,6 +509,7 @@ static void on_request(struct apihttp_req *req, void *arg)
     struct api_app *x;
     uint64_t count;
     enum apireq_fmt fmt;
+    int loaded;
 
     if (target_split(req->target, path, sizeof(path), &query, &qlen) < 0 ||
         apireq_path(path, &key, &keylen) < 0) {
@@ -523,6 +525,13 @@ static void on_request(struct apihttp_req *req, void *arg)
     if (apireq_bearer(req->authz, &tok, &toklen) < 0) {
         fail(a, req, 401, "IDPOOL_AUTH", 0, REALM,
              "missing or malformed token: send 'Authorization: Bearer <token>'");
+        return;
+    }
+    access_tokens(a->access, &loaded);
+    if (!loaded) {
+        /* A valid token is not "unknown" until the tokens have been read. */
+        fail(a, req, 503, "IDPOOL_UNAVAILABLE", HOLD_AUTH_MS, NULL,
+             "the API tokens have not been read from MySQL yet; retry shortly");
         return;
     }
     name = access_token(a->access, tok, toklen, &apps);

@@ -14,8 +14,9 @@
  *   405  IDPOOL_METHOD another method (Allow: GET, POST)
  *   429  IDPOOL_RATE max_size_per_second reached (Retry-After)
  *   503  IDPOOL_EMPTY pool dry, IDPOOL_EPOCH not yet re-validated,
- *        IDPOOL_UNAVAILABLE Redis unreachable or refusing, or no limits in
- *        meta yet (Retry-After)
+ *        IDPOOL_UNAVAILABLE Redis unreachable or refusing, no limits in
+ *        meta yet, or the tokens not read yet (MySQL unreachable since the
+ *        start: a valid token is not refused as unknown) (Retry-After)
  *   and, from the HTTP server (apihttp.h): 411, 413, 431, 505 as
  *   IDPOOL_BADREQUEST, the connection closed
  *
