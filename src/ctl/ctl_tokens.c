@@ -454,10 +454,10 @@ static int cmd_list(struct ctl *c, int argc, char **argv)
 
 static int cmd_revoke(struct ctl *c, int argc, char **argv)
 {
-    char *pos[1], *q, *sql, shown[100];
+    char *pos[1], *q, *sql, shown[100], err[CTL_MSG_MAX + 400];
     MYSQL_RES *res;
     MYSQL_ROW row;
-    int npos, rc;
+    int npos, rc, in_redis = 0;
     my_ulonglong changed;
 
     rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
@@ -479,7 +479,7 @@ static int cmd_revoke(struct ctl *c, int argc, char **argv)
         return rc;
     }
     changed = mysql_affected_rows(c->db);
-    sql = ctl_strf("SELECT name, revoked_at FROM api_token WHERE name = %s", q);
+    sql = ctl_strf("SELECT name, revoked_at, token_sha256 FROM api_token WHERE name = %s", q);
     free(q);
     res = db_select(c, sql);
     free(sql);
@@ -490,10 +490,27 @@ static int cmd_revoke(struct ctl *c, int argc, char **argv)
         mysql_free_result(res);
         return ctl_fail(c, CTL_ERROR, "no token '%s' (see 'idpoolctl tokens list')", pos[0]);
     }
+    /*
+     * The hash in Redis as well (again for a token revoked before: Redis may
+     * have lost it): issuers read it every reload interval, also while they
+     * cannot read MySQL.
+     */
+    if (row[2] && token_hash_valid(row[2])) {
+        char key[TOKEN_KEY_MAX];
+        const char *av[3] = {"SADD", key, row[2]};
+
+        token_revoked_key(c->cfg.key_prefix, key, sizeof(key));
+        in_redis = redis_run(c, 3, av, "SADD", err, sizeof(err), NULL) == 0;
+        if (!in_redis)
+            redis_warn(c, err,
+                       "the token is revoked in MySQL; an issuer that cannot read MySQL keeps "
+                       "accepting it until it can");
+    }
     if (c->json) {
         cJSON *doc = ctl_jcheck(cJSON_CreateObject());
 
         ctl_jcheck(cJSON_AddStringToObject(doc, "result", changed == 1 ? "revoked" : "unchanged"));
+        ctl_jcheck(cJSON_AddBoolToObject(doc, "redis", in_redis));
         ctl_jcheck(cJSON_AddStringToObject(doc, "name", row[0] ? row[0] : ""));
         if (row[1])
             ctl_jcheck(cJSON_AddStringToObject(doc, "revoked_at", row[1]));
@@ -784,9 +801,14 @@ static const char help_revoke[] =
     "Usage: %s [global options] tokens revoke NAME [--json]\n"
     "\n"
     "Revoke a token: revoked_at = now. idpoold stops accepting it within its reload\n"
-    "interval (reload-ms) or at once on SIGHUP. The row stays, for audit; its name can be\n"
-    "given to a new token. Revoking a revoked token changes nothing (exit 0); an unknown\n"
-    "NAME is an error (exit 1).\n";
+    "interval (reload-ms) or at once on SIGHUP. Its hash is also added to the Redis set\n"
+    "'<key-prefix>:revoked-tokens', which every issuer reads each reload interval, so\n"
+    "issuers that cannot read MySQL refuse it too; when Redis cannot be reached a\n"
+    "warning says so (exit 0), and such issuers accept the token until they read MySQL\n"
+    "again. The row stays, for audit; its name can be given to a new token. Revoking a\n"
+    "revoked token changes nothing in MySQL (exit 0; the hash is written to Redis again);\n"
+    "an unknown NAME is an error (exit 1). --json: {\"result\", \"name\", \"revoked_at\",\n"
+    "\"redis\"}.\n";
 
 int ctl_tokens_help(FILE *out, const char *prog, const char *sub)
 {

@@ -17,6 +17,7 @@ struct access {
     struct rds *rds;
     char *prefix;        /* key prefix: user names and patterns */
     int db;              /* Redis database: users may SELECT it when not 0 */
+    int api;             /* the ID API is on: revocations are read from Redis too */
     struct event *timer; /* periodic reload */
     int loading;         /* a store_auth job is in flight */
     int loaded;          /* a load has succeeded */
@@ -24,8 +25,12 @@ struct access {
     uint64_t
         applied_sum; /* digest of the users last applied (0 = not applied on this connection) */
     int applying;    /* ACL commands in flight */
-    int warned_tokens, warned_grants, warned_acl; /* said once */
+    int warned_tokens, warned_grants, warned_acl, warned_revoked; /* said once */
     char last_err[STORE_ERR_MAX];
+    char revoked_key[TOKEN_KEY_MAX];     /* the Redis set of revoked token hashes */
+    char (*revoked)[TOKEN_HASH_LEN + 1]; /* hashes read from it, sorted; never forgotten */
+    size_t nrevoked, cap_revoked;
+    int polling; /* its SMEMBERS is in flight */
     int freeing;
 };
 
@@ -208,6 +213,91 @@ static void apply_users(struct access *a)
     }
 }
 
+/* Where hash is, or would go, in the sorted revoked hashes; *found when it is there. */
+static size_t revoked_find(const struct access *a, const char *hash, int *found)
+{
+    size_t lo = 0, hi = a->nrevoked;
+
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(hash, a->revoked[mid]);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Add a revoked hash; 1 when it is new, 0 when known or out of memory. */
+static int revoked_add(struct access *a, const char *hash)
+{
+    int found;
+    size_t at = revoked_find(a, hash, &found);
+
+    if (found)
+        return 0;
+    if (a->nrevoked == a->cap_revoked) {
+        size_t cap = a->cap_revoked ? 2 * a->cap_revoked : 16;
+        void *p = realloc(a->revoked, cap * sizeof(*a->revoked));
+        if (p == NULL)
+            return 0;
+        a->revoked = p;
+        a->cap_revoked = cap;
+    }
+    memmove(a->revoked[at + 1], a->revoked[at], (a->nrevoked - at) * sizeof(*a->revoked));
+    memcpy(a->revoked[at], hash, TOKEN_HASH_LEN + 1);
+    a->nrevoked++;
+    return 1;
+}
+
+/*
+ * The revoked token hashes in Redis, merged into the ones known: kept for
+ * the life of the process, so a Redis that restarts empty while MySQL is
+ * unreachable does not bring a revoked token back.
+ */
+static void on_revoked(struct rds *r, redisReply *reply, void *arg)
+{
+    struct access *a = arg;
+    size_t added = 0;
+
+    (void)r;
+    a->polling = 0;
+    if (reply == NULL)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (!a->warned_revoked)
+            log_warn("redis: cannot read the revoked API tokens (SMEMBERS %s): %s; revocations "
+                     "reach this issuer through MySQL only",
+                     a->revoked_key, reply->str);
+        a->warned_revoked = 1;
+        return;
+    }
+    a->warned_revoked = 0;
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
+        const redisReply *e = reply->element[i];
+
+        if (e->type == REDIS_REPLY_STRING && token_hash_valid(e->str))
+            added += (size_t)revoked_add(a, e->str);
+    }
+    if (added)
+        log_info("access: %zu API token(s) revoked through Redis (%s)", added, a->revoked_key);
+}
+
+/* Read the revoked tokens from Redis (an issuer only; one read in flight). */
+static void poll_revoked(struct access *a)
+{
+    if (!a->api || a->polling || a->freeing || !rds_ready(a->rds))
+        return;
+    if (rds_command(a->rds, on_revoked, a, "SMEMBERS %s", a->revoked_key) == 0)
+        a->polling = 1;
+}
+
 static int by_hash(const void *x, const void *y)
 {
     return strcmp(((const struct store_token *)x)->hash, ((const struct store_token *)y)->hash);
@@ -251,6 +341,7 @@ static void on_auth(void *arg, enum store_err st, struct store_auth *au, const c
 
 void access_reload(struct access *a)
 {
+    poll_revoked(a);
     if (a->loading || a->freeing)
         return;
     if (store_auth(a->store, on_auth, a) == 0)
@@ -281,8 +372,11 @@ struct access *access_new(struct event_base *base, const struct config *cfg, str
     a->store = store;
     a->rds = rds;
     a->db = cfg->redis.db;
+    a->api = cfg->api_addr != NULL && cfg->api_addr[0] != '\0';
     a->prefix = strdup(cfg->key_prefix);
     a->timer = event_new(base, -1, EV_PERSIST, on_timer, a);
+    if (a->prefix)
+        token_revoked_key(a->prefix, a->revoked_key, sizeof(a->revoked_key));
     if (a->prefix == NULL || a->timer == NULL) {
         access_free(a);
         return NULL;
@@ -300,6 +394,7 @@ void access_free(struct access *a)
     if (a->timer)
         event_free(a->timer);
     store_auth_free(a->auth);
+    free(a->revoked);
     free(a->prefix);
     free(a);
 }
@@ -307,8 +402,11 @@ void access_free(struct access *a)
 void access_redis_state(struct access *a, int ready)
 {
     a->applied_sum = 0;
-    if (ready)
+    a->polling = 0; /* a lost connection answered it with NULL */
+    if (ready) {
         apply_users(a);
+        poll_revoked(a);
+    }
 }
 
 const char *access_token(const struct access *a, const char *tok, size_t n, const char **apps_out)
@@ -329,6 +427,11 @@ const char *access_token(const struct access *a, const char *tok, size_t n, cons
         size_t mid = lo + (hi - lo) / 2;
         int c = strcmp(hex, a->auth->tokens[mid].hash);
         if (c == 0) {
+            int revoked;
+
+            revoked_find(a, hex, &revoked);
+            if (revoked) /* through Redis, before MySQL says so here */
+                return NULL;
             *apps_out = a->auth->tokens[mid].apps;
             return a->auth->tokens[mid].name;
         }
