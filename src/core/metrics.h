@@ -77,7 +77,12 @@
     X(api_buffered, "idpool_api_buffered_ids", GAUGE,                                              \
       "IDs in the ID API's buffers (gaps if the process dies).", ONE, "", U(d->api_buffered))      \
     X(api_tokens, "idpool_api_tokens", GAUGE, "Active API tokens loaded.", ONE, "",                \
-      U(d->api_tokens))
+      U(d->api_tokens))                                                                            \
+    X(api_no_token, "idpool_api_auth_failures_total", COUNTER,                                     \
+      "Failed authentications of the ID API (401), by reason.", ONE, "reason=\"missing\"",         \
+      U(d->api_no_token))                                                                          \
+    X(api_bad_token, "idpool_api_auth_failures_total", COUNTER, "", ONE, "reason=\"unknown\"",     \
+      U(d->api_bad_token))
 
 /*
  * Per-application metrics, labelled app="<entity_key>":

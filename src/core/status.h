@@ -99,6 +99,8 @@ struct daemon_view {
     uint64_t api_takes;       /* idpool_take calls filling the buffers */
     uint64_t api_buffered;    /* IDs in the buffers now */
     uint64_t api_tokens;      /* active tokens loaded */
+    uint64_t api_no_token;    /* 401s: no or a malformed Authorization: Bearer */
+    uint64_t api_bad_token;   /* 401s: an unknown or revoked token */
 };
 
 typedef void status_app_fn(const struct app_view *v, void *arg);

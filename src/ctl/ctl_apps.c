@@ -1036,7 +1036,7 @@ static const char help_enable[] =
     "invalid row is not enabled (exit 1): fix it with 'apps set' first.\n";
 
 static const char help_grant[] =
-    "Usage: %s [global options] apps grant KEY [--json]\n"
+    "Usage: %s [global options] apps grant KEY [--allow-any-db] [--json]\n"
     "\n"
     "Give the application KEY a Redis ACL user for clients that take IDs straight from\n"
     "Redis: user '<key-prefix>:KEY' may run LPOP and LLEN on '<key-prefix>:{KEY}:pool'\n"
@@ -1045,11 +1045,20 @@ static const char help_grant[] =
     "\n"
     "A new random password is printed once, with the user name and an example\n"
     "redis-cli command; only its SHA-256 is stored, in the MySQL table `redis_user`.\n"
-    "Granting again replaces the password (the previous one stops working). The user is\n"
+    "Granting again replaces the password: the previous one stops working, and the\n"
+    "connections that logged in with it are closed (CLIENT KILL USER). The user is\n"
     "created in Redis at once (ACL SETUSER) and idpoold re-creates it whenever it\n"
     "(re)connects, so a restarted Redis gets it back. If Redis cannot be reached or\n"
     "refuses (e.g. NOPERM), the grant is still stored: a warning names the Redis error\n"
-    "and the exit status is 0. --json: {\"user\", \"password\", \"key\", \"applied\"}.\n"
+    "and the exit status is 0; idpoold applies it (and closes the old password's\n"
+    "connections) within its reload interval. --json: {\"user\", \"password\", \"key\",\n"
+    "\"applied\", \"rotated\", \"closed_connections\"}.\n"
+    "\n"
+    "Redis database: with a database other than 0 the grant is refused (exit 1) unless\n"
+    "--allow-any-db is given. The user then needs SELECT to reach the database, and\n"
+    "Redis ACLs limit neither SELECT nor key patterns to one database: the user could\n"
+    "LPOP '<key-prefix>:{KEY}:pool' in every database of that Redis. Give the flag only\n"
+    "when no other database holds a pool of that name (e.g. another deployment).\n"
     "\n"
     "Example: %s apps grant user\n";
 

@@ -12,9 +12,11 @@
  */
 #include "ctl_take.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "app.h"
 #include "idpool.h"
@@ -23,13 +25,15 @@
 #define TAKE_BATCH_MAX   1000
 #define TAKE_TIMEOUT_MS  2000
 #define TAKE_TIMEOUT_MAX 3600000
+#define TAKE_TOKEN_MAX   512 /* bytes of a token from IDPOOL_TOKEN or --token-file */
 
-enum { O_ENV, O_TIMEOUT, O_CA_FILE };
+enum { O_ENV, O_TIMEOUT, O_CA_FILE, O_TOKEN_FILE };
 
 static const struct ctl_opt take_opts[] = {
     {"env", 1, O_ENV},
     {"timeout-ms", 1, O_TIMEOUT},
     {"ca-file", 1, O_CA_FILE},
+    {"token-file", 1, O_TOKEN_FILE},
     {NULL, 0, 0},
 };
 
@@ -38,6 +42,7 @@ struct take_args {
     size_t nenv;
     int64_t timeout_ms;
     const char *ca_file;
+    const char *token_file;
 };
 
 static int on_take_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
@@ -60,8 +65,75 @@ static int on_take_opt(struct ctl *c, int id, const char *name, const char *valu
     case O_CA_FILE:
         t->ca_file = value;
         break;
+    case O_TOKEN_FILE:
+        t->token_file = value;
+        break;
     }
     return 0;
+}
+
+/*
+ * The issuer token given outside the command line (which `ps` shows):
+ * --token-file FILE, else IDPOOL_TOKEN, into tok (TAKE_TOKEN_MAX + 1
+ * bytes; "" when neither is given). A trailing newline or blanks are cut.
+ * 0, or a usage error that never shows the token.
+ */
+static int token_get(struct ctl *c, const struct take_args *t, char *tok)
+{
+    const char *env = getenv("IDPOOL_TOKEN");
+    size_t n = 0;
+
+    tok[0] = '\0';
+    if (t->token_file) {
+        FILE *f = fopen(t->token_file, "r");
+
+        if (f == NULL)
+            return ctl_usage(c, "--token-file %s: %s", t->token_file, strerror(errno));
+        n = fread(tok, 1, TAKE_TOKEN_MAX + 1, f);
+        fclose(f);
+        if (n > TAKE_TOKEN_MAX)
+            return ctl_usage(c, "--token-file %s: longer than %d bytes: not a token", t->token_file,
+                             TAKE_TOKEN_MAX);
+    } else if (env && env[0]) {
+        n = strlen(env);
+        if (n > TAKE_TOKEN_MAX)
+            return ctl_usage(c, "IDPOOL_TOKEN: longer than %d bytes: not a token", TAKE_TOKEN_MAX);
+        memcpy(tok, env, n);
+    }
+    while (n > 0 && strchr(" \t\r\n", tok[n - 1]))
+        n--;
+    tok[n] = '\0';
+    if (strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~") != n)
+        return ctl_usage(c, "%s: the token holds characters other than A-Z a-z 0-9 - . _ ~",
+                         t->token_file ? "--token-file" : "IDPOOL_TOKEN");
+    if (t->token_file && n == 0)
+        return ctl_usage(c, "--token-file %s: empty", t->token_file);
+    return 0;
+}
+
+/* Wipe and free a string that holds a token (NULL ok). */
+static void free_secret(char *s)
+{
+    if (s == NULL)
+        return;
+    explicit_bzero(s, strlen(s));
+    free(s);
+}
+
+/* 1 when url is http[s]:// without a token (no '@' before the path). */
+static int issuer_without_token(const char *url)
+{
+    const char *h;
+    size_t auth;
+
+    if (strncasecmp(url, "http://", 7) == 0)
+        h = url + 7;
+    else if (strncasecmp(url, "https://", 8) == 0)
+        h = url + 8;
+    else
+        return 0;
+    auth = strcspn(h, "/?#");
+    return memchr(h, '@', auth) == NULL;
 }
 
 /* The library's counters of a, as a JSON object. */
@@ -96,7 +168,8 @@ static void short_reason(int rc, struct idpool_app *a, char *buf, size_t len)
 int ctl_take(struct ctl *c, int argc, char **argv)
 {
     struct take_args t = {.timeout_ms = TAKE_TIMEOUT_MS};
-    char *pos[2], shown[260], err[512], why[1024];
+    char *pos[2], shown[260], err[512], why[1024], tok[TAKE_TOKEN_MAX + 1];
+    char *withtok[TAKE_MAX_ENVS] = {NULL};
     const char *count = "1";
     struct idpool_options o;
     struct idpool_client *cl = NULL;
@@ -124,12 +197,37 @@ int ctl_take(struct ctl *c, int argc, char **argv)
         return rc;
     if (t.nenv == 0) /* the configured Redis */
         t.envs[t.nenv++] = c->cfg.redis_url;
+    if ((rc = token_get(c, &t, tok)) != 0)
+        return rc;
+    for (size_t i = 0; i < t.nenv; i++) {
+        const char *u = t.envs[i], *rest;
+
+        if (!issuer_without_token(u))
+            continue;
+        if (tok[0] == '\0') {
+            explicit_bzero(tok, sizeof(tok));
+            for (size_t j = 0; j < i; j++)
+                free_secret(withtok[j]);
+            return ctl_usage(c,
+                             "--env %s: an issuer needs a token: set IDPOOL_TOKEN or give "
+                             "--token-file FILE (http[s]://TOKEN@host also works, but shows the "
+                             "token to every user of ps)",
+                             ctl_printable(u, shown, sizeof(shown)));
+        }
+        rest = strstr(u, "://") + 3;
+        withtok[i] = ctl_strf("%.*s%s@%s", (int)(rest - u), u, tok, rest);
+        t.envs[i] = withtok[i];
+    }
+    explicit_bzero(tok, sizeof(tok));
     idpool_options_init(&o);
     o.timeout_ms = (unsigned)t.timeout_ms;
     o.max_batch = o.min_batch = n < TAKE_BATCH_MAX ? (unsigned)n : TAKE_BATCH_MAX;
     o.key_prefix = c->cfg.key_prefix;
     o.ca_file = t.ca_file;
-    if (idpool_client_new(t.envs, t.nenv, &o, &cl, err, sizeof(err)) != IDPOOL_OK)
+    rc = idpool_client_new(t.envs, t.nenv, &o, &cl, err, sizeof(err));
+    for (size_t i = 0; i < t.nenv; i++)
+        free_secret(withtok[i]);
+    if (rc != IDPOOL_OK)
         return ctl_usage(c, "%s", err);
     a = idpool_app(cl, pos[0]);
     ids = malloc((size_t)n * sizeof(*ids));
@@ -170,13 +268,18 @@ void ctl_take_help(FILE *out, const char *prog)
 {
     fprintf(out,
             "Usage: %s [global options] take KEY [N] [--env URL]... [--timeout-ms MS]\n"
-            "                                  [--ca-file PEM] [--json]\n"
+            "                                  [--ca-file PEM] [--token-file FILE] [--json]\n"
             "\n"
             "Take N IDs (default 1, at most 10000000) of application KEY the way an application\n"
             "does: through libidpool, from the environments given with --env in preference\n"
-            "order (Redis URLs redis://..., or ID issuers http[s]://TOKEN@host:port), by\n"
-            "default from the configured Redis (--redis, IDPOOL_REDIS_URL). Prints one ID per\n"
-            "line.\n"
+            "order (Redis URLs redis://..., or ID issuers http[s]://host:port), by default\n"
+            "from the configured Redis (--redis, IDPOOL_REDIS_URL). Prints one ID per line.\n"
+            "\n"
+            "An issuer's token: from --token-file FILE (the token alone; a trailing newline is\n"
+            "fine), else from the environment variable IDPOOL_TOKEN; used for every issuer URL\n"
+            "that carries none.\n"
+            "http[s]://TOKEN@host:port works too, but a token on the command line shows in\n"
+            "ps and /proc to every user of the machine.\n"
             "\n"
             "The application's limits are enforced where the IDs come from: takes of at most\n"
             "max_size_per_times (the library comes down to it on IDPOOL_LIMIT), and\n"

@@ -127,11 +127,12 @@ static cJSON *apps_json(const char *apps)
 
 /*
  * Send one command on idpoolctl's Redis connection, opened on first use.
- * 0, or -1 with the Redis error in err (naming Redis and the command), or
- * an empty err when ctl_redis_open() has already reported it.
+ * 0 (an integer reply into *n when n is not NULL), or -1 with the Redis
+ * error in err (naming Redis and the command), or an empty err when
+ * ctl_redis_open() has already reported it.
  */
 static int redis_run(struct ctl *c, int argc, const char **argv, const char *what, char *err,
-                     size_t len)
+                     size_t len, long long *n)
 {
     size_t lens[ACLUSER_ARGC_MAX];
     redisReply *r;
@@ -151,6 +152,8 @@ static int redis_run(struct ctl *c, int argc, const char **argv, const char *wha
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(err, len, "%s: %s refused: %s", c->rds_where, what, r->str);
         rc = -1;
+    } else if (n && r->type == REDIS_REPLY_INTEGER) {
+        *n = r->integer;
     }
     freeReplyObject(r);
     return rc;
@@ -451,10 +454,10 @@ static int cmd_list(struct ctl *c, int argc, char **argv)
 
 static int cmd_revoke(struct ctl *c, int argc, char **argv)
 {
-    char *pos[1], *q, *sql, shown[100];
+    char *pos[1], *q, *sql, shown[100], err[CTL_MSG_MAX + 400];
     MYSQL_RES *res;
     MYSQL_ROW row;
-    int npos, rc;
+    int npos, rc, in_redis = 0;
     my_ulonglong changed;
 
     rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
@@ -476,7 +479,7 @@ static int cmd_revoke(struct ctl *c, int argc, char **argv)
         return rc;
     }
     changed = mysql_affected_rows(c->db);
-    sql = ctl_strf("SELECT name, revoked_at FROM api_token WHERE name = %s", q);
+    sql = ctl_strf("SELECT name, revoked_at, token_sha256 FROM api_token WHERE name = %s", q);
     free(q);
     res = db_select(c, sql);
     free(sql);
@@ -487,10 +490,27 @@ static int cmd_revoke(struct ctl *c, int argc, char **argv)
         mysql_free_result(res);
         return ctl_fail(c, CTL_ERROR, "no token '%s' (see 'idpoolctl tokens list')", pos[0]);
     }
+    /*
+     * The hash in Redis as well (again for a token revoked before: Redis may
+     * have lost it): issuers read it every reload interval, also while they
+     * cannot read MySQL.
+     */
+    if (row[2] && token_hash_valid(row[2])) {
+        char key[TOKEN_KEY_MAX];
+        const char *av[3] = {"SADD", key, row[2]};
+
+        token_revoked_key(c->cfg.key_prefix, key, sizeof(key));
+        in_redis = redis_run(c, 3, av, "SADD", err, sizeof(err), NULL) == 0;
+        if (!in_redis)
+            redis_warn(c, err,
+                       "the token is revoked in MySQL; an issuer that cannot read MySQL keeps "
+                       "accepting it until it can");
+    }
     if (c->json) {
         cJSON *doc = ctl_jcheck(cJSON_CreateObject());
 
         ctl_jcheck(cJSON_AddStringToObject(doc, "result", changed == 1 ? "revoked" : "unchanged"));
+        ctl_jcheck(cJSON_AddBoolToObject(doc, "redis", in_redis));
         ctl_jcheck(cJSON_AddStringToObject(doc, "name", row[0] ? row[0] : ""));
         if (row[1])
             ctl_jcheck(cJSON_AddStringToObject(doc, "revoked_at", row[1]));
@@ -557,13 +577,35 @@ out:
     return rc;
 }
 
-/* Parse `apps grant|revoke KEY`, load the settings, open MySQL. */
-static int user_args(struct ctl *c, int argc, char **argv, char **key)
+/* Options of `apps grant`. */
+enum { O_ANY_DB = 1 };
+
+static const struct ctl_opt grant_opts[] = {
+    {"allow-any-db", 0, O_ANY_DB},
+    {NULL, 0, 0},
+};
+
+static int on_grant_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
+{
+    (void)c;
+    (void)name;
+    (void)value;
+    if (id == O_ANY_DB)
+        *(int *)arg = 1;
+    return 0;
+}
+
+/*
+ * Parse `apps grant|revoke KEY` (opts: grant's, or NULL), load the
+ * settings, open MySQL.
+ */
+static int user_args(struct ctl *c, int argc, char **argv, const struct ctl_opt *opts, void *oarg,
+                     char **key)
 {
     char *pos[1];
     int npos, rc;
 
-    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
+    rc = ctl_opts_parse(c, argc, argv, opts, opts ? on_grant_opt : NULL, oarg, pos, 1, &npos);
     if (rc != 0)
         return rc;
     if (npos != 1)
@@ -599,10 +641,23 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     char space[2 * ACLUSER_NAME_MAX + 80], pool[300], err[CTL_MSG_MAX + 400], db[24];
     const char *av[ACLUSER_ARGC_MAX];
     const char *prefix;
-    int rc, ac, rotated, applied;
+    int rc, ac, rotated, applied, any_db = 0;
+    long long killed = 0;
 
-    if ((rc = user_args(c, argc, argv, &key)) != 0)
+    if ((rc = user_args(c, argc, argv, grant_opts, &any_db, &key)) != 0)
         return rc;
+    /*
+     * ACL key patterns hold in every database, and a user that may SELECT
+     * one may SELECT them all: on db N the user could LPOP the pool of the
+     * same key in any other database of this Redis (another deployment's).
+     */
+    if (c->cfg.redis.db != 0 && !any_db)
+        return ctl_fail(c, CTL_ERROR,
+                        "the Redis database is %d, not 0: a granted user needs SELECT to reach "
+                        "it, and Redis ACLs cannot limit SELECT or key patterns to one database, "
+                        "so the user could LPOP %s:{%s}:pool in every database of this Redis; "
+                        "give --allow-any-db if nothing else in it uses that key",
+                        c->cfg.redis.db, c->cfg.key_prefix, key);
     if ((rc = app_exists(c, key)) != 0)
         return rc;
     if (token_new(pw) != 0)
@@ -616,16 +671,32 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     acluser_name(prefix, key, user, sizeof(user));
     ctl_redis_key(c, key, "pool", pool, sizeof(pool));
     ac = acluser_setuser(prefix, key, hash, c->cfg.redis.db, space, av);
-    applied = redis_run(c, ac, av, "ACL SETUSER", err, sizeof(err)) == 0;
-    if (!applied)
+    applied = redis_run(c, ac, av, "ACL SETUSER", err, sizeof(err), NULL) == 0;
+    /*
+     * ACL SETUSER leaves connections that logged in with the old password
+     * open: close every connection of the user (none can have logged in
+     * with the new password yet).
+     */
+    if (applied) {
+        av[0] = "CLIENT";
+        av[1] = "KILL";
+        av[2] = "USER";
+        av[3] = user;
+        if (redis_run(c, 4, av, "CLIENT KILL USER", err, sizeof(err), &killed) != 0)
+            redis_warn(c, err,
+                       "connections that logged in with the previous password stay open; "
+                       "idpoold closes them when it applies the user");
+    } else {
         redis_warn(c, err,
                    "the user is stored in MySQL; idpoold applies it to Redis when it (re)connects");
+    }
 
     if (c->json) {
         cJSON *doc = user_doc(c, user, key, applied, err);
 
         ctl_jcheck(cJSON_AddStringToObject(doc, "password", pw));
         ctl_jcheck(cJSON_AddBoolToObject(doc, "rotated", rotated));
+        ctl_json_i64(doc, "closed_connections", killed);
         ctl_json_print(c, doc);
         goto out;
     }
@@ -633,6 +704,8 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
            rotated ? "new password for" : "granted", user, key,
            rotated && applied ? " (the previous password no longer authenticates)" : "",
            applied ? "" : " (stored in MySQL, not yet in Redis: see the warning)");
+    if (killed > 0)
+        printf("closed %lld connection(s) that logged in with the previous password\n", killed);
     printf("password: %s\n", pw);
     printf("(shown once: only its hash is stored; the user may LPOP and LLEN %s, nothing else)\n",
            pool);
@@ -650,7 +723,7 @@ int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
     const char *av[3];
     int rc, applied;
 
-    if ((rc = user_args(c, argc, argv, &key)) != 0)
+    if ((rc = user_args(c, argc, argv, NULL, NULL, &key)) != 0)
         return rc;
     q = ctl_db_quote(c, key);
     sql = ctl_strf("UPDATE redis_user SET revoked_at = NOW(3) WHERE entity_key = BINARY %s AND "
@@ -671,7 +744,7 @@ int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
     av[0] = "ACL";
     av[1] = "DELUSER";
     av[2] = user;
-    applied = redis_run(c, 3, av, "ACL DELUSER", err, sizeof(err)) == 0;
+    applied = redis_run(c, 3, av, "ACL DELUSER", err, sizeof(err), NULL) == 0;
     if (!applied)
         redis_warn(c, err,
                    "the user is revoked in MySQL; idpoold deletes it from Redis when it "
@@ -728,9 +801,14 @@ static const char help_revoke[] =
     "Usage: %s [global options] tokens revoke NAME [--json]\n"
     "\n"
     "Revoke a token: revoked_at = now. idpoold stops accepting it within its reload\n"
-    "interval (reload-ms) or at once on SIGHUP. The row stays, for audit; its name can be\n"
-    "given to a new token. Revoking a revoked token changes nothing (exit 0); an unknown\n"
-    "NAME is an error (exit 1).\n";
+    "interval (reload-ms) or at once on SIGHUP. Its hash is also added to the Redis set\n"
+    "'<key-prefix>:revoked-tokens', which every issuer reads each reload interval, so\n"
+    "issuers that cannot read MySQL refuse it too; when Redis cannot be reached a\n"
+    "warning says so (exit 0), and such issuers accept the token until they read MySQL\n"
+    "again. The row stays, for audit; its name can be given to a new token. Revoking a\n"
+    "revoked token changes nothing in MySQL (exit 0; the hash is written to Redis again);\n"
+    "an unknown NAME is an error (exit 1). --json: {\"result\", \"name\", \"revoked_at\",\n"
+    "\"redis\"}.\n";
 
 int ctl_tokens_help(FILE *out, const char *prog, const char *sub)
 {

@@ -17,6 +17,7 @@ struct access {
     struct rds *rds;
     char *prefix;        /* key prefix: user names and patterns */
     int db;              /* Redis database: users may SELECT it when not 0 */
+    int api;             /* the ID API is on: revocations are read from Redis too */
     struct event *timer; /* periodic reload */
     int loading;         /* a store_auth job is in flight */
     int loaded;          /* a load has succeeded */
@@ -24,9 +25,20 @@ struct access {
     uint64_t
         applied_sum; /* digest of the users last applied (0 = not applied on this connection) */
     int applying;    /* ACL commands in flight */
-    int warned_tokens, warned_grants, warned_acl; /* said once */
+    int warned_tokens, warned_grants, warned_acl, warned_revoked; /* said once */
     char last_err[STORE_ERR_MAX];
+    char revoked_key[TOKEN_KEY_MAX];     /* the Redis set of revoked token hashes */
+    char (*revoked)[TOKEN_HASH_LEN + 1]; /* hashes read from it, sorted; never forgotten */
+    size_t nrevoked, cap_revoked;
+    int polling; /* its SMEMBERS is in flight */
     int freeing;
+};
+
+/* One user's ACL GETUSER in flight: what is about to be set, to see whether it changes. */
+struct user_check {
+    struct access *a;
+    char name[ACLUSER_NAME_MAX];
+    char hash[TOKEN_HASH_LEN + 1];
 };
 
 /* FNV-1a over the users: what must be (re)applied when it changes. */
@@ -45,6 +57,20 @@ static uint64_t grants_digest(const struct store_auth *au)
     return h ? h : 1;
 }
 
+/* Say once why Redis refused an ACL or CLIENT command, with the rights that are missing. */
+static void acl_refused(struct access *a, const char *what, const char *err)
+{
+    a->applied_sum = 0;
+    if (a->warned_acl)
+        return;
+    a->warned_acl = 1;
+    log_error("redis: cannot apply the Redis users of direct clients (%s): %s%s", what, err,
+              strncmp(err, "NOPERM", 6) == 0
+                  ? " (the daemon's Redis user needs +acl|setuser, +acl|deluser, +acl|getuser "
+                    "and +client|kill)"
+                  : "");
+}
+
 static void on_acl_reply(struct rds *r, redisReply *reply, void *arg)
 {
     struct access *a = arg;
@@ -55,16 +81,97 @@ static void on_acl_reply(struct rds *r, redisReply *reply, void *arg)
         a->applied_sum = 0; /* the connection went: apply again when it is back */
         return;
     }
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply->type == REDIS_REPLY_ERROR)
+        acl_refused(a, "ACL SETUSER/DELUSER", reply->str);
+}
+
+static void on_kill(struct rds *r, redisReply *reply, void *arg)
+{
+    struct user_check *uc = arg;
+    struct access *a = uc->a;
+
+    (void)r;
+    a->applying--;
+    if (reply == NULL)
         a->applied_sum = 0;
-        if (!a->warned_acl) {
-            a->warned_acl = 1;
-            log_error("redis: cannot apply the Redis users of direct clients: %s%s", reply->str,
-                      strncmp(reply->str, "NOPERM", 6) == 0
-                          ? " (the daemon's Redis user needs +acl|setuser and +acl|deluser)"
-                          : "");
-        }
+    else if (reply->type == REDIS_REPLY_ERROR)
+        acl_refused(a, "CLIENT KILL USER", reply->str);
+    else if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
+        log_info("redis: closed %lld connection(s) of Redis user %s: its password changed",
+                 reply->integer, uc->name);
+    free(uc);
+}
+
+/*
+ * 1 when an ACL GETUSER reply shows a user whose password is not exactly
+ * `hash`: a rotation, so connections that logged in before must go. A
+ * user that did not exist (nil) has no connections: 0.
+ */
+static int password_changed(const redisReply *reply, const char *hash)
+{
+    if (reply->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+        const redisReply *k = reply->element[i], *v = reply->element[i + 1];
+
+        if (k->type != REDIS_REPLY_STRING || strcmp(k->str, "passwords") != 0)
+            continue;
+        return !(v->type == REDIS_REPLY_ARRAY && v->elements == 1 &&
+                 v->element[0]->type == REDIS_REPLY_STRING &&
+                 strcmp(v->element[0]->str, hash) == 0);
     }
+    return 1; /* no password field: not what this daemon set */
+}
+
+/*
+ * The user as it was before the ACL SETUSER sent right behind this GETUSER:
+ * when its password changes, CLIENT KILL USER closes the connections that
+ * authenticated with the old one (ACL SETUSER leaves them open). Sent only
+ * when it changes, so re-applying unchanged users on a reconnect closes
+ * nothing.
+ */
+static void on_getuser(struct rds *r, redisReply *reply, void *arg)
+{
+    struct user_check *uc = arg;
+    struct access *a = uc->a;
+
+    (void)r;
+    a->applying--;
+    if (reply == NULL) {
+        a->applied_sum = 0;
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        acl_refused(a, "ACL GETUSER", reply->str);
+    } else if (password_changed(reply, uc->hash) &&
+               rds_command(a->rds, on_kill, uc, "CLIENT KILL USER %s", uc->name) == 0) {
+        a->applying++;
+        return; /* uc goes with on_kill */
+    }
+    free(uc);
+}
+
+/* ACL GETUSER then ACL SETUSER of one granted user; 0, or -1 when Redis is not ready. */
+static int apply_user(struct access *a, const struct store_grant *g)
+{
+    char space[2 * ACLUSER_NAME_MAX + 80];
+    const char *argv[ACLUSER_ARGC_MAX];
+    struct user_check *uc = calloc(1, sizeof(*uc));
+    int argc;
+
+    if (uc == NULL)
+        return -1;
+    uc->a = a;
+    acluser_name(a->prefix, g->key, uc->name, sizeof(uc->name));
+    snprintf(uc->hash, sizeof(uc->hash), "%s", g->hash);
+    if (rds_command(a->rds, on_getuser, uc, "ACL GETUSER %s", uc->name) < 0) {
+        free(uc);
+        return -1;
+    }
+    a->applying++;
+    argc = acluser_setuser(a->prefix, g->key, g->hash, a->db, space, argv);
+    if (rds_command_argv(a->rds, on_acl_reply, a, argc, argv, NULL) < 0)
+        return -1;
+    a->applying++;
+    return 0;
 }
 
 /*
@@ -84,22 +191,19 @@ static void apply_users(struct access *a)
         return;
     for (size_t i = 0; i < a->auth->ngrants; i++) {
         const struct store_grant *g = &a->auth->grants[i];
-        char space[2 * ACLUSER_NAME_MAX + 80], name[ACLUSER_NAME_MAX];
-        const char *argv[ACLUSER_ARGC_MAX];
-        int argc, rc;
+        char name[ACLUSER_NAME_MAX];
 
         if (g->revoked) {
             acluser_name(a->prefix, g->key, name, sizeof(name));
-            rc = rds_command(a->rds, on_acl_reply, a, "ACL DELUSER %s", name);
+            if (rds_command(a->rds, on_acl_reply, a, "ACL DELUSER %s", name) < 0)
+                return; /* not ready any more: applied again on the next connection */
+            a->applying++;
             del++;
         } else {
-            argc = acluser_setuser(a->prefix, g->key, g->hash, a->db, space, argv);
-            rc = rds_command_argv(a->rds, on_acl_reply, a, argc, argv, NULL);
+            if (apply_user(a, g) < 0)
+                return;
             set++;
         }
-        if (rc < 0)
-            return; /* not ready any more: applied again on the next connection */
-        a->applying++;
     }
     a->applied_sum = sum;
     if (set || del) {
@@ -107,6 +211,91 @@ static void apply_users(struct access *a)
         log_info("redis: applied %zu Redis user(s) of direct clients, deleted %zu revoked", set,
                  del);
     }
+}
+
+/* Where hash is, or would go, in the sorted revoked hashes; *found when it is there. */
+static size_t revoked_find(const struct access *a, const char *hash, int *found)
+{
+    size_t lo = 0, hi = a->nrevoked;
+
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(hash, a->revoked[mid]);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Add a revoked hash; 1 when it is new, 0 when known or out of memory. */
+static int revoked_add(struct access *a, const char *hash)
+{
+    int found;
+    size_t at = revoked_find(a, hash, &found);
+
+    if (found)
+        return 0;
+    if (a->nrevoked == a->cap_revoked) {
+        size_t cap = a->cap_revoked ? 2 * a->cap_revoked : 16;
+        void *p = realloc(a->revoked, cap * sizeof(*a->revoked));
+        if (p == NULL)
+            return 0;
+        a->revoked = p;
+        a->cap_revoked = cap;
+    }
+    memmove(a->revoked[at + 1], a->revoked[at], (a->nrevoked - at) * sizeof(*a->revoked));
+    memcpy(a->revoked[at], hash, TOKEN_HASH_LEN + 1);
+    a->nrevoked++;
+    return 1;
+}
+
+/*
+ * The revoked token hashes in Redis, merged into the ones known: kept for
+ * the life of the process, so a Redis that restarts empty while MySQL is
+ * unreachable does not bring a revoked token back.
+ */
+static void on_revoked(struct rds *r, redisReply *reply, void *arg)
+{
+    struct access *a = arg;
+    size_t added = 0;
+
+    (void)r;
+    a->polling = 0;
+    if (reply == NULL)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (!a->warned_revoked)
+            log_warn("redis: cannot read the revoked API tokens (SMEMBERS %s): %s; revocations "
+                     "reach this issuer through MySQL only",
+                     a->revoked_key, reply->str);
+        a->warned_revoked = 1;
+        return;
+    }
+    a->warned_revoked = 0;
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
+        const redisReply *e = reply->element[i];
+
+        if (e->type == REDIS_REPLY_STRING && token_hash_valid(e->str))
+            added += (size_t)revoked_add(a, e->str);
+    }
+    if (added)
+        log_info("access: %zu API token(s) revoked through Redis (%s)", added, a->revoked_key);
+}
+
+/* Read the revoked tokens from Redis (an issuer only; one read in flight). */
+static void poll_revoked(struct access *a)
+{
+    if (!a->api || a->polling || a->freeing || !rds_ready(a->rds))
+        return;
+    if (rds_command(a->rds, on_revoked, a, "SMEMBERS %s", a->revoked_key) == 0)
+        a->polling = 1;
 }
 
 static int by_hash(const void *x, const void *y)
@@ -152,6 +341,7 @@ static void on_auth(void *arg, enum store_err st, struct store_auth *au, const c
 
 void access_reload(struct access *a)
 {
+    poll_revoked(a);
     if (a->loading || a->freeing)
         return;
     if (store_auth(a->store, on_auth, a) == 0)
@@ -182,8 +372,11 @@ struct access *access_new(struct event_base *base, const struct config *cfg, str
     a->store = store;
     a->rds = rds;
     a->db = cfg->redis.db;
+    a->api = cfg->api_addr != NULL && cfg->api_addr[0] != '\0';
     a->prefix = strdup(cfg->key_prefix);
     a->timer = event_new(base, -1, EV_PERSIST, on_timer, a);
+    if (a->prefix)
+        token_revoked_key(a->prefix, a->revoked_key, sizeof(a->revoked_key));
     if (a->prefix == NULL || a->timer == NULL) {
         access_free(a);
         return NULL;
@@ -201,6 +394,7 @@ void access_free(struct access *a)
     if (a->timer)
         event_free(a->timer);
     store_auth_free(a->auth);
+    free(a->revoked);
     free(a->prefix);
     free(a);
 }
@@ -208,8 +402,11 @@ void access_free(struct access *a)
 void access_redis_state(struct access *a, int ready)
 {
     a->applied_sum = 0;
-    if (ready)
+    a->polling = 0; /* a lost connection answered it with NULL */
+    if (ready) {
         apply_users(a);
+        poll_revoked(a);
+    }
 }
 
 const char *access_token(const struct access *a, const char *tok, size_t n, const char **apps_out)
@@ -230,6 +427,11 @@ const char *access_token(const struct access *a, const char *tok, size_t n, cons
         size_t mid = lo + (hi - lo) / 2;
         int c = strcmp(hex, a->auth->tokens[mid].hash);
         if (c == 0) {
+            int revoked;
+
+            revoked_find(a, hex, &revoked);
+            if (revoked) /* through Redis, before MySQL says so here */
+                return NULL;
             *apps_out = a->auth->tokens[mid].apps;
             return a->auth->tokens[mid].name;
         }

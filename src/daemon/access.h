@@ -4,11 +4,18 @@
  *
  *   API tokens   (api_token)  looked up by the ID API by the SHA-256 of the
  *                presented bearer token; a revoked token is gone at the
- *                next reload.
+ *                next reload. With the API on, the Redis set
+ *                "<prefix>:revoked-tokens" (token.h) is read at every reload
+ *                too: a token revoked there is refused even while MySQL
+ *                cannot be read; such hashes are kept for the process' life.
  *   Redis users  (redis_user) applied to Redis (ACL SETUSER, or DELUSER for
  *                a revoked one; acluser.h) on every (re)connect of the main
  *                connection and whenever the rows change, so that a
- *                restarted Redis gets its users back.
+ *                restarted Redis gets its users back. A user whose password
+ *                Redis holds differently (ACL GETUSER before the SETUSER)
+ *                has its connections closed (CLIENT KILL USER): a rotation
+ *                ends the sessions of the old password, an unchanged user
+ *                keeps its connections.
  *
  * Tokens and passwords are never logged: only token names and user names.
  */

@@ -17,6 +17,7 @@
 #include "apireq.h"
 #include "app.h"
 #include "clock.h"
+#include "http.h"
 #include "log.h"
 #include "pool.h"
 #include "text.h"
@@ -29,6 +30,7 @@
 #define HOLD_EPOCH_MS 200  /* the library's own retry hint */
 #define HOLD_DOWN_MS  200  /* Redis unreachable or refusing */
 #define HOLD_LIMIT_MS 1000 /* meta's limits are below the row's (until a refiller syncs them) */
+#define HOLD_AUTH_MS  1000 /* Retry-After while the tokens have not been read yet */
 #define STACK_BODY    4096 /* bodies up to this are built on the stack */
 #define CTYPE_TEXT    "text/plain; charset=utf-8"
 #define CTYPE_JSON    "application/json"
@@ -79,6 +81,7 @@ struct api {
     int stopping;
     struct api_app *apps[API_BUCKETS];
     struct api_stats st;
+    struct http_burst auth_log[API_AUTH_N]; /* failed authentications: a line per burst */
 };
 
 static const int codes[] = API_CODES;
@@ -495,6 +498,21 @@ static int target_split(const char *t, char *buf, size_t size, const char **quer
 }
 
 /*
+ * Count a failed authentication and log it, at most one line per burst of
+ * each reason (http_burst), with the peer's address: never the token.
+ */
+static void auth_failed(struct api *a, struct apihttp_req *req, enum api_auth why, const char *what)
+{
+    uint64_t n;
+
+    a->st.auth_failures[why]++;
+    if (http_burst_due(&a->auth_log[why], &n))
+        log_warn("api: failed authentication from %s: %s (%" PRIu64
+                 " failed authentication(s) since the last message)",
+                 req->peer ? req->peer : "?", what, n);
+}
+
+/*
  * Every request: path, method, token, application, count, in that order
  * (a token learns nothing of applications it may not see: 403 before 404).
  */
@@ -508,6 +526,7 @@ static void on_request(struct apihttp_req *req, void *arg)
     struct api_app *x;
     uint64_t count;
     enum apireq_fmt fmt;
+    int loaded;
 
     if (target_split(req->target, path, sizeof(path), &query, &qlen) < 0 ||
         apireq_path(path, &key, &keylen) < 0) {
@@ -521,12 +540,21 @@ static void on_request(struct apihttp_req *req, void *arg)
         return;
     }
     if (apireq_bearer(req->authz, &tok, &toklen) < 0) {
+        auth_failed(a, req, API_AUTH_MISSING, "missing or malformed token");
         fail(a, req, 401, "IDPOOL_AUTH", 0, REALM,
              "missing or malformed token: send 'Authorization: Bearer <token>'");
         return;
     }
+    access_tokens(a->access, &loaded);
+    if (!loaded) {
+        /* A valid token is not "unknown" until the tokens have been read. */
+        fail(a, req, 503, "IDPOOL_UNAVAILABLE", HOLD_AUTH_MS, NULL,
+             "the API tokens have not been read from MySQL yet; retry shortly");
+        return;
+    }
     name = access_token(a->access, tok, toklen, &apps);
     if (name == NULL) {
+        auth_failed(a, req, API_AUTH_UNKNOWN, "unknown or revoked token");
         fail(a, req, 401, "IDPOOL_AUTH", 0, REALM_INVALID, "unknown or revoked token");
         return;
     }

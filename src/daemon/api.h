@@ -7,15 +7,18 @@
  *        only when the pool ran short or the rate limit was reached
  *   400  IDPOOL_BADARG bad count or parameter; IDPOOL_LIMIT count above
  *        max_size_per_times
- *   401  IDPOOL_AUTH no or unknown token (WWW-Authenticate: Bearer)
+ *   401  IDPOOL_AUTH no or unknown token (WWW-Authenticate: Bearer); each
+ *        is counted and logged (one line per burst, the peer's address,
+ *        never the token)
  *   403  IDPOOL_FORBIDDEN the token is not for this application
  *   404  IDPOOL_NOAPP unknown or not served application (for a token that
  *        may see it); IDPOOL_NOTFOUND another path
  *   405  IDPOOL_METHOD another method (Allow: GET, POST)
  *   429  IDPOOL_RATE max_size_per_second reached (Retry-After)
  *   503  IDPOOL_EMPTY pool dry, IDPOOL_EPOCH not yet re-validated,
- *        IDPOOL_UNAVAILABLE Redis unreachable or refusing, or no limits in
- *        meta yet (Retry-After)
+ *        IDPOOL_UNAVAILABLE Redis unreachable or refusing, no limits in
+ *        meta yet, or the tokens not read yet (MySQL unreachable since the
+ *        start: a valid token is not refused as unknown) (Retry-After)
  *   and, from the HTTP server (apihttp.h): 411, 413, 431, 505 as
  *   IDPOOL_BADREQUEST, the connection closed
  *
@@ -39,13 +42,21 @@ struct pools;
 
 struct api;
 
+/* Why an authentication failed (struct api_stats' auth_failures). */
+enum api_auth {
+    API_AUTH_MISSING, /* no Authorization: Bearer, or a malformed one */
+    API_AUTH_UNKNOWN, /* a token that is unknown or revoked */
+    API_AUTH_N
+};
+
 /* Counters for /metrics. */
 struct api_stats {
-    uint64_t requests[9]; /* by API_CODE_* below */
-    uint64_t ids;         /* IDs handed out */
-    uint64_t takes;       /* idpool_take calls (buffer fills) */
-    uint64_t taken;       /* IDs they brought */
-    uint64_t buffered;    /* IDs in the buffers now */
+    uint64_t requests[9];               /* by API_CODE_* below */
+    uint64_t auth_failures[API_AUTH_N]; /* by enum api_auth */
+    uint64_t ids;                       /* IDs handed out */
+    uint64_t takes;                     /* idpool_take calls (buffer fills) */
+    uint64_t taken;                     /* IDs they brought */
+    uint64_t buffered;                  /* IDs in the buffers now */
 };
 
 /* The status codes counted, in struct api_stats order. */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 #include "http.h"
 #include "httpreq.h"
 #include "log.h"
+#include "url.h"
 
 #define HEAD_MAX        8192 /* bytes of a request head */
 #define SWEEP_MS        100  /* deadline precision */
@@ -51,6 +53,7 @@ struct conn {
     int keep_alive;       /* the current request keeps the connection */
     uint64_t deadline_ms; /* a whole request must have arrived by then */
     struct apihttp_req req;
+    char peer[INET6_ADDRSTRLEN + 10]; /* req.peer */
 };
 
 struct apihttp {
@@ -467,12 +470,20 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     uint64_t n;
 
     (void)l;
-    (void)sa;
-    (void)salen;
     if (c == NULL || (c->in = malloc(HEAD_MAX + s->max_body)) == NULL) {
         free(c);
         close(fd);
         return;
+    }
+    {
+        char host[INET6_ADDRSTRLEN], port[8];
+
+        if (getnameinfo(sa, (socklen_t)salen, host, sizeof(host), port, sizeof(port),
+                        NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+            hostport_str(c->peer, sizeof(c->peer), host, atoi(port));
+        else
+            snprintf(c->peer, sizeof(c->peer), "?");
+        c->req.peer = c->peer;
     }
     c->srv = s;
     c->fd = fd;

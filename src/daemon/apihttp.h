@@ -35,6 +35,7 @@ struct apihttp_req {
     const char *ctype;  /* Content-Type, or NULL */
     const char *body;   /* body_len bytes (not terminated) */
     size_t body_len;
+    const char *peer; /* the client's address, "host:port" or "[v6]:port" (for the log) */
 };
 
 struct apihttp_opts {

@@ -91,6 +91,8 @@ static void src_daemon(void *ctx, struct daemon_view *out)
     out->api_takes = st.takes;
     out->api_buffered = st.buffered;
     out->api_tokens = access_tokens(d->access, &loaded);
+    out->api_no_token = st.auth_failures[API_AUTH_MISSING];
+    out->api_bad_token = st.auth_failures[API_AUTH_UNKNOWN];
 }
 
 static void on_stopped(void *arg)
