@@ -32,6 +32,18 @@
  * same client. Each thread keeps a small block of IDs per application, so
  * the common path takes no lock shared between threads.
  *
+ * fork(): a client may be used on both sides of a fork() (the pre-fork
+ * server's pattern: create the client, fork the workers). In the child
+ * every client starts empty: the IDs buffered in the parent (the shared
+ * buffers and the forking thread's blocks) are the parent's alone, the
+ * child never reads or writes the parent's connections (it closes its
+ * copies of their sockets), its counters start at zero, and its own
+ * background thread and connections are made by its first call that needs
+ * IDs. Handled by pthread_atfork, so fork() through the C library (not a
+ * raw clone(2) system call); fork waits for the client's locks, which no
+ * thread holds across network I/O. A connection being opened at the
+ * instant of the fork may stay open, unused, in the child until it exits.
+ *
  * Link with `pkg-config --libs idpool`. Stable ABI within a major version
  * (soname libidpool.so.0): structs given by the caller start with their
  * size, so fields are only ever added at the end.
@@ -120,7 +132,7 @@ IDPOOL_API int idpool_next(struct idpool_app *a, uint64_t *id);
  */
 IDPOOL_API int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got);
 
-/* Counters of one application (since the client was created). */
+/* Counters of one application (since the client was created; in a forked child, since the fork). */
 struct idpool_stats {
     size_t size;            /* sizeof(struct idpool_stats): set by the caller */
     uint64_t blocks;        /* blocks of IDs handed to threads from the buffer */

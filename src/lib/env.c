@@ -21,6 +21,7 @@ int env_init(struct env *e, const char *url, char *err, size_t errlen)
 {
     memset(e, 0, sizeof(*e));
     e->fd = -1;
+    e->sock = -1;
     if (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0) {
         e->http = 1;
         if (issuer_url_parse(url, &e->iurl, err, errlen) < 0)
@@ -50,6 +51,7 @@ int env_init(struct env *e, const char *url, char *err, size_t errlen)
 
 void env_close(struct env *e)
 {
+    env_sock(e, -1); /* before the socket is closed: a child never closes a reused number */
     if (e->rc) {
         redisFree(e->rc);
         e->rc = NULL;
@@ -74,6 +76,7 @@ void env_free(struct env *e)
     issuer_url_free(&e->iurl);
     memset(e, 0, sizeof(*e));
     e->fd = -1;
+    e->sock = -1;
 }
 
 void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)

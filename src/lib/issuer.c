@@ -100,6 +100,7 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
         e->fd = socket(p->ai_family, p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (e->fd < 0)
             continue;
+        env_sock(e, e->fd);
         if (connect(e->fd, p->ai_addr, p->ai_addrlen) == 0 ||
             (errno == EINPROGRESS && wait_fd(e->fd, POLLOUT, deadline) == 0 &&
              getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0))

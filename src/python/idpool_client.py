@@ -48,7 +48,10 @@ included: it wakes waiting callers with IdpoolClosed). As in libidpool, each
 thread keeps a small block of IDs per application (threading.local), so the
 common path of next() takes no lock; IDs left in a thread's block when it
 exits are gaps. A client is not shared across fork(): in the child every
-inherited client is closed (IdpoolClosed); create one per process.
+inherited client is closed at once (calls raise IdpoolClosed; the parent's
+buffered IDs are dropped, its connections never used, and no call waits on
+a lock another thread of the parent held at the fork); create one per
+process. (libidpool's child starts empty and works instead.)
 """
 
 import collections
@@ -412,9 +415,22 @@ _clients = weakref.WeakSet()
 
 def _after_fork_in_child():
     # A forked child shares its parent's buffered IDs: returning them would
-    # hand out IDs twice, so every client it inherited is closed there.
+    # hand out IDs twice, so every client it inherited is closed there, its
+    # buffers dropped and its connections (the parent's) forgotten, never
+    # read (redis-py and the socket close only the child's copies). Its
+    # locks are made anew: another thread of the parent (the background
+    # thread, a caller) may have held one at the fork, and it does not
+    # exist here to release it.
     for c in list(_clients):
         c._closed = True
+        c._cv = threading.Condition(threading.Lock())
+        for e in c._envs:
+            e.r = e.conn = None
+            e.used = False
+        for a in c._apps.values():
+            a._cv = threading.Condition(threading.Lock())
+            a._buf.clear()
+            a._tls = threading.local()
 
 
 if hasattr(os, "register_at_fork"):
