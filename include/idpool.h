@@ -77,7 +77,7 @@ enum idpool_rc {
 /* Options; start from idpool_options_init(). Zero fields mean the default. */
 struct idpool_options {
     size_t size;            /* sizeof(struct idpool_options), set by idpool_options_init */
-    unsigned timeout_ms;    /* how long next/take may wait for IDs (1000) */
+    unsigned timeout_ms;    /* how long one next/take call may wait for IDs, in all (1000) */
     unsigned io_timeout_ms; /* connect and command timeout per environment (500) */
     unsigned failover_ms;   /* an environment that supplies nothing this long is left (500) */
     unsigned failback_ms;   /* how often a more preferred environment is tried again (1000) */
@@ -129,6 +129,8 @@ IDPOOL_API int idpool_next(struct idpool_app *a, uint64_t *id);
 /*
  * Up to n IDs into ids[0..n); *got says how many (all n unless an error is
  * returned, in which case the ones taken so far are in ids[0..*got)).
+ * Waits at most timeout_ms in all, however many times the buffer runs
+ * empty before n IDs came (IDPOOL_ETIMEDOUT then).
  */
 IDPOOL_API int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got);
 

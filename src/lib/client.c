@@ -121,6 +121,12 @@ static struct timespec deadline_in(uint64_t ms)
     return ts;
 }
 
+/* One call's deadline, set when the call first has to wait (pop_wait). */
+struct deadline {
+    int set;
+    struct timespec at;
+};
+
 static int cond_init(pthread_cond_t *cv)
 {
     pthread_condattr_t at;
@@ -326,14 +332,14 @@ static int kick(struct idpool_client *c)
 }
 
 /*
- * Move up to n IDs from a's shared buffer into out, waiting (at most
- * timeout_ms from now) while it is empty. Called with a->mu held.
- * IDPOOL_OK with *got >= 1, or an error.
+ * Move up to n IDs from a's shared buffer into out, waiting while it is
+ * empty, until dl: one deadline per call of the API, however many times it
+ * waits (set here, timeout_ms after the call first waits). Called with
+ * a->mu held. IDPOOL_OK with *got >= 1, or an error.
  */
-static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
+static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got, struct deadline *dl)
 {
     struct idpool_client *c = a->c;
-    struct timespec dl;
     int waited = 0, ask = 0;
 
     *got = 0;
@@ -346,7 +352,10 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
             waited = 1;
             a->st.waits++;
             a->hungry = 1;
-            dl = deadline_in(c->o.timeout_ms);
+            if (!dl->set) {
+                dl->set = 1;
+                dl->at = deadline_in(c->o.timeout_ms);
+            }
         }
         if (!ask) { /* once: the thread then keeps at it (a kick per wake-up would spin) */
             ask = 1;
@@ -358,7 +367,7 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
             pthread_mutex_lock(&a->mu);
         }
         if (a->ring.n == 0 && !c->stopping &&
-            pthread_cond_timedwait(&a->cv, &a->mu, &dl) == ETIMEDOUT && a->ring.n == 0) {
+            pthread_cond_timedwait(&a->cv, &a->mu, &dl->at) == ETIMEDOUT && a->ring.n == 0) {
             a->st.timeouts++;
             return IDPOOL_ETIMEDOUT;
         }
@@ -377,13 +386,14 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
 __attribute__((noinline)) static int next_slow(struct idpool_app *a, uint64_t *id)
 {
     struct tslot *s = tslot_of(a);
+    struct deadline dl = {0};
     size_t got;
     int rc;
 
     if (s == NULL)
         return IDPOOL_ENOMEM;
     pthread_mutex_lock(&a->mu);
-    rc = pop_wait(a, s->ids, BLOCK, &got);
+    rc = pop_wait(a, s->ids, BLOCK, &got, &dl);
     if (rc == IDPOOL_OK)
         a->st.blocks++;
     pthread_mutex_unlock(&a->mu);
@@ -414,6 +424,7 @@ int idpool_next(struct idpool_app *a, uint64_t *id)
 int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
 {
     struct tslot *s;
+    struct deadline dl = {0}; /* one for the whole call, however many waits */
     int rc = IDPOOL_OK;
 
     if (got)
@@ -428,7 +439,7 @@ int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
     pthread_mutex_lock(&a->mu);
     while (*got < n) {
         size_t k;
-        rc = pop_wait(a, ids + *got, n - *got, &k);
+        rc = pop_wait(a, ids + *got, n - *got, &k, &dl);
         if (rc != IDPOOL_OK)
             break;
         *got += k;
