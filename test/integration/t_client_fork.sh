@@ -2,16 +2,17 @@
 # The client libraries across fork() (issue 18, item 1): a forked child
 # never hands out an ID its parent holds.
 #
-# libidpool (documented choice: the child starts empty and works): one
-# client takes an ID (the thread's block and the shared buffer now hold
-# IDs), forks a child at once, then forks five more, 20 ms apart, while a
-# second thread of the parent takes IDs as fast as it can (the background
-# thread is busy taking from Redis at the forks). Every child takes 3,000
+# libidpool (documented choice: the child starts empty and works), through
+# a Redis and through an https issuer: one client takes an ID (the
+# thread's block and the shared buffer now hold IDs), forks a child at
+# once, then forks five more, 20 ms apart, while a second thread of the
+# parent takes IDs as fast as it can (the background thread is busy taking
+# at the forks, on the connection the children inherit). Every child takes 3,000
 # IDs with idpool_next and 3,000 with idpool_take through the inherited
 # client; the parent 3,000 more. Asserted: idpool-check over every
 # process' pop log finds no ID twice and counts every ID, every child got
-# all its IDs (none timed out), the background thread took from Redis
-# while the parent forked (the busy case happened).
+# all its IDs (none timed out), the background thread took IDs while the
+# parent forked (the busy case happened).
 #
 # The Python client (documented choice: in a child every inherited client
 # is closed): the parent holds buffered IDs at the fork (positive control:
@@ -30,23 +31,49 @@ start_daemon a --tick-ms 10
 wait_until 15 pool_ge fk 100000 || fail "fk's pool did not fill"
 
 # --- libidpool ---------------------------------------------------------------
-st=0
-"$IDPOOL_CLIENTEDGE" fork --children 6 --ids 3000 "$DIR/pops" fk "$IDPOOL_REDIS_URL" \
-    >"$DIR/fork.out" 2>&1 || st=$?
-cat "$DIR/fork.out"
-res=$(grep '^clientedge: children=' "$DIR/fork.out") || fail "idpool-clientedge fork (status $st) printed no summary"
-check_pops "$DIR/check.out" "$DIR"/pops.*.bin || fail "idpool-check: an ID in two processes (or another violation)"
-tail -n 1 "$DIR/check.out"
-grep -q ' duplicates=0 ' "$DIR/check.out" || fail "duplicates: $(tail -n 1 "$DIR/check.out")"
-((st == 0)) || fail "a process did not get all its IDs (status $st): $res"
-parent=$(sed -n 's/.* parent_ids=\([0-9]*\).*/\1/p' <<<"$res")
-children=$(sed -n 's/.* child_ids=\([0-9]*\).*/\1/p' <<<"$res")
-assert_eq "$children" $((6 * 6000)) "IDs taken by the children"
-grep -q "^check: ids=$((parent + children)) " "$DIR/check.out" ||
-    fail "idpool-check did not count $((parent + children)) IDs: $(tail -n 1 "$DIR/check.out")"
-busy=$(sed -n 's/.* takes_during_forks=\([0-9]*\).*/\1/p' <<<"$res")
-assert_gt "$busy" 0 "takes from Redis while the parent forked"
-pass "libidpool: 6 forked children took $children IDs through the inherited client, the parent $parent, $busy takes from Redis during the forks: no ID in two processes"
+# fork_case NAME ENV [--ca-file PEM]: idpool-clientedge fork against ENV, its
+# pop logs checked by idpool-check.
+fork_case() {
+    local name=$1 env=$2 st=0 res parent children busy
+    shift 2
+    "$IDPOOL_CLIENTEDGE" fork --children 6 --ids 3000 "$@" "$DIR/$name" fk "$env" \
+        >"$DIR/$name.out" 2>&1 || st=$?
+    cat "$DIR/$name.out"
+    res=$(grep '^clientedge: children=' "$DIR/$name.out") ||
+        fail "$name: idpool-clientedge fork (status $st) printed no summary"
+    check_pops "$DIR/$name.check" "$DIR/$name".*.bin ||
+        fail "$name: idpool-check: an ID in two processes (or another violation)"
+    tail -n 1 "$DIR/$name.check"
+    grep -q ' duplicates=0 ' "$DIR/$name.check" || fail "$name: duplicates: $(tail -n 1 "$DIR/$name.check")"
+    ((st == 0)) || fail "$name: a process did not get all its IDs (status $st): $res"
+    parent=$(sed -n 's/.* parent_ids=\([0-9]*\).*/\1/p' <<<"$res")
+    children=$(sed -n 's/.* child_ids=\([0-9]*\).*/\1/p' <<<"$res")
+    assert_eq "$children" $((6 * 6000)) "$name: IDs taken by the children"
+    grep -q "^check: ids=$((parent + children)) " "$DIR/$name.check" ||
+        fail "$name: idpool-check did not count $((parent + children)) IDs: $(tail -n 1 "$DIR/$name.check")"
+    busy=$(sed -n 's/.* takes_during_forks=\([0-9]*\).*/\1/p' <<<"$res")
+    assert_gt "$busy" 0 "$name: takes while the parent forked"
+    pass "libidpool ($name): 6 forked children took $children IDs through the inherited client, the parent $parent, $busy takes during the forks: no ID in two processes"
+}
+fork_case redis "$IDPOOL_REDIS_URL"
+
+# The same through an https issuer: the child never uses the parent's TLS session.
+if command -v openssl >/dev/null 2>&1; then
+    openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+        -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
+        fail "openssl req: $(cat "$DIR/openssl.out")"
+    TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add fork --apps fk |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])') || fail "tokens add fork"
+    TLS_PORT=$(free_port)
+    start_daemon tls --instance tls --refill off \
+        --api "127.0.0.1:$TLS_PORT" --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key"
+    wait_until 5 log_has tls "api: listening on https://127\\.0\\.0\\.1:$TLS_PORT" || fail "tls: not listening"
+    wait_until 5 log_has tls "access: 1 API token" || fail "tls: tokens not loaded"
+    wait_until 15 pool_ge fk 100000 || fail "fk's pool did not fill again"
+    fork_case https "https://$TOKEN@127.0.0.1:$TLS_PORT" --ca-file "$DIR/tls.crt"
+else
+    info "openssl is not installed: no https case"
+fi
 
 # --- the Python client -------------------------------------------------------
 export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python

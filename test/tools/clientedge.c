@@ -2,7 +2,7 @@
  * idpool-clientedge — libidpool at its edges, for the integration tests
  * (issue 18): fork(), and the deadline of one call.
  *
- *   idpool-clientedge fork [--children N] [--ids N] PREFIX APP ENV...
+ *   idpool-clientedge fork [--children N] [--ids N] [--ca-file PEM] PREFIX APP ENV...
  *   idpool-clientedge deadline [--timeout-ms MS] [--count N] APP ENV...
  *
  * fork: one client of the environments ENV... takes one ID of APP with
@@ -16,8 +16,9 @@
  * (PREFIX.p0.bin and PREFIX.p1.bin for the parent's threads, PREFIX.cI.bin
  * for child I) for idpool-check. Prints
  *   clientedge: children=N ok=K parent_ids=P child_ids=C takes_during_forks=T
- * (T: the parent's takes from Redis while it forked) and, for a child that
- * failed, its error. Exit status 0 when every process got all its IDs.
+ * (T: the parent's takes while it forked) and, for a child that failed,
+ * its error. Exit status 0 when every process got all its IDs. --ca-file:
+ * the CAs that verify an https issuer.
  *
  * deadline: one idpool_take of --count IDs (100) with timeout_ms --timeout-ms
  * (1000); prints
@@ -174,18 +175,21 @@ static void child(struct idpool_client *c, struct idpool_app *a, const char *pre
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: idpool-clientedge fork [--children N] [--ids N] PREFIX APP ENV...\n"
+    fprintf(stderr, "usage: idpool-clientedge fork [--children N] [--ids N] [--ca-file PEM] "
+                    "PREFIX APP ENV...\n"
                     "       idpool-clientedge deadline [--timeout-ms MS] [--count N] APP ENV...\n");
     return 2;
 }
 
-static int new_client(char **envs, int n, unsigned timeout_ms, struct idpool_client **c)
+static int new_client(char **envs, int n, unsigned timeout_ms, const char *ca_file,
+                      struct idpool_client **c)
 {
     struct idpool_options o;
     char err[256];
 
     idpool_options_init(&o);
     o.timeout_ms = timeout_ms;
+    o.ca_file = ca_file;
     if (idpool_client_new((const char *const *)envs, (size_t)n, &o, c, err, sizeof(err)) !=
         IDPOOL_OK) {
         fprintf(stderr, "clientedge: %s\n", err);
@@ -206,20 +210,22 @@ static int cmd_fork(int argc, char **argv)
     struct drainer d = {0};
     struct log l;
     uint64_t id, t0;
-    const char *prefix;
+    const char *prefix, *ca_file = NULL;
 
     for (i = 0; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
         if (strcmp(argv[i], "--children") == 0)
             children = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--ids") == 0)
             ids = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--ca-file") == 0)
+            ca_file = argv[i + 1];
         else
             return usage();
     }
     if (argc - i < 3 || children < 1 || children > CHILDREN_MAX)
         return usage();
     prefix = argv[i];
-    if (new_client(argv + i + 2, argc - i - 2, 5000, &c) < 0)
+    if (new_client(argv + i + 2, argc - i - 2, 5000, ca_file, &c) < 0)
         return 1;
     a = idpool_app(c, argv[i + 1]);
     if (a == NULL || log_open(&l, prefix, "p0", 0) < 0 || log_open(&d.l, prefix, "p1", 1) < 0)
@@ -317,7 +323,7 @@ static int cmd_deadline(int argc, char **argv)
     }
     if (argc - i < 2 || count == 0 || (ids = calloc(count, sizeof(*ids))) == NULL)
         return usage();
-    if (new_client(argv + i + 1, argc - i - 1, timeout_ms, &c) < 0)
+    if (new_client(argv + i + 1, argc - i - 1, timeout_ms, NULL, &c) < 0)
         return 1;
     a = idpool_app(c, argv[i]);
     if (a == NULL)
