@@ -40,9 +40,10 @@
  * copies of their sockets), its counters start at zero, and its own
  * background thread and connections are made by its first call that needs
  * IDs. Handled by pthread_atfork, so fork() through the C library (not a
- * raw clone(2) system call); fork waits for the client's locks, which no
- * thread holds across network I/O. A connection being opened at the
- * instant of the fork may stay open, unused, in the child until it exits.
+ * raw clone(2) system call); fork waits for the client's locks and for
+ * libidpool's OpenSSL step in progress, none held across a wait for the
+ * network. A connection being opened at the instant of the fork may stay
+ * open, unused, in the child until it exits.
  *
  * Link with `pkg-config --libs idpool`. Stable ABI within a major version
  * (soname libidpool.so.0): structs given by the caller start with their

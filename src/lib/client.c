@@ -642,7 +642,9 @@ static void *thread_main(void *arg)
 
 /* --- fork ------------------------------------------------------------- */
 
-/* The live clients, for the fork handlers. Lock order: clients_mu, c->mu, a->mu, slot_mu, grave_mu.
+/*
+ * The live clients, for the fork handlers. Lock order: clients_mu, c->mu,
+ * a->mu, slot_mu, grave_mu, the TLS lock (env.h).
  */
 static pthread_mutex_t clients_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct idpool_client *clients;
@@ -651,8 +653,9 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 /*
  * Before fork(): take every lock of every client, so that the child finds
  * each client's state whole (no ring, list or counter half updated by
- * another thread). Each is held only for bookkeeping, never across I/O:
- * fork waits for no network.
+ * another thread), and the TLS lock, so that no thread of ours is inside
+ * OpenSSL. Each is held only for bookkeeping or one OpenSSL step, never
+ * across a wait for the network: fork waits for no network.
  */
 static void fork_prepare(void)
 {
@@ -664,10 +667,12 @@ static void fork_prepare(void)
     }
     pthread_mutex_lock(&slot_mu);
     pthread_mutex_lock(&grave_mu);
+    env_tls_lock(); /* no thread of ours inside OpenSSL */
 }
 
 static void fork_parent(void)
 {
+    env_tls_unlock();
     pthread_mutex_unlock(&grave_mu);
     pthread_mutex_unlock(&slot_mu);
     for (struct idpool_client *c = clients; c; c = c->fork_next) {
@@ -723,6 +728,7 @@ static void fork_child(void)
     for (size_t i = 0; t && i < t->cap; i++)
         if (t->slots[i])
             t->slots[i]->pos = t->slots[i]->n = 0;
+    env_tls_unlock();
     pthread_mutex_unlock(&grave_mu);
     pthread_mutex_unlock(&slot_mu);
     for (struct idpool_client *c = clients; c; c = c->fork_next)

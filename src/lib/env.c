@@ -1,6 +1,7 @@
 #include "env.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,18 @@
 #include <unistd.h>
 
 #include "text.h"
+
+static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void env_tls_lock(void)
+{
+    pthread_mutex_lock(&tls_mu);
+}
+
+void env_tls_unlock(void)
+{
+    pthread_mutex_unlock(&tls_mu);
+}
 
 #define BACKOFF_MIN_MS 100  /* a failed environment is not tried again before this */
 #define BACKOFF_MAX_MS 2000 /* ... doubling up to this */
@@ -57,7 +70,9 @@ void env_close(struct env *e)
         e->rc = NULL;
     }
     if (e->ssl) {
+        env_tls_lock();
         SSL_free(e->ssl); /* no close_notify: the socket may be dead, and it would block */
+        env_tls_unlock();
         e->ssl = NULL;
     }
     if (e->fd >= 0) {
@@ -69,8 +84,11 @@ void env_close(struct env *e)
 void env_free(struct env *e)
 {
     env_close(e);
-    if (e->tls)
+    if (e->tls) {
+        env_tls_lock();
         SSL_CTX_free(e->tls);
+        env_tls_unlock();
+    }
     free(e->buf);
     redis_url_free(&e->rurl);
     issuer_url_free(&e->iurl);

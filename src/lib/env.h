@@ -87,6 +87,16 @@ void env_fail(struct env *e);
 /* Close e's connection, whichever transport (no back-off). */
 void env_close(struct env *e);
 
+/*
+ * Held around every OpenSSL call of the issuer transport, never across a
+ * wait for the network (its sockets are non-blocking), and by the fork
+ * handlers across fork(): no thread of libidpool is inside OpenSSL when a
+ * child is made (OpenSSL keeps locks of its own that fork would copy held,
+ * and the child's thread calls OpenSSL again).
+ */
+void env_tls_lock(void);
+void env_tls_unlock(void);
+
 /* e's connection's socket is now fd (-1: none); see struct env's sock. */
 static inline void env_sock(struct env *e, int fd)
 {
