@@ -12,7 +12,8 @@
 # client; the parent 3,000 more. Asserted: idpool-check over every
 # process' pop log finds no ID twice and counts every ID, every child got
 # all its IDs (none timed out), the background thread took IDs while the
-# parent forked (the busy case happened).
+# parent forked (the busy case happened; not in an ASan build, whose
+# allocator is not fork-safe: there the client is idle at the forks).
 #
 # The Python client (documented choice: in a child every inherited client
 # is closed): the parent holds buffered IDs at the fork (positive control:
@@ -52,7 +53,11 @@ fork_case() {
     grep -q "^check: ids=$((parent + children)) " "$DIR/$name.check" ||
         fail "$name: idpool-check did not count $((parent + children)) IDs: $(tail -n 1 "$DIR/$name.check")"
     busy=$(sed -n 's/.* takes_during_forks=\([0-9]*\).*/\1/p' <<<"$res")
-    assert_gt "$busy" 0 "$name: takes while the parent forked"
+    if [[ $res == *" forks=idle" ]]; then # ASan: see IDLE_FORKS in test/tools/clientedge.c
+        info "$name: an ASan build forks while the client is idle (its allocator is not fork-safe)"
+    else
+        assert_gt "$busy" 0 "$name: takes while the parent forked"
+    fi
     pass "libidpool ($name): 6 forked children took $children IDs through the inherited client, the parent $parent, $busy takes during the forks: no ID in two processes"
 }
 fork_case redis "$IDPOOL_REDIS_URL"
