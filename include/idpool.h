@@ -32,6 +32,19 @@
  * same client. Each thread keeps a small block of IDs per application, so
  * the common path takes no lock shared between threads.
  *
+ * fork(): a client may be used on both sides of a fork() (the pre-fork
+ * server's pattern: create the client, fork the workers). In the child
+ * every client starts empty: the IDs buffered in the parent (the shared
+ * buffers and the forking thread's blocks) are the parent's alone, the
+ * child never reads or writes the parent's connections (it closes its
+ * copies of their sockets), its counters start at zero, and its own
+ * background thread and connections are made by its first call that needs
+ * IDs. Handled by pthread_atfork, so fork() through the C library (not a
+ * raw clone(2) system call); fork waits for the client's locks and for
+ * libidpool's OpenSSL step in progress, none held across a wait for the
+ * network. A connection being opened at the instant of the fork may stay
+ * open, unused, in the child until it exits.
+ *
  * Link with `pkg-config --libs idpool`. Stable ABI within a major version
  * (soname libidpool.so.0): structs given by the caller start with their
  * size, so fields are only ever added at the end.
@@ -65,7 +78,7 @@ enum idpool_rc {
 /* Options; start from idpool_options_init(). Zero fields mean the default. */
 struct idpool_options {
     size_t size;            /* sizeof(struct idpool_options), set by idpool_options_init */
-    unsigned timeout_ms;    /* how long next/take may wait for IDs (1000) */
+    unsigned timeout_ms;    /* how long one next/take call may wait for IDs, in all (1000) */
     unsigned io_timeout_ms; /* connect and command timeout per environment (500) */
     unsigned failover_ms;   /* an environment that supplies nothing this long is left (500) */
     unsigned failback_ms;   /* how often a more preferred environment is tried again (1000) */
@@ -117,10 +130,12 @@ IDPOOL_API int idpool_next(struct idpool_app *a, uint64_t *id);
 /*
  * Up to n IDs into ids[0..n); *got says how many (all n unless an error is
  * returned, in which case the ones taken so far are in ids[0..*got)).
+ * Waits at most timeout_ms in all, however many times the buffer runs
+ * empty before n IDs came (IDPOOL_ETIMEDOUT then).
  */
 IDPOOL_API int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got);
 
-/* Counters of one application (since the client was created). */
+/* Counters of one application (since the client was created; in a forked child, since the fork). */
 struct idpool_stats {
     size_t size;            /* sizeof(struct idpool_stats): set by the caller */
     uint64_t blocks;        /* blocks of IDs handed to threads from the buffer */

@@ -15,6 +15,10 @@
  * environment; every failback_ms a more preferred one is tried again and
  * taken back when it supplies IDs. IDPOOL_RATE is waited out where it was
  * said: another environment's budget is not a way around the limit.
+ *
+ * fork(): a child starts with every client empty (pthread_atfork,
+ * fork_child): no buffered ID of the parent, none of its connections; its
+ * own background thread is started by the first call that needs IDs.
  */
 #define _GNU_SOURCE /* asprintf */
 #include "idpool.h"
@@ -77,13 +81,19 @@ struct idpool_app {
 struct idpool_client {
     struct env *envs;
     size_t nenv;
+    char **urls; /* the environments' URLs, NULL-terminated: a forked child's envs are made from
+                    them */
     struct idpool_options o;
     char *prefix, *ca_file;
-    pthread_mutex_t mu; /* apps, kick, stopping */
+    pthread_mutex_t mu; /* apps, kick, stopping, started, forked, envs after a fork */
     pthread_cond_t cv;  /* wakes the thread */
     pthread_t thread;
-    int started, stopping, kick;
+    int locks;   /* mu and cv are initialised */
+    int started; /* the thread runs (not in a forked child before its first need) */
+    int forked;  /* envs are the parent's (a forked child): replaced before the thread starts */
+    int stopping, kick;
     struct idpool_app *apps;
+    struct idpool_client *fork_next; /* in the list of live clients (fork handlers) */
 };
 
 /* --- time ------------------------------------------------------------- */
@@ -110,6 +120,12 @@ static struct timespec deadline_in(uint64_t ms)
     }
     return ts;
 }
+
+/* One call's deadline, set when the call first has to wait (pop_wait). */
+struct deadline {
+    int set;
+    struct timespec at;
+};
 
 static int cond_init(pthread_cond_t *cv)
 {
@@ -231,23 +247,99 @@ static size_t low_water(const struct idpool_app *a)
     return low_water_ids(a->batch, a->c->o.buffer, a->rate, a->c->o.target_ms);
 }
 
-static void kick(struct idpool_client *c)
+static void *thread_main(void *arg);
+
+/*
+ * The environments forked children left behind: the parent's, as they were
+ * at the fork (its thread may have been inside hiredis or OpenSSL: nothing
+ * of them is used or freed again; fork_child closed their sockets), kept
+ * reachable so that leak checkers do not count them.
+ */
+struct grave {
+    struct env *envs;
+    struct grave *next;
+};
+static pthread_mutex_t grave_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct grave *graves;
+
+/* Keep envs (the parent's) reachable; out of memory, they are merely leaked. */
+static void grave_add(struct env *envs)
 {
-    pthread_mutex_lock(&c->mu);
-    c->kick = 1;
-    pthread_cond_signal(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    struct grave *g = malloc(sizeof(*g));
+
+    if (g == NULL)
+        return;
+    pthread_mutex_lock(&grave_mu);
+    g->envs = envs;
+    g->next = graves;
+    graves = g;
+    pthread_mutex_unlock(&grave_mu);
 }
 
 /*
- * Move up to n IDs from a's shared buffer into out, waiting (at most
- * timeout_ms from now) while it is empty. Called with a->mu held.
- * IDPOOL_OK with *got >= 1, or an error.
+ * A forked child's own environments, made from the URLs before its
+ * background thread starts; the parent's go to the graves. Called with
+ * c->mu held. 0, or -1 (out of memory).
  */
-static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
+static int envs_renew(struct idpool_client *c)
+{
+    struct env *envs = calloc(c->nenv, sizeof(*envs));
+    char msg[256];
+
+    if (envs == NULL)
+        return -1;
+    for (size_t i = 0; i < c->nenv; i++)
+        if (env_init(&envs[i], c->urls[i], msg, sizeof(msg)) < 0) { /* parsed once already */
+            while (i--)
+                env_free(&envs[i]);
+            free(envs);
+            return -1;
+        }
+    grave_add(c->envs);
+    c->envs = envs;
+    c->forked = 0;
+    return 0;
+}
+
+/*
+ * Start c's background thread unless it runs: at creation, and in a forked
+ * child at the first call that needs IDs. Called with c->mu held (or before
+ * c is shared). 0, or -1.
+ */
+static int thread_start(struct idpool_client *c)
+{
+    if (c->started)
+        return 0;
+    if (c->forked && envs_renew(c) < 0)
+        return -1;
+    if (pthread_create(&c->thread, NULL, thread_main, c) != 0)
+        return -1;
+    c->started = 1;
+    return 0;
+}
+
+/* Wake the background thread (started if need be): 0, or -1 when it cannot start. */
+static int kick(struct idpool_client *c)
+{
+    int rc;
+
+    pthread_mutex_lock(&c->mu);
+    rc = thread_start(c);
+    c->kick = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/*
+ * Move up to n IDs from a's shared buffer into out, waiting while it is
+ * empty, until dl: one deadline per call of the API, however many times it
+ * waits (set here, timeout_ms after the call first waits). Called with
+ * a->mu held. IDPOOL_OK with *got >= 1, or an error.
+ */
+static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got, struct deadline *dl)
 {
     struct idpool_client *c = a->c;
-    struct timespec dl;
     int waited = 0, ask = 0;
 
     *got = 0;
@@ -260,16 +352,22 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
             waited = 1;
             a->st.waits++;
             a->hungry = 1;
-            dl = deadline_in(c->o.timeout_ms);
+            if (!dl->set) {
+                dl->set = 1;
+                dl->at = deadline_in(c->o.timeout_ms);
+            }
         }
         if (!ask) { /* once: the thread then keeps at it (a kick per wake-up would spin) */
             ask = 1;
             pthread_mutex_unlock(&a->mu);
-            kick(c);
+            if (kick(c) < 0) {
+                pthread_mutex_lock(&a->mu);
+                return IDPOOL_ENOMEM;
+            }
             pthread_mutex_lock(&a->mu);
         }
         if (a->ring.n == 0 && !c->stopping &&
-            pthread_cond_timedwait(&a->cv, &a->mu, &dl) == ETIMEDOUT && a->ring.n == 0) {
+            pthread_cond_timedwait(&a->cv, &a->mu, &dl->at) == ETIMEDOUT && a->ring.n == 0) {
             a->st.timeouts++;
             return IDPOOL_ETIMEDOUT;
         }
@@ -279,7 +377,7 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
     a->st.buffered = a->ring.n;
     if (!ask && a->ring.n < low_water(a)) { /* ask ahead */
         pthread_mutex_unlock(&a->mu);
-        kick(c);
+        (void)kick(c); /* a failure shows when a caller waits */
         pthread_mutex_lock(&a->mu);
     }
     return IDPOOL_OK;
@@ -288,13 +386,14 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got)
 __attribute__((noinline)) static int next_slow(struct idpool_app *a, uint64_t *id)
 {
     struct tslot *s = tslot_of(a);
+    struct deadline dl = {0};
     size_t got;
     int rc;
 
     if (s == NULL)
         return IDPOOL_ENOMEM;
     pthread_mutex_lock(&a->mu);
-    rc = pop_wait(a, s->ids, BLOCK, &got);
+    rc = pop_wait(a, s->ids, BLOCK, &got, &dl);
     if (rc == IDPOOL_OK)
         a->st.blocks++;
     pthread_mutex_unlock(&a->mu);
@@ -325,6 +424,7 @@ int idpool_next(struct idpool_app *a, uint64_t *id)
 int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
 {
     struct tslot *s;
+    struct deadline dl = {0}; /* one for the whole call, however many waits */
     int rc = IDPOOL_OK;
 
     if (got)
@@ -339,7 +439,7 @@ int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
     pthread_mutex_lock(&a->mu);
     while (*got < n) {
         size_t k;
-        rc = pop_wait(a, ids + *got, n - *got, &k);
+        rc = pop_wait(a, ids + *got, n - *got, &k, &dl);
         if (rc != IDPOOL_OK)
             break;
         *got += k;
@@ -540,6 +640,107 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* --- fork ------------------------------------------------------------- */
+
+/*
+ * The live clients, for the fork handlers. Lock order: clients_mu, c->mu,
+ * a->mu, slot_mu, grave_mu, the TLS lock (env.h).
+ */
+static pthread_mutex_t clients_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct idpool_client *clients;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Before fork(): take every lock of every client, so that the child finds
+ * each client's state whole (no ring, list or counter half updated by
+ * another thread), and the TLS lock, so that no thread of ours is inside
+ * OpenSSL. Each is held only for bookkeeping or one OpenSSL step, never
+ * across a wait for the network: fork waits for no network.
+ */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&clients_mu);
+    for (struct idpool_client *c = clients; c; c = c->fork_next) {
+        pthread_mutex_lock(&c->mu);
+        for (struct idpool_app *a = c->apps; a; a = a->next)
+            pthread_mutex_lock(&a->mu);
+    }
+    pthread_mutex_lock(&slot_mu);
+    pthread_mutex_lock(&grave_mu);
+    env_tls_lock(); /* no thread of ours inside OpenSSL */
+}
+
+static void fork_parent(void)
+{
+    env_tls_unlock();
+    pthread_mutex_unlock(&grave_mu);
+    pthread_mutex_unlock(&slot_mu);
+    for (struct idpool_client *c = clients; c; c = c->fork_next) {
+        for (struct idpool_app *a = c->apps; a; a = a->next)
+            pthread_mutex_unlock(&a->mu);
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_unlock(&clients_mu);
+}
+
+/*
+ * A client in a forked child (the only thread, the one that called fork,
+ * holds every lock: fork_prepare): its buffers emptied (the parent hands
+ * those IDs out), its sockets closed (the parent's connections: a reply
+ * meant for the parent is never read here), its counters zeroed, no
+ * background thread (the first call that needs IDs starts one, with new
+ * connections: thread_start). Condition variables are made anew: the
+ * parent's waiters, gone here, may still be counted in them.
+ */
+static void client_after_fork(struct idpool_client *c)
+{
+    uint64_t now = now_ms();
+
+    for (size_t i = 0; i < c->nenv; i++)
+        env_forget(&c->envs[i]);
+    c->forked = 1;
+    c->started = 0;
+    c->kick = 0;
+    cond_init(&c->cv);
+    for (struct idpool_app *a = c->apps; a; a = a->next) {
+        a->ring.head = a->ring.n = 0;
+        a->batch = c->o.min_batch;
+        a->hungry = 0;
+        a->rate = 0;
+        a->consumed = 0;
+        a->rate_at_ms = now;
+        a->env = 0;
+        a->retry_at_ms = a->trouble_ms = a->failback_at_ms = 0;
+        a->noapp = 0;
+        a->last_error[0] = '\0';
+        memset(&a->st, 0, sizeof(a->st));
+        a->st.size = sizeof(a->st);
+        cond_init(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void fork_child(void)
+{
+    struct tstate *t = tls; /* the forking thread's blocks: the parent's IDs */
+
+    for (size_t i = 0; t && i < t->cap; i++)
+        if (t->slots[i])
+            t->slots[i]->pos = t->slots[i]->n = 0;
+    env_tls_unlock();
+    pthread_mutex_unlock(&grave_mu);
+    pthread_mutex_unlock(&slot_mu);
+    for (struct idpool_client *c = clients; c; c = c->fork_next)
+        client_after_fork(c);
+    pthread_mutex_unlock(&clients_mu);
+}
+
+static void atfork_init(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 /* --- lifecycle ---------------------------------------------------------- */
 
 static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -590,9 +791,12 @@ int idpool_client_new(const char *const *envs, size_t n, const struct idpool_opt
         goto nomem;
     c->o.ca_file = c->ca_file;
     c->envs = calloc(n, sizeof(*c->envs));
-    if (c->prefix == NULL || c->envs == NULL)
+    c->urls = calloc(n + 1, sizeof(*c->urls));
+    if (c->prefix == NULL || c->envs == NULL || c->urls == NULL)
         goto nomem;
     for (size_t i = 0; i < n; i++) {
+        if (envs[i] && (c->urls[i] = strdup(envs[i])) == NULL)
+            goto nomem;
         if (envs[i] == NULL || env_init(&c->envs[i], envs[i], msg, sizeof(msg)) < 0) {
             errf(err, errlen, "environment %zu: %s", i,
                  envs[i]
@@ -603,14 +807,24 @@ int idpool_client_new(const char *const *envs, size_t n, const struct idpool_opt
         }
         c->nenv = i + 1;
     }
-    if (pthread_mutex_init(&c->mu, NULL) != 0 || cond_init(&c->cv) != 0)
+    if (pthread_mutex_init(&c->mu, NULL) != 0)
         goto nomem;
-    if (pthread_create(&c->thread, NULL, thread_main, c) != 0) {
+    if (cond_init(&c->cv) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        goto nomem;
+    }
+    c->locks = 1;
+    pthread_once(&atfork_once, atfork_init);
+    pthread_mutex_lock(&clients_mu); /* no fork between the thread's start and this */
+    if (thread_start(c) < 0) {
+        pthread_mutex_unlock(&clients_mu);
         errf(err, errlen, "idpool_client_new: cannot start the background thread");
         idpool_client_free(c);
         return IDPOOL_ENOMEM;
     }
-    c->started = 1;
+    c->fork_next = clients;
+    clients = c;
+    pthread_mutex_unlock(&clients_mu);
     *out = c;
     return IDPOOL_OK;
 nomem:
@@ -662,7 +876,14 @@ void idpool_client_free(struct idpool_client *c)
 {
     if (c == NULL)
         return;
-    if (c->started) {
+    pthread_mutex_lock(&clients_mu);
+    for (struct idpool_client **p = &clients; *p; p = &(*p)->fork_next)
+        if (*p == c) {
+            *p = c->fork_next;
+            break;
+        }
+    pthread_mutex_unlock(&clients_mu);
+    if (c->locks) {
         pthread_mutex_lock(&c->mu);
         c->stopping = 1;
         pthread_cond_signal(&c->cv);
@@ -672,7 +893,8 @@ void idpool_client_free(struct idpool_client *c)
             pthread_cond_broadcast(&a->cv);
             pthread_mutex_unlock(&a->mu);
         }
-        pthread_join(c->thread, NULL);
+        if (c->started) /* not in a forked child that never needed it */
+            pthread_join(c->thread, NULL);
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->cv);
     }
@@ -687,9 +909,16 @@ void idpool_client_free(struct idpool_client *c)
         free(a->k_meta);
         free(a);
     }
-    for (size_t i = 0; c->envs && i < c->nenv; i++)
-        env_free(&c->envs[i]);
-    free(c->envs);
+    if (c->forked) { /* the parent's envs, left as they are (envs_renew) */
+        grave_add(c->envs);
+    } else {
+        for (size_t i = 0; c->envs && i < c->nenv; i++)
+            env_free(&c->envs[i]);
+        free(c->envs);
+    }
+    for (size_t i = 0; c->urls && c->urls[i]; i++)
+        free(c->urls[i]);
+    free(c->urls);
     free(c->prefix);
     free(c->ca_file);
     free(c);

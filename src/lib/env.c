@@ -1,6 +1,7 @@
 #include "env.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,18 @@
 
 #include "text.h"
 
+static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void env_tls_lock(void)
+{
+    pthread_mutex_lock(&tls_mu);
+}
+
+void env_tls_unlock(void)
+{
+    pthread_mutex_unlock(&tls_mu);
+}
+
 #define BACKOFF_MIN_MS 100  /* a failed environment is not tried again before this */
 #define BACKOFF_MAX_MS 2000 /* ... doubling up to this */
 #define ENV_URLS                                                                                   \
@@ -21,6 +34,7 @@ int env_init(struct env *e, const char *url, char *err, size_t errlen)
 {
     memset(e, 0, sizeof(*e));
     e->fd = -1;
+    e->sock = -1;
     if (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0) {
         e->http = 1;
         if (issuer_url_parse(url, &e->iurl, err, errlen) < 0)
@@ -50,12 +64,15 @@ int env_init(struct env *e, const char *url, char *err, size_t errlen)
 
 void env_close(struct env *e)
 {
+    env_sock(e, -1); /* before the socket is closed: a child never closes a reused number */
     if (e->rc) {
         redisFree(e->rc);
         e->rc = NULL;
     }
     if (e->ssl) {
+        env_tls_lock();
         SSL_free(e->ssl); /* no close_notify: the socket may be dead, and it would block */
+        env_tls_unlock();
         e->ssl = NULL;
     }
     if (e->fd >= 0) {
@@ -67,13 +84,17 @@ void env_close(struct env *e)
 void env_free(struct env *e)
 {
     env_close(e);
-    if (e->tls)
+    if (e->tls) {
+        env_tls_lock();
         SSL_CTX_free(e->tls);
+        env_tls_unlock();
+    }
     free(e->buf);
     redis_url_free(&e->rurl);
     issuer_url_free(&e->iurl);
     memset(e, 0, sizeof(*e));
     e->fd = -1;
+    e->sock = -1;
 }
 
 void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)

@@ -13,6 +13,7 @@
 
 #include <hiredis/hiredis.h>
 #include <openssl/ssl.h>
+#include <unistd.h>
 
 #include "idpool.h"
 #include "url.h"
@@ -45,6 +46,13 @@ struct env {
     redisContext *rc;
     struct issuer_url iurl;
     int fd; /* the issuer connection, or -1 */
+    /*
+     * The connection's socket (either transport), -1 when none: set as soon
+     * as it exists, cleared before it is closed, read by a forked child
+     * (env_forget), so the child closes its copy of the parent's socket and
+     * never another descriptor. Atomic: the background thread writes it.
+     */
+    int sock;
     SSL_CTX *tls;
     SSL *ssl;
     char *buf; /* the issuer's answer */
@@ -78,6 +86,37 @@ void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
 void env_fail(struct env *e);
 /* Close e's connection, whichever transport (no back-off). */
 void env_close(struct env *e);
+
+/*
+ * Held around every OpenSSL call of the issuer transport, never across a
+ * wait for the network (its sockets are non-blocking), and by the fork
+ * handlers across fork(): no thread of libidpool is inside OpenSSL when a
+ * child is made (OpenSSL keeps locks of its own that fork would copy held,
+ * and the child's thread calls OpenSSL again).
+ */
+void env_tls_lock(void);
+void env_tls_unlock(void);
+
+/* e's connection's socket is now fd (-1: none); see struct env's sock. */
+static inline void env_sock(struct env *e, int fd)
+{
+    __atomic_store_n(&e->sock, fd, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * In a forked child: close the child's copy of e's socket, touching nothing
+ * else of e (the parent's thread may have been inside hiredis or OpenSSL at
+ * the fork: e's objects are left as they are, never used again). A socket
+ * being connected at the instant of the fork may stay open in the child
+ * until it exits; it is never read or written.
+ */
+static inline void env_forget(struct env *e)
+{
+    int fd = __atomic_exchange_n(&e->sock, -1, __ATOMIC_SEQ_CST);
+
+    if (fd >= 0)
+        close(fd);
+}
 
 /*
  * The transports: one take of `count` IDs of application `key` from e,

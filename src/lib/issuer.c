@@ -56,16 +56,33 @@ static int wait_fd(int fd, short events, uint64_t deadline)
     }
 }
 
-/* An OpenSSL call's WANT_READ/WANT_WRITE waited for; 1 to call again, 0 done/failed. */
-static int tls_retry(struct env *e, int rc, uint64_t deadline)
+/* An OpenSSL step's WANT_READ/WANT_WRITE (err) waited for; 1 to call again, 0 done/failed. */
+static int tls_wait(struct env *e, int err, uint64_t deadline)
 {
-    int err = SSL_get_error(e->ssl, rc);
-
     if (err == SSL_ERROR_WANT_READ)
         return wait_fd(e->fd, POLLIN, deadline) == 0;
     if (err == SSL_ERROR_WANT_WRITE)
         return wait_fd(e->fd, POLLOUT, deadline) == 0;
     return 0;
+}
+
+enum tls_op { TLS_CONNECT, TLS_READ, TLS_WRITE };
+
+/*
+ * One step of the handshake, a read or a write, under the TLS lock (env.h):
+ * its return value, and in *err what SSL_get_error says of it.
+ */
+static int tls_step(struct env *e, enum tls_op op, void *buf, int n, int *err)
+{
+    int rc;
+
+    env_tls_lock();
+    rc = op == TLS_CONNECT ? SSL_connect(e->ssl)
+         : op == TLS_READ  ? SSL_read(e->ssl, buf, n)
+                           : SSL_write(e->ssl, buf, n);
+    *err = rc > 0 ? SSL_ERROR_NONE : SSL_get_error(e->ssl, rc);
+    env_tls_unlock();
+    return rc;
 }
 
 static const char *tls_errstr(void)
@@ -75,7 +92,9 @@ static const char *tls_errstr(void)
 
     if (e == 0)
         return "connection closed";
+    env_tls_lock();
     ERR_error_string_n(e, buf, sizeof(buf));
+    env_tls_unlock();
     ERR_clear_error();
     return buf;
 }
@@ -86,7 +105,9 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
     uint64_t deadline = mono_ms() + o->io_timeout_ms;
     struct addrinfo hints = {0}, *ai = NULL, *p;
     char port[8];
-    int rc, one = 1, soerr = 0;
+    int rc, one = 1, soerr = 0, err, ok;
+    long v;
+    const char *vs = NULL;
     socklen_t sl = sizeof(soerr);
 
     hints.ai_socktype = SOCK_STREAM;
@@ -100,6 +121,7 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
         e->fd = socket(p->ai_family, p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (e->fd < 0)
             continue;
+        env_sock(e, e->fd);
         if (connect(e->fd, p->ai_addr, p->ai_addrlen) == 0 ||
             (errno == EINPROGRESS && wait_fd(e->fd, POLLOUT, deadline) == 0 &&
              getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0))
@@ -119,36 +141,48 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
     if (!e->iurl.tls)
         return 0;
     if (e->tls == NULL) {
+        env_tls_lock();
         e->tls = SSL_CTX_new(TLS_client_method());
-        if (e->tls == NULL || (o->ca_file ? SSL_CTX_load_verify_locations(e->tls, o->ca_file, NULL)
-                                          : SSL_CTX_set_default_verify_paths(e->tls)) != 1) {
+        ok = e->tls && (o->ca_file ? SSL_CTX_load_verify_locations(e->tls, o->ca_file, NULL)
+                                   : SSL_CTX_set_default_verify_paths(e->tls)) == 1;
+        if (ok) {
+            SSL_CTX_set_verify(e->tls, SSL_VERIFY_PEER, NULL);
+            SSL_CTX_set_min_proto_version(e->tls, TLS1_2_VERSION);
+        } else if (e->tls) {
+            SSL_CTX_free(e->tls);
+            e->tls = NULL;
+        }
+        env_tls_unlock();
+        if (!ok) {
             take_msg(r, e, "TLS setup (CAs%s%s): %s", o->ca_file ? " from " : "",
                      o->ca_file ? o->ca_file : "", tls_errstr());
-            if (e->tls)
-                SSL_CTX_free(e->tls);
-            e->tls = NULL;
             return -1;
         }
-        SSL_CTX_set_verify(e->tls, SSL_VERIFY_PEER, NULL);
-        SSL_CTX_set_min_proto_version(e->tls, TLS1_2_VERSION);
     }
+    env_tls_lock();
     e->ssl = SSL_new(e->tls);
-    if (e->ssl == NULL || SSL_set_fd(e->ssl, e->fd) != 1 ||
-        SSL_set1_host(e->ssl, e->iurl.host) != 1)
-        goto tls_fail;
-    {
+    ok = e->ssl && SSL_set_fd(e->ssl, e->fd) == 1 && SSL_set1_host(e->ssl, e->iurl.host) == 1;
+    if (ok) {
         unsigned char a[16];
         if (inet_pton(AF_INET, e->iurl.host, a) != 1 && inet_pton(AF_INET6, e->iurl.host, a) != 1)
             SSL_set_tlsext_host_name(e->ssl, e->iurl.host); /* SNI: names only */
     }
-    while ((rc = SSL_connect(e->ssl)) != 1)
-        if (!tls_retry(e, rc, deadline))
+    env_tls_unlock();
+    if (!ok)
+        goto tls_fail;
+    while (tls_step(e, TLS_CONNECT, NULL, 0, &err) != 1)
+        if (!tls_wait(e, err, deadline))
             goto tls_fail;
     return 0;
 tls_fail:
-    if (e->ssl && SSL_get_verify_result(e->ssl) != X509_V_OK)
-        take_msg(r, e, "TLS: certificate not verified: %s",
-                 X509_verify_cert_error_string(SSL_get_verify_result(e->ssl)));
+    if (e->ssl) {
+        env_tls_lock();
+        v = SSL_get_verify_result(e->ssl);
+        vs = v != X509_V_OK ? X509_verify_cert_error_string(v) : NULL;
+        env_tls_unlock();
+    }
+    if (vs)
+        take_msg(r, e, "TLS: certificate not verified: %s", vs);
     else
         take_msg(r, e, "TLS handshake: %s", mono_ms() >= deadline ? "timed out" : tls_errstr());
     ERR_clear_error();
@@ -162,9 +196,9 @@ static int send_all(struct env *e, const char *p, size_t n, uint64_t deadline)
     while (n) {
         ssize_t k;
         if (e->ssl) {
-            int rc = SSL_write(e->ssl, p, (int)n);
+            int err, rc = tls_step(e, TLS_WRITE, (void *)p, (int)n, &err);
             if (rc <= 0) {
-                if (tls_retry(e, rc, deadline))
+                if (tls_wait(e, err, deadline))
                     continue;
                 return -1;
             }
@@ -189,12 +223,12 @@ static ssize_t recv_some(struct env *e, char *buf, size_t n, uint64_t deadline)
     for (;;) {
         ssize_t k;
         if (e->ssl) {
-            int rc = SSL_read(e->ssl, buf, (int)n);
+            int err, rc = tls_step(e, TLS_READ, buf, (int)n, &err);
             if (rc > 0)
                 return rc;
-            if (SSL_get_error(e->ssl, rc) == SSL_ERROR_ZERO_RETURN)
+            if (err == SSL_ERROR_ZERO_RETURN)
                 return 0;
-            if (!tls_retry(e, rc, deadline))
+            if (!tls_wait(e, err, deadline))
                 return -1;
             continue;
         }

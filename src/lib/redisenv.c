@@ -42,6 +42,8 @@ static redisContext *redis_conn(struct env *e, const struct idpool_options *o, u
         return NULL;
     }
     e->rc = redisConnectWithTimeout(e->rurl.host, e->rurl.port, tv);
+    if (e->rc && e->rc->fd >= 0)
+        env_sock(e, e->rc->fd);
     if (e->rc == NULL || e->rc->err || redisSetTimeout(e->rc, tv) != REDIS_OK) {
         take_msg(r, e, "cannot connect: %s", e->rc ? e->rc->errstr : "out of memory");
         env_fail(e);

@@ -48,7 +48,13 @@ included: it wakes waiting callers with IdpoolClosed). As in libidpool, each
 thread keeps a small block of IDs per application (threading.local), so the
 common path of next() takes no lock; IDs left in a thread's block when it
 exits are gaps. A client is not shared across fork(): in the child every
-inherited client is closed (IdpoolClosed); create one per process.
+inherited client is closed at once (calls raise IdpoolClosed; the parent's
+buffered IDs are dropped, its connections never used, and no call waits on
+a lock another thread of the parent held at the fork); create one per
+process. (libidpool's child starts empty and works instead.)
+
+One deadline per call: next() and take(n) wait at most ``timeout`` seconds
+in all, however many times take(n) finds the buffer empty.
 """
 
 import collections
@@ -412,9 +418,22 @@ _clients = weakref.WeakSet()
 
 def _after_fork_in_child():
     # A forked child shares its parent's buffered IDs: returning them would
-    # hand out IDs twice, so every client it inherited is closed there.
+    # hand out IDs twice, so every client it inherited is closed there, its
+    # buffers dropped and its connections (the parent's) forgotten, never
+    # read (redis-py and the socket close only the child's copies). Its
+    # locks are made anew: another thread of the parent (the background
+    # thread, a caller) may have held one at the fork, and it does not
+    # exist here to release it.
     for c in list(_clients):
         c._closed = True
+        c._cv = threading.Condition(threading.Lock())
+        for e in c._envs:
+            e.r = e.conn = None
+            e.used = False
+        for a in c._apps.values():
+            a._cv = threading.Condition(threading.Lock())
+            a._buf.clear()
+            a._tls = threading.local()
 
 
 if hasattr(os, "register_at_fork"):
@@ -495,16 +514,20 @@ class App:
         if len(self._noapp) >= len(c._envs):
             raise IdpoolNoApp(f"no environment serves application {self.key!r}")
 
-    def _pop_wait(self, n):
-        """Up to n (>= 1) IDs from the buffer, waiting at most the timeout
-        while it is empty."""
+    def _pop_wait(self, n, dl):
+        """Up to n (>= 1) IDs from the buffer, waiting while it is empty
+        until the call's deadline: dl is a one-item list shared by the waits
+        of one call, its deadline (None: set here, the timeout after the
+        call first waits)."""
         c = self._c
         buf = self._buf
         if c._closed:
             raise IdpoolClosed("the client is closed")
         asked = False
         if not buf:
-            deadline = time.monotonic() + c._timeout
+            if dl[0] is None:
+                dl[0] = time.monotonic() + c._timeout
+            deadline = dl[0]
             self._st["waits"] += 1
             self._hungry = True
             while not buf:
@@ -546,7 +569,7 @@ class App:
             pass
         q = self._block()
         with self._cv:
-            q.extend(self._pop_wait(BLOCK))
+            q.extend(self._pop_wait(BLOCK, [None]))
         return q.popleft()
 
     def _block(self):
@@ -567,10 +590,11 @@ class App:
         got = []
         while q and len(got) < n:  # this thread's block first: its IDs are older
             got.append(q.popleft())
+        dl = [None]  # one deadline for the whole call, however many waits
         with self._cv:
             try:
                 while len(got) < n:
-                    got.extend(self._pop_wait(n - len(got)))
+                    got.extend(self._pop_wait(n - len(got), dl))
             except IdpoolError as e:
                 e.ids = got
                 raise

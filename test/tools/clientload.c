@@ -67,17 +67,6 @@ static _Atomic unsigned finished;
 /* --until-failbacks: set when enough failbacks happened; the workers stop. */
 static _Atomic int stop_now;
 
-/* One pop log record: times, count, flags, the IDs. */
-static int record(FILE *f, uint64_t t0, uint64_t t1, const uint64_t *ids, uint32_t n)
-{
-    uint32_t hdr[2] = {n, 0};
-
-    return fwrite(&t0, 8, 1, f) == 1 && fwrite(&t1, 8, 1, f) == 1 && fwrite(hdr, 4, 2, f) == 2 &&
-                   fwrite(ids, 8, n, f) == n
-               ? 0
-               : -1;
-}
-
 static void *work(void *arg)
 {
     struct worker *w = arg;
@@ -95,7 +84,7 @@ static void *work(void *arg)
         } else {
             rc = idpool_take(w->app, w->take < room ? w->take : room, buf, &n);
         }
-        if (n && w->out && record(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0) {
+        if (n && w->out && tools_log_record(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0) {
             w->rc = IDPOOL_ENOMEM;
             break;
         }
@@ -284,12 +273,10 @@ int main(int argc, char **argv)
         }
         if (prefix) {
             char path[4096];
-            uint32_t h[6] = {1, t, 1, 0, 0, 0}; /* version, consumer, kind take, reserved */
 
             snprintf(path, sizeof(path), "%s.%u.bin", prefix, t);
-            w[t].out = fopen(path, "wb");
-            if (w[t].out == NULL || fwrite("IDPLOG1\n", 1, 8, w[t].out) != 8 ||
-                fwrite(h, 4, 6, w[t].out) != 6) {
+            w[t].out = tools_log_open(path, t);
+            if (w[t].out == NULL) {
                 perror(path);
                 return 2;
             }
