@@ -77,7 +77,18 @@
     X(api_buffered, "idpool_api_buffered_ids", GAUGE,                                              \
       "IDs in the ID API's buffers (gaps if the process dies).", ONE, "", U(d->api_buffered))      \
     X(api_tokens, "idpool_api_tokens", GAUGE, "Active API tokens loaded.", ONE, "",                \
-      U(d->api_tokens))
+      U(d->api_tokens))                                                                            \
+    HTTP_CLOSES(METRICS_HTTP_CLOSE_STATUS, X)                                                      \
+    HTTP_CLOSES(METRICS_HTTP_CLOSE_API, X)
+#define METRICS_HTTP_CLOSE_HELP                                                                    \
+    "Connections an HTTP server closed on its own, by server (http: status, api: ID API) and "     \
+    "reason."
+#define METRICS_HTTP_CLOSE_STATUS(X, id, help)                                                     \
+    X(http_close_##id, "idpool_http_connections_closed_total", COUNTER, METRICS_HTTP_CLOSE_HELP,   \
+      ONE, "server=\"http\",reason=\"" #id "\"", U(d->http_closes[0][HTTP_CLOSE_##id]))
+#define METRICS_HTTP_CLOSE_API(X, id, help)                                                        \
+    X(api_close_##id, "idpool_http_connections_closed_total", COUNTER, METRICS_HTTP_CLOSE_HELP,    \
+      ONE, "server=\"api\",reason=\"" #id "\"", U(d->http_closes[1][HTTP_CLOSE_##id]))
 
 /*
  * Per-application metrics, labelled app="<entity_key>":

@@ -33,6 +33,7 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "status.h"
 
 struct access;
 struct pools;
@@ -41,11 +42,12 @@ struct api;
 
 /* Counters for /metrics. */
 struct api_stats {
-    uint64_t requests[9]; /* by API_CODE_* below */
-    uint64_t ids;         /* IDs handed out */
-    uint64_t takes;       /* idpool_take calls (buffer fills) */
-    uint64_t taken;       /* IDs they brought */
-    uint64_t buffered;    /* IDs in the buffers now */
+    uint64_t requests[9];              /* by API_CODE_* below */
+    uint64_t ids;                      /* IDs handed out */
+    uint64_t takes;                    /* idpool_take calls (buffer fills) */
+    uint64_t taken;                    /* IDs they brought */
+    uint64_t buffered;                 /* IDs in the buffers now */
+    uint64_t closes[HTTP_CLOSE_COUNT]; /* connections its server closed, by reason */
 };
 
 /* The status codes counted, in struct api_stats order. */
