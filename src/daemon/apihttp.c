@@ -28,6 +28,7 @@
 #define OUT_MAX         65536 /* bytes of answers waiting for a peer before it is read no more */
 #define SWEEP_MS        100   /* deadline precision */
 #define ACCEPT_PAUSE_MS 1000  /* after an accept error (EMFILE...) */
+#define ACCEPT_BATCH    64    /* accepts at most, then one loop turn of reading (see on_accept) */
 #define CTYPE_JSON      "application/json"
 
 /*
@@ -58,7 +59,7 @@ struct conn {
     struct event *rev; /* readable (persistent); armed while `reading` */
     struct event *wev; /* writable: only while output is pending */
     struct peer *peer; /* its address's count, or NULL (not IP) */
-    char *in;          /* HEAD_MAX + max_body bytes */
+    char *in;          /* HEAD_MAX + max_body bytes, made at the first byte (NULL before) */
     size_t in_len;     /* bytes in `in` */
     char *out;         /* pending output (heap): out[out_off..out_len) */
     size_t out_len, out_off, out_cap;
@@ -88,8 +89,9 @@ struct apihttp {
     size_t max_body;
     int timeout_ms, head_timeout_ms;
     int max_conns, nconns, max_per_addr;
-    int paused; /* not accepting: 1 at the limit with every connection busy, 2 after an accept error
-                 */
+    int paused; /* not accepting: 1 at the limit with every connection busy, 2 after an accept
+                   error, 3 for a loop turn after a batch of accepts */
+    int accept_batch, batch_accepts; /* accepts per loop turn at most; so far in this one */
     SSL_CTX *tls;
     struct evconnlistener *listener;
     struct event *resume, *sweep;
@@ -470,6 +472,19 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         if (flush(c) || c->out_len > c->out_off)
             return;
     }
+    if (c->in == NULL) { /* made for the first bytes: an idle connection costs no buffer */
+        char b;
+        if (!c->ssl && recv(c->fd, &b, 1, MSG_PEEK) < 0 &&
+            (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        if ((c->in = malloc(cap)) == NULL) {
+            c->dead = 1;
+            conn_read_update(c);
+            if (!c->busy)
+                conn_free(c);
+            return;
+        }
+    }
     for (;;) {
         ssize_t n;
 
@@ -628,12 +643,13 @@ static void accept_pause(struct apihttp *s, int why)
     }
 }
 
+/* Accept again; paused at the limit (every connection busy), only once one went. */
 static void accept_resume(struct apihttp *s)
 {
-    if (s->listener && s->paused && s->nconns < s->max_conns) {
-        evconnlistener_enable(s->listener);
-        s->paused = 0;
-    }
+    if (!s->listener || !s->paused || (s->paused == 1 && s->nconns >= s->max_conns))
+        return;
+    evconnlistener_enable(s->listener);
+    s->paused = 0;
 }
 
 static void conn_free(struct conn *c)
@@ -701,8 +717,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         return;
     }
     c = calloc(1, sizeof(*c));
-    if (c == NULL || (c->in = malloc(HEAD_MAX + s->max_body)) == NULL) {
-        free(c);
+    if (c == NULL) {
         close(fd);
         peer_put(s, p);
         return;
@@ -728,6 +743,19 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->reading = 1;
     c->phase = P_HEAD; /* from the accept, not from a first byte */
     c->deadline_ms = clock_ms() + (uint64_t)s->head_timeout_ms;
+    /*
+     * libevent accepts until the backlog is empty: under a flood of new
+     * connections, each of which makes room by closing the least recently
+     * active one, a connection accepted early in the batch would be closed
+     * before its request is read. So after a batch (a quarter of the limit
+     * at most) the loop turns once, reading, before it accepts again.
+     */
+    if (++s->batch_accepts >= s->accept_batch && !s->paused) {
+        struct timeval next_turn = {0, 0};
+
+        accept_pause(s, 3);
+        evtimer_add(s->resume, &next_turn);
+    }
     on_read(fd, EV_READ, c); /* a request sent with the handshake is answered now */
 }
 
@@ -751,9 +779,12 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)
 {
+    struct apihttp *s = arg;
+
     (void)fd;
     (void)what;
-    accept_resume(arg);
+    s->batch_accepts = 0;
+    accept_resume(s);
 }
 
 /*
@@ -861,6 +892,9 @@ struct apihttp *apihttp_new(struct event_base *base, const struct apihttp_opts *
     if (o->tls_cert && (s->tls = tls_context(o->name, o->tls_cert, o->tls_key)) == NULL)
         goto fail;
     s->max_conns = http_fit_fd_limit(o->name, o->max_conns);
+    s->accept_batch = s->max_conns / 4 < 1              ? 1
+                      : s->max_conns / 4 > ACCEPT_BATCH ? ACCEPT_BATCH
+                                                        : s->max_conns / 4;
     for (s->npeer_buckets = 16; s->npeer_buckets < (size_t)s->max_conns; s->npeer_buckets *= 2)
         ;
     s->peers = calloc(s->npeer_buckets, sizeof(*s->peers));
@@ -873,7 +907,8 @@ struct apihttp *apihttp_new(struct event_base *base, const struct apihttp_opts *
     fd = http_listen(o->name, o->host, o->port, s->addr, sizeof(s->addr));
     if (fd < 0)
         goto fail;
-    s->listener = evconnlistener_new(base, on_accept, s, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    /* Backlog 0: fd already listens with http_listen's backlog (-1 would listen(fd, 128) again). */
+    s->listener = evconnlistener_new(base, on_accept, s, LEV_OPT_CLOSE_ON_FREE, 0, fd);
     if (s->listener == NULL) {
         log_error("%s: cannot accept connections on %s", o->name, s->addr);
         close(fd);

@@ -6,9 +6,10 @@
       N connections from K source addresses (127.0.1.1 .. 127.0.1.K, round
       robin): the even ones idle (send nothing), the odd ones slow (one byte
       of a never-ending request head a second, slowloris). Each one the
-      server closes is opened again a second later. Runs S seconds, then
-      writes JSON counts to FILE: opened, closed_by_server, got_408, and
-      "steady" (connections open at the end).
+      server closes is opened again 0.5 to 1.5 s later. Prints "ready" once
+      every connection was opened and the attack ran for 2 s; runs S
+      seconds, then writes JSON counts to FILE: opened, closed_by_server,
+      got_408, and "steady" (connections open at the end).
 
   flood.py probe PORT --path PATH [--path PATH2 ...] [--token T] [--count C]
                 [--limit-ms L]
@@ -28,6 +29,7 @@ Bounded by design: N <= 4000 and S <= 60; every address is on 127.0.0.0/8.
 """
 import argparse
 import json
+import random
 import selectors
 import socket
 import sys
@@ -73,7 +75,7 @@ def attack(a):
         sel.unregister(s)
         s.close()
         socks[i] = None
-        reopen[i] = time.monotonic() + 1
+        reopen[i] = time.monotonic() + random.uniform(0.5, 1.5)
         if by_server:
             counts["closed_by_server"] += 1
 
@@ -81,7 +83,11 @@ def attack(a):
     next_byte = time.monotonic()
     for i in range(n):
         open_slot(i)
+    ready = time.monotonic() + 2
     while time.monotonic() < end:
+        if ready and time.monotonic() >= ready:
+            print("ready", flush=True)
+            ready = None
         for key, _ in sel.select(timeout=0.05):
             i = key.data
             try:
