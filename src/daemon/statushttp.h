@@ -7,9 +7,9 @@
  *   GET /v1/apps         every application, a JSON array sorted by key
  *   GET /v1/apps/{key}   one application, or 404           (statusjson.h)
  *
- * Served by apihttp.h (its limits and deadlines). HEAD is allowed wherever GET is; another method
- * on one of these paths gets 405 with an Allow header; any other path gets 404. Error bodies are
- * JSON:
+ * Served by apihttp.h (its limits and deadlines). HEAD is allowed wherever
+ * GET is; another method on one of these paths gets 405 with an Allow
+ * header; any other path gets 404. Error bodies are JSON:
  * {"error":"...",...}. Requests are served on the event loop thread, so the
  * status views are read consistently inside each request.
  */
