@@ -11,17 +11,20 @@
 -- Redis is missing or older (never a newer one), so that a rolling upgrade
 -- or a rollback of the daemon does not swap the fence under a running one.
 -- Bump it with every change of this file. (meson.build reads this line.)
-local LIB_VERSION = 4
+local LIB_VERSION = 5
 
--- The epoch ("run_id:master_replid" as idpoold reads it from INFO) under
--- which the pools of this Redis process were re-validated. It lives as long
--- as the loaded library: a restart, a rollback to older data, a failover
--- (a replica loads its functions at its own start) or a reload of the library
--- starts with it empty. idpool_take serves a pool only when its meta was
--- written under this epoch, so a take never returns IDs that a previous
--- process (or the old primary) may already have handed out; the daemons set
--- it with every epoch sweep and status read.
+-- The epoch under which the pools of this Redis process are served:
+-- "run_id:master_replid:nonce", chosen by the first idpool_validate after the
+-- library's state began (a load, a restart, a restore into the running
+-- process, a full resync, a promotion). It lives as long as the loaded
+-- library, in this process only (it is never replicated): a replica has
+-- none, so a promoted replica serves nothing until a daemon validates it;
+-- and since the nonce is new, every meta written before (by this process
+-- before a reload, or by another primary) never matches again.
+-- idpool_take serves a pool only when its meta was written under this epoch.
+-- Only idpool_validate sets it; no status or read-only call does.
 local validated = nil
+local validated_base = nil -- run_id:master_replid when `validated` was chosen
 
 -- Alerts: the state of each alert kind of an application lives in its meta
 -- hash (field alert:<kind> = "firing", absent when resolved), so that any
@@ -79,15 +82,43 @@ local function alert_fire(meta, kind, message, extra)
     return 1
 end
 
+-- A caller whose epoch is not the validated one (the library was reloaded,
+-- or the data restored into this process, since it validated) must validate
+-- again before it writes anything: nil when it may go on, else the error.
+local function current(epoch)
+    if not validated or epoch ~= validated then
+        return redis.error_reply('IDPOOL_UNVALIDATED epoch ' .. tostring(epoch) ..
+                                 ' is not the validated one (' .. tostring(validated) ..
+                                 '): call idpool_validate again')
+    end
+    return nil
+end
+
+-- Discard an application's pool and meta, keeping its limits: they are the
+-- row's, not the pool's. Until a refill writes meta anew, takes get
+-- IDPOOL_EPOCH (retry) and not IDPOOL_NOAPP, which clients take for "not
+-- served here" and stop asking.
+local function discard(pool, meta)
+    local m = redis.call('HMGET', meta, 'per_take', 'per_second')
+    redis.call('DEL', pool, meta)
+    if m[1] and m[2] then
+        redis.call('HSET', meta, 'per_take', m[1], 'per_second', m[2])
+    end
+end
+
 -- The checks of the fence; nil when the caller may push, else the error.
-local function fence(pool, meta, lock, token, run_id, expected)
+local function fence(pool, meta, lock, token, epoch, expected)
     if redis.call('GET', lock) ~= token then
         return redis.error_reply('IDPOOL_FENCED lock not held by this refiller')
     end
-    local cur = redis.call('HMGET', meta, 'next', 'run_id')
-    if cur[1] and cur[2] ~= run_id then
-        redis.call('DEL', pool, meta)
-        return redis.error_reply('IDPOOL_EPOCH redis restarted or failed over; pool discarded')
+    local err = current(epoch)
+    if err then
+        return err
+    end
+    local cur = redis.call('HMGET', meta, 'next', 'epoch')
+    if cur[1] and cur[2] ~= epoch then
+        discard(pool, meta)
+        return redis.error_reply('IDPOOL_EPOCH pool written under another epoch; pool discarded')
     end
     if (cur[1] or '') ~= expected then
         return redis.error_reply('IDPOOL_STALE meta next is ' .. tostring(cur[1] or 'absent') ..
@@ -101,23 +132,24 @@ end
 -- native commands instead (below).
 --
 --   FCALL idpool_push 3 <pool> <meta> <lock>
---         token run_id expected_next next hi nlo nhi [id ...]
+--         token epoch expected_next next hi nlo nhi [id ...]
 --
 -- Appends the ids to the pool and stores the caller's new lease state
 -- (next, hi, nlo, nhi) in meta only if
 --   1. the caller still holds the lock (its random token is the lock value):
 --      a refiller paused past its lock TTL is rejected with IDPOOL_FENCED;
---   2. meta was written while connected to this same Redis process (run_id):
---      after a restart or failover the pool may hold IDs that were already
---      handed out, so pool and meta are discarded (IDPOOL_EPOCH) and the
---      caller starts again from a fresh MySQL lease;
+--   2. the caller's epoch is the validated one (else IDPOOL_UNVALIDATED: it
+--      validates again), and meta was written under it: a pool of an earlier
+--      epoch may hold IDs that were already handed out, so pool and meta are
+--      discarded (IDPOOL_EPOCH) and the caller starts again from a fresh
+--      MySQL lease;
 --   3. meta's next equals the value the caller generated from
 --      (expected_next; "" = meta must not exist), else IDPOOL_STALE.
 -- Returns the pool length after the push.
 local function push(keys, args)
     local pool, meta, lock = keys[1], keys[2], keys[3]
-    local run_id = args[2]
-    local err = fence(pool, meta, lock, args[1], run_id, args[3])
+    local epoch = args[2]
+    local err = fence(pool, meta, lock, args[1], epoch, args[3])
     if err then
         return err
     end
@@ -129,7 +161,7 @@ local function push(keys, args)
     else
         len = redis.call('LLEN', pool)
     end
-    redis.call('HSET', meta, 'next', args[4], 'hi', args[5], 'run_id', run_id)
+    redis.call('HSET', meta, 'next', args[4], 'hi', args[5], 'epoch', epoch)
     if args[7] ~= '' then
         redis.call('HSET', meta, 'nlo', args[6], 'nhi', args[7])
     else
@@ -139,44 +171,62 @@ local function push(keys, args)
     return len
 end
 
--- idpool_epoch: discard a pool that was filled while connected to another
--- Redis process (restart with a restored dataset, or failover), so that IDs
--- the old process already handed out are never served again. The daemon
--- calls it for every application after each (re)connect, because a pool
--- above its low-water mark would otherwise not be pushed to (and so not be
--- checked by idpool_push) for a long time. A pool whose meta lacks run_id
--- (meta evicted or deleted) is discarded too. Also records run_id as the
--- epoch under which takes are served (see `validated`). Allowed over
--- maxmemory: the sweep must work whenever LPOP does.
---   FCALL idpool_epoch 2 <pool> <meta> run_id   -> 1 discarded, 0 kept
+-- idpool_epoch: discard what is left of an earlier epoch (a restart or a
+-- failover, data restored into this process, the library reloaded), so that
+-- IDs an earlier epoch may already have handed out are never served again:
+-- a pool whose meta was written under another epoch, a pool whose meta lacks
+-- one (evicted or deleted), and a meta of another epoch without a pool
+-- (drained by LPOP). The daemon's sweep calls it for every pool and meta
+-- key it finds after each validation, because a pool above its low-water
+-- mark would otherwise not be pushed to (and so not be checked by the fence)
+-- for a long time. Refused (IDPOOL_UNVALIDATED) when the caller's epoch is
+-- not the validated one. Allowed over maxmemory: the sweep must work
+-- whenever LPOP does.
+--   FCALL idpool_epoch 2 <pool> <meta> epoch   -> 1 discarded, 0 kept
 local function epoch(keys, args)
-    validated = args[1]
-    local m = redis.call('HMGET', keys[2], 'run_id', 'per_take', 'per_second')
-    local run_id = m[1]
-    if run_id ~= args[1] and (run_id or redis.call('EXISTS', keys[1]) == 1) then
-        -- written under another process, or meta lost (evicted) under a pool
-        redis.call('DEL', keys[1], keys[2])
-        -- The limits stay: they are the row's, not the pool's. Until a refill
-        -- writes meta anew, takes get IDPOOL_EPOCH (retry) and not IDPOOL_NOAPP,
-        -- which clients take for "not served here" and stop asking.
-        if m[2] and m[3] then
-            redis.call('HSET', keys[2], 'per_take', m[2], 'per_second', m[3])
-        end
+    local err = current(args[1])
+    if err then
+        return err
+    end
+    local e = redis.call('HGET', keys[2], 'epoch')
+    if e ~= args[1] and (e or redis.call('EXISTS', keys[1]) == 1) then
+        discard(keys[1], keys[2])
         return 1
     end
     return 0
 end
 
--- idpool_validate: a daemon connected to this Redis process records its
--- epoch (run_id:master_replid as it read it at its handshake) as the one
--- takes are served under, before it sweeps the pools: pools written under
--- another epoch stay refused until the sweep discards them and a refill
--- writes them anew. Called first in every sweep, so that takes are served
--- at once on a server that holds no pool yet.
---   FCALL idpool_validate 0 epoch   -> 1
+-- idpool_validate: the one call that validates. A daemon sends it only
+-- after it confirmed, on the same connection, that the server is a primary
+-- (INFO role:master); it is a write function, so a replica refuses it
+-- (READONLY) whoever sends it. When this library has no epoch yet, or the
+-- server's run_id:master_replid (base) changed since it chose one (a
+-- promotion: a demoted primary that resynced partially keeps its library),
+-- the epoch becomes base:nonce, with the caller's random nonce; otherwise
+-- the current one stays (every daemon shares it). Returns the epoch, which
+-- the caller writes into every meta it pushes to.
+--   FCALL idpool_validate 0 base nonce   -> epoch
 local function validate(keys, args)
-    validated = args[1]
-    return 1
+    local base, nonce = args[1], args[2]
+    if #keys ~= 0 or #args ~= 2 or base == '' or not string.match(nonce, '^%x+$') or
+        #nonce < 16 then
+        return redis.error_reply('IDPOOL_BADARG idpool_validate takes 0 keys and 2 arguments: ' ..
+                                 'run_id:master_replid and a random hex nonce (>= 16 digits)')
+    end
+    if not validated or validated_base ~= base then
+        validated = base .. ':' .. nonce
+        validated_base = base
+    end
+    return validated
+end
+
+-- idpool_validated: the epoch takes are served under, or nil when this
+-- library has none (it was loaded, reloaded or restored since the last
+-- validation). The daemons read it every second to notice a new library
+-- state without waiting for a push to be refused. Validates nothing.
+--   FCALL_RO idpool_validated 0   -> epoch or nil
+local function validated_epoch()
+    return validated
 end
 
 -- idpool_renew: extend the lock only if the caller still holds it.
@@ -217,9 +267,17 @@ local function take(keys, args)
         return redis.error_reply('IDPOOL_BADARG count must be an integer >= 1, got ' ..
                                  string.format('%q', raw))
     end
+    -- One application's pool and meta: "<prefix>:{key}:pool" and "<prefix>:{key}:meta"
+    -- with the same "<prefix>:{key}" (else one application's IDs would be served
+    -- under another's limits, and a typo'd pool would fire a false underflow).
+    if #pool < 6 or string.sub(pool, -5) ~= ':pool' or string.sub(meta, -5) ~= ':meta' or
+        string.sub(pool, 1, -6) ~= string.sub(meta, 1, -6) then
+        return redis.error_reply('IDPOOL_BADARG keys ' .. pool .. ' and ' .. meta ..
+                                 ' are not the pool and meta of one application: ' .. TAKE_USAGE)
+    end
     local n = tonumber(raw)
     local cfg = redis.call('HMGET', meta, 'per_take', 'per_second', 'rl_sec', 'rl_used', 'taken',
-                           'run_id')
+                           'epoch')
     if not cfg[1] or not cfg[2] then
         return redis.error_reply('IDPOOL_NOAPP no such application: ' .. meta ..
                                  ' has no limits (not served by idpoold)')
@@ -264,20 +322,17 @@ local function take(keys, args)
 end
 
 -- idpool_status: what the daemon checks every interval, in one round trip.
---   FCALL_RO idpool_status 2 <pool> <meta> epoch
+--   FCALL_RO idpool_status 2 <pool> <meta>
 --   -> {LLEN, underflows, refused_limit, refused_rate, taken,
 --       underflow alert firing 0/1, per_take or nil, per_second or nil, pushed,
---       refused_epoch, meta run_id or ""}
+--       refused_epoch, meta epoch or ""}
 -- The limits come back so the daemon can restore them when meta was lost;
--- run_id so that it can sweep a pool not written under its epoch. The
--- caller's epoch becomes the validated one if the library was reloaded.
+-- the epoch so that it can sweep a pool not written under its own. It reads
+-- only: it validates nothing (it runs on replicas too).
 local function status(keys, args)
-    if not validated and args[1] and args[1] ~= '' then
-        validated = args[1]
-    end
     local m = redis.call('HMGET', keys[2], 'underflows', 'refused_limit', 'refused_rate', 'taken',
                          'alert:underflow', 'per_take', 'per_second', 'pushed', 'refused_epoch',
-                         'run_id')
+                         'epoch')
     return {redis.call('LLEN', keys[1]), tonumber(m[1] or 0), tonumber(m[2] or 0),
             tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0, m[6], m[7],
             tonumber(m[8] or 0), tonumber(m[9] or 0), m[10] or ''}
@@ -317,8 +372,8 @@ end
 -- (RPUSH costs Redis half the CPU per ID of unpacking 1000 arguments here):
 --
 --   WATCH <lock>
---   FCALL idpool_guard 3 <pool> <meta> <lock> token run_id expected_next
---   MULTI  RPUSH <pool> id...  HSET <meta> next .. hi .. run_id ..  ...
+--   FCALL idpool_guard 3 <pool> <meta> <lock> token epoch expected_next
+--   MULTI  RPUSH <pool> id...  HSET <meta> next .. hi .. epoch ..  ...
 --          PEXPIRE <lock> ttl
 --   (the daemon waits for the guard's verdict) EXEC only on 1, else DISCARD
 --
@@ -356,7 +411,10 @@ redis.register_function('idpool_push', push)
 redis.register_function('idpool_guard', guard)
 redis.register_function{function_name = 'idpool_epoch', callback = epoch, flags = {'allow-oom'}}
 redis.register_function('idpool_renew', renew)
+-- not no-writes: a replica refuses it (READONLY), so only a primary is ever validated
 redis.register_function{function_name = 'idpool_validate', callback = validate,
+                        flags = {'allow-oom'}}
+redis.register_function{function_name = 'idpool_validated', callback = validated_epoch,
                         flags = {'no-writes', 'allow-oom'}}
 redis.register_function('idpool_unlock', unlock)
 redis.register_function('idpool_take', take)

@@ -8,18 +8,43 @@
 
 #define TOKEN_BYTES 32
 
+/* n random bytes from the kernel into raw. 0, or -1. */
+static int random_bytes(unsigned char *raw, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t k = getrandom(raw + got, n - got, 0);
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+int token_random_hex(char *out, size_t bytes)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char raw[64];
+
+    if (bytes > sizeof(raw) || random_bytes(raw, bytes) != 0)
+        return -1;
+    for (size_t i = 0; i < bytes; i++) {
+        out[2 * i] = digits[raw[i] >> 4];
+        out[2 * i + 1] = digits[raw[i] & 0xf];
+    }
+    out[2 * bytes] = '\0';
+    return 0;
+}
+
 int token_new(char *out)
 {
     static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     unsigned char raw[TOKEN_BYTES + 1];
-    size_t got = 0, o = sizeof(TOKEN_PREFIX) - 1;
+    size_t o = sizeof(TOKEN_PREFIX) - 1;
 
-    while (got < TOKEN_BYTES) {
-        ssize_t n = getrandom(raw + got, TOKEN_BYTES - got, 0);
-        if (n <= 0)
-            return -1;
-        got += (size_t)n;
-    }
+    if (random_bytes(raw, TOKEN_BYTES) != 0)
+        return -1;
     raw[TOKEN_BYTES] = 0;
     memcpy(out, TOKEN_PREFIX, o);
     /* 32 bytes = 256 bits = 42 whole sextets and 4 bits: 43 characters, no padding. */

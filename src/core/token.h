@@ -18,6 +18,9 @@
 /* A new random secret into out[TOKEN_LEN + 1]. 0, or -1 (no randomness). */
 int token_new(char *out) __attribute__((warn_unused_result));
 
+/* bytes (<= 64) random bytes as lowercase hex into out[2 * bytes + 1]. 0, or -1. */
+int token_random_hex(char *out, size_t bytes) __attribute__((warn_unused_result));
+
 /* Hex SHA-256 of the n bytes at s into hex[TOKEN_HASH_LEN + 1]. */
 void token_hash(const char *s, size_t n, char *hex);
 

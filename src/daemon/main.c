@@ -259,8 +259,9 @@ int main(int argc, char **argv)
     d.store = store_new(d.base, &d.cfg);
     if (!d.store)
         die("cannot start the MySQL worker");
-    d.rds = rds_new(d.base, &d.cfg, 1, on_redis_state, &d);
-    d.prds = rds_new(d.base, &d.cfg, 0, NULL, NULL);
+    /* a refiller's connections validate the server and write under its epoch */
+    d.rds = rds_new(d.base, &d.cfg, RDS_MAIN | (d.cfg.refill ? RDS_WRITER : 0), on_redis_state, &d);
+    d.prds = rds_new(d.base, &d.cfg, d.cfg.refill ? RDS_WRITER : 0, NULL, NULL);
     if (!d.rds || !d.prds)
         die("cannot set up the Redis connections");
     d.alerts = alerts_new(d.base, &d.cfg, d.rds);

@@ -26,6 +26,7 @@
 #include "plan.h"
 #include "poolstate.h"
 #include "push.h"
+#include "rds.h" /* RDS_EPOCH_MAX */
 #include "status.h"
 
 struct health;
@@ -36,17 +37,17 @@ struct store;
 
 /* sched.c */
 struct pool_sched {
-    uint64_t due_ms;        /* next check */
-    uint64_t check_ms;      /* when the last check was sent */
-    uint64_t status_due_ms; /* next full idpool_status read */
-    int busy;               /* the pool length changed at the last check */
-    char epoch_seen[96];    /* Redis epoch the pool was last checked against */
-    int slot;               /* holds one of the refill slots (lock phase to idle) */
-    int waiting;            /* in line for a refill slot */
-    TAILQ_ENTRY(pool) wait; /* that line */
-    unsigned renewing;      /* lock renewals in flight (a push waits for them) */
-    uint64_t renewed_ms;    /* when the lock was taken or last renewed */
-    struct sched *owner;    /* the scheduler (for its Redis callbacks) */
+    uint64_t due_ms;                /* next check */
+    uint64_t check_ms;              /* when the last check was sent */
+    uint64_t status_due_ms;         /* next full idpool_status read */
+    int busy;                       /* the pool length changed at the last check */
+    char epoch_seen[RDS_EPOCH_MAX]; /* Redis epoch the pool was last checked against */
+    int slot;                       /* holds one of the refill slots (lock phase to idle) */
+    int waiting;                    /* in line for a refill slot */
+    TAILQ_ENTRY(pool) wait;         /* that line */
+    unsigned renewing;              /* lock renewals in flight (a push waits for them) */
+    uint64_t renewed_ms;            /* when the lock was taken or last renewed */
+    struct sched *owner;            /* the scheduler (for its Redis callbacks) */
 };
 
 /* scheduler.c: from the last check */

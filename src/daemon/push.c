@@ -116,6 +116,8 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
                       p->lock_ttl_ms);
         else if (strncmp(reply->str, "IDPOOL_EPOCH", 12) == 0)
             job_error(j, PUSH_EPOCH, "%s", reply->str);
+        else if (strncmp(reply->str, "IDPOOL_UNVALIDATED", 18) == 0)
+            job_error(j, PUSH_UNVALIDATED, "%s", reply->str);
         else if (strncmp(reply->str, "IDPOOL_STALE", 12) == 0)
             job_error(j, PUSH_STALE, "%s", reply->str);
         else
@@ -226,12 +228,12 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
     j->open_n = g;
     {
         const char *epoch = rds_epoch(p->prds);
-        const char *argv[] = {"HSET",   j->k_meta, "next", nums[0], "hi",  nums[1],
-                              "run_id", epoch,     "nlo",  nums[2], "nhi", nums[3]};
+        const char *argv[] = {"HSET",  j->k_meta, "next", nums[0], "hi",  nums[1],
+                              "epoch", epoch,     "nlo",  nums[2], "nhi", nums[3]};
         size_t len[12] = {4, strlen(j->k_meta),
                           4, u64_fmt(st->next, nums[0]),
                           2, u64_fmt(st->hi, nums[1]),
-                          6, strlen(epoch),
+                          5, strlen(epoch),
                           3, 0,
                           3, 0};
         int has_next = lease_has_next(st);

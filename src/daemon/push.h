@@ -38,12 +38,14 @@ struct rds;
 struct pusher;
 
 enum push_result {
-    PUSH_OK = 0,  /* every chunk was appended */
-    PUSH_FENCED,  /* the lock is not held by this refiller (or changed before EXEC) */
-    PUSH_EPOCH,   /* Redis restarted or failed over: the pool was discarded */
-    PUSH_STALE,   /* meta's next is not what the batch was drawn from */
-    PUSH_NOFENCE, /* the guard did not run (function library missing or foreign, Lua error) */
-    PUSH_ERROR,   /* anything else: connection, error reply, memory */
+    PUSH_OK = 0,      /* every chunk was appended */
+    PUSH_FENCED,      /* the lock is not held by this refiller (or changed before EXEC) */
+    PUSH_EPOCH,       /* the pool was written under an earlier epoch: it was discarded */
+    PUSH_UNVALIDATED, /* our epoch is no longer the validated one: the connection validates
+                         again (rds) and the refill is retried */
+    PUSH_STALE,       /* meta's next is not what the batch was drawn from */
+    PUSH_NOFENCE,     /* the guard did not run (function library missing or foreign, Lua error) */
+    PUSH_ERROR,       /* anything else: connection, error reply, memory */
 };
 
 struct push_job;

@@ -11,12 +11,14 @@
 #include "build_config.h"
 #include "clock.h"
 #include "log.h"
+#include "token.h"
 #include "url.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000 /* also bounds the window after a Redis restart (README) */
 #define ROLE_CHECK_MS  1000 /* how often a ready connection checks for a failover */
 #define LIB_CHECK_MS   1000 /* at most this often after "Function not found" */
+#define NONCE_BYTES    16   /* of a new epoch (idpool_validate) */
 
 enum rds_conn {
     RDS_DOWN,       /* no connection; a reconnect is scheduled */
@@ -28,7 +30,7 @@ enum rds_conn {
 struct rds {
     struct event_base *base;
     const char *name; /* "redis" or "redis-push", for the log */
-    int main_conn;    /* the main connection: checks maxmemory-policy */
+    unsigned flags;   /* RDS_MAIN, RDS_WRITER */
     char *host;       /* server address */
     int port;
     char *user;            /* ACL user or NULL */
@@ -37,23 +39,25 @@ struct rds {
     int timeout_ms;        /* connect and command timeout */
     redisAsyncContext *ac; /* current context, NULL when down */
     enum rds_conn state;
-    uint64_t state_since_ms; /* when CONNECTING/HANDSHAKE began */
-    uint64_t progress_ms;    /* last reply, or first send after idle */
-    unsigned outstanding;    /* commands sent, not yet answered */
-    int backoff_ms;          /* next reconnect delay */
-    int failures;            /* consecutive failed attempts (log throttling) */
-    char epoch[96];          /* "run_id:master_replid" from INFO at the handshake */
-    uint64_t role_check_ms;  /* last INFO replication probe sent (0 = none in flight) */
-    int role_probe;          /* a probe is in flight */
-    int ever_ready;          /* was ready at least once */
-    int lib_loading;         /* a check or load of the function library is in flight */
-    int in_multi;            /* the owner has a MULTI open: send nothing of our own */
-    uint64_t lib_checked_ms; /* when the library was last checked after a missing function */
-    long long lib_newer;     /* version of a newer library found and kept (0: none) */
-    struct rds_stats stats;  /* for /metrics */
-    struct event *retry_ev;  /* reconnect timer */
-    struct event *watch_ev;  /* persistent timeout watchdog */
-    rds_state_fn *on_state;  /* owner notification */
+    uint64_t state_since_ms;   /* when CONNECTING/HANDSHAKE began */
+    uint64_t progress_ms;      /* last reply, or first send after idle */
+    unsigned outstanding;      /* commands sent, not yet answered */
+    int backoff_ms;            /* next reconnect delay */
+    int failures;              /* consecutive failed attempts (log throttling) */
+    char server_id[96];        /* "run_id:master_replid" from INFO at the handshake */
+    char epoch[RDS_EPOCH_MAX]; /* writers: what idpool_validate answered ("" = none) */
+    const char *stale;         /* writers: why the epoch is no longer the validated one */
+    uint64_t role_check_ms;    /* last INFO replication probe sent (0 = none in flight) */
+    int role_probe;            /* a probe is in flight */
+    int ever_ready;            /* was ready at least once */
+    int lib_loading;           /* a check or load of the function library is in flight */
+    int in_multi;              /* the owner has a MULTI open: send nothing of our own */
+    uint64_t lib_checked_ms;   /* when the library was last checked after a missing function */
+    long long lib_newer;       /* version of a newer library found and kept (0: none) */
+    struct rds_stats stats;    /* for /metrics */
+    struct event *retry_ev;    /* reconnect timer */
+    struct event *watch_ev;    /* persistent timeout watchdog */
+    rds_state_fn *on_state;    /* owner notification */
     void *arg;
 };
 
@@ -95,7 +99,9 @@ static void rds_lost(struct rds *r, const char *why)
 
     r->ac = NULL;
     r->state = RDS_DOWN;
+    r->server_id[0] = '\0';
     r->epoch[0] = '\0';
+    r->stale = NULL;
     r->role_probe = 0;
     r->in_multi = 0;
     r->failures++;
@@ -136,7 +142,7 @@ static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
      * Only on the main connection: the push connection's transactions would
      * swallow the check (queued inside MULTI).
      */
-    if (r->main_conn && reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR &&
+    if ((r->flags & RDS_MAIN) && reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR &&
         r->state == RDS_READY && !r->lib_loading &&
         r->progress_ms - r->lib_checked_ms >= LIB_CHECK_MS &&
         strncmp(((redisReply *)reply)->str, "ERR Function not found", 22) == 0) {
@@ -148,6 +154,10 @@ static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
         if (lib_check(r, 0) != 0)
             r->lib_loading = 0;
     }
+    /* The library's state is new since we validated: validate again (on_watch). */
+    if ((r->flags & RDS_WRITER) && reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR &&
+        r->state == RDS_READY && strncmp(((redisReply *)reply)->str, "IDPOOL_UNVALIDATED", 18) == 0)
+        r->stale = "a write was refused: the epoch is no longer the validated one";
     if (cb->fn)
         cb->fn(r, reply, cb->arg);
     free(cb);
@@ -259,8 +269,10 @@ static int info_field(const char *info, const char *name, char *buf, size_t size
 
 /*
  * The server's identity from INFO server + replication: "run_id:master_replid"
- * into epoch. A restart changes run_id, a failover or a demotion changes
- * master_replid. NULL, or why the reply cannot be used.
+ * into epoch (the base of the epochs idpool_validate chooses). A restart
+ * changes run_id, a failover or a demotion changes master_replid. Refuses a
+ * replica: only a primary is ever validated or written to. NULL, or why the
+ * reply cannot be used.
  */
 static const char *info_epoch(const redisReply *reply, char *epoch, size_t size, int need_run_id)
 {
@@ -290,16 +302,36 @@ static void hs_info(struct rds *r, redisReply *reply, void *arg)
     (void)arg;
     if (r->state != RDS_HANDSHAKE || !reply)
         return;
-    if ((err = info_epoch(reply, r->epoch, sizeof(r->epoch), 1)) != NULL)
+    if ((err = info_epoch(reply, r->server_id, sizeof(r->server_id), 1)) != NULL)
         rds_drop(r, err);
+}
+
+/*
+ * A writer's second probe: the library's validated epoch. Another one, or
+ * none, means the library's state is new since we validated (FUNCTION LOAD,
+ * DEBUG RELOAD or a restore into this process, a full resync): validate
+ * again, so that our writes carry the new epoch and the sweep discards what
+ * the old one wrote.
+ */
+static void on_validated(struct rds *r, redisReply *reply, void *arg)
+{
+    (void)arg;
+    r->role_probe = 0;
+    if (r->state != RDS_READY || !reply || reply->type == REDIS_REPLY_ERROR)
+        return; /* a missing library is loaded again by the main connection */
+    if (reply->type != REDIS_REPLY_STRING || strcmp(reply->str, r->epoch) != 0)
+        r->stale = reply->type == REDIS_REPLY_STRING
+                       ? "another daemon validated a new epoch (the library's state is new)"
+                       : "the function library has no validated epoch (reloaded, restored or "
+                         "resynced since we validated)";
 }
 
 /*
  * Periodic probe while connected: a replica promoted in place (failover
  * behind a fixed address) or a primary demoted to a replica keeps the
  * connection but changes master_replid. The pools it holds may then contain
- * IDs already handed out elsewhere: reconnect, so that the new epoch makes
- * idpool_epoch discard them.
+ * IDs already handed out elsewhere: reconnect, so that a new epoch makes
+ * idpool_epoch discard them. Writers then read the validated epoch.
  */
 static void on_role(struct rds *r, redisReply *reply, void *arg)
 {
@@ -316,12 +348,19 @@ static void on_role(struct rds *r, redisReply *reply, void *arg)
         rds_drop(r, why);
         return;
     }
-    mine = strchr(r->epoch, ':');
+    mine = strchr(r->server_id, ':');
     if (!mine || strcmp(mine + 1, replid) != 0) {
         char why[200];
         snprintf(why, sizeof(why), "failover detected: master_replid changed from %s to %s",
                  mine ? mine + 1 : "?", replid);
         rds_drop(r, why);
+        return;
+    }
+    if ((r->flags & RDS_WRITER) && !r->in_multi) {
+        const char *argv[] = {"FCALL_RO", "idpool_validated", "0"};
+        size_t len[] = {8, 16, 1};
+        if (rds_send(r, on_validated, NULL, 3, argv, len) == 0)
+            r->role_probe = 1;
     }
 }
 
@@ -352,6 +391,7 @@ static void hs_policy(struct rds *r, redisReply *reply, void *arg)
  * depend on it for safety: it commits only on the guard's verdict.
  */
 static void hs_ready(struct rds *r);
+static void hs_validate(struct rds *r);
 
 static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
 {
@@ -385,7 +425,7 @@ static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
         log_warn("%s: the idpool function library (version %d) was loaded again", r->name,
                  IDPOOL_LIB_VERSION);
     if (handshake)
-        hs_ready(r);
+        hs_validate(r);
 }
 
 static void lib_version(struct rds *r, redisReply *reply, void *arg)
@@ -407,7 +447,7 @@ static void lib_version(struct rds *r, redisReply *reply, void *arg)
                      r->name, reply->integer, IDPOOL_LIB_VERSION);
         r->lib_newer = reply->integer > IDPOOL_LIB_VERSION ? reply->integer : 0;
         if (handshake)
-            hs_ready(r);
+            hs_validate(r);
         return;
     }
     r->lib_newer = 0;
@@ -442,6 +482,50 @@ static int lib_check(struct rds *r, int handshake)
     return rds_send(r, lib_version, handshake ? r : NULL, 3, argv, len);
 }
 
+static void hs_validated(struct rds *r, redisReply *reply, void *arg)
+{
+    char why[320];
+
+    (void)arg;
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    if (reply->type != REDIS_REPLY_STRING || reply->len >= sizeof(r->epoch)) {
+        snprintf(why, sizeof(why), "idpool_validate failed: %.250s", rds_errstr(reply));
+        rds_drop(r, why);
+        return;
+    }
+    memcpy(r->epoch, reply->str, reply->len + 1);
+    hs_ready(r);
+}
+
+/*
+ * A writer validates the server: after INFO said, on this connection, that
+ * it is a primary (hs_info drops a replica, and its reply came before the
+ * library's), it asks idpool_validate for the epoch its writes carry. The
+ * other connections (the issuer's) only take, and validate nothing.
+ */
+static void hs_validate(struct rds *r)
+{
+    char nonce[2 * NONCE_BYTES + 1];
+    const char *argv[] = {"FCALL", "idpool_validate", "0", r->server_id, nonce};
+    size_t len[] = {5, 15, 1, strlen(r->server_id), 2 * NONCE_BYTES};
+
+    if (!(r->flags & RDS_WRITER)) {
+        hs_ready(r);
+        return;
+    }
+    if (!r->server_id[0]) {
+        rds_drop(r, "no run_id:master_replid from INFO before idpool_validate");
+        return;
+    }
+    if (token_random_hex(nonce, NONCE_BYTES) != 0) {
+        rds_drop(r, "no random numbers from the kernel (getrandom failed) for a new epoch");
+        return;
+    }
+    if (rds_send(r, hs_validated, NULL, 5, argv, len) != 0)
+        rds_drop(r, "cannot queue idpool_validate");
+}
+
 static void hs_ready(struct rds *r)
 {
     char hp[HOSTPORT_STR_MAX];
@@ -452,8 +536,9 @@ static void hs_ready(struct rds *r)
         r->stats.reconnects++;
     r->ever_ready = 1;
     r->role_check_ms = clock_ms();
-    log_info("%s: connected to %s db %d (epoch %s)%s", r->name,
-             hostport_str(hp, sizeof(hp), r->host, r->port), r->db, r->epoch,
+    log_info("%s: connected to %s db %d (%s %s)%s", r->name,
+             hostport_str(hp, sizeof(hp), r->host, r->port), r->db,
+             r->epoch[0] ? "epoch" : "server", r->epoch[0] ? r->epoch : r->server_id,
              r->failures ? ", recovered" : "");
     r->failures = 0;
     if (r->on_state)
@@ -494,7 +579,7 @@ static void rds_handshake(struct rds *r)
         size_t len[] = {4, 6, 11};
         ok |= rds_send(r, hs_info, NULL, 3, argv, len);
     }
-    if (r->main_conn) {
+    if (r->flags & RDS_MAIN) {
         const char *argv[] = {"CONFIG", "GET", "maxmemory-policy"};
         size_t len[] = {6, 3, 16};
         ok |= rds_send(r, hs_policy, NULL, 3, argv, len);
@@ -582,6 +667,10 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
         snprintf(why, sizeof(why), "no reply for %d ms (%u commands pending)", r->timeout_ms,
                  r->outstanding);
         rds_drop(r, why);
+    } else if (r->state == RDS_READY && r->stale && !r->in_multi) {
+        char why[200];
+        snprintf(why, sizeof(why), "%s; validating again", r->stale);
+        rds_drop(r, why);
     } else if (r->state == RDS_READY && !r->role_probe && !r->in_multi &&
                now - r->role_check_ms >= ROLE_CHECK_MS) {
         const char *argv[] = {"INFO", "replication"};
@@ -597,7 +686,7 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-struct rds *rds_new(struct event_base *base, const struct config *cfg, int main_conn,
+struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned flags,
                     rds_state_fn *on_state, void *arg)
 {
     struct rds *r = calloc(1, sizeof(*r));
@@ -607,8 +696,8 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, int main_
     if (!r)
         return NULL;
     r->base = base;
-    r->main_conn = main_conn;
-    r->name = main_conn ? "redis" : "redis-push";
+    r->flags = flags;
+    r->name = (flags & RDS_MAIN) ? "redis" : "redis-push";
     r->host = strdup(cfg->redis.host);
     r->port = cfg->redis.port;
     r->user = dup_or_null(cfg->redis.user);

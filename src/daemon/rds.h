@@ -6,9 +6,12 @@
  * reconnection with exponential backoff.
  *
  * After connecting it runs a handshake (AUTH, SELECT, INFO for the server's
- * run_id and master_replid, a maxmemory-policy check, FUNCTION LOAD REPLACE of the idpool
- * library) and only then reports itself ready. Commands are refused while
- * the connection is not ready.
+ * role, run_id and master_replid, a maxmemory-policy check, the idpool
+ * library loaded where missing or older, and on a writer's connection
+ * idpool_validate for the epoch) and only then reports itself ready.
+ * Commands are refused while the connection is not ready. A writer's
+ * connection that learns that the library's state is new (a refused write,
+ * or the validated epoch read every second) reconnects and validates again.
  */
 #ifndef IDPOOL_RDS_H
 #define IDPOOL_RDS_H
@@ -28,11 +31,17 @@ typedef void rds_reply_fn(struct rds *r, redisReply *reply, void *arg);
 /* Called when the connection becomes ready (ready = 1) or is lost (0). */
 typedef void rds_state_fn(struct rds *r, int ready, void *arg);
 
-/*
- * main_conn: the daemon's main connection ("redis" in the log, checks the
- * maxmemory-policy); 0 for the push connection ("redis-push").
- */
-struct rds *rds_new(struct event_base *base, const struct config *cfg, int main_conn,
+/* The longest epoch: "run_id:master_replid:nonce" (40 + 1 + 40 + 1 + 32) and a margin. */
+#define RDS_EPOCH_MAX 160
+
+enum {
+    RDS_MAIN = 1,   /* the daemon's main connection ("redis" in the log, checks the
+                       maxmemory-policy, loads the library); else "redis-push" */
+    RDS_WRITER = 2, /* writes pools: validates the server and follows its epoch */
+};
+
+/* flags: RDS_MAIN, RDS_WRITER, or 0 (a connection that only takes). */
+struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned flags,
                     rds_state_fn *on_state, void *arg);
 /* Name the connection in the log ("redis-api"); name is static. */
 void rds_set_name(struct rds *r, const char *name);
@@ -41,9 +50,11 @@ void rds_free(struct rds *r);
 
 int rds_ready(const struct rds *r);
 /*
- * The identity of the Redis dataset we write to, "run_id:master_replid" ("" before
- * the handshake): it changes on a restart, a failover or a demotion, and is
- * stored in each meta hash so that pools written under another one are discarded.
+ * A writer's epoch, as idpool_validate answered it ("" before the handshake
+ * and on other connections): "run_id:master_replid:nonce", new whenever the
+ * function library's state is new (a restart, a failover, a reload or a
+ * restore into the process). Stored in each meta hash, so that pools written
+ * under another one are refused to takes and discarded.
  */
 const char *rds_epoch(const struct rds *r);
 /* Write what is queued to the socket now, without waiting for the event loop. */

@@ -405,9 +405,14 @@ static void refill_cut_short(struct refill *rf, struct pool *p, const struct pus
         break;
     case PUSH_EPOCH:
         p->c.discards++;
-        log_warn("app=%s redis restart or failover detected (epoch changed): pool "
-                 "discarded, refilling from a fresh lease",
-                 p->cfg.key);
+        log_warn(
+            "app=%s redis restart or failover detected (or a rollback, a restore or a "
+            "library reload): pool of an earlier epoch discarded, refilling from a fresh lease",
+            p->cfg.key);
+        break;
+    case PUSH_UNVALIDATED:
+        log_warn("app=%s push refused: %s; validating the server again, then refilling", p->cfg.key,
+                 job->msg);
         break;
     case PUSH_NOFENCE:
         rds_check_library(rf->rds); /* the guard's library may be gone or foreign */

@@ -39,11 +39,12 @@
 
 struct sched {
     struct sched_env env;
-    char *match;             /* SCAN pattern of every pool: <prefix>:{*}:pool */
+    char *match;             /* SCAN pattern of every key of an application: <prefix>:{*}:* */
     int passive;             /* issuer-only: load rows, check nothing */
     int sweeping;            /* an epoch sweep's SCAN is in progress */
     unsigned sweep_pending;  /* its idpool_epoch calls in flight */
-    size_t swept, discarded; /* pools seen and discarded by the sweep in progress */
+    size_t swept, metas;     /* pools and metas seen by the sweep in progress */
+    size_t discarded;        /* pools (or metas without one) it discarded */
     struct event *tick_ev;   /* persistent tick */
     struct event *reload_ev; /* persistent reload timer */
     int tick_ms, reload_ms, lock_ttl_ms;
@@ -251,8 +252,9 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
 static void pool_discarded(struct pool *p, struct rds *r)
 {
     p->c.discards++;
-    log_warn("app=%s redis restart or failover detected (epoch now %s): pool "
-             "discarded, refilling from a fresh lease",
+    log_warn("app=%s redis restart or failover detected (or a rollback, a restore or a library "
+             "reload; epoch now %s): pool of an earlier epoch discarded, refilling from a fresh "
+             "lease",
              p->cfg.key, rds_epoch(r));
 }
 
@@ -341,8 +343,8 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
     if (!p->health.adopted)
         (void)send_adopt(s, p);
     if (epoch_due || now >= p->sched.status_due_ms || !p->live) {
-        if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s %s", p->k_pool, p->k_meta,
-                        rds_epoch(rds)) != 0)
+        if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s", p->k_pool, p->k_meta) !=
+            0)
             pool_set_state(p, POOL_IDLE);
     } else if (rds_command_resp(rds, on_llen, p, p->llen_cmd, p->llen_len) != 0) {
         pool_set_state(p, POOL_IDLE);
@@ -352,12 +354,15 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
 /* --- the epoch sweep ---------------------------------------------------- */
 
 /*
- * After every (re)connect, every pool in Redis is checked against the
- * epoch: idpool_epoch discards one written under another Redis process (a
- * restart, a rollback to older data, a failover) or whose meta was lost.
- * The pools come from SCAN, not from the rows: the sweep does not wait for
- * MySQL (it may be down when Redis comes back) nor for a pool that is busy
- * refilling, and it also covers pools of rows soft-deleted or removed.
+ * After every (re)connect, which is also every validation, every pool and
+ * meta in Redis is checked against the epoch: idpool_epoch discards what an
+ * earlier epoch wrote (a restart, a rollback to older data, a failover, a
+ * reload of the library or a restore into the process), a pool whose meta
+ * was lost, and a meta of an earlier epoch whose pool LPOP drained. The keys
+ * come from SCAN, not from the rows: the sweep does not wait for MySQL (it
+ * may be down when Redis comes back) nor for a pool that is busy refilling,
+ * and it also covers pools of rows soft-deleted or removed. A pool and its
+ * meta found both are checked twice (idpool_epoch is idempotent).
  * (Redis Cluster: one SCAN per primary.)
  */
 struct sweep_item {
@@ -372,8 +377,8 @@ static void sweep_done(struct sched *s, struct rds *r)
 {
     if (s->sweeping || s->sweep_pending)
         return;
-    log_info("epoch sweep (epoch %s): %zu pools in Redis, %zu discarded", rds_epoch(r), s->swept,
-             s->discarded);
+    log_info("epoch sweep (epoch %s): %zu pools and %zu metas in Redis, %zu discarded",
+             rds_epoch(r), s->swept, s->metas, s->discarded);
 }
 
 /* The registered pool of a pool key (its entity key between the braces), or NULL. */
@@ -405,7 +410,7 @@ static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
             if (p) {
                 pool_discarded(p, r);
             } else {
-                log_warn("pool %s discarded: written under another Redis process or without "
+                log_warn("pool %s discarded: written under an earlier epoch or without "
                          "meta (epoch now %s); no application row for it is loaded",
                          it->pool, rds_epoch(r));
             }
@@ -420,7 +425,7 @@ static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
         sweep_done(s, r);
 }
 
-/* Sweep the pools of one SCAN reply, then go on with its cursor. */
+/* Sweep the pools and metas of one SCAN reply, then go on with its cursor. */
 static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
 {
     struct sched *s = arg;
@@ -442,8 +447,9 @@ static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
         struct pool *p;
         char *meta;
 
-        if (k->type != REDIS_REPLY_STRING || k->len < 5 || strcmp(k->str + k->len - 5, ":pool"))
-            continue;
+        if (k->type != REDIS_REPLY_STRING || k->len < 5 ||
+            (strcmp(k->str + k->len - 5, ":pool") && strcmp(k->str + k->len - 5, ":meta")))
+            continue; /* a lock */
         it = malloc(sizeof(*it));
         meta = it ? strdup(k->str) : NULL;
         if (!meta || !(it->pool = strdup(k->str))) {
@@ -452,8 +458,12 @@ static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
             continue;
         }
         it->s = s;
+        if (k->str[k->len - 4] == 'p')
+            s->swept++;
+        else
+            s->metas++;
+        memcpy(it->pool + k->len - 4, "pool", 4);
         memcpy(meta + k->len - 4, "meta", 4);
-        s->swept++;
         p = sweep_pool_of(s, k->str);
         if (rds_command(r, on_sweep_epoch, it, "FCALL idpool_epoch 2 %s %s %s", it->pool, meta,
                         rds_epoch(r)) == 0) {
@@ -481,22 +491,11 @@ static void sweep_scan(struct sched *s, const char *cursor)
         s->sweeping = 0;
 }
 
-static void on_validate(struct rds *r, redisReply *reply, void *arg)
-{
-    (void)r;
-    (void)arg;
-    if (reply && reply->type == REDIS_REPLY_ERROR)
-        log_warn("epoch sweep: idpool_validate failed: %s", reply->str);
-}
-
+/* The connection validated the server at its handshake (rds): sweep under that epoch. */
 static void sweep_start(struct sched *s)
 {
-    /* takes are served under this epoch; pools of another one wait for the sweep */
-    if (rds_command(s->env.rds, on_validate, NULL, "FCALL idpool_validate 0 %s",
-                    rds_epoch(s->env.rds)) != 0)
-        log_warn("epoch sweep: cannot send idpool_validate");
     s->sweeping = 1;
-    s->swept = s->discarded = 0;
+    s->swept = s->metas = s->discarded = 0;
     sweep_scan(s, "0");
 }
 
@@ -627,7 +626,7 @@ struct sched *sched_new(struct event_base *base, const struct sched_env *env, in
         return NULL;
     s->env = *env;
     TAILQ_INIT(&s->waiting);
-    if (asprintf(&s->match, "%s:{*}:pool", env->prefix) < 0) {
+    if (asprintf(&s->match, "%s:{*}:*", env->prefix) < 0) {
         free(s);
         return NULL;
     }

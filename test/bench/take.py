@@ -100,8 +100,13 @@ def main(argv):
         if base_path:
             h.rcli("FUNCTION", "LOAD", "REPLACE", baseline_library(base_path))
         # Written under the epoch the library validated (no daemon runs here): takes are served.
-        h.rcli("HSET", meta, "per_take", batch, "per_second", 1000000000, "run_id", "bench")
-        h.rcli("FCALL", "idpool_epoch", 2, pool, meta, "bench")
+        # (A baseline library of version <= 4 keeps its epoch in run_id and validates with
+        # idpool_epoch; ours in epoch, validated by idpool_validate.)
+        epoch = h.rcli("FCALL", "idpool_validate", 0, "bench", "0123456789abcdef").strip()
+        h.rcli("HSET", meta, "per_take", batch, "per_second", 1000000000, "epoch", epoch,
+               "run_id", "bench")
+        if base_path:
+            h.rcli("FCALL", "base_epoch", 2, pool, meta, "bench")
         version = subprocess.run(["redis-server", "--version"], stdout=subprocess.PIPE).stdout.decode().split()
         print("bench-take: batch=%d requests=%d runs=%d redis=%s" % (batch, reqs, runs, version[2]), flush=True)
         lpop, floor, take, base = [], [], [], []

@@ -36,7 +36,7 @@ WINDOW_LIMIT_MS=${CHAOS_WINDOW_LIMIT_MS:-7000}
 MYSQL_DOWN_S=3
 
 sweeps() { # epoch sweeps that discarded something, logged by both daemons
-    local re='epoch sweep \(epoch [^)]*\): [0-9]+ pools in Redis, [1-9]'
+    local re='epoch sweep \(epoch [^)]*\): [0-9]+ pools and [0-9]+ metas in Redis, [1-9]'
     echo $(($(log_count a "$re") + $(log_count b "$re")))
 }
 mysql_up() { sql "SELECT 1" >/dev/null 2>&1; }

@@ -308,9 +308,15 @@ set_app() {
 # app_col KEY COLUMN: one column of an application row.
 app_col() { sql "SELECT \`$2\` FROM application WHERE entity_key = $(sql_value "$1")"; }
 
-# redis_epoch: what the daemon stores in meta's run_id field for this Redis
-# process: "run_id:master_replid" (a restart or a failover changes it).
-redis_epoch() {
+# redis_epoch: the epoch the daemons validated on this Redis process and store
+# in meta's epoch field: "run_id:master_replid:nonce" (idpool_validated; empty
+# before a daemon validated). A restart, a failover, a reload of the library
+# or a restore into the process makes a new one.
+redis_epoch() { rcli FCALL_RO idpool_validated 0; }
+
+# redis_server_id: "run_id:master_replid" of this Redis process (INFO): a
+# restart changes run_id, a promotion or demotion master_replid.
+redis_server_id() {
     rcli INFO server replication | tr -d '\r' |
         awk -F: '$1 == "run_id" { r = $2 } $1 == "master_replid" { m = $2 } END { print r ":" m }'
 }

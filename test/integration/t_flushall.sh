@@ -52,15 +52,14 @@ flushall() {
     tail -n +"$((np + 3))" "$raw" >"$DIR/flushed_t$1.txt"
 }
 meta_ok() { # KEY FLOOR: meta re-created from a lease above FLOOR, this epoch
-    local next hi run_id
+    local next hi epoch
     next=$(rcli HGET "$(meta_key "$1")" next)
     hi=$(rcli HGET "$(meta_key "$1")" hi)
-    run_id=$(rcli HGET "$(meta_key "$1")" run_id)
+    epoch=$(rcli HGET "$(meta_key "$1")" epoch)
     [[ $next =~ ^[0-9]+$ && $hi =~ ^[0-9]+$ ]] && ((next > $2 && hi >= next)) &&
-        [[ $run_id == "$RUN_ID" ]]
+        [[ -n $epoch && $epoch == "$(redis_epoch)" ]]
 }
 
-RUN_ID=$(redis_epoch)
 start_daemon a "${COMMON[@]}" --instance flush-a
 start_daemon b "${COMMON[@]}" --instance flush-b
 wait_until 5 pool_ge $KEY "$LOW" || fail "pool never filled"

@@ -2,7 +2,7 @@
 # Fault test: Redis restarts, crashes and stalls (brief §5, §9).
 #
 # (a) Clean restart (SIGTERM, AOF kept): the daemon loses the connection,
-#     reconnects by itself, sees the new run_id and discards the pool restored
+#     reconnects by itself, validates a new epoch and discards the pool restored
 #     from the AOF; the refilled pool holds none of the old IDs, only higher
 #     ones, and is above low water within a few seconds (R).
 # (b) kill -9 of Redis while a consumer drains, down ~3 s (longer than the
@@ -23,7 +23,7 @@ setup
 KEY=rr
 add_app $KEY step=100 max_pool_size=2000 min_size_percent=50 increment_max=2
 LOW=$(low_water $KEY)
-run_id() { redis_epoch; }
+run_id() { redis_server_id; }
 redis_down() { ! rcli PING >/dev/null 2>&1; }
 # log_more NAME ERE N: the log has more than N matching lines.
 log_more() { (($(log_count "$1" "$2") > $3)); }
@@ -68,7 +68,8 @@ pool_dump $KEY "$DIR/post.txt"
 same=$(sort "$DIR/pre.txt" "$DIR/post.txt" | uniq -d | sed -n 1,5p)
 [[ -z $same ]] || fail "IDs from the pool before the restart are served again: $same"
 check_above "$DIR/pre.txt" -- "$DIR/post.txt"
-assert_eq "$new_run_id" "$(rcli HGET "$(meta_key $KEY)" run_id)" "meta run_id"
+assert_eq "$(redis_epoch)" "$(rcli HGET "$(meta_key $KEY)" epoch)" "meta epoch"
+[[ $(redis_epoch) == "$new_run_id":* ]] || fail "epoch $(redis_epoch) is not of the new process $new_run_id"
 n=$(llen $KEY)
 pop $KEY $((n + 2000)) "$DIR/p1" --type monotonic --dump "$DIR/p1.txt" 2>/dev/null ||
     fail "pop after the restart"
@@ -179,6 +180,7 @@ wait_until 5 pool_ge $KEY "$LOW" || fail "pool not refilled before (d)"
 pool_dump $KEY "$DIR/d_pre.txt"
 n_epoch=$(log_count a "$EPOCH")
 old_epoch=$(redis_epoch)
+old_id=$(redis_server_id)
 # A master on a port nobody listens on: the server becomes a replica, keeps
 # its data and refuses writes.
 rcli REPLICAOF 127.0.0.1 "$(free_port)" >/dev/null
@@ -186,13 +188,16 @@ wait_until 5 log_has a 'failover check: the server is a replica' ||
     fail "daemon did not notice that Redis became a replica"
 rcli REPLICAOF NO ONE >/dev/null
 t0=$(now_us)
-new_epoch=$(redis_epoch)
-assert_ne "$old_epoch" "$new_epoch" "epoch after demotion and promotion"
-assert_eq "${old_epoch%%:*}" "${new_epoch%%:*}" "run_id (same process)"
+new_id=$(redis_server_id)
+assert_ne "$old_id" "$new_id" "master_replid after demotion and promotion"
+assert_eq "${old_id%%:*}" "${new_id%%:*}" "run_id (same process)"
 wait_until 5 log_more a "$EPOCH" "$n_epoch" || fail "daemon did not discard the pool of the old epoch"
 wait_until 5 pool_ge $KEY "$LOW" || fail "R: pool not above low water after the promotion"
 info "(d) pool refilled $((($(now_us) - t0) / 1000)) ms after the promotion"
-assert_eq "$new_epoch" "$(rcli HGET "$(meta_key $KEY)" run_id)" "meta epoch after (d)"
+new_epoch=$(redis_epoch)
+assert_ne "$old_epoch" "$new_epoch" "epoch after demotion and promotion"
+[[ $new_epoch == "$new_id":* ]] || fail "epoch $new_epoch is not of the promoted server $new_id"
+assert_eq "$new_epoch" "$(rcli HGET "$(meta_key $KEY)" epoch)" "meta epoch after (d)"
 pool_dump $KEY "$DIR/d_post.txt"
 same=$(sort "$DIR/d_pre.txt" "$DIR/d_post.txt" | uniq -d | sed -n 1,5p)
 [[ -z $same ]] || fail "IDs of the old epoch's pool are served again: $same"

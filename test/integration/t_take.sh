@@ -209,12 +209,12 @@ stop_daemon a
 # --- a pool discarded by the epoch sweep is refused with IDPOOL_EPOCH, not IDPOOL_NOAPP --------
 # Between the sweep's discard and the next refill a take must say "retry": clients take
 # IDPOOL_NOAPP for "not served here" and give up (the Python client did, under ASan).
-rcli HSET "$(meta_key tk)" run_id "an-older-process" >/dev/null
+rcli HSET "$(meta_key tk)" epoch "an-older-process" >/dev/null
 assert_eq 1 "$(rcli FCALL idpool_epoch 2 "$(pool_key tk)" "$(meta_key tk)" "$(redis_epoch)")" \
     "idpool_epoch discards a pool written under another process"
 assert_eq 0 "$(llen tk)" "tk's pool after the discard"
 assert_eq 25 "$(rcli HGET "$(meta_key tk)" per_take)" "per_take kept by the discard"
-assert_eq '' "$(rcli HGET "$(meta_key tk)" run_id)" "run_id after the discard"
+assert_eq '' "$(rcli HGET "$(meta_key tk)" epoch)" "epoch after the discard"
 take_err tk 5 '^IDPOOL_EPOCH'
 take_err tk 26 '^IDPOOL_EPOCH'
 pass "a discarded pool keeps its limits: takes get IDPOOL_EPOCH (retry) until it is refilled"
@@ -239,7 +239,7 @@ for k in benchpop benchtake; do
     assert_eq "$FILL" "$(llen "$k")" "$k prefilled"
 done
 # Written under this Redis process's validated epoch, as the daemon's pools are.
-rcli HSET "$(meta_key benchtake)" per_take "$B" per_second 100000000000 run_id "$(redis_epoch)" \
+rcli HSET "$(meta_key benchtake)" per_take "$B" per_second 100000000000 epoch "$(redis_epoch)" \
     >/dev/null
 rcli FCALL idpool_epoch 2 "$(pool_key benchtake)" "$(meta_key benchtake)" "$(redis_epoch)" >/dev/null
 bench() { redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -n "$N" -q --csv "$@" | tail -n 1 | cut -d, -f2 | tr -d '"'; }
