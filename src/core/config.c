@@ -44,8 +44,11 @@ enum setting_id {
     S_HTTP,
     S_HTTP_MAX_CONNS,
     S_HTTP_TIMEOUT,
+    S_HTTP_HEAD_TIMEOUT,
+    S_HTTP_MAX_PER_ADDR,
     S_API,
     S_API_MAX_CONNS,
+    S_API_MAX_PER_ADDR,
     S_API_BUFFER,
     S_API_TLS_CERT,
     S_API_TLS_KEY,
@@ -153,15 +156,29 @@ static const struct setting settings[S_COUNT] = {
                 K_HTTP, FROM_ALL, 0, 0, 0},
     [S_HTTP_MAX_CONNS] = {"http-max-connections", NULL, "IDPOOL_HTTP_MAX_CONNECTIONS",
                           "Status and metrics", "N", "64", NULL,
-                          "status server connections at most; more wait in the\n"
-                          "listen backlog (lowered at start to fit the file limit)",
+                          "status server connections at most; at the limit a new one\n"
+                          "closes the least recently answered idle or slow one\n"
+                          "(lowered at start to fit the file limit)",
                           INT_SETTING(1, 100000, http_max_conns)},
+    [S_HTTP_MAX_PER_ADDR] = {"http-max-connections-per-address", NULL,
+                             "IDPOOL_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "Status and metrics", "N",
+                             "16", NULL,
+                             "status server connections from one client address at\n"
+                             "most; more are closed at once",
+                             INT_SETTING(1, 100000, http_max_per_addr)},
     [S_HTTP_TIMEOUT] = {"http-timeout-ms", NULL, "IDPOOL_HTTP_TIMEOUT_MS", "Status and metrics",
                         "MS", "10000", NULL,
-                        "a request must arrive whole within this long of the\n"
-                        "connection or of the previous answer (slow senders\n"
-                        "cannot extend it), and an idle connection is closed",
+                        "both servers: a request body must arrive within this long\n"
+                        "of its head, a client must read its answers within this\n"
+                        "long, and an idle connection is closed after it",
                         INT_SETTING(100, 600000, http_timeout_ms)},
+    [S_HTTP_HEAD_TIMEOUT] = {"http-head-timeout-ms", NULL, "IDPOOL_HTTP_HEAD_TIMEOUT_MS",
+                             "Status and metrics", "MS", "3000", NULL,
+                             "both servers: a request head must arrive whole within\n"
+                             "this long of the connection (or of its first byte on a\n"
+                             "kept-alive one), else 408 and close; slow senders cannot\n"
+                             "extend it",
+                             INT_SETTING(100, 600000, http_head_timeout_ms)},
     [S_API] = {"api", "api-addr", "IDPOOL_API_ADDR", "ID API", "HOST:PORT", "", "none (off)",
                "ID API: GET/POST /v1/ids/{key} with a bearer token, on a\n"
                "listener of its own ([IPv6]:PORT ok); config-file key also\n"
@@ -169,9 +186,15 @@ static const struct setting settings[S_COUNT] = {
                K_HTTP, FROM_ALL, 0, 0, 0},
     [S_API_MAX_CONNS] = {"api-max-connections", NULL, "IDPOOL_API_MAX_CONNECTIONS", "ID API", "N",
                          "1024", NULL,
-                         "ID API connections at most; more wait in the listen\n"
-                         "backlog (lowered at start to fit the file limit)",
+                         "ID API connections at most; at the limit a new one\n"
+                         "closes the least recently answered idle or slow one\n"
+                         "(lowered at start to fit the file limit)",
                          INT_SETTING(1, 100000, api_max_conns)},
+    [S_API_MAX_PER_ADDR] = {"api-max-connections-per-address", NULL,
+                            "IDPOOL_API_MAX_CONNECTIONS_PER_ADDRESS", "ID API", "N", "256", NULL,
+                            "ID API connections from one client address at most;\n"
+                            "more are closed at once (raise it behind a proxy)",
+                            INT_SETTING(1, 100000, api_max_per_addr)},
     [S_API_BUFFER] = {"api-buffer", NULL, "IDPOOL_API_BUFFER", "ID API", "IDS", "1000", NULL,
                       "IDs an issuer keeps per application at most (also at most\n"
                       "max_size_per_times and a tenth of max_size_per_second);\n"

@@ -27,11 +27,14 @@ struct config {
     char *http_host;            /* parsed http_addr host (heap) */
     int http_port;              /* parsed http_addr port */
     int http_max_conns;         /* status server connections at most */
-    int http_timeout_ms;        /* request deadline and idle timeout of a connection */
+    int http_max_per_addr;      /* status server connections from one address at most */
+    int http_timeout_ms;        /* body, unread answers and idle deadline (both servers) */
+    int http_head_timeout_ms;   /* request head deadline (both servers) */
     char *api_addr;             /* host:port of the ID API, "" = off */
     char *api_host;             /* parsed api_addr host (heap) */
     int api_port;               /* parsed api_addr port */
     int api_max_conns;          /* ID API connections at most */
+    int api_max_per_addr;       /* ID API connections from one address at most */
     int api_buffer;             /* IDs an issuer buffers per application at most */
     char *api_tls_cert;         /* PEM certificate chain file, or NULL: plain HTTP */
     char *api_tls_key;          /* PEM private key file, or NULL */

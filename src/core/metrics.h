@@ -82,7 +82,18 @@
       "Failed authentications of the ID API (401), by reason.", ONE, "reason=\"missing\"",         \
       U(d->api_no_token))                                                                          \
     X(api_bad_token, "idpool_api_auth_failures_total", COUNTER, "", ONE, "reason=\"unknown\"",     \
-      U(d->api_bad_token))
+      U(d->api_bad_token))                                                                         \
+    HTTP_CLOSES(METRICS_HTTP_CLOSE_STATUS, X)                                                      \
+    HTTP_CLOSES(METRICS_HTTP_CLOSE_API, X)
+#define METRICS_HTTP_CLOSE_HELP                                                                    \
+    "Connections an HTTP server closed on its own, by server (http: status, api: ID API) and "     \
+    "reason."
+#define METRICS_HTTP_CLOSE_STATUS(X, id, help)                                                     \
+    X(http_close_##id, "idpool_http_connections_closed_total", COUNTER, METRICS_HTTP_CLOSE_HELP,   \
+      ONE, "server=\"http\",reason=\"" #id "\"", U(d->http_closes[0][HTTP_CLOSE_##id]))
+#define METRICS_HTTP_CLOSE_API(X, id, help)                                                        \
+    X(api_close_##id, "idpool_http_connections_closed_total", COUNTER, METRICS_HTTP_CLOSE_HELP,    \
+      ONE, "server=\"api\",reason=\"" #id "\"", U(d->http_closes[1][HTTP_CLOSE_##id]))
 
 /*
  * Per-application metrics, labelled app="<entity_key>":

@@ -76,6 +76,27 @@ struct app_view {
                                      stored), id and the error are known; no metrics series */
 };
 
+/*
+ * Connections the HTTP servers (the status server, the ID API) close on
+ * their own, by reason: C(arg, id, help). Counted per server
+ * (idpool_http_connections_closed_total{server,reason}).
+ */
+#define HTTP_CLOSES(C, arg)                                                                        \
+    C(arg, per_address, "its address already had the most connections allowed")                    \
+    C(arg, evicted, "the least recently active, closed to make room at the connection limit")      \
+    C(arg, limit, "at the connection limit, with every connection waiting for its answer")         \
+    C(arg, head_timeout, "no complete request head within http-head-timeout-ms")                   \
+    C(arg, body_timeout, "no complete body within http-timeout-ms of its head")                    \
+    C(arg, idle_timeout, "idle for http-timeout-ms after an answer")                               \
+    C(arg, write_timeout, "did not read its answers within http-timeout-ms")
+
+enum http_close {
+#define HTTP_CLOSE_ENUM(arg, id, help) HTTP_CLOSE_##id,
+    HTTP_CLOSES(HTTP_CLOSE_ENUM, _)
+#undef HTTP_CLOSE_ENUM
+        HTTP_CLOSE_COUNT
+};
+
 /* The daemon as a whole. */
 struct daemon_view {
     const char *version;
@@ -101,6 +122,7 @@ struct daemon_view {
     uint64_t api_tokens;      /* active tokens loaded */
     uint64_t api_no_token;    /* 401s: no or a malformed Authorization: Bearer */
     uint64_t api_bad_token;   /* 401s: an unknown or revoked token */
+    uint64_t http_closes[2][HTTP_CLOSE_COUNT]; /* closed by the server: [0] status, [1] API */
 };
 
 typedef void status_app_fn(const struct app_view *v, void *arg);

@@ -625,8 +625,11 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
         .name = "api",
         .host = cfg->api_host,
         .port = cfg->api_port,
+        .routes = "/v1/ids/{key}",
         .max_conns = cfg->api_max_conns,
+        .max_per_addr = cfg->api_max_per_addr,
         .timeout_ms = cfg->http_timeout_ms,
+        .head_timeout_ms = cfg->http_head_timeout_ms,
         .max_body = API_MAX_BODY,
         .tls_cert = cfg->api_tls_cert,
         .tls_key = cfg->api_tls_key,
@@ -703,4 +706,5 @@ void api_configure(struct api *a, const struct config *cfg)
 void api_get_stats(const struct api *a, struct api_stats *out)
 {
     *out = a->st;
+    apihttp_get_closes(a->srv, out->closes);
 }

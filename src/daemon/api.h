@@ -36,6 +36,7 @@
 #include <event2/event.h>
 
 #include "config.h"
+#include "status.h"
 
 struct access;
 struct pools;
@@ -57,6 +58,7 @@ struct api_stats {
     uint64_t takes;                     /* idpool_take calls (buffer fills) */
     uint64_t taken;                     /* IDs they brought */
     uint64_t buffered;                  /* IDs in the buffers now */
+    uint64_t closes[HTTP_CLOSE_COUNT];  /* connections its server closed, by reason */
 };
 
 /* The status codes counted, in struct api_stats order. */

@@ -1,28 +1,46 @@
 /*
- * apihttp — the ID API's HTTP/1.1 server: keep-alive connections on the
- * libevent loop, read into one fixed buffer per connection, the head parsed
- * in place (httpreq.h), each answer written with one write(2) (or
- * SSL_write) as soon as it is ready. evhttp costs about twice nginx's CPU
- * per request (header lists on the heap, printf-formatted headers, a read
- * event toggled and a write deferred to the next loop turn per request);
- * this path costs about what nginx does, which the API's throughput goal
- * needs (BENCHMARKS.md). The status server stays on evhttp (http.h).
+ * apihttp — the daemon's HTTP/1.1 server, for the ID API and the status
+ * server: keep-alive connections on the libevent loop, read into one fixed
+ * buffer per connection, the head parsed in place (httpreq.h), each answer
+ * written with one write(2) (or SSL_write) as soon as it is ready. evhttp
+ * costs about twice nginx's CPU per request (header lists on the heap,
+ * printf-formatted headers, a read event toggled and a write deferred to
+ * the next loop turn per request); this path costs about what nginx does,
+ * which the API's throughput goal needs (BENCHMARKS.md). libevent 2.1's
+ * evhttp also cannot limit connections per address or make room at its
+ * limit, which the status server needs (docs/operations.md).
  *
  * One request per connection is handled at a time; pipelined requests wait
  * in the buffer, answered in order. The handler answers at once or later
  * (apihttp_reply), e.g. when IDs arrive from Redis. Limits: a head of 8 KiB
  * (431), a body of max_body bytes (413), Content-Length only (411 for
  * Transfer-Encoding), HTTP/1.0 and 1.1 (505); each refused with a JSON
- * error and the connection closed. A connection must send a whole request
- * within timeout_ms of connecting or of its previous answer, and an idle
- * one is closed after it. TLS (OpenSSL, TLS 1.2+) when cert and key are set.
+ * error and the connection closed. TLS (OpenSSL, TLS 1.2+) when cert and
+ * key are set.
+ *
+ * Who is held up by whom (each closing counted by reason, HTTP_CLOSES in
+ * status.h, and logged once per burst with the peer's address):
+ *  - a request head must be whole within head_timeout_ms of the accept (or
+ *    of its first byte, on a kept-alive connection), its body within
+ *    timeout_ms of the head: else 408 (where something was sent) and close;
+ *    an idle connection is closed timeout_ms after its last answer;
+ *  - a peer that does not read its answers is not read from either (no
+ *    more than 64 KiB of answers wait), and is closed timeout_ms later;
+ *  - at most max_per_addr connections per peer address (more are closed at
+ *    accept);
+ *  - at max_conns, a new connection closes the least recently answered one
+ *    that is not waiting for its answer: idle and slow peers cannot keep a
+ *    new one out.
  */
 #ifndef IDPOOL_APIHTTP_H
 #define IDPOOL_APIHTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <event2/event.h>
+
+#include "status.h"
 
 struct apihttp;
 
@@ -39,11 +57,14 @@ struct apihttp_req {
 };
 
 struct apihttp_opts {
-    const char *name; /* "api": prefix of its log lines and of its -max-connections setting */
-    const char *host; /* NULL or "": listen nowhere */
+    const char *name;   /* "api", "http": prefix of its log lines and of its settings */
+    const char *routes; /* for the "listening" log line: "/v1/ids/{key}" */
+    const char *host;   /* NULL or "": listen nowhere */
     int port;
-    int max_conns;
-    int timeout_ms;
+    int max_conns;       /* connections at most (lowered to fit the file limit) */
+    int max_per_addr;    /* connections from one peer address at most (>= 1) */
+    int timeout_ms;      /* body after its head; idle after an answer; unread answers */
+    int head_timeout_ms; /* a request head after the accept or its first byte */
     size_t max_body;
     const char *tls_cert, *tls_key; /* PEM files, or NULL */
     void (*handler)(struct apihttp_req *req, void *arg);
@@ -63,5 +84,8 @@ void apihttp_free(struct apihttp *s);
  */
 void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const char *headers,
                    const char *body, size_t len);
+
+/* Connections closed by the server on its own so far, by reason (zeros for NULL). */
+void apihttp_get_closes(const struct apihttp *s, uint64_t out[HTTP_CLOSE_COUNT]);
 
 #endif

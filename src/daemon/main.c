@@ -19,6 +19,7 @@
 #include "config.h"
 #include "statushttp.h"
 #include "fault.h"
+#include "http.h"
 #include "log.h"
 #include "rds.h"
 #include "refill.h"
@@ -93,6 +94,8 @@ static void src_daemon(void *ctx, struct daemon_view *out)
     out->api_tokens = access_tokens(d->access, &loaded);
     out->api_no_token = st.auth_failures[API_AUTH_MISSING];
     out->api_bad_token = st.auth_failures[API_AUTH_UNKNOWN];
+    statushttp_get_closes(d->http, out->http_closes[0]);
+    memcpy(out->http_closes[1], st.closes, sizeof(out->http_closes[1]));
 }
 
 static void on_stopped(void *arg)
@@ -163,15 +166,19 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         warn_restart_needed("api", d->cfg.api_addr, nc.api_addr);
         warn_restart_needed("api-tls-cert", d->cfg.api_tls_cert, nc.api_tls_cert);
         warn_restart_needed("api-tls-key", d->cfg.api_tls_key, nc.api_tls_key);
-        if (d->cfg.refill != nc.refill || d->cfg.api_max_conns != nc.api_max_conns)
-            log_warn("reload: refill or api-max-connections changed; the new value takes effect "
-                     "after a restart");
+        if (d->cfg.refill != nc.refill || d->cfg.api_max_conns != nc.api_max_conns ||
+            d->cfg.api_max_per_addr != nc.api_max_per_addr)
+            log_warn("reload: refill, api-max-connections or api-max-connections-per-address "
+                     "changed; the new value takes effect after a restart");
         warn_restart_needed("instance", d->cfg.instance, nc.instance);
         warn_restart_needed("alert-webhook", d->cfg.alert_webhook, nc.alert_webhook);
         if (d->cfg.http_max_conns != nc.http_max_conns ||
-            d->cfg.http_timeout_ms != nc.http_timeout_ms)
-            log_warn("reload: http-max-connections or http-timeout-ms changed; the new value "
-                     "takes effect after a restart");
+            d->cfg.http_max_per_addr != nc.http_max_per_addr ||
+            d->cfg.http_timeout_ms != nc.http_timeout_ms ||
+            d->cfg.http_head_timeout_ms != nc.http_head_timeout_ms)
+            log_warn("reload: http-max-connections, http-max-connections-per-address, "
+                     "http-timeout-ms or http-head-timeout-ms changed; the new value takes effect "
+                     "after a restart");
         if (d->cfg.mysql_timeout_ms != nc.mysql_timeout_ms)
             log_warn("reload: mysql-timeout-ms changed; the new value takes effect after a "
                      "restart");
@@ -218,6 +225,7 @@ int main(int argc, char **argv)
     }
     log_set_level(d.cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
+    event_set_log_callback(http_libevent_log);
     if (fault_init(err, sizeof(err)) != 0) {
         fprintf(stderr, "idpoold: %s\n", err);
         config_free(&d.cfg);
@@ -249,6 +257,7 @@ int main(int argc, char **argv)
     }
     if (!d.base)
         die("cannot create the event loop");
+    http_raise_fd_limit(); /* idle clients must not run the servers out of descriptors */
     d.store = store_new(d.base, &d.cfg);
     if (!d.store)
         die("cannot start the MySQL worker");

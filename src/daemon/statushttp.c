@@ -5,20 +5,21 @@
 
 #include <cjson/cJSON.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
+#include "apihttp.h"
 #include "http.h"
+#include "log.h"
 #include "metrics.h"
 #include "sbuf.h"
 #include "statusjson.h"
 
-#define HTTP_MAX_HEADERS 8192  /* bytes */
 #define HTTP_MAX_BODY    65536 /* bytes; no route reads a body */
 #define HTTP_ALLOW       "GET, HEAD"
+#define ALLOW_HEADER     "Allow: " HTTP_ALLOW "\r\n"
 #define CTYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
 
 struct statushttp {
-    struct http *srv;
+    struct apihttp *srv;
     struct status_source src; /* where the views come from */
 };
 
@@ -50,11 +51,40 @@ static char *error_json(const char *msg, const char *path, const char *name, con
     return text;
 }
 
-static void reply_405(struct evhttp_request *req, const char *path)
+/*
+ * Answer `req` with `body` (heap, freed here; NULL = out of memory: 500).
+ * A JSON body gets a final newline.
+ */
+static void reply(struct apihttp_req *req, int code, const char *ctype, const char *headers,
+                  char *body)
 {
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", HTTP_ALLOW);
-    http_reply(req, 405, "Method Not Allowed", CTYPE_JSON,
-               error_json("method not allowed", path, "allow", HTTP_ALLOW));
+    static const char oom[] = "{\"error\":\"out of memory\"}\n";
+    size_t len = body ? strlen(body) : 0;
+
+    if (body && strcmp(ctype, CTYPE_JSON) == 0) {
+        char *b = realloc(body, len + 2);
+        if (b == NULL)
+            free(body);
+        body = b;
+        if (body) {
+            body[len++] = '\n';
+            body[len] = '\0';
+        }
+    }
+    if (body == NULL) {
+        code = 500;
+        ctype = CTYPE_JSON;
+        headers = NULL;
+    }
+    log_debug("http: %s %s -> %d", req->method, req->target, code);
+    apihttp_reply(req, code, ctype, headers, body ? body : oom, body ? len : sizeof(oom) - 1);
+    free(body);
+}
+
+static void reply_405(struct apihttp_req *req, const char *path)
+{
+    reply(req, 405, CTYPE_JSON, ALLOW_HEADER,
+          error_json("method not allowed", path, "allow", HTTP_ALLOW));
 }
 
 /* Which route `path` (percent-decoded) is; for R_APP, *key points into path. */
@@ -75,7 +105,7 @@ static enum route route_of(const char *path, const char **key)
     return R_NONE;
 }
 
-static void serve_metrics(struct statushttp *h, struct evhttp_request *req)
+static void serve_metrics(struct statushttp *h, struct apihttp_req *req)
 {
     struct sbuf b;
     char *text;
@@ -87,65 +117,63 @@ static void serve_metrics(struct statushttp *h, struct evhttp_request *req)
     } else {
         text = sbuf_detach(&b);
     }
-    http_reply(req, 200, "OK", CTYPE_PROMETHEUS, text);
+    reply(req, 200, CTYPE_PROMETHEUS, NULL, text);
 }
 
-static void serve_healthz(struct statushttp *h, struct evhttp_request *req)
+static void serve_healthz(struct statushttp *h, struct apihttp_req *req)
 {
     int healthy = 0;
     char *text = statusjson_health(&h->src, &healthy);
 
     if (healthy)
-        http_reply(req, 200, "OK", CTYPE_JSON, text);
+        reply(req, 200, CTYPE_JSON, NULL, text);
     else
-        http_reply(req, 503, "Service Unavailable", CTYPE_JSON, text);
+        reply(req, 503, CTYPE_JSON, NULL, text);
 }
 
-static void serve_apps(struct statushttp *h, struct evhttp_request *req, const char *path,
+static void serve_apps(struct statushttp *h, struct apihttp_req *req, const char *path,
                        const char *key)
 {
     char *text = NULL;
 
     switch (statusjson_apps(&h->src, key, &text)) {
     case STATUSJSON_OK:
-        http_reply(req, 200, "OK", CTYPE_JSON, text);
+        reply(req, 200, CTYPE_JSON, NULL, text);
         break;
     case STATUSJSON_NOT_FOUND:
-        http_reply(req, 404, "Not Found", CTYPE_JSON,
-                   error_json("unknown application", path, "key", key));
+        reply(req, 404, CTYPE_JSON, NULL, error_json("unknown application", path, "key", key));
         break;
     case STATUSJSON_ERROR:
-        http_reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
+        reply(req, 500, CTYPE_JSON, NULL, NULL);
         break;
     }
 }
 
 /* Every request: only GET and HEAD exist (405 for any other method, on any path); then route on
  * the decoded path. */
-static void on_request(struct evhttp_request *req, void *arg)
+static void on_request(struct apihttp_req *req, void *arg)
 {
     struct statushttp *h = arg;
-    enum evhttp_cmd_type method = evhttp_request_get_command(req);
     const char *key = NULL;
-    char *raw = http_target_path(req), *path = NULL;
+    char *raw = http_target_path(req->target), *path = NULL;
     size_t len = 0;
     enum route r;
 
-    if (raw != NULL && method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+    if (raw != NULL && strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
         reply_405(req, raw);
         free(raw);
         return;
     }
     path = raw ? evhttp_uridecode(raw, 0, &len) : NULL;
     if (path == NULL) {
-        http_reply(req, 500, "Internal Server Error", CTYPE_JSON, NULL);
+        reply(req, 500, CTYPE_JSON, NULL, NULL);
         free(raw);
         return;
     }
     /* A %00 would cut the path short: such a path names nothing. */
     r = strlen(path) == len ? route_of(path, &key) : R_NONE;
     if (r == R_NONE)
-        http_reply(req, 404, "Not Found", CTYPE_JSON, error_json("not found", raw, NULL, NULL));
+        reply(req, 404, CTYPE_JSON, NULL, error_json("not found", raw, NULL, NULL));
     else if (r == R_METRICS)
         serve_metrics(h, req);
     else if (r == R_HEALTHZ)
@@ -160,14 +188,15 @@ struct statushttp *statushttp_new(struct event_base *base, const struct config *
                                   const struct status_source *src)
 {
     struct statushttp *h = calloc(1, sizeof(*h));
-    struct http_opts o = {
+    struct apihttp_opts o = {
         .name = "http",
         .routes = "/metrics, /healthz, /v1/apps",
         .host = cfg->http_host,
         .port = cfg->http_port,
         .max_conns = cfg->http_max_conns,
+        .max_per_addr = cfg->http_max_per_addr,
         .timeout_ms = cfg->http_timeout_ms,
-        .max_headers = HTTP_MAX_HEADERS,
+        .head_timeout_ms = cfg->http_head_timeout_ms,
         .max_body = HTTP_MAX_BODY,
         .handler = on_request,
     };
@@ -178,7 +207,7 @@ struct statushttp *statushttp_new(struct event_base *base, const struct config *
     o.arg = h;
     if (cfg->http_addr == NULL || cfg->http_addr[0] == '\0')
         o.host = NULL;
-    h->srv = http_new(base, &o);
+    h->srv = apihttp_new(base, &o);
     if (h->srv == NULL) {
         free(h);
         return NULL;
@@ -186,10 +215,15 @@ struct statushttp *statushttp_new(struct event_base *base, const struct config *
     return h;
 }
 
+void statushttp_get_closes(const struct statushttp *h, uint64_t out[HTTP_CLOSE_COUNT])
+{
+    apihttp_get_closes(h ? h->srv : NULL, out);
+}
+
 void statushttp_free(struct statushttp *h)
 {
     if (h == NULL)
         return;
-    http_free(h->srv);
+    apihttp_free(h->srv);
     free(h);
 }

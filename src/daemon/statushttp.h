@@ -7,13 +7,16 @@
  *   GET /v1/apps         every application, a JSON array sorted by key
  *   GET /v1/apps/{key}   one application, or 404           (statusjson.h)
  *
- * HEAD is allowed wherever GET is; another method on one of these paths gets
- * 405 with an Allow header; any other path gets 404. Error bodies are JSON:
+ * Served by apihttp.h (its limits and deadlines). HEAD is allowed wherever
+ * GET is; another method on one of these paths gets 405 with an Allow
+ * header; any other path gets 404. Error bodies are JSON:
  * {"error":"...",...}. Requests are served on the event loop thread, so the
  * status views are read consistently inside each request.
  */
 #ifndef IDPOOL_STATUSHTTP_H
 #define IDPOOL_STATUSHTTP_H
+
+#include <stdint.h>
 
 #include <event2/event.h>
 
@@ -32,5 +35,8 @@ struct statushttp *statushttp_new(struct event_base *base, const struct config *
                                   const struct status_source *src)
     __attribute__((warn_unused_result));
 void statushttp_free(struct statushttp *h);
+
+/* Connections the server closed on its own, by reason (zeros for NULL). */
+void statushttp_get_closes(const struct statushttp *h, uint64_t out[HTTP_CLOSE_COUNT]);
 
 #endif

@@ -36,7 +36,7 @@
 #   bad input           heads > 8 KiB refused (431), bodies > 1 KiB
 #                       (413), chunked bodies (411); a
 #                       silent or trickling client closed after
-#                       http-timeout-ms; 50 idle connections do not keep a
+#                       http-head-timeout-ms; 50 idle connections do not keep a
 #                       daemon that refills and serves from refilling
 # All IDs handed out by the API are unique per application.
 # shellcheck source-path=SCRIPTDIR
@@ -671,7 +671,8 @@ pass "apps revoke: the Redis user does not come back after a Redis restart"
 # ------------------- slow clients; 50 idle connections; refills go on ---
 stop_daemon refill
 B_PORT=$(free_port)
-start_daemon both "${COMMON[@]}" --api "127.0.0.1:$B_PORT" --http-timeout-ms 500 --instance both1
+start_daemon both "${COMMON[@]}" --api "127.0.0.1:$B_PORT" --http-timeout-ms 500 --http-head-timeout-ms 500 \
+    --instance both1
 wait_until 5 log_has both "api: listening on 127\\.0\\.0\\.1:$B_PORT" || fail "both: API not listening"
 wait_until 5 log_has both "access: [0-9]+ API token" || fail "both: tokens not loaded"
 BASE=http://127.0.0.1:$B_PORT
@@ -706,7 +707,7 @@ ok = all(isinstance(v, int) and 350 <= v <= 1500 for v in (silent, trick))
 sys.exit(0 if ok else 1)
 EOF
 info "$(cat "$DIR/slow.out")"
-wait_until 3 log_has both 'closed [0-9]+ connection\(s\) that sent no complete request within 500 ms' ||
+wait_until 3 log_has both 'api: closed a connection from 127\.0\.0\.1 port [0-9]+: no complete request head within http-head-timeout-ms \(head_timeout\)' ||
     fail "both's log does not report the closed connections"
 # 50 idle connections (each reopened when closed) for 4 s, while a consumer
 # drains busy five times over and the API keeps answering.
@@ -748,7 +749,7 @@ wait "$idle" || fail "idle connections: $(cat "$DIR/idle.out")"
 info "idle: $(cat "$DIR/idle.out"); busy pushed $pushed0 -> $pushed1"
 assert_ge "$((${pushed1:-0} - ${pushed0:-0}))" 1600 "IDs pushed to busy while 2000 were popped"
 ids_text "$DIR/busy.0.bin" >>"$DIR/ids.busy"
-pass "slow clients closed after http-timeout-ms (500); with 50 idle connections open the pool of busy kept being refilled"
+pass "slow clients closed after http-head-timeout-ms (500); with 50 idle connections open the pool of busy kept being refilled"
 BASE=$API
 
 # ----------------------------------- unique IDs; no token in logs or /metrics ---

@@ -1206,6 +1206,36 @@ static void test_issuer_url(void)
     issuer_bad("http://x:topsecret", "port");
 }
 
+/* Who is held up by whom (issue 18, item 9): the HTTP servers' limits and deadlines. */
+static void test_http_limits(void)
+{
+    struct config cfg;
+    char path[64];
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, no_args), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.http_head_timeout_ms, 3000);
+    CHECK_EQ_U64((uint64_t)cfg.http_max_per_addr, 16);
+    CHECK_EQ_U64((uint64_t)cfg.api_max_per_addr, 256);
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_HTTP_HEAD_TIMEOUT_MS", "500"}),
+                                ARGV("--http-max-connections-per-address", "2")),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.http_head_timeout_ms, 500);
+    CHECK_EQ_U64((uint64_t)cfg.http_max_per_addr, 2);
+    config_free(&cfg);
+    write_tmp(path, "api-max-connections-per-address = 7\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_API_MAX_CONNECTIONS_PER_ADDRESS", "9"}),
+                                ARGV("--config", path)),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.api_max_per_addr, 9); /* the environment over the file */
+    config_free(&cfg);
+    unlink(path);
+    expect_error(NULL, ARGV("--api-max-connections-per-address", "0"),
+                 "--api-max-connections-per-address: must be an integer in 1..100000");
+    expect_error(NULL, ARGV("--http-head-timeout-ms", "99"),
+                 "--http-head-timeout-ms: must be an integer in 100..600000");
+}
+
 /* The ID API's settings and refill (issue 11). */
 static void test_api_settings(void)
 {
@@ -1281,5 +1311,6 @@ int main(void)
     RUN(test_alert_settings);
     RUN(test_issuer_url);
     RUN(test_api_settings);
+    RUN(test_http_limits);
     return unit_done();
 }
