@@ -64,8 +64,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
     wait_until 10 eval '((e0 < $(epochs)))' || true
     epoch1=$(redis_epoch)
     round_end "$r" "$APP" "$t_from" "$t_to"
-    fault_landed "reload:stale=$STALE,revalidated=$(($(revalidations) - v0)),epochs=$(($(epochs) - e0))" \
-        "((STALE > 0 && $(epochs) > e0 && $(revalidations) > v0)) &&
+    v1=$(($(revalidations) - v0)) e1=$(($(epochs) - e0))
+    fault_landed "reload:stale=$STALE,revalidated=$v1,epochs=$e1" \
+        "((STALE > 0 && e1 > 0 && v1 > 0)) &&
          [[ '$server0' == '$server1' && '$epoch1' == '$server1':* && '$epoch1' != '$PROBE_EPOCH' ]]"
 done
 rollback_finish rl "$ROUNDS"
