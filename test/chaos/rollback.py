@@ -1,11 +1,23 @@
 #!/usr/bin/env python3
-"""Helpers of the Redis-rollback scenarios (chaos 07, 14): Python 3 and
-redis-py (Debian's python3-redis) for the watcher.
+"""Helpers of the Redis-rollback scenarios (chaos 07, 14, 17, 18): Python 3
+and redis-py (Debian's python3-redis) for the watchers.
 
-watch PORT META OLD_RUN_ID DEAD_RUN_ID OUT TIMEOUT_S
+watch PORT META OLD_EPOCH DEAD_RUN_ID OUT TIMEOUT_S
     connects to 127.0.0.1:PORT every ms until a Redis other than DEAD_RUN_ID
-    answers (t_accept), then polls HGET META run_id until it is no longer
-    OLD_RUN_ID (t_discard). Writes "state t_accept_ns t_discard_ns polls".
+    serves a command (t_accept: its first HGET that is not refused with
+    LOADING; no client can pop before), then polls HGET META epoch until it
+    is no longer OLD_EPOCH (t_discard). Writes "state t_accept_ns
+    t_discard_ns polls".
+run PORT META OLD_EPOCH OUT TIMEOUT_S COMMAND...
+    the fault inside one running Redis (DEBUG RELOAD NOSAVE, REPLICAOF NO
+    ONE): t_from just before COMMAND is sent, t_accept when its reply came
+    (Redis serves again), then polls HGET META epoch as watch does. Writes
+    "state t_accept_ns t_discard_ns polls t_from_ns".
+takes FROM_NS TO_NS LOG...
+    over the idpool_take consumers' logs among LOG (pop logs PREFIX.<i>.bin
+    of kind take, and their refusals PREFIX.<i>.refused): "requests
+    refused_epoch", the take requests sent inside [FROM, TO] (answered with
+    IDs, empty or refused) and how many of them IDPOOL_EPOCH refused.
 filter FROM_NS TO_NS IN OUT
     copies a pop log without the records sent inside [FROM, TO]; prints how
     many records it left out.
@@ -19,8 +31,36 @@ import sys
 import time
 
 
+def poll_meta(redis, r, meta, old, deadline):
+    """Polls META's epoch until it is no longer OLD: (state, t_first_ns,
+    t_ns, polls), t_first_ns the first reply that was not LOADING; state
+    'timeout' with t_ns 0 when the deadline passed first."""
+    polls, t_first = 0, 0
+    while time.monotonic() < deadline:
+        try:
+            v = r.hget(meta, 'epoch')
+        except redis.exceptions.BusyLoadingError:  # -LOADING
+            time.sleep(0.001)
+            continue
+        t = time.monotonic_ns()
+        t_first = t_first or t
+        polls += 1
+        if v != old:
+            return ('discarded' if v is None else 'replaced'), t_first, t, polls
+        time.sleep(0.001)
+    return 'timeout', t_first, 0, polls
+
+
+def report(out, state, t_accept, t_end, polls, *more):
+    if state == 'timeout':
+        t_end = time.monotonic_ns()
+    with open(out + '.tmp', 'w') as o:
+        o.write(' '.join(str(x) for x in (state, t_accept, t_end, polls) + more) + '\n')
+    os.rename(out + '.tmp', out)
+
+
 def watch(port, meta, old, dead, out, timeout):
-    import redis  # only the watcher needs it
+    import redis  # only the watchers need it
 
     deadline = time.monotonic() + float(timeout)
     state, t_accept, t_end, polls = 'timeout', 0, 0, 0
@@ -35,35 +75,33 @@ def watch(port, meta, old, dead, out, timeout):
             r.close()
             time.sleep(0.001)
             continue
-        t_conn = time.monotonic_ns()
         r.connection_pool.release(conn)
         try:
             if r.info('server').get('run_id') == dead:  # the old process, not dead yet
                 time.sleep(0.001)
                 continue
-            while time.monotonic() < deadline:
-                try:
-                    v = r.hget(meta, 'run_id')
-                except redis.exceptions.BusyLoadingError:  # -LOADING
-                    time.sleep(0.001)
-                    continue
-                t = time.monotonic_ns()
-                if not t_accept:
-                    t_accept = t_conn
-                polls += 1
-                if v != old:
-                    state, t_end = ('discarded' if v is None else 'replaced'), t
-                    break
-                time.sleep(0.001)
+            state, t_first, t_end, n = poll_meta(redis, r, meta, old, deadline)
+            t_accept = t_accept or t_first
+            polls += n
         except (OSError, redis.exceptions.RedisError):
             time.sleep(0.001)
         finally:
             r.close()
-    if state == 'timeout':
-        t_end = time.monotonic_ns()
-    with open(out + '.tmp', 'w') as o:
-        o.write('%s %d %d %d\n' % (state, t_accept, t_end, polls))
-    os.rename(out + '.tmp', out)
+    report(out, state, t_accept, t_end, polls)
+
+
+def run(port, meta, old, out, timeout, *command):
+    import redis
+
+    r = redis.Redis(host='127.0.0.1', port=int(port), socket_timeout=float(timeout),
+                    decode_responses=True)
+    r.ping()  # connected before t_from
+    t_from = time.monotonic_ns()
+    r.execute_command(*command)
+    t_accept = time.monotonic_ns()
+    state, _, t_end, polls = poll_meta(redis, r, meta, old, time.monotonic() + float(timeout))
+    r.close()
+    report(out, state, t_accept, t_end, polls, t_from)
 
 
 def records(path):
@@ -93,6 +131,24 @@ def filter_log(lo, hi, src, dst):
     print(left_out)
 
 
+def takes(lo, hi, *logs):
+    lo, hi, requests, refused = int(lo), int(hi), 0, 0
+    for path in logs:
+        if path.endswith('.refused'):
+            with open(path) as f:
+                for line in f:
+                    t_send, _, code = line.split()
+                    if lo <= int(t_send) <= hi:
+                        requests += 1
+                        refused += code == 'IDPOOL_EPOCH'
+            continue
+        it = records(path)
+        if struct.unpack_from('<I', next(it), 16)[0] != 1:  # not a take consumer's
+            continue
+        requests += sum(1 for t_send, _, _, _ in it if lo <= t_send <= hi)
+    print(requests, refused)
+
+
 def stale(pool_file, before, *logs):
     with open(pool_file) as f:
         pool = {int(x) for x in f.read().split()}
@@ -107,4 +163,5 @@ def stale(pool_file, before, *logs):
 
 
 if __name__ == '__main__':
-    {'watch': watch, 'filter': filter_log, 'stale': stale}[sys.argv[1]](*sys.argv[2:])
+    {'watch': watch, 'run': run, 'takes': takes, 'filter': filter_log,
+     'stale': stale}[sys.argv[1]](*sys.argv[2:])

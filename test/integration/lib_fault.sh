@@ -209,8 +209,8 @@ redis_server_pid() { tr -dc 0-9 <"$DIR/redis.pid"; }
 
 # probe SRC APP TIMEOUT_S WHAT: loads a copy of the Redis dir SRC in a
 # throwaway redis-server (WHAT names it if it does not load within
-# TIMEOUT_S); APP's pool to $DIR/probe.pool, meta's run_id and next to
-# PROBE_RUN_ID and PROBE_NEXT.
+# TIMEOUT_S); APP's pool to $DIR/probe.pool, meta's epoch and next to
+# PROBE_EPOCH and PROBE_NEXT.
 probe() {
     local port pid app=$2
     rm -rf "$DIR/probe"
@@ -223,7 +223,7 @@ probe() {
         fail "$4 does not load: $(tail -n 5 "$DIR/probe.log")"
     redis-cli -p "$port" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
     # shellcheck disable=SC2034 # read by the callers
-    PROBE_RUN_ID=$(redis-cli -p "$port" HGET "$(meta_key "$app")" run_id)
+    PROBE_EPOCH=$(redis-cli -p "$port" HGET "$(meta_key "$app")" epoch)
     # shellcheck disable=SC2034 # read by the callers
     PROBE_NEXT=$(redis-cli -p "$port" HGET "$(meta_key "$app")" next)
     redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true

@@ -21,6 +21,9 @@
  * millisecond, to pop the moment a restarted Redis accepts). SIGTERM/SIGINT/--stop-file stop
  * sending, wait for the replies in flight (bounded by --timeout-ms) and
  * flush the logs; a second signal stops at once (logs still flushed).
+ * Take consumers also log each IDPOOL_* refusal, with its time, to
+ * PREFIX.<i>.refused (lines "t_send_ns t_recv_ns CODE"): the chaos suite
+ * counts the IDPOOL_EPOCH refusals inside a Redis-rollback window.
  *
  * Exit status: 0 ok; 1 error (connection, I/O, an error reply without
  * --reconnect); 2 a malformed ID or reply; 64 bad usage.
@@ -194,6 +197,8 @@ struct conn {
     size_t rec_len;          /* bytes in rec_buf */
     size_t rec_cap;          /* see rec_buf */
     uint64_t rec_flushed_ns; /* last write(2) of rec_buf */
+    FILE *ref_out;           /* take: PREFIX.<i>.refused (IDPOOL_* refusals), or NULL */
+    char *ref_path;          /* its name (owned) */
     char err[256];           /* why the last connect failed */
     /* llen / subscribe */
     FILE *out;           /* --out */
@@ -277,7 +282,8 @@ static void usage(FILE *f)
                "  --count N           stop after N IDs in total (llen: samples,\n"
                "                      subscribe: messages)\n"
                "  --rate R            requests/s over all connections, open loop (0 = flat out)\n"
-               "  --record PREFIX     log every reply to PREFIX.<i>.bin (needs --pipeline 1)\n"
+               "  --record PREFIX     log every reply to PREFIX.<i>.bin (needs --pipeline 1);\n"
+               "                      take: each IDPOOL_* refusal to PREFIX.<i>.refused\n"
                "  --timeline FILE     lines 't_s ids empties errors' per 100 ms\n"
                "  --hist FILE         lines 'latency_us count'\n"
                "  --reconnect         survive connection errors and error replies\n"
@@ -669,6 +675,10 @@ static int write_all(int fd, const void *buf, size_t len)
 
 static int rec_flush(struct conn *cn)
 {
+    if (cn->ref_out != NULL && fflush(cn->ref_out) != 0) {
+        fprintf(stderr, "idpool-load: %s: %s\n", cn->ref_path, strerror(errno));
+        return -1;
+    }
     if (cn->rec_fd < 0 || cn->rec_len == 0)
         return 0;
     if (write_all(cn->rec_fd, cn->rec_buf, cn->rec_len) != 0) {
@@ -707,7 +717,43 @@ static int rec_open(struct conn *cn, const char *prefix)
         fprintf(stderr, "idpool-load: %s: %s\n", cn->rec_path, strerror(errno));
         return -1;
     }
+    if (cn->o->mode != MODE_TAKE)
+        return 0;
+    cn->ref_path = malloc(n);
+    if (cn->ref_path == NULL) {
+        fprintf(stderr, "idpool-load: out of memory\n");
+        return -1;
+    }
+    snprintf(cn->ref_path, n, "%s.%u.refused", prefix, cn->idx);
+    cn->ref_out = fopen(cn->ref_path, "we");
+    if (cn->ref_out == NULL) {
+        fprintf(stderr, "idpool-load: %s: %s\n", cn->ref_path, strerror(errno));
+        return -1;
+    }
     return 0;
+}
+
+/* Flushes the logs once a second (a killed consumer loses at most that much). */
+static int rec_tick(struct conn *cn, uint64_t now)
+{
+    if (now - cn->rec_flushed_ns < REC_FLUSH_NS)
+        return 0;
+    cn->rec_flushed_ns = now;
+    return rec_flush(cn);
+}
+
+/* take: logs one IDPOOL_* refusal (its code: the error's first word). */
+static int ref_put(struct conn *cn, uint64_t t_send, uint64_t t_recv, const char *what)
+{
+    int len = (int)strcspn(what, " \r\n");
+
+    if (cn->ref_out == NULL)
+        return 0;
+    if (fprintf(cn->ref_out, "%" PRIu64 " %" PRIu64 " %.*s\n", t_send, t_recv, len, what) < 0) {
+        fprintf(stderr, "idpool-load: %s: %s\n", cn->ref_path, strerror(errno));
+        return -1;
+    }
+    return rec_tick(cn, t_recv);
 }
 
 /* Appends one record: a reply received, with its IDs (none: an empty pop). */
@@ -727,11 +773,7 @@ static int rec_put(struct conn *cn, uint64_t t_send, uint64_t t_recv, const uint
     for (size_t i = 0; i < n; i++, p += 8)
         put_le64(p, ids[i]);
     cn->rec_len += need;
-    if (t_recv - cn->rec_flushed_ns >= REC_FLUSH_NS) {
-        cn->rec_flushed_ns = t_recv;
-        return rec_flush(cn);
-    }
-    return 0;
+    return rec_tick(cn, t_recv);
 }
 
 /* ------------------------------------------------- reply-object functions --- */
@@ -1130,6 +1172,11 @@ static int on_reply(struct conn *cn)
                            : strncmp(rs->what, "IDPOOL_LIMIT", 12) == 0 ? E_REFUSED_LIMIT
                                                                         : E_IDPOOL;
             count_error(cn, k, now);
+            if (ref_put(cn, rq.send_ns, now, rs->what) != 0) {
+                cn->fatal = EXIT_ERROR;
+                request_stop(1);
+                return -1;
+            }
             refused = true;
             break;
         }
@@ -1707,11 +1754,16 @@ static int conn_free(struct conn *cn)
         fprintf(stderr, "idpool-load: %s: %s\n", cn->rec_path, strerror(errno));
         rc = -1;
     }
+    if (cn->ref_out != NULL && fclose(cn->ref_out) != 0) {
+        fprintf(stderr, "idpool-load: %s: %s\n", cn->ref_path, strerror(errno));
+        rc = -1;
+    }
     if (cn->out != NULL && fclose(cn->out) != 0) {
         fprintf(stderr, "idpool-load: %s: %s\n", cn->o->out, strerror(errno));
         rc = -1;
     }
     free(cn->rec_path);
+    free(cn->ref_path);
     free(cn->rec_buf);
     free(cn->ids);
     free(cn->ring);
