@@ -5,9 +5,10 @@
 #  1. Two environments (t_client's: delta 2, A remainder 0, B remainder 1);
 #     the client's environments are A's Redis and B's issuer (issuer-only,
 #     --refill off). Four threads take IDs while A's Redis is killed and
-#     restarted, until the client failed over to B over HTTP and came back
-#     (--until-failbacks 1). No duplicate (idpool-check), no timeout, IDs
-#     of both remainders.
+#     restarted, until the client failed over to B over HTTP, came back and
+#     took at least 1,000,000 IDs (--until-failbacks 1 --min-ids: the load
+#     stops on what is asserted, within 120 s). No duplicate (idpool-check),
+#     no timeout, IDs of both remainders.
 #  2. The issuer alone: 2,000,000 IDs while the issuer is killed with SIGKILL
 #     and started again; the client waits it out (no timeout with a 10 s
 #     deadline), no duplicate, every ID from B.
@@ -53,7 +54,8 @@ B_HTTP="http://$TOKEN@127.0.0.1:$API_PORT"
 wait_until 15 pool_ge h1 300000 || fail "A's pool did not fill"
 
 # ---- 1. failover from a Redis to an issuer, and back
-"$IDPOOL_CLIENTLOAD" --threads 4 --ids 5000000 --until-failbacks 1 --mod 2 --timeout-ms 5000 \
+"$IDPOOL_CLIENTLOAD" --threads 4 --ids 5000000 --until-failbacks 1 --min-ids 1000000 \
+    --max-secs 120 --mod 2 --timeout-ms 5000 \
     --failback-ms 200 --record "$DIR/pops1" h1 "$A_REDIS" "$B_HTTP" >"$DIR/client1.out" 2>&1 &
 client=$!
 sleep 0.3
