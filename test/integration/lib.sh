@@ -24,7 +24,9 @@ IDPOOL_CHECK=${IDPOOL_CHECK:-$IDPOOL_SOURCE_ROOT/build/test/idpool-check}
 IDPOOL_KEY_PREFIX=${IDPOOL_KEY_PREFIX:-idpool}
 PYTHON=${IDPOOL_PYTHON:-/usr/bin/python3}
 SERVERS=$IDPOOL_SOURCE_ROOT/scripts/servers.sh
-export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOL_LOAD IDPOOL_CHECK PYTHON
+# The tests' Python imports check() (and the rest of the harness) from test/lib.
+PYTHONPATH=$IDPOOL_SOURCE_ROOT/test/lib${PYTHONPATH:+:$PYTHONPATH}
+export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOL_LOAD IDPOOL_CHECK PYTHON PYTHONPATH
 
 declare -A DAEMON_PID=()    # name -> pid of a running daemon
 declare -A DAEMON_STATUS=() # name -> exit status once stopped

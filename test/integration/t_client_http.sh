@@ -124,16 +124,13 @@ pass "a wrong token (401) and a token without the application (403): no IDs, the
 # IDPOOL_RATE, IDPOOL_EPOCH after a Redis restart, 401)
 b_filled() { (($(redis-cli -h 127.0.0.1 -p "$B_REDIS_PORT" LLEN "$(pool_key "$1")") > 0)); }
 wait_until 10 b_filled h3 || fail "h3's pool did not fill"
-export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python
+export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python:$PYTHONPATH
 "$PYTHON" - "$A_REDIS" "$B_REDIS" "$B_HTTP" "http://idp_wrong@127.0.0.1:$API_PORT" "$DIR/py.stop" \
     "$DIR/py.restarted" >"$DIR/py.out" 2>&1 <<'EOF' &
 import os, sys, threading, time
 import idpool_client as m
+from harness import check
 a_url, b_url, b_http, wrong, stop_flag, restarted = sys.argv[1:]
-
-def check(cond, what):
-    if not cond:
-        sys.exit("FAIL: " + what)
 
 # The issuer alone: 3 threads, unique, all from B.
 with m.Client([b_http]) as c:
@@ -234,17 +231,18 @@ grep -q "TLS: certificate not verified: self.signed certificate" "$DIR/client5b.
 "$PYTHON" - "https://$TOKEN@127.0.0.1:$TLS_PORT" "$DIR/tls.crt" >"$DIR/py.tls.out" 2>&1 <<'EOF' ||
 import sys
 import idpool_client as m
+from harness import check
 url, ca = sys.argv[1:]
 with m.Client([url], ca_file=ca) as c:
     ids = c.app("h1").take(5000)
-    assert len(set(ids)) == 5000 and all(i % 2 for i in ids), "https IDs"
+    check(len(set(ids)) == 5000 and all(i % 2 for i in ids), "https IDs")
 with m.Client([url], timeout=1.0) as c:
     try:
         c.app("h1").next()
         sys.exit("IDs from an unverified issuer")
     except m.IdpoolTimeout:
         le = c.app("h1").last_error()
-        assert "certificate not verified" in le, le
+        check("certificate not verified" in le, le)
 print("python https: ok")
 EOF
     fail "python https: $(cat "$DIR/py.tls.out")"

@@ -127,12 +127,10 @@ assert_eq 200 "$CODE" "/v1/apps status"
 sql "SELECT entity_key, id, current_offset FROM application ORDER BY entity_key" >"$DIR/rows"
 python3 - "$DIR/body" "$DIR/rows" "$(llen h1)" "$BIG_START" <<'EOF' || fail "/v1/apps: $(head -c 4000 "$DIR/body")"
 import json, re, sys
+from harness import check
 apps = json.load(open(sys.argv[1]))
 rows = {l.split("\t")[0]: l.rstrip("\n").split("\t") for l in open(sys.argv[2])}
 h1_len, big_start = int(sys.argv[3]), int(sys.argv[4])
-def check(cond, what):
-    if not cond:
-        sys.exit("/v1/apps: " + what)
 check(isinstance(apps, list), "not an array")
 keys = [a["key"] for a in apps]
 check(keys == sorted(keys) == ["big", "h1", "h2", "hbad", "hdel"], "keys %s" % keys)
