@@ -318,6 +318,10 @@ set_app() {
 # app_col KEY COLUMN: one column of an application row.
 app_col() { sql "SELECT \`$2\` FROM application WHERE entity_key = $(sql_value "$1")"; }
 
+# leases KEY: the application's leases from MySQL, "lo hi" lines ([lo, hi)),
+# as idpool-check --leases reads them.
+leases() { sql "SELECT lo, hi FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
+
 # redis_epoch: what the daemon stores in meta's run_id field for this Redis
 # process: "run_id:master_replid" (a restart or a failover changes it).
 redis_epoch() {

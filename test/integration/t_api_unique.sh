@@ -117,7 +117,6 @@ cat "$DIR/clients.out"
 info "$((2 * TOTAL_PER_APP)) IDs over HTTP in $ms ms"
 
 # The checks: unique per application, inside a lease of it, right remainder.
-leases() { sql "SELECT lo, hi FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
 leases mono >"$DIR/leases.mono"
 leases trend >"$DIR/leases.trend"
 python3 - "$DIR" "$TOTAL_PER_APP" <<'EOF' || fail "uniqueness or lease check failed"
