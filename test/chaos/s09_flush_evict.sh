@@ -80,6 +80,11 @@ fresh_after() {
     n=$(meta_next "$1")
     [[ $n =~ ^[0-9]+$ ]] && ((n >= $2))
 }
+# fenced_all: pushes fenced off so far, both daemons, both applications.
+fenced_all() {
+    echo $(($(fenced_count a $MONO) + $(fenced_count b $MONO) + $(fenced_count a $TREND) +
+        $(fenced_count b $TREND)))
+}
 info_field() { rcli INFO "$1" | sed -n "s/^$2:\([^[:space:]]*\).*/\1/p"; }
 
 # lost_meta WHAT: after FLUSHALL or DEL meta: both applications get a fresh
@@ -113,8 +118,7 @@ for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
     sleep 1
 
     # ---------------------------------------------- DEL locks, 2 s -------
-    fenced0=$(($(fenced_count a $MONO) + $(fenced_count b $MONO) + $(fenced_count a $TREND) +
-        $(fenced_count b $TREND)))
+    fenced0=$(fenced_all)
     # Until a holder was fenced off (a lock deleted between two of its
     # pushes), at most 5 bursts: the stopping rule is the claim checked.
     dels=0 fenced=0 bursts=0
@@ -123,10 +127,8 @@ for ((round = 1; round <= CHAOS_ROUNDS; round++)); do
             n=0
         dels=$((dels + n)) bursts=$((bursts + 1))
         # a push under way when the last DEL landed is fenced off right after
-        wait_until 1 eval '(($(fenced_count a $MONO) + $(fenced_count b $MONO) +
-            $(fenced_count a $TREND) + $(fenced_count b $TREND) > fenced0))' || true
-        fenced=$(($(fenced_count a $MONO) + $(fenced_count b $MONO) + $(fenced_count a $TREND) +
-            $(fenced_count b $TREND) - fenced0))
+        wait_until 1 eval '(($(fenced_all) > fenced0))' || true
+        fenced=$(($(fenced_all) - fenced0))
     done
     t0=$(now_ns)
     for app in "${APPS[@]}"; do recovered "$app" "$t0"; done
