@@ -81,7 +81,7 @@
  *
  * Exit status: 0 no violation; 1 a violation (duplicates, order, cross_order,
  * arith, unleased, lease_overlaps, and the counts of the further checks);
- * 2 bad usage or unreadable input.
+ * 2 bad usage, unreadable or malformed input, or no ID (without --allow-empty).
  */
 #define _GNU_SOURCE /* fread_unlocked: one reader thread, no stdio locking per record */
 #include <endian.h>
@@ -319,7 +319,7 @@ static void usage(FILE *f)
                "  --dump FILE              write every ID read, one per line, input order\n"
                "  --json                   one JSON object instead of the report\n"
                "  --allow-empty            a log without IDs, or no ID at all, is no error\n"
-               "exit: 0 ok, 1 a violation, 2 bad usage or unreadable input\n");
+               "exit: 0 ok, 1 a violation, 2 bad usage, unreadable or malformed input, no ID\n");
 }
 
 /* Parses a canonical unsigned decimal into *out; -1 on anything else. */
