@@ -23,7 +23,10 @@
 # back above low water after the restart (the pools' own buffer); any empty
 # pop sent outside those windows is a failure. R: pools back above low water
 # after each restart. U M A L over everything popped.
-# Evidence that the fault landed: the frozen refiller exited 0 (midrefill),
+# Evidence that the fault landed: the frozen refiller exited 0, having
+# finished the refill it froze in (the log line of its fenced push says
+# how many IDs of it were appended: appended=N > 0) with the rest fenced
+# off (fenced=N > 0) (midrefill),
 # the daemons stopped (stops=N, each exit 0,
 # each "locks released" logged), how long the slowest stop took
 # (stop_ms=N), and how many IDs the last restart had to serve from the
@@ -119,8 +122,12 @@ locks_left() { rcli --scan --pattern "$IDPOOL_KEY_PREFIX:*:lock" | grep -c . || 
 
 if ((midrefill)); then
     stop d
-    fault_landed "midrefill:status=${DAEMON_STATUS[d]},fenced=$(log_count d 'push fenced off')" \
-        "[[ ${DAEMON_STATUS[d]} == 0 ]]"
+    fenced=$(log_count d 'push fenced off')
+    # "app=K push fenced off: ...; N of M IDs appended (pool now P), the rest ..."
+    appended=$(sed -n 's/.* push fenced off: .*; \([0-9]*\) of [0-9]* IDs appended.*/\1/p' "$DIR/d.log" |
+        awk '{ s += $1 } END { print s + 0 }')
+    fault_landed "midrefill:status=${DAEMON_STATUS[d]},fenced=$fenced,appended=$appended" \
+        "[[ ${DAEMON_STATUS[d]} == 0 ]] && ((fenced > 0 && appended > 0))"
 else
     fault_landed "midrefill:never_stopped" false
     kill_daemon d KILL

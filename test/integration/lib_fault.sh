@@ -34,7 +34,7 @@ consumer_start() {
             "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$key")" \
                 --count "$chunk" --batch 100 --duration 0.4 --timeout-ms 400 \
                 --record "$f" >/dev/null 2>>"$DIR/$name.err"
-            "$IDPOOL_CHECK" --dump "$f.txt" "$f.0.bin" >/dev/null 2>>"$DIR/$name.err"
+            "$IDPOOL_CHECK" --allow-empty --dump "$f.txt" "$f.0.bin" >/dev/null 2>>"$DIR/$name.err"
             i=$((i + 1))
             if [[ ! -s $f.txt ]]; then
                 sleep 0.05 # empty pool or Redis down: do not spin

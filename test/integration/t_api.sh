@@ -99,10 +99,11 @@ is_error() {
     [[ $(header Content-Type) == application/json* ]] || fail "$st $err: Content-Type '$(header Content-Type)'"
     python3 - "$DIR/body" "$err" <<'EOF' || fail "$st $err: body $(head -c 600 "$DIR/body")"
 import json, sys
+from harness import check
 d = json.load(open(sys.argv[1]))
-assert isinstance(d, dict) and set(d) == {"error", "message"}, d
-assert d["error"] == sys.argv[2], d
-assert isinstance(d["message"], str) and d["message"], d
+check(isinstance(d, dict) and set(d) == {"error", "message"}, d)
+check(d["error"] == sys.argv[2], d)
+check(isinstance(d["message"], str) and d["message"], d)
 EOF
     ra=$(header Retry-After)
     if [[ -n $retry ]]; then
@@ -120,13 +121,14 @@ ids_ok() {
     [[ $(header Content-Type) == application/json* ]] || fail "200: Content-Type '$(header Content-Type)'"
     python3 - "$DIR/body" "$n" "$app" "$mode" "$DIR/ids.$app" <<'EOF' || fail "200 $app: body $(head -c 600 "$DIR/body")"
 import json, re, sys
+from harness import check
 d = json.load(open(sys.argv[1]))
 n, app, mode = int(sys.argv[2]), sys.argv[3], sys.argv[4]
-assert isinstance(d, dict) and set(d) == {"app", "ids"} and d["app"] == app, d
+check(isinstance(d, dict) and set(d) == {"app", "ids"} and d["app"] == app, d)
 ids = d["ids"]
-assert isinstance(ids, list) and all(isinstance(i, str) and re.match(r"^(0|[1-9][0-9]*)$", i) for i in ids), ids
-assert len(ids) == n if mode == "exact" else 1 <= len(ids) <= n, "%d IDs, asked %d" % (len(ids), n)
-assert all(int(i) < 2**63 for i in ids), ids
+check(isinstance(ids, list) and all(isinstance(i, str) and re.match(r"^(0|[1-9][0-9]*)$", i) for i in ids), ids)
+check(len(ids) == n if mode == "exact" else 1 <= len(ids) <= n, "%d IDs, asked %d" % (len(ids), n))
+check(all(int(i) < 2**63 for i in ids), ids)
 with open(sys.argv[5], "a") as f:
     f.write("".join(i + "\n" for i in ids))
 print(len(ids))
@@ -192,10 +194,11 @@ as "$T1" '/v1/ids/big?count=20'
 ids_ok 20 big >/dev/null
 python3 - "$DIR/body" "$BIG" <<'EOF' || fail "big IDs not exact: $(head -c 600 "$DIR/body")"
 import json, sys
+from harness import check
 ids = [int(i) for i in json.load(open(sys.argv[1]))["ids"]]
-assert ids[0] >= int(sys.argv[2]) > 2**53, ids
-assert all(b - a == 1 for a, b in zip(ids, ids[1:])), ids
-assert len({float(i) for i in ids}) < len(ids)  # what a double would have made of them
+check(ids[0] >= int(sys.argv[2]) > 2**53, ids)
+check(all(b - a == 1 for a, b in zip(ids, ids[1:])), ids)
+check(len({float(i) for i in ids}) < len(ids), "as doubles these IDs would not all be distinct")  # what a double would have made of them
 EOF
 grep -qF "\"$BIG\"" "$DIR/body" || info "big: $BIG itself was buffered before (fine)"
 # text/plain
@@ -216,6 +219,7 @@ as "$T1" -d count=4 /v1/ids/user
 ids_ok 4 user >/dev/null
 python3 - "$API_PORT" "$T1" "$DIR/ids.user" <<'EOF' || fail "Python POSTs"
 import http.client, json, sys
+from harness import check
 port, tok = int(sys.argv[1]), sys.argv[2]
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
 got = []
@@ -227,8 +231,8 @@ for path, body, n in (("/v1/ids/user?count=6", None, 6), ("/v1/ids/user", "count
     c.request("POST", path, body=body, headers=hdr)  # one keep-alive connection
     r = c.getresponse()
     d = json.loads(r.read())
-    assert r.status == 200 and r.getheader("Content-Type").startswith("application/json"), (r.status, d)
-    assert d["app"] == "user" and len(d["ids"]) == n and all(isinstance(i, str) for i in d["ids"]), (path, d)
+    check(r.status == 200 and r.getheader("Content-Type").startswith("application/json"), (r.status, d))
+    check(d["app"] == "user" and len(d["ids"]) == n and all(isinstance(i, str) for i in d["ids"]), (path, d))
     got += d["ids"]
 open(sys.argv[3], "a").write("".join(i + "\n" for i in got))
 EOF
@@ -309,6 +313,7 @@ pass "403 IDPOOL_FORBIDDEN (token not for the app); 404 IDPOOL_NOAPP (unknown, d
 # for the first take): every one answered, in order, no ID twice.
 python3 - "$API_PORT" "$T_ALL" >"$DIR/pipe.out" 2>&1 <<'EOF' || fail "pipelining: $(tail -n 5 "$DIR/pipe.out")"
 import json, socket, sys, time
+from harness import check
 port, tok = int(sys.argv[1]), sys.argv[2]
 req = ("GET /v1/ids/pipe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % tok).encode()
 s = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -324,7 +329,7 @@ while len(ids) < 300 and time.time() < deadline:
         if not sep:
             break
         status = head.split(b"\r\n", 1)[0]
-        assert status == b"HTTP/1.1 200 OK", status
+        check(status == b"HTTP/1.1 200 OK", status)
         n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
         if len(rest) < n:
             break
@@ -348,6 +353,7 @@ assert_eq 'GET, POST' "$(header Allow)" "HEAD: Allow"
 # no body bytes after the headers (HTTP/1.0: read to the end)
 python3 - "$API_PORT" "$T1" <<'EOF' || fail "HEAD: raw answer"
 import socket, sys
+from harness import check
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 s.sendall(("HEAD /v1/ids/user HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n" % sys.argv[2]).encode())
 data = b""
@@ -357,9 +363,9 @@ while True:
         break
     data += chunk
 head, _, body = data.partition(b"\r\n\r\n")
-assert head.startswith(b"HTTP/1.") and head.split()[1] == b"405", head
-assert b"\r\nAllow: GET, POST" in head, head
-assert body == b"", body
+check(head.startswith(b"HTTP/1.") and head.split()[1] == b"405", head)
+check(b"\r\nAllow: GET, POST" in head, head)
+check(body == b"", body)
 EOF
 req -X PUT /v1/ids/user # the method before the token
 is_error 405 IDPOOL_METHOD
@@ -369,6 +375,7 @@ pass "405 IDPOOL_METHOD with Allow: GET, POST for PUT, DELETE, PATCH, OPTIONS, H
 # rate: max_size_per_times 5, max_size_per_second 20; 40 takes of 5 at once.
 python3 - "$API_PORT" "$T1" "$DIR/ids.rate" >"$DIR/rate.out" <<'EOF' || fail "429: $(cat "$DIR/rate.out")"
 import http.client, json, sys, time
+from harness import check
 port, tok = int(sys.argv[1]), sys.argv[2]
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
 ids, codes, first429, t0 = [], {}, None, time.time()
@@ -378,7 +385,7 @@ for i in range(40):
     body = json.loads(r.read())
     codes[r.status] = codes.get(r.status, 0) + 1
     if r.status == 200:
-        assert 1 <= len(body["ids"]) <= 5, body
+        check(1 <= len(body["ids"]) <= 5, body)
         ids += body["ids"]
     elif r.status == 429:
         if first429 is None:
@@ -387,12 +394,12 @@ for i in range(40):
         sys.exit("unexpected %d %s" % (r.status, body))
 el = time.time() - t0
 print("codes %s, %d IDs in %.3f s, first 429 %s" % (codes, len(ids), el, first429))
-assert first429 is not None, "no 429"
-assert first429[0] < 1.0, "the first 429 came after %.3f s" % first429[0]
-assert first429[1] is not None and first429[1].isdigit() and int(first429[1]) >= 1, first429
-assert set(first429[2]) == {"error", "message"} and first429[2]["error"] == "IDPOOL_RATE", first429
+check(first429 is not None, "no 429")
+check(first429[0] < 1.0, "the first 429 came after %.3f s" % first429[0])
+check(first429[1] is not None and first429[1].isdigit() and int(first429[1]) >= 1, first429)
+check(set(first429[2]) == {"error", "message"} and first429[2]["error"] == "IDPOOL_RATE", first429)
 # at most 20 granted per second, plus one buffer refill of 5 at the window's edge
-assert len(ids) <= 20 * (int(el) + 2) + 5, len(ids)
+check(len(ids) <= 20 * (int(el) + 2) + 5, len(ids))
 open(sys.argv[3], "a").write("".join(i + "\n" for i in ids))
 EOF
 info "429: $(cat "$DIR/rate.out")"
@@ -464,12 +471,13 @@ as "$T1" --cacert "$DIR/tls.crt" /v1/ids/other
 is_error 403 IDPOOL_FORBIDDEN
 python3 - "$TLS_PORT" "$T1" "$DIR/tls.crt" "$DIR/ids.user" <<'EOF' || fail "https from Python"
 import http.client, json, ssl, sys
+from harness import check
 ctx = ssl.create_default_context(cafile=sys.argv[3])
 c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), context=ctx, timeout=5)
 c.request("GET", "/v1/ids/user?count=2", headers={"Authorization": "Bearer " + sys.argv[2]})
 r = c.getresponse()
 d = json.loads(r.read())
-assert r.status == 200 and len(d["ids"]) == 2, (r.status, d)
+check(r.status == 200 and len(d["ids"]) == 2, (r.status, d))
 open(sys.argv[4], "a").write("".join(i + "\n" for i in d["ids"]))
 EOF
 st=0

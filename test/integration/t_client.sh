@@ -4,9 +4,11 @@
 # delta 2 and remainder 0 (A, preferred) or 1 (B). Four threads of one
 # client (idpool-clientload) take IDs with idpool_next while A's Redis is
 # killed (the client fails over to B) and started again, until the client
-# came back to A (--until-failbacks 1, at most 12,000,000 IDs). Asserted:
-# no timeout, no ID twice (idpool-check over the recorded pops), at least
-# 2,000,000 IDs, IDs from both environments, a failover and a fail-back.
+# came back to A and took at least 2,000,000 IDs (--until-failbacks 1
+# --min-ids: the load stops on what is asserted; at most 12,000,000 IDs and
+# 120 s). Asserted: no timeout, no ID twice (idpool-check over the recorded
+# pops), at least 2,000,000 IDs, IDs from both environments, a failover and
+# a fail-back.
 # Then a client is created, used (100 IDs) and freed 200 times: in the
 # sanitizer build LeakSanitizer checks that nothing leaks.
 # shellcheck source-path=SCRIPTDIR
@@ -18,7 +20,8 @@ two_environments c1
 wait_until 15 pool_ge c1 300000 || fail "A's pool did not fill"
 
 t0=$(now_us)
-"$IDPOOL_CLIENTLOAD" --threads 4 --ids 3000000 --until-failbacks 1 --mod 2 --timeout-ms 5000 \
+"$IDPOOL_CLIENTLOAD" --threads 4 --ids 3000000 --until-failbacks 1 --min-ids 2000000 \
+    --max-secs 120 --mod 2 --timeout-ms 5000 \
     --record "$DIR/pops" c1 "$A_REDIS" "$B_REDIS" >"$DIR/client.out" 2>&1 &
 client=$!
 sleep 0.3

@@ -5,9 +5,10 @@
 #  1. Two environments (t_client's: delta 2, A remainder 0, B remainder 1);
 #     the client's environments are A's Redis and B's issuer (issuer-only,
 #     --refill off). Four threads take IDs while A's Redis is killed and
-#     restarted, until the client failed over to B over HTTP and came back
-#     (--until-failbacks 1). No duplicate (idpool-check), no timeout, IDs
-#     of both remainders.
+#     restarted, until the client failed over to B over HTTP, came back and
+#     took at least 1,000,000 IDs (--until-failbacks 1 --min-ids: the load
+#     stops on what is asserted, within 120 s). No duplicate (idpool-check),
+#     no timeout, IDs of both remainders.
 #  2. The issuer alone: 2,000,000 IDs while the issuer is killed with SIGKILL
 #     and started again; the client waits it out (no timeout with a 10 s
 #     deadline), no duplicate, every ID from B.
@@ -53,7 +54,8 @@ B_HTTP="http://$TOKEN@127.0.0.1:$API_PORT"
 wait_until 15 pool_ge h1 300000 || fail "A's pool did not fill"
 
 # ---- 1. failover from a Redis to an issuer, and back
-"$IDPOOL_CLIENTLOAD" --threads 4 --ids 5000000 --until-failbacks 1 --mod 2 --timeout-ms 5000 \
+"$IDPOOL_CLIENTLOAD" --threads 4 --ids 5000000 --until-failbacks 1 --min-ids 1000000 \
+    --max-secs 120 --mod 2 --timeout-ms 5000 \
     --failback-ms 200 --record "$DIR/pops1" h1 "$A_REDIS" "$B_HTTP" >"$DIR/client1.out" 2>&1 &
 client=$!
 sleep 0.3
@@ -122,16 +124,13 @@ pass "a wrong token (401) and a token without the application (403): no IDs, the
 # IDPOOL_RATE, IDPOOL_EPOCH after a Redis restart, 401)
 b_filled() { (($(redis-cli -h 127.0.0.1 -p "$B_REDIS_PORT" LLEN "$(pool_key "$1")") > 0)); }
 wait_until 10 b_filled h3 || fail "h3's pool did not fill"
-export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python
+export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python:$PYTHONPATH
 "$PYTHON" - "$A_REDIS" "$B_REDIS" "$B_HTTP" "http://idp_wrong@127.0.0.1:$API_PORT" "$DIR/py.stop" \
     "$DIR/py.restarted" >"$DIR/py.out" 2>&1 <<'EOF' &
 import os, sys, threading, time
 import idpool_client as m
+from harness import check
 a_url, b_url, b_http, wrong, stop_flag, restarted = sys.argv[1:]
-
-def check(cond, what):
-    if not cond:
-        sys.exit("FAIL: " + what)
 
 # The issuer alone: 3 threads, unique, all from B.
 with m.Client([b_http]) as c:
@@ -232,17 +231,18 @@ grep -q "TLS: certificate not verified: self.signed certificate" "$DIR/client5b.
 "$PYTHON" - "https://$TOKEN@127.0.0.1:$TLS_PORT" "$DIR/tls.crt" >"$DIR/py.tls.out" 2>&1 <<'EOF' ||
 import sys
 import idpool_client as m
+from harness import check
 url, ca = sys.argv[1:]
 with m.Client([url], ca_file=ca) as c:
     ids = c.app("h1").take(5000)
-    assert len(set(ids)) == 5000 and all(i % 2 for i in ids), "https IDs"
+    check(len(set(ids)) == 5000 and all(i % 2 for i in ids), "https IDs")
 with m.Client([url], timeout=1.0) as c:
     try:
         c.app("h1").next()
         sys.exit("IDs from an unverified issuer")
     except m.IdpoolTimeout:
         le = c.app("h1").last_error()
-        assert "certificate not verified" in le, le
+        check("certificate not verified" in le, le)
 print("python https: ok")
 EOF
     fail "python https: $(cat "$DIR/py.tls.out")"

@@ -30,10 +30,13 @@ wait_until 5 pool_ge $KEY 10000 ||
 n_pushed=$(grep -oE "app=$KEY pushed [0-9]+ IDs" "$DIR/a.log" | tail -n 1)
 pass "a refill fenced off after 6000 of 10000 IDs is finished at the next check ($n_pushed)"
 
-# No ID twice, all in order, all leased.
+# No ID twice, all in order, all inside the leases MySQL recorded (L) and
+# below current_offset.
 stop_daemon a
 rcli LRANGE "$(pool_key $KEY)" 0 -1 >"$DIR/pool.txt"
 assert_eq 10000 "$(count_ids "$DIR/pool.txt")" "IDs in the pool"
-check_pops "$DIR/c.check" --type monotonic --list "$DIR/pool.txt" ||
-    fail "IDs twice or out of order after the fenced refill: $(tail -n 3 "$DIR/c.check")"
+leases $KEY >"$DIR/leases.txt"
+check_pops "$DIR/c.check" --type monotonic --leases "$DIR/leases.txt" \
+    --current-offset "$(app_col $KEY current_offset)" --list "$DIR/pool.txt" ||
+    fail "IDs twice, out of order, unleased or above current_offset after the fenced refill: $(tail -n 3 "$DIR/c.check")"
 pass "the pool after the fenced refill and its completion: unique, increasing, leased"

@@ -12,7 +12,7 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
-export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python
+export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python:$PYTHONPATH
 "$PYTHON" -c 'import redis, idpool_client' 2>/dev/null ||
     skip "$PYTHON cannot import redis (python3-redis) and idpool_client"
 
@@ -97,12 +97,13 @@ cat "$DIR"/worker.*.out
 
 "$PYTHON" - "$DIR" <<'EOF' >"$DIR/check.out" || fail "check: $(cat "$DIR/check.out")"
 import glob, json, sys
+from harness import check
 d = sys.argv[1]
 ids, n = set(), 0
 for f in sorted(glob.glob(d + "/ids.[01].[0-9]")):
     with open(f) as fh:
         v = [int(x) for x in fh.read().split()]
-    assert len(v) == 50000, f"{f}: {len(v)} IDs, expected 50000"
+    check(len(v) == 50000, f"{f}: {len(v)} IDs, expected 50000")
     n += len(v)
     ids.update(v)
 fo = fb = timeouts = 0
@@ -133,6 +134,7 @@ dead=$(free_port)
 "$PYTHON" - "$A_REDIS" "$B_REDIS" "redis://127.0.0.1:$dead/0" <<'EOF' >"$DIR/errors.out" 2>&1 || fail "error paths: $(cat "$DIR/errors.out")"
 import sys, threading, time
 import idpool_client as m
+from harness import check
 a_url, b_url, dead = sys.argv[1:]
 
 with m.Client([a_url, b_url], timeout=3.0) as c:
@@ -142,7 +144,7 @@ with m.Client([a_url, b_url], timeout=3.0) as c:
         sys.exit("IDs for an unknown key")
     except m.IdpoolNoApp as e:
         dt = time.monotonic() - t0
-        assert dt < 3.0, f"IdpoolNoApp after {dt:.2f} s, not within the timeout"
+        check(dt < 3.0, f"IdpoolNoApp after {dt:.2f} s, not within the timeout")
         print(f"IdpoolNoApp in {dt * 1000:.0f} ms: {e}")
     for bad in ("bad key", "", "-x", "..", "k" * 65, "a:b"):
         try:
@@ -150,7 +152,7 @@ with m.Client([a_url, b_url], timeout=3.0) as c:
             sys.exit(f"no ValueError for key {bad!r}")
         except ValueError as e:
             print(f"ValueError: {e}")
-    assert c.app("c1").next() % 2 == 0  # still fine, from A
+    check(c.app("c1").next() % 2 == 0, "c1 after the error paths: no ID from A")  # still fine, from A
 
 c = m.Client([dead], timeout=30.0)
 res = {}
@@ -167,8 +169,8 @@ time.sleep(0.3)
 t1 = time.monotonic()
 c.close()
 th.join(5)
-assert not th.is_alive(), "close() did not wake the waiting caller"
-assert isinstance(res.get("e"), m.IdpoolClosed), f"expected IdpoolClosed, got {res}"
+check(not th.is_alive(), "close() did not wake the waiting caller")
+check(isinstance(res.get("e"), m.IdpoolClosed), f"expected IdpoolClosed, got {res}")
 print(f"close() woke the waiter with IdpoolClosed after {(time.monotonic() - t1) * 1000:.0f} ms")
 EOF
 cat "$DIR/errors.out"

@@ -84,8 +84,9 @@ curl_line=$(grep -o "curl -H 'Authorization: Bearer idp_[A-Za-z0-9_-]*' 'http://
     fail "no working curl line in the quick start's output: $(tail -n 15 "$DIR/qs.out")"
 eval "$curl_line" -sS >"$DIR/curl.out" 2>"$DIR/curl.err" || fail "the printed curl failed: $(cat "$DIR/curl.err")"
 python3 -c 'import json, sys
+from harness import check
 d = json.load(open(sys.argv[1]))
-assert d["app"] == "demo_trend" and len(d["ids"]) == 3 and all(i.isdigit() for i in d["ids"]), d' \
+check(d["app"] == "demo_trend" and len(d["ids"]) == 3 and all(i.isdigit() for i in d["ids"]), d)' \
     "$DIR/curl.out" || fail "the printed curl did not get 3 IDs: $(cat "$DIR/curl.out")"
 grep -q '"app":"demo_mono","ids":\["[0-9]*"' "$DIR/qs.out" || fail "the quick start did not show an API answer"
 token=$(grep -o 'idp_[A-Za-z0-9_-]*' "$DIR/qs.out" | head -n 1)

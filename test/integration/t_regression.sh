@@ -22,7 +22,6 @@ done
 rem_of() { app_col "$1" remainder; }
 maxhi() { sql "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
 maxlease() { sql "SELECT COALESCE(MAX(id), 0) FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
-leases() { sql "SELECT lo, hi FROM application_lease WHERE application_id = $(app_col "$1" id)"; }
 # popn KEY N PHASE: pops N IDs from KEY into $DIR/KEY.PHASE.0.bin, checking
 # order and arithmetic.
 popn() {

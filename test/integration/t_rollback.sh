@@ -55,6 +55,12 @@ assert_eq 600 "$(count_ids "$DIR/handed.txt")" "IDs handed out after the copy"
 # ===================================================================== z ===
 restore old
 rcli DEL "$(meta_key ev)" >/dev/null # ev's meta evicted in the old copy, its pool kept
+# Positive control: the restored pools hold the handed-out IDs again (every
+# ID of them is stale: none may be handed out after the sweep, below).
+rcli LRANGE "$(pool_key rb)" 0 -1 >"$DIR/restored_rb.txt"
+rcli LRANGE "$(pool_key ev)" 0 -1 >"$DIR/restored_ev.txt"
+assert_eq 600 "$(grep -cxFf "$DIR/handed.txt" "$DIR/restored_rb.txt")" "handed-out IDs back in rb's restored pool"
+assert_eq 600 "$(grep -cxFf "$DIR/handed_ev.txt" "$DIR/restored_ev.txt")" "handed-out IDs back in ev's restored pool"
 out=$(take rb 5)
 [[ $out == IDPOOL_EPOCH*'retry in '*' ms'* ]] ||
     fail "idpool_take on a pool restored from older data: expected IDPOOL_EPOCH, got: $(head -c 200 <<<"$out")"
@@ -76,29 +82,33 @@ gone() { [[ $(llen rb) == 0 && $(llen ev) == 0 ]]; }
 wait_until 5 gone || fail "stale pools kept with MySQL down (rb $(llen rb), ev $(llen ev))"
 info "stale pools discarded $((($(now_us) - t0) / 1000)) ms after the daemon started, MySQL down"
 log_has b 'epoch sweep .*: 2 pools and [0-9]+ metas in Redis, 2 discarded' || fail "no sweep line in the log"
-for i in 1 2 3; do
-    out=$(take rb 5)
-    ! grep -qxFf "$DIR/handed.txt" <<<"$out" || fail "idpool_take returned a handed-out ID: $out"
-done
+out=$(take rb 5)
+[[ $(grep -cE '^[0-9]+$' <<<"$out") == 0 ]] || fail "idpool_take got IDs from a swept pool, MySQL down: $out"
 rcli CONFIG SET maxmemory 0 >/dev/null
 mysql_start
 wait_until 10 pool_ge rb 500 || fail "rb not refilled after MySQL came back"
 wait_until 10 pool_ge ev 500 || fail "ev not refilled after MySQL came back"
-out=$(take rb 5)
-[[ $(grep -cE '^[0-9]+$' <<<"$out") == 5 ]] || fail "takes after the sweep: $out"
-! grep -qxFf "$DIR/handed.txt" <<<"$out" || fail "idpool_take returned a handed-out ID: $out"
+# The IDs served after the refill: none of the restored pools' (stale) IDs.
+out=$(take rb 100)
+[[ $(grep -cE '^[0-9]+$' <<<"$out") == 100 ]] || fail "takes after the sweep: $out"
+! grep -qxFf "$DIR/restored_rb.txt" <<<"$out" || fail "idpool_take returned a stale ID: $out"
 rcli LRANGE "$(pool_key rb)" 0 -1 >"$DIR/rb_now.txt"
-! grep -qxFf "$DIR/handed.txt" "$DIR/rb_now.txt" || fail "a handed-out ID is back in rb's pool"
+! grep -qxFf "$DIR/restored_rb.txt" "$DIR/rb_now.txt" || fail "a stale ID is back in rb's pool"
 rcli LRANGE "$(pool_key ev)" 0 -1 >"$DIR/ev_now.txt"
-! grep -qxFf "$DIR/handed_ev.txt" "$DIR/ev_now.txt" || fail "a handed-out ID is back in ev's pool"
+! grep -qxFf "$DIR/restored_ev.txt" "$DIR/ev_now.txt" || fail "a stale ID is back in ev's pool"
 pass "MySQL down, over maxmemory: the stale pools (one without meta) are discarded at start; takes never repeat an ID"
 
 # ===================================================================== 4 ===
 add_app busy step=100 max_pool_size=1000 min_size_percent=50
 wait_until 5 pool_ge busy 1000 || fail "busy never filled"
 sleep 0.5
+# What the copy holds (the pool is full, nothing pops): positive control
+# that the restored pool is full of IDs handed out since.
+rcli LRANGE "$(pool_key busy)" 0 -1 >"$DIR/snap_busy.txt"
 snapshot old2
+rcli LRANGE "$(pool_key busy)" 0 -1 | cmp -s - "$DIR/snap_busy.txt" || fail "busy's pool changed during the copy"
 rcli LPOP "$(pool_key busy)" 600 >"$DIR/handed_busy.txt"
+assert_eq 600 "$(grep -cxFf "$DIR/handed_busy.txt" "$DIR/snap_busy.txt")" "handed-out IDs of busy in the copy"
 # busy's next reservation waits for the lease table; the pool is below its mark.
 sql "LOCK TABLES application_lease WRITE; DO SLEEP(8); UNLOCK TABLES;" >"$DIR/locker.out" 2>&1 &
 LOCKER=$!
@@ -113,11 +123,13 @@ t0=$(now_us)
 wait_until 3 eval '[[ $(llen busy) == 0 ]]' ||
     fail "busy's stale pool kept while its reservation waits ($(llen busy) IDs)"
 info "busy's stale pool discarded $((($(now_us) - t0) / 1000)) ms after Redis came back"
-out=$(take busy 5)
-! grep -qxFf "$DIR/handed_busy.txt" <<<"$out" || fail "idpool_take returned a handed-out ID: $out"
 wait "$LOCKER" || true
 wait_until 10 pool_ge busy 500 || fail "busy not refilled after the lock"
+# The IDs served after the refill: none of the copy's (stale) IDs.
+out=$(take busy 100)
+[[ $(grep -cE '^[0-9]+$' <<<"$out") == 100 ]] || fail "busy: takes after the sweep: $out"
+! grep -qxFf "$DIR/snap_busy.txt" <<<"$out" || fail "idpool_take returned a stale ID of busy: $out"
 rcli LRANGE "$(pool_key busy)" 0 -1 >"$DIR/busy_now.txt"
-! grep -qxFf "$DIR/handed_busy.txt" "$DIR/busy_now.txt" || fail "a handed-out ID is back in busy's pool"
+! grep -qxFf "$DIR/snap_busy.txt" "$DIR/busy_now.txt" || fail "a stale ID is back in busy's pool"
 pass "a pool waiting for its lease is swept at once after Redis comes back from older data"
 stop_daemon b

@@ -38,6 +38,18 @@ class HarnessError(Exception):
     """A helper could not do its job (a server or daemon did not come up)."""
 
 
+def check(cond, msg):
+    """A test's check, for the tests' Python (their scripts and the ones
+    embedded in test/integration/*.sh: lib.sh puts test/lib on PYTHONPATH):
+    unlike `assert`, which `python3 -O` removes, it always runs. Unless cond,
+    raises SystemExit: the script exits with status 1 and "check failed: MSG"
+    on stderr, and no `except Exception` swallows it. A thread's SystemExit
+    ends only that thread, silently: in a thread, record the failure for the
+    main thread instead."""
+    if not cond:
+        raise SystemExit("check failed: %s" % (msg,))
+
+
 # ---------------------------------------------------------------- waits ---
 
 

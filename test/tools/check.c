@@ -57,8 +57,13 @@
  * followed by count_mismatch=N, above_offset=N, bad_gaps=N gap_missing=N and
  * bad_blocks=N, each only with its option.
  * --json prints one JSON object with the same fields instead, plus details.
- * A truncated last record (consumer killed mid-write) is a warning; anything
- * else malformed is an error naming the file and the byte offset.
+ * Anything malformed is an error (exit 2) naming the file and the byte
+ * offset: a cut-short header or record included (idpool-load flushes whole
+ * records when stopped; a record whose count runs past the end of the file
+ * cannot be told from a corrupt count that would hide every record after
+ * it). A pop log holding no ID, or a run that read no ID at all, is an
+ * error too unless --allow-empty is given (for a test that legitimately
+ * expects none): a consumer that popped nothing proves nothing.
  *
  * Counts: duplicates = pops of an ID beyond its first (earliest t_send);
  * with --exposure, such a pop sent inside [FROM, TO] counts as exposed
@@ -76,7 +81,7 @@
  *
  * Exit status: 0 no violation; 1 a violation (duplicates, order, cross_order,
  * arith, unleased, lease_overlaps, and the counts of the further checks);
- * 2 bad usage or unreadable input.
+ * 2 bad usage, unreadable or malformed input, or no ID (without --allow-empty).
  */
 #define _GNU_SOURCE /* fread_unlocked: one reader thread, no stdio locking per record */
 #include <endian.h>
@@ -124,6 +129,7 @@ struct opts {
     uint64_t exp_from;     /* exposure window start, ns (inclusive) */
     uint64_t exp_to;       /* exposure window end, ns (inclusive) */
     bool json;             /* one JSON object instead of the text report */
+    bool allow_empty;      /* --allow-empty: a log (or the run) without IDs is fine */
     bool has_count;        /* --count given */
     uint64_t count;        /* IDs every log must hold */
     bool has_cur;          /* --current-offset given */
@@ -141,18 +147,17 @@ struct opts {
 
 /* One pop log (one consumer). */
 struct logfile {
-    const char *path;         /* as given */
-    bool is_list;             /* a --list text file: no header, no times */
-    uint32_t consumer;        /* consumer_id from the header */
-    uint32_t kind;            /* client kind from the header: KIND_LPOP, KIND_TAKE */
-    uint64_t records;         /* complete records */
-    uint64_t ids;             /* IDs in them */
-    uint64_t empties;         /* records with count 0 */
-    uint64_t longest_empty;   /* longest run of empty pops, ns */
-    uint64_t truncated_bytes; /* bytes of an incomplete last record, ignored */
-    bool scanned;             /* the first pass read it */
-    uint64_t size;            /* bytes the first pass read; later passes stop there */
-    size_t rec_first;         /* its non-empty records: c->recs[rec_first, rec_end) */
+    const char *path;       /* as given */
+    bool is_list;           /* a --list text file: no header, no times */
+    uint32_t consumer;      /* consumer_id from the header */
+    uint32_t kind;          /* client kind from the header: KIND_LPOP, KIND_TAKE */
+    uint64_t records;       /* complete records */
+    uint64_t ids;           /* IDs in them */
+    uint64_t empties;       /* records with count 0 */
+    uint64_t longest_empty; /* longest run of empty pops, ns */
+    bool scanned;           /* the first pass read it */
+    uint64_t size;          /* bytes the first pass read; later passes stop there */
+    size_t rec_first;       /* its non-empty records: c->recs[rec_first, rec_end) */
     size_t rec_end;
 };
 
@@ -236,7 +241,6 @@ struct result {
     bool has_t_first;             /* some record was read */
     uint64_t t_first;             /* earliest t_send */
     uint64_t t_last;              /* latest t_recv */
-    uint64_t warnings;            /* truncated records and headers */
     uint64_t count_mismatch;      /* --count: logs with another number of IDs */
     uint64_t above_offset;        /* --current-offset: IDs at or above it, leases ending above */
     uint64_t bad_gaps;            /* --gap: neighbours in one lease outside the range */
@@ -314,7 +318,8 @@ static void usage(FILE *f)
                "  --list FILE              one more stream: decimal IDs, one per line\n"
                "  --dump FILE              write every ID read, one per line, input order\n"
                "  --json                   one JSON object instead of the report\n"
-               "exit: 0 ok, 1 a violation, 2 bad usage or unreadable input\n");
+               "  --allow-empty            a log without IDs, or no ID at all, is no error\n"
+               "exit: 0 ok, 1 a violation, 2 bad usage, unreadable or malformed input, no ID\n");
 }
 
 /* Parses a canonical unsigned decimal into *out; -1 on anything else. */
@@ -370,6 +375,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         if (!strcmp(a, "--gap-all")) {
             o->gap_all = true;
+            continue;
+        }
+        if (!strcmp(a, "--allow-empty")) {
+            o->allow_empty = true;
             continue;
         }
         if (a[0] != '-' || !a[1]) {
@@ -526,13 +535,13 @@ typedef void (*record_fn)(struct check *c, uint32_t file, uint64_t offset, uint6
                           uint64_t t_recv, const uint64_t *ids, uint32_t count);
 
 /*
- * Reads one pop log and calls fn for every complete record. A record cut
- * short at the end of the file (the consumer was killed mid-write) is a
- * warning, not an error; anything else malformed is an error naming the file
- * and the byte offset. Warnings are printed when warn is set.
+ * Reads one pop log and calls fn for every record. Anything malformed is an
+ * error naming the file and the byte offset, a header or record cut short
+ * included: a count running past the end of the file may as well be a
+ * corrupt count in the middle, and ignoring the rest would hide its records.
  */
 __attribute__((warn_unused_result)) static int log_scan(struct check *c, uint32_t file,
-                                                        record_fn fn, bool warn)
+                                                        record_fn fn)
 {
     struct logfile *lf = &c->files[file];
     const char *path = lf->path;
@@ -559,21 +568,9 @@ __attribute__((warn_unused_result)) static int log_scan(struct check *c, uint32_
     lf->scanned = true;
     lf->size = size;
     if (size < LOG_HEADER_LEN) {
-        size_t n = fread(hdr, 1, (size_t)size, f);
-        size_t m = n < 8 ? n : 8;
-        if (n != size || memcmp(hdr, LOG_MAGIC, m)) {
-            fprintf(stderr, "idpool-check: %s: byte offset 0: bad magic\n", path);
-            goto out;
-        }
-        if (warn) {
-            fprintf(stderr,
-                    "idpool-check: warning: %s: byte offset 0: truncated header "
-                    "(%" PRIu64 " of %d bytes), no records\n",
-                    path, size, LOG_HEADER_LEN);
-            c->r.warnings++;
-        }
-        lf->truncated_bytes = size;
-        rc = 0;
+        fprintf(stderr,
+                "idpool-check: %s: byte offset 0: truncated header (%" PRIu64 " of %d bytes)\n",
+                path, size, LOG_HEADER_LEN);
         goto out;
     }
     if (fread(hdr, 1, LOG_HEADER_LEN, f) != LOG_HEADER_LEN) {
@@ -601,13 +598,16 @@ __attribute__((warn_unused_result)) static int log_scan(struct check *c, uint32_
         unsigned char rh[LOG_RECORD_LEN];
         uint64_t left = size - off;
 
-        if (left < LOG_RECORD_LEN || fread_unlocked(rh, 1, LOG_RECORD_LEN, f) != LOG_RECORD_LEN) {
-            if (left >= LOG_RECORD_LEN) {
-                fprintf(stderr, "idpool-check: %s: byte offset %" PRIu64 ": read error\n", path,
-                        off);
-                goto out;
-            }
-            goto truncated;
+        if (left < LOG_RECORD_LEN) {
+            fprintf(stderr,
+                    "idpool-check: %s: byte offset %" PRIu64 ": truncated record header (%" PRIu64
+                    " of %d bytes)\n",
+                    path, off, left, LOG_RECORD_LEN);
+            goto out;
+        }
+        if (fread_unlocked(rh, 1, LOG_RECORD_LEN, f) != LOG_RECORD_LEN) {
+            fprintf(stderr, "idpool-check: %s: byte offset %" PRIu64 ": read error\n", path, off);
+            goto out;
         }
         uint64_t t_send = get64(rh), t_recv = get64(rh + 8);
         uint32_t count = get32(rh + 16), flags = get32(rh + 20);
@@ -623,8 +623,13 @@ __attribute__((warn_unused_result)) static int log_scan(struct check *c, uint32_
                     path, off, t_recv, t_send);
             goto out;
         }
-        if ((uint64_t)count * 8 > left - LOG_RECORD_LEN)
-            goto truncated;
+        if ((uint64_t)count * 8 > left - LOG_RECORD_LEN) {
+            fprintf(stderr,
+                    "idpool-check: %s: byte offset %" PRIu64 ": count %" PRIu32 " needs %" PRIu64
+                    " bytes, %" PRIu64 " left (truncated record or bad count)\n",
+                    path, off, count, (uint64_t)count * 8, left - LOG_RECORD_LEN);
+            goto out;
+        }
         if (grow(&buf, &cap, count ? count : 1, sizeof *buf) < 0)
             goto out;
         if (fread_unlocked(buf, 8, count, f) != count) {
@@ -637,17 +642,6 @@ __attribute__((warn_unused_result)) static int log_scan(struct check *c, uint32_
         fn(c, file, off, t_send, t_recv, buf, count);
         off += LOG_RECORD_LEN + (uint64_t)count * 8;
     }
-    rc = 0;
-    goto out;
-truncated:
-    if (warn) {
-        fprintf(stderr,
-                "idpool-check: warning: %s: byte offset %" PRIu64
-                ": truncated last record (%" PRIu64 " bytes), ignored\n",
-                path, off, size - off);
-        c->r.warnings++;
-    }
-    lf->truncated_bytes = size - off;
     rc = 0;
 out:
     free(buf);
@@ -978,11 +972,11 @@ out:
 
 /* Reads input file (a pop log or a --list) and calls fn for each record. */
 __attribute__((warn_unused_result)) static int input_scan(struct check *c, uint32_t file,
-                                                          record_fn fn, bool warn)
+                                                          record_fn fn)
 {
     if (c->files[file].is_list)
         return list_scan(c, file, fn);
-    return log_scan(c, file, fn, warn);
+    return log_scan(c, file, fn);
 }
 
 /* Reads --leases: lines "lo hi" (further columns ignored), [lo, hi). */
@@ -1252,7 +1246,7 @@ __attribute__((warn_unused_result)) static int dups_classify(struct check *c)
     if (!c->ndups)
         return 0;
     for (uint32_t f = 0; f < c->o.nlogs; f++)
-        if (input_scan(c, f, pass_dups, false) < 0)
+        if (input_scan(c, f, pass_dups) < 0)
             return -1;
     for (int want_exposed = 0; want_exposed < 2; want_exposed++) {
         for (size_t k = 0; k < c->ndups; k++) {
@@ -1273,7 +1267,7 @@ __attribute__((warn_unused_result)) static int dups_classify(struct check *c)
         }
     }
     for (uint32_t f = 0; f < c->o.nlogs; f++)
-        if (input_scan(c, f, pass_examples, false) < 0)
+        if (input_scan(c, f, pass_examples) < 0)
             return -1;
     return 0;
 }
@@ -1672,8 +1666,6 @@ static void report_text(const struct check *c)
            " distinct), type %s, %.1f s of pops\n",
            o->nlogs, r->records, r->ids, r->distinct, o->monotonic ? "monotonic" : "trend",
            r->has_t_first ? ms(r->t_last - r->t_first) / 1000 : 0.0);
-    if (r->warnings)
-        printf("  warnings: %" PRIu64 " (truncated records ignored, see stderr)\n", r->warnings);
     printf("  U unique:     duplicates=%" PRIu64 " exposed=%" PRIu64 " (lpop %" PRIu64
            ", take %" PRIu64 ")",
            r->duplicates, r->exposed, r->exposed_kind[KIND_LPOP], r->exposed_kind[KIND_TAKE]);
@@ -1795,7 +1787,6 @@ static int report_json(const struct check *c)
     cJSON_AddStringToObject(j, "type", o->monotonic ? "monotonic" : "trend");
     json_u64(j, "records", r->records);
     json_u64(j, "distinct", r->distinct);
-    json_u64(j, "warnings", r->warnings);
     json_u64(j, "t0_ns", t0);
     if (o->leases) {
         json_u64(j, "leases", r->leases);
@@ -1836,7 +1827,6 @@ static int report_json(const struct check *c)
         json_u64(e, "ids", lf->ids);
         json_u64(e, "empty_pops", lf->empties);
         cJSON_AddNumberToObject(e, "longest_empty_ms", ms(lf->longest_empty));
-        json_u64(e, "truncated_bytes", lf->truncated_bytes);
         cJSON_AddItemToArray(logs, e);
     }
     cJSON *al = cJSON_AddArrayToObject(j, "alerts");
@@ -1917,11 +1907,18 @@ __attribute__((warn_unused_result)) static int check_run(struct check *c)
         lf->is_list = c->o.is_list[f];
         memset(&c->cur, 0, sizeof c->cur);
         lf->rec_first = c->nrecs;
-        if (input_scan(c, f, pass_load, true) < 0)
+        if (input_scan(c, f, pass_load) < 0)
             return -1;
         lf->rec_end = c->nrecs;
         if (c->oom)
             return -1;
+        if (!lf->is_list && lf->ids == 0 && !c->o.allow_empty) {
+            fprintf(stderr,
+                    "idpool-check: %s: byte offset %" PRIu64
+                    ": no ID in the log (--allow-empty accepts it)\n",
+                    lf->path, lf->size);
+            return -1;
+        }
         if (c->o.has_count && lf->ids != c->o.count) {
             r->count_mismatch++;
             add_example(r->ex_more, &r->n_ex_more,
@@ -1940,6 +1937,10 @@ __attribute__((warn_unused_result)) static int check_run(struct check *c)
         }
     }
     r->ids = c->nids;
+    if (r->ids == 0 && !c->o.allow_empty) {
+        fprintf(stderr, "idpool-check: no ID in any input (--allow-empty accepts it)\n");
+        return -1;
+    }
     if (c->dump) {
         int bad = ferror(c->dump);
         if (fclose(c->dump) != 0 || bad) {

@@ -5,7 +5,8 @@
  *   idpool-clientload [--threads T] [--ids N] [--take K] [--record PREFIX]
  *                     [--timeout-ms MS] [--mod M] [--buffer B] [--max-batch K]
  *                     [--timeline FILE] [--ca-file PEM] [--failback-ms MS]
- *                     [--until-failbacks N] [--cycles C] APP ENV...
+ *                     [--until-failbacks N [--min-ids M] [--max-secs S]]
+ *                     [--cycles C] APP ENV...
  *
  * --cycles C creates a client, takes 100 IDs with idpool_next from each of
  * T threads and frees it, C times (for leak checkers).
@@ -20,8 +21,10 @@
  * when every thread got all its IDs, 1 otherwise.
  *
  * --until-failbacks N: the threads stop, successfully, once the client
- * failed back N times (--ids is then the most each takes; exit status 1
- * when they ran out first): a fault test need not guess how long to run.
+ * failed back N times and (--min-ids M) the threads took at least M IDs in
+ * all: a fault test need not guess how long to run, and what it asserts
+ * is what stopped the load. --ids is then the most each takes; exit status
+ * 1 when they ran out first, or when --max-secs S passed first.
  *
  * ENV is a Redis URL or an issuer's http[s]://TOKEN@host:port (--ca-file:
  * the CAs that verify an https issuer). A timeout (--timeout-ms) is counted
@@ -64,8 +67,11 @@ struct worker {
 
 /* Workers that finished (--timeline samples until all have). */
 static _Atomic unsigned finished;
-/* --until-failbacks: set when enough failbacks happened; the workers stop. */
+/* --until-failbacks: set when enough failbacks happened (and --min-ids
+ * were taken), or --max-secs passed; the workers stop. */
 static _Atomic int stop_now;
+/* IDs taken by all the workers so far (for --min-ids). */
+static _Atomic uint64_t taken_all;
 
 static void *work(void *arg)
 {
@@ -91,6 +97,7 @@ static void *work(void *arg)
         for (size_t i = 0; w->mod && i < n; i++)
             w->by_rem[buf[i] % w->mod]++;
         w->got += n;
+        atomic_fetch_add_explicit(&taken_all, n, memory_order_relaxed);
         timeouts = rc == IDPOOL_ETIMEDOUT ? timeouts + 1 : 0;
         if (rc != IDPOOL_OK) {
             if (w->rc == 0)
@@ -134,12 +141,18 @@ static int timeline(FILE *f, struct idpool_app *a, unsigned threads)
     return 0;
 }
 
-/* --until-failbacks N: watches a's failbacks until N or until the workers finished. */
+/*
+ * --until-failbacks N: watches a's failbacks until N and min_ids IDs taken
+ * (done), or until the workers finished or max_ns passed (not done).
+ */
 struct watch {
     pthread_t th;
     struct idpool_app *a;
     unsigned threads;
-    uint64_t want;
+    uint64_t want;    /* failbacks */
+    uint64_t min_ids; /* and IDs taken in all */
+    uint64_t max_ns;  /* at most this long after the start (0: no bound) */
+    int done;         /* both reached */
 };
 
 static void *watch_failbacks(void *arg)
@@ -147,11 +160,17 @@ static void *watch_failbacks(void *arg)
     struct watch *wa = arg;
     struct idpool_stats st;
     const struct timespec d = {0, TIMELINE_MS * 1000000L};
+    uint64_t start = tools_ns();
 
     st.size = sizeof(st);
     while (atomic_load(&finished) < wa->threads) {
         idpool_app_stats(wa->a, &st);
-        if (st.failbacks >= wa->want) {
+        if (st.failbacks >= wa->want && atomic_load(&taken_all) >= wa->min_ids) {
+            wa->done = 1;
+            atomic_store(&stop_now, 1);
+            break;
+        }
+        if (wa->max_ns && tools_ns() - start >= wa->max_ns) {
             atomic_store(&stop_now, 1);
             break;
         }
@@ -165,7 +184,7 @@ int main(int argc, char **argv)
     unsigned threads = 1, take = 0, timeout = 0, mod = 0, buffer = 0, max_batch = 0,
              failback_ms = 0;
     unsigned long cycles = 0;
-    uint64_t until_failbacks = 0;
+    uint64_t until_failbacks = 0, min_ids = 0, max_secs = 0;
     struct watch wa = {0};
     uint64_t ids = 1000000, got = 0;
     const char *prefix = NULL, *timeline_path = NULL, *ca_file = NULL;
@@ -205,6 +224,10 @@ int main(int argc, char **argv)
             cycles = strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--until-failbacks") == 0)
             until_failbacks = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--min-ids") == 0)
+            min_ids = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--max-secs") == 0)
+            max_secs = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--failback-ms") == 0)
             failback_ms = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--ca-file") == 0)
@@ -214,7 +237,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (argc - i < 2 || threads == 0 || threads > 64 || take > REC_MAX || mod > MOD_MAX) {
+    if (argc - i < 2 || threads == 0 || threads > 64 || take > REC_MAX || mod > MOD_MAX ||
+        ((min_ids || max_secs) && !until_failbacks) || min_ids > ids * threads) {
         fprintf(stderr, "usage: idpool-clientload [--threads T] [--ids N] [--take K<=1024] "
                         "[--record PREFIX] [--timeout-ms MS] [--mod M<=16] "
                         "[--timeline FILE] APP ENV...\n");
@@ -284,7 +308,11 @@ int main(int argc, char **argv)
         pthread_create(&w[t].th, NULL, work, &w[t]);
     }
     if (until_failbacks) {
-        wa = (struct watch){.a = w[0].app, .threads = threads, .want = until_failbacks};
+        wa = (struct watch){.a = w[0].app,
+                            .threads = threads,
+                            .want = until_failbacks,
+                            .min_ids = min_ids,
+                            .max_ns = max_secs * 1000000000ULL};
         pthread_create(&wa.th, NULL, watch_failbacks, &wa);
     }
     if (tl) {
@@ -313,10 +341,13 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (until_failbacks) {
         pthread_join(wa.th, NULL);
-        if (!atomic_load(&stop_now)) {
+        if (!wa.done) {
             ok = 0;
-            fprintf(stderr, "idpool-clientload: the IDs ran out before %" PRIu64 " failback(s)\n",
-                    until_failbacks);
+            fprintf(stderr,
+                    "idpool-clientload: %s before %" PRIu64 " failback(s) and %" PRIu64
+                    " IDs (%" PRIu64 " taken)\n",
+                    atomic_load(&stop_now) ? "--max-secs passed" : "the threads ended",
+                    until_failbacks, min_ids, got);
         }
     }
     if (mod) {

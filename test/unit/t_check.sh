@@ -266,19 +266,63 @@ expect 2
 contains "leases.4:1"
 
 name=truncated
+# A record cut short at the end of the log is an error naming the file and
+# the offset: it cannot be told from a corrupt count (next case).
 gen "log('t0.bin', 0, [(100, 200, [1, 2]), (300, 400, [3])],
     tail=struct.pack('<QQII', 500, 600, 2, 0) + struct.pack('<Q', 4))"
 run t0.bin
-expect 0 ids=3 duplicates=0
-contains "warning: t0.bin: byte offset 104: truncated last record"
+expect 2
+contains "t0.bin: byte offset 104: count 2 needs 16 bytes, 8 left"
 gen "log('t1.bin', 0, [(100, 200, [1, 2])], tail=b'\x01\x02\x03')"
 run t1.bin
-expect 0 ids=2
-contains "byte offset 72"
+expect 2
+contains "t1.bin: byte offset 72: truncated record header (3 of 24 bytes)"
 gen "open('t2.bin', 'wb').write(b'IDPL')"
 run t2.bin
+expect 2
+contains "t2.bin: byte offset 0: truncated header"
+# A bad count in the middle swallows the records after it: here one that
+# repeats an ID. An error, not a pass with duplicates=0.
+gen "
+import io
+log('t3.bin', 0, [(100, 200, [1, 2]), (300, 400, [3]), (500, 600, [1])])
+b = bytearray(open('t3.bin', 'rb').read())
+b[72 + 16:72 + 20] = struct.pack('<I', 1000)
+open('t3.bin', 'wb').write(b)"
+run t3.bin
+expect 2
+contains "t3.bin: byte offset 72: count 1000 needs 8000 bytes, 40 left"
+# The same log with the right count: the duplicate is found.
+gen "log('t4.bin', 0, [(100, 200, [1, 2]), (300, 400, [3]), (500, 600, [1])])"
+run t4.bin
+expect 1 ids=4 duplicates=1
+
+name=empty
+# A log without IDs proves nothing: an error unless --allow-empty says a
+# test expects none.
+gen "log('z0.bin', 0, []); log('z1.bin', 1, [(100, 200, [])]); log('z2.bin', 2, [(100, 200, [5])])"
+run z0.bin
+expect 2
+contains "z0.bin: byte offset 32: no ID in the log"
+run z1.bin
+expect 2
+contains "z1.bin: byte offset 56: no ID in the log"
+run z2.bin z1.bin
+expect 2
+contains "z1.bin"
+run --allow-empty z0.bin z1.bin
+expect 0 ids=0 consumers=2 duplicates=0
+run --allow-empty z2.bin z1.bin
+expect 0 ids=1 duplicates=0
+# Lists may be empty (a drained pool), but not everything read.
+printf '' >"$tmp/empty.list"
+run --list empty.list
+expect 2
+contains "no ID in any input"
+run --list empty.list z2.bin
+expect 0 ids=1
+run --allow-empty --list empty.list
 expect 0 ids=0
-contains "truncated header"
 
 name=malformed
 gen "log('m0.bin', 0, [(100, 200, [1])], magic=b'IDPLOG2\n')"
