@@ -42,7 +42,9 @@ fork_case() {
     cat "$DIR/$name.out"
     res=$(grep '^clientedge: children=' "$DIR/$name.out") ||
         fail "$name: idpool-clientedge fork (status $st) printed no summary"
-    check_pops "$DIR/$name.check" "$DIR/$name".*.bin ||
+    # (p1, the parent's second thread, takes nothing when an ASan build forks only idle:
+    # the exact count is asserted below)
+    check_pops "$DIR/$name.check" --allow-empty "$DIR/$name".*.bin ||
         fail "$name: idpool-check: an ID in two processes (or another violation)"
     tail -n 1 "$DIR/$name.check"
     grep -q ' duplicates=0 ' "$DIR/$name.check" || fail "$name: duplicates: $(tail -n 1 "$DIR/$name.check")"
