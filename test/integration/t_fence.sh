@@ -140,7 +140,7 @@ wait_until 6 eval "! proc_alive $LOCKER" || fail "LOCK TABLES session never ende
 wait "$LOCKER" || true
 wait_until 1 lock_gone $KEY || fail "A2's lock did not expire"
 start_daemon B2 "${COMMON[@]}" --instance fence-B2
-wait_until 5 consumer_ge c 5000 || fail "the consumer got no IDs from B2"
+wait_until 15 consumer_ge c 5000 || fail "the consumer got no IDs from B2"
 signal_daemon A2 CONT # while the consumer drains
 wait_until 5 log_has A2 "app=$KEY push fenced off" || fail "A2 was not fenced off"
 

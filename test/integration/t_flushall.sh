@@ -66,7 +66,7 @@ wait_until 5 pool_ge $KEY "$LOW" || fail "pool never filled"
 wait_until 5 pool_ge $TKEY "$LOWT" || fail "trend pool never filled"
 pool_dump $TKEY "$DIR/t0.txt"
 consumer_start c $KEY 500 0.02
-wait_until 5 consumer_ge c 3000 || fail "consumer starved"
+wait_until 15 consumer_ge c 3000 || fail "consumer starved"
 
 trend_dumps=("$DIR/t0.txt")
 gaps=()
@@ -96,7 +96,7 @@ $KEY < $h_main, $TKEY < $h_trend"
     trend_dumps+=("$DIR/t$round.txt")
 
     # The consumer gets fresh IDs; then pause it to see the pool refilled.
-    wait_until 5 consumer_ge c $((n_before + 4000)) || fail "consumer starved after FLUSHALL"
+    wait_until 15 consumer_ge c $((n_before + 4000)) || fail "consumer starved after FLUSHALL"
     consumer_stop c
     wait_until 3 pool_ge $KEY "$LOW" || fail "R: $KEY not back above low water after FLUSHALL"
     wait_until 2 meta_ok $KEY "$h_main" ||

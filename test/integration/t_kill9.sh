@@ -34,12 +34,12 @@ crash() {
     kill_daemon "$1" KILL
     assert_eq 137 "${DAEMON_STATUS[$1]}" "exit status of $1 after kill -9"
 }
-# progress WHAT: both consumers get at least another 2000 IDs within 5 s.
+# progress WHAT: both consumers get at least another 2000 IDs (bounded: 15 s).
 progress() {
     local n1 n2
     n1=$(consumer_count c1)
     n2=$(consumer_count c2)
-    wait_until 5 eval "consumer_ge c1 $((n1 + 2000)) && consumer_ge c2 $((n2 + 2000))" ||
+    wait_until 15 eval "consumer_ge c1 $((n1 + 2000)) && consumer_ge c2 $((n2 + 2000))" ||
         fail "consumers starved $1"
 }
 

@@ -131,7 +131,7 @@ outage() { # ROUND HOW (stop|kill)
 outage 1 stop
 outage 2 kill
 n=$(consumer_count c)
-wait_until 5 consumer_ge c $((n + 3000)) || fail "consumer starved after the outages"
+wait_until 15 consumer_ge c $((n + 3000)) || fail "consumer starved after the outages"
 consumer_stop c
 wait_until 3 pool_ge $KEY "$LOW" || fail "R: $KEY not above low water at the end"
 stop_daemon a

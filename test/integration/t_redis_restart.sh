@@ -81,10 +81,10 @@ pass "(a) clean Redis restart: restored pool discarded, refilled from a fresh le
 # comes back (after ~3 s) with a copy of its data taken earlier, whose pool
 # holds IDs the consumer has popped since and whose meta is behind.
 consumer_start c $KEY 500 0.02
-wait_until 5 consumer_ge c 5000 || fail "consumer starved"
+wait_until 15 consumer_ge c 5000 || fail "consumer starved"
 cp -a "$DIR/redis" "$DIR/redis.lagging"
 n=$(consumer_count c)
-wait_until 5 consumer_ge c $((n + 5000)) || fail "consumer starved"
+wait_until 15 consumer_ge c $((n + 5000)) || fail "consumer starved"
 n_lost=$(log_count a "$LOST")
 n_rec=$(log_count a "$RECOVERED")
 n_epoch=$(log_count a "$EPOCH")
@@ -123,7 +123,7 @@ cp "$DIR/c.txt" "$DIR/before_b.txt"
 mark=$(consumer_chunks c)
 consumer_start c $KEY 500 0.02
 n=$(consumer_count c)
-wait_until 5 consumer_ge c $((n + 5000)) || fail "consumer starved after the crash"
+wait_until 15 consumer_ge c $((n + 5000)) || fail "consumer starved after the crash"
 consumer_stop c
 consumer_since c "$mark" "$DIR/after_b.txt"
 same=$(sort "$DIR/before_b.txt" "$DIR/after_b.txt" | uniq -d | sed -n 1,5p)
@@ -136,7 +136,7 @@ pass "(b) Redis killed -9, down ~3 s, back with lagging data: stale pool discard
 # ================================================== (c) SIGSTOP for ~2 s ===
 consumer_start c $KEY 500 0.02
 n=$(consumer_count c)
-wait_until 5 consumer_ge c $((n + 3000)) || fail "consumer starved"
+wait_until 15 consumer_ge c $((n + 3000)) || fail "consumer starved"
 n_rec=$(log_count a "$RECOVERED")
 n_epoch=$(log_count a "$EPOCH")
 n_noreply=$(log_count a 'no reply for')
@@ -149,7 +149,7 @@ t0=$(now_us)
 log_more a 'no reply for' "$n_noreply" || fail "daemon did not detect the stalled Redis"
 wait_until 5 log_more a "$RECOVERED" "$n_rec" || fail "daemon did not reconnect after SIGCONT"
 n=$(consumer_count c)
-wait_until 5 consumer_ge c $((n + 3000)) || fail "consumer starved after SIGCONT"
+wait_until 15 consumer_ge c $((n + 3000)) || fail "consumer starved after SIGCONT"
 consumer_stop c
 wait_until 3 pool_ge $KEY "$LOW" || fail "R: pool not above low water after the stall"
 info "(c) recovered and refilled $((($(now_us) - t0) / 1000)) ms after SIGCONT"
