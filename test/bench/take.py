@@ -11,7 +11,9 @@ ever finds it empty) and times REQUESTS pops with redis-benchmark (50
 clients): LPOP KEY BATCH; a function that does nothing but that LPOP (the
 floor of any Redis Function that returns BATCH IDs: the Lua <-> RESP
 conversion of the reply); and FCALL idpool_take 2 POOL META BATCH with
-limits that never refuse. Prints IDs/s per run, then the medians and ratios.
+limits that never refuse. Prints IDs/s per run, then the medians and ratios,
+and Redis' own time per call (INFO commandstats), which the machine's other
+load disturbs far less than the throughput.
 Defaults: 5 runs, batch 100, 20000 requests.
 
 BENCH_TAKE_BASELINE=FILE also loads FILE (another version of src/idpool.lua,
@@ -79,8 +81,10 @@ def main(argv):
                        stdout=subprocess.DEVNULL, check=True)
 
     def ids(*cmd):
-        """redis-benchmark of cmd on a full pool; IDs/s."""
+        """redis-benchmark of cmd on a full pool; IDs/s. Also notes in cpu[cmd[0], cmd[1]] Redis' own
+        time per call (INFO commandstats), which other load on the machine disturbs far less."""
         fill()
+        h.rcli("CONFIG", "RESETSTAT")
         out = subprocess.run(["redis-benchmark", "-h", "127.0.0.1", "-p", str(h.redis_port), "-c", "50",
                               "-n", str(reqs), "-q"] + [str(c) for c in cmd],
                              stdout=subprocess.PIPE, check=True).stdout.decode().replace("\r", "\n")
@@ -89,6 +93,11 @@ def main(argv):
             raise Failed("no requests per second from redis-benchmark %s" % cmd[0])
         if h.llen("bench") != 0:
             raise Failed("pool not drained exactly by %s" % cmd[0])
+        stat = re.search(r"cmdstat_%s:calls=([0-9]+),usec=([0-9]+)" % cmd[0].lower(),
+                         h.rcli("INFO", "commandstats"))
+        if not stat or int(stat.group(1)) < reqs:
+            raise Failed("no commandstats for %s" % cmd[0])
+        cpu.setdefault(cmd[1], []).append(int(stat.group(2)) / int(stat.group(1)))
         return float("%.0f" % (float(rps[-1]) * batch))
 
     try:
@@ -109,7 +118,7 @@ def main(argv):
             h.rcli("FCALL", "base_epoch", 2, pool, meta, "bench")
         version = subprocess.run(["redis-server", "--version"], stdout=subprocess.PIPE).stdout.decode().split()
         print("bench-take: batch=%d requests=%d runs=%d redis=%s" % (batch, reqs, runs, version[2]), flush=True)
-        lpop, floor, take, base = [], [], [], []
+        lpop, floor, take, base, cpu = [], [], [], [], {}
         for run in range(1, runs + 1):
             lp = ids("LPOP", pool, batch)
             fl = ids("FCALL", "bench_lpop", 1, pool, batch)
@@ -117,8 +126,10 @@ def main(argv):
             if base_path:
                 base.append(ids("FCALL", "base_take", 2, pool, meta, batch))
                 print("run %d: baseline take %.0f IDs/s" % (run, base[-1]), flush=True)
-            print("run %d: LPOP %.0f IDs/s, LPOP-in-a-function %.0f IDs/s, idpool_take %.0f IDs/s"
-                  % (run, lp, fl, tk), flush=True)
+            print("run %d: LPOP %.0f IDs/s, LPOP-in-a-function %.0f IDs/s, idpool_take %.0f IDs/s "
+                  "(Redis %.2f us per take%s)" % (run, lp, fl, tk, cpu["idpool_take"][-1],
+                                                  ", baseline %.2f us" % cpu["base_take"][-1] if base_path else ""),
+                  flush=True)
             lpop.append(lp)
             floor.append(fl)
             take.append(tk)
@@ -127,8 +138,11 @@ def main(argv):
               "take/function-floor %.2f" % (batch, ml, mf, mt, mt / ml, mt / mf))
         if base:
             mb = benchlib.median(base)
-            print("median (batch %d): baseline take %.0f IDs/s; idpool_take/baseline %.3f"
-                  % (batch, mb, mt / mb))
+            ct, cb = benchlib.median(cpu["idpool_take"]), benchlib.median(cpu["base_take"])
+            print("median (batch %d): baseline take %.0f IDs/s; idpool_take/baseline %.3f (median of the "
+                  "runs' own ratios %.3f); Redis time per take %.2f us, baseline %.2f us, baseline/now %.3f"
+                  % (batch, mb, mt / mb, benchlib.median([t / b for t, b in zip(take, base)]), ct, cb,
+                     cb / ct))
         return 0
     except (Failed, harness.HarnessError) as e:
         sys.stderr.write("bench-take: %s\n" % e)
