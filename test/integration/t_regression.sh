@@ -39,7 +39,9 @@ wait_until 10 eval 'full rA && full rB' || fail "pools did not fill"
 popn rA 20000 1 || fail "rA phase 1"
 popn rB 20000 1 || fail "rB phase 1"
 wait_until 5 eval 'full rA && full rB' || fail "pools not refilled after phase 1"
-sleep 0.2 # a prefetch right after the last refill lands in the table
+# A prefetch right after the last refill lands in the table (bounded wait).
+leases_ge() { (($(leases "$1" | wc -l) >= $2)); }
+wait_until 5 eval 'leases_ge rA 4 && leases_ge rB 4' || true
 for k in rA rB; do
     info "$k: $(leases $k | wc -l) leases after phase 1"
     assert_ge "$(leases $k | wc -l)" 4 "$k leases in phase 1"
