@@ -363,31 +363,34 @@ pool_ge() {
     n=$(llen "$1" 2>/dev/null) && [[ $n =~ ^[0-9]+$ ]] && ((n >= $2))
 }
 
-# pop KEY COUNT PREFIX [--batch B] [--timeout-ms T] [idpool-check options]:
-# pops COUNT IDs from KEY's pool with idpool-load (LPOP, batch 100 unless
-# given), recorded in the pop log PREFIX.0.bin, then checks that log with
-# idpool-check and the options (e.g. --type monotonic, --start-offset N,
-# --delta D --remainder R, --dump FILE for the IDs as text); the report is
-# in PREFIX.check. Status: 0 all COUNT IDs arrived within T ms (10000) and
-# the checks hold; 1 an error, or fewer IDs in time ("timeout" on stderr);
-# 2 a check failed.
+# pop KEY COUNT PREFIX [--batch B] [--timeout-ms T] [--stop-file F]
+# [idpool-check options]: pops COUNT IDs from KEY's pool with idpool-load
+# (LPOP, batch 100 unless given), recorded in the pop log PREFIX.0.bin, then
+# checks that log with idpool-check and the options (e.g. --type monotonic,
+# --start-offset N, --delta D --remainder R, --dump FILE for the IDs as
+# text); the report is in PREFIX.check. Status: 0 all COUNT IDs arrived
+# within T ms (10000) and the checks hold; 1 an error, or fewer IDs in time
+# ("timeout" on stderr); 2 a check failed. With --stop-file it pops until F
+# exists (at most 120 s) instead of for T ms.
 pop() {
-    local key=$1 count=$2 prefix=$3 batch=100 timeout_ms=10000 st=0 n check=()
+    local key=$1 count=$2 prefix=$3 batch=100 timeout_ms=10000 st=0 n check=() duration stop=()
     shift 3
     while (($#)); do
         case $1 in
         --batch) batch=$2 && shift 2 ;;
         --timeout-ms) timeout_ms=$2 && shift 2 ;;
+        --stop-file) stop=(--stop-file "$2") && shift 2 ;;
         *) check+=("$1") && shift ;;
         esac
     done
     [[ -x $IDPOOL_LOAD && -x $IDPOOL_CHECK ]] ||
         fail "idpool-load or idpool-check not built: $IDPOOL_LOAD $IDPOOL_CHECK"
     rm -f "$prefix.0.bin"
+    duration=$(awk -v t="$timeout_ms" 'BEGIN { printf "%.3f", t / 1000 }')
+    ((${#stop[@]} == 0)) || duration=120
     "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$key")" \
         --batch "$batch" --count "$count" --record "$prefix" --timeout-ms "$timeout_ms" \
-        --duration "$(awk -v t="$timeout_ms" 'BEGIN { printf "%.3f", t / 1000 }')" \
-        >"$prefix.load" 2>&1 || st=$?
+        --duration "$duration" "${stop[@]}" >"$prefix.load" 2>&1 || st=$?
     if ((st != 0)); then
         printf 'pop %s: idpool-load exited with status %s: %s\n' "$key" "$st" \
             "$(tail -n 3 "$prefix.load" | tr '\n' ' ')" >&2

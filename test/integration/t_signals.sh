@@ -17,17 +17,17 @@ in_refill() { [[ $(rcli EXISTS "$(lock_key s1)") == 1 ]]; }
 # freeze_in_refill NAME: SIGSTOPs the daemon while it holds s1's lock, i.e.
 # in the middle of a refill (commands it had already sent have had 50 ms to
 # run, so the lock still being there means it has not released it yet).
+# It stops the daemon first and looks second: looking first lost the race on
+# a loaded machine, where the refill was over before the SIGSTOP landed.
 # kill_daemon then sends the signal followed by SIGCONT.
 freeze_in_refill() {
     local _
-    for _ in $(seq 100); do
-        if in_refill; then
-            signal_daemon "$1" STOP
-            sleep 0.05
-            in_refill && return 0
-            signal_daemon "$1" CONT
-        fi
-        sleep 0.01
+    for _ in $(seq 200); do
+        signal_daemon "$1" STOP
+        sleep 0.05
+        in_refill && return 0
+        signal_daemon "$1" CONT
+        sleep "0.0$((RANDOM % 5 + 1))"
     done
     return 1
 }
@@ -39,10 +39,11 @@ for sig in TERM INT; do
     d=$sig
     start_daemon "$d" --tick-ms 20 --lock-ttl-ms 3000
     wait_until 10 pool_ge s1 48000 || fail "s1 not filled"
-    # A consumer that drains as fast as it can for 3 s (it then times out,
-    # status 1, with its log written).
+    # A consumer that drains as fast as it can until told to stop, after the
+    # daemon is gone (it then ends short of its count, status 1, with its log
+    # written).
     pop s1 100000000 "$DIR/s1.$round" --batch 100 --timeout-ms 3000 --type monotonic \
-        2>"$DIR/pop.$round.err" &
+        --stop-file "$DIR/pop.$round.stop" 2>"$DIR/pop.$round.err" &
     consumer=$!
     sleep 0.7
     n0=$(grep -c 'app=s1 pushed' "$DIR/$d.log" || true)
@@ -64,12 +65,16 @@ for sig in TERM INT; do
     if sed -n '/stopping: finishing/,$p' "$DIR/$d.log" | grep 'app=s1 pushed' >/dev/null; then
         info "SIG$sig arrived during a push, which was completed first"
     fi
+    # The consumer outlives the daemon: it drains what the daemon left.
+    wait_until 10 eval "[[ \$(llen s1) == 0 ]]" ||
+        fail "pool not drained after the daemon stopped: $(llen s1) IDs left"
+    proc_alive "$consumer" || fail "the consumer ended before the daemon: $(cat "$DIR/pop.$round.err")"
+    touch "$DIR/pop.$round.stop"
     st=0
     wait "$consumer" || st=$?
-    # 1 = timed out (expected: the pool ran dry once the daemon was gone).
+    # 1 = short of its count (expected: the pool ran dry once the daemon was gone).
     [[ $st == 1 ]] || fail "pop status $st: $(cat "$DIR/pop.$round.err")"
     grep -q 'timeout' "$DIR/pop.$round.err" || fail "pop: $(cat "$DIR/pop.$round.err")"
-    assert_eq 0 "$(llen s1)" "pool drained after the daemon stopped"
     pass "SIG$sig while refilling: exit 0 after $ms ms, locks released"
 done
 
@@ -165,8 +170,12 @@ kill_daemon e TERM 3
 ms=$(elapsed_ms "$t1")
 info "second SIGTERM: exited after $ms ms with status ${DAEMON_STATUS[e]}"
 assert_eq 1 "${DAEMON_STATUS[e]}" "exit status after a second SIGTERM"
-assert_le "$ms" 500 "ms from the second SIGTERM to exit"
+# At once: status 1 and its own line, not the grace period's (1500 ms,
+# main.c), which exits 0. The time includes the exit itself (under ASan, the
+# leak check's) and the reaping, so its bound is loose.
+assert_le "$ms" 1500 "ms from the second SIGTERM to exit"
 log_has e "again: exiting at once" || fail "no 'exiting at once' line"
+if log_has e "exiting anyway"; then fail "the second SIGTERM waited for the grace period"; fi
 pass "a second SIGTERM exits at once (status 1) while work is in flight"
 
 # One SIGTERM and work that never finishes: exit 0 after the grace period.
@@ -178,7 +187,9 @@ kill_daemon f TERM 5
 ms=$(elapsed_ms "$t0")
 info "single SIGTERM with stuck work: exited after $ms ms with status ${DAEMON_STATUS[f]}"
 assert_eq 0 "${DAEMON_STATUS[f]}" "exit status after SIGTERM with stuck work"
-assert_le "$ms" 2500 "ms from SIGTERM to exit with stuck work"
+# The grace period (1500 ms) plus the exit and the reaping (under ASan on a
+# loaded machine, up to about a second).
+assert_le "$ms" 3500 "ms from SIGTERM to exit with stuck work"
 assert_ge "$ms" 1000 "ms from SIGTERM to exit with stuck work (it waited for the work)"
 log_has f "exiting anyway" || fail "no grace-timeout line"
 release s3
