@@ -17,10 +17,11 @@ add_app vg_trend increasing_type=2 step=500 max_size_per_second=100
 add_app vg_lib step=1000 max_pool_size=20000 max_size_per_second=100000
 
 IDPOOLD_REAL=$IDPOOLD
+SUPP=$IDPOOL_SOURCE_ROOT/test/valgrind.supp # glibc's thread stack cache, explained there
 IDPOOLD=$DIR/idpoold-valgrind
 cat >"$IDPOOLD" <<SH
 #!/bin/sh
-exec valgrind --quiet --error-exitcode=99 --leak-check=full \
+exec valgrind --quiet --error-exitcode=99 --leak-check=full --suppressions="$SUPP" \
     --show-leak-kinds=definite,indirect,possible \
     --errors-for-leak-kinds=definite,indirect,possible \
     "$IDPOOLD_REAL" "\$@"
@@ -64,11 +65,11 @@ rcli CLIENT KILL TYPE normal SKIPME yes >/dev/null
 wait_until 30 log_has vg 'redis: connected.*recovered' || fail "no reconnect"
 # libidpool under valgrind too: clients created, used (two threads) and freed.
 [[ -x ${IDPOOL_CLIENTLOAD:-} ]] || fail "idpool-clientload not built"
-valgrind --quiet --error-exitcode=99 --leak-check=full \
+valgrind --quiet --error-exitcode=99 --leak-check=full --suppressions="$SUPP" \
     --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
     "$IDPOOL_CLIENTLOAD" --threads 2 --cycles 10 vg_lib "$IDPOOL_REDIS_URL" >"$DIR/clientload.out" 2>&1 ||
     fail "libidpool under valgrind: $(tail -n 20 "$DIR/clientload.out")"
-valgrind --quiet --error-exitcode=99 --leak-check=full \
+valgrind --quiet --error-exitcode=99 --leak-check=full --suppressions="$SUPP" \
     --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
     "$IDPOOL_CLIENTLOAD" --threads 2 --ids 5000 vg_lib "$IDPOOL_REDIS_URL" >>"$DIR/clientload.out" 2>&1 ||
     fail "libidpool under valgrind: $(tail -n 20 "$DIR/clientload.out")"
@@ -77,7 +78,7 @@ valgrind --quiet --error-exitcode=99 --leak-check=full \
 issuer="https://$TOKEN@127.0.0.1:$API_PORT"
 for args in "--cycles 5 --timeout-ms 20000" "--ids 3000 --timeout-ms 20000"; do
     # shellcheck disable=SC2086 # $args are words
-    valgrind --quiet --error-exitcode=99 --leak-check=full \
+    valgrind --quiet --error-exitcode=99 --leak-check=full --suppressions="$SUPP" \
         --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
         "$IDPOOL_CLIENTLOAD" --threads 2 --ca-file "$DIR/cert.pem" $args vg_mono "$issuer" "$IDPOOL_REDIS_URL" \
         >>"$DIR/clientload.out" 2>&1 || fail "libidpool (https) under valgrind: $(tail -n 20 "$DIR/clientload.out")"
