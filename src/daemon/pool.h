@@ -35,7 +35,7 @@ struct rds;
 struct sched;
 struct store;
 
-/* sched.c */
+/* scheduler.c */
 struct pool_sched {
     uint64_t due_ms;                /* next check */
     uint64_t check_ms;              /* when the last check was sent */
@@ -56,7 +56,7 @@ struct pool_seen {
     uint64_t len;                               /* pool length */
     int counters_known;                         /* the meta counters were read at least once */
     int lease_known;                            /* lease is valid */
-    struct lease_state lease;                   /* leases as last read or written */
+    struct gen_state lease;                     /* leases as last read or written */
     uint64_t rate_pushed, rate_len, rate_at_ms; /* the previous rate sample */
     double rate;                                /* consumption, IDs/s, smoothed */
 };
@@ -84,7 +84,7 @@ struct pool_run {
     uint64_t len;             /* pool length under the lock */
     int unfinished;           /* the last refill was cut short: the next check finishes it */
     char *expected;           /* meta next as read, verbatim (heap; NULL = no meta) */
-    struct batch batch;       /* the IDs of this refill */
+    struct plan_batch batch;  /* the IDs of this refill */
     struct push_job job;      /* their push */
 };
 

@@ -190,7 +190,7 @@ static void on_llen(struct rds *r, redisReply *reply, void *arg)
     (void)r;
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
         if (reply)
-            health_fail(p, "LLEN %s failed: %s", p->k_pool, rds_errstr(reply));
+            health_problem(p, "LLEN %s failed: %s", p->k_pool, rds_errstr(reply));
         pool_set_state(p, POOL_IDLE);
         return;
     }
@@ -213,7 +213,7 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
         if (reply) {
             char why[300];
             snprintf(why, sizeof(why), "idpool_status failed: %.250s", rds_errstr(reply));
-            health_fail(p, "idpool_status %s failed: %s", p->k_pool, rds_errstr(reply));
+            health_problem(p, "idpool_status %s failed: %s", p->k_pool, rds_errstr(reply));
             if (p->live) /* a check that keeps failing must page, not wedge quietly */
                 health_unreachable(s->env.health, p, clock_ms(), why);
         }
@@ -248,14 +248,12 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     check_next(s, p);
 }
 
-/* idpool_epoch discarded the pool: counted and logged (the sweep and a single check alike). */
-static void pool_discarded(struct pool *p, struct rds *r)
+void sched_discarded(struct pool *p, const char *epoch)
 {
     p->c.discards++;
     log_warn("app=%s redis restart or failover detected (or a rollback, a restore or a library "
-             "reload; epoch now %s): pool of an earlier epoch discarded, refilling from a fresh "
-             "lease",
-             p->cfg.key, rds_epoch(r));
+             "reload%s%s): pool of an earlier epoch discarded, refilling from a fresh lease",
+             p->cfg.key, epoch ? "; epoch now " : "", epoch ? epoch : "");
 }
 
 static void on_epoch(struct rds *r, redisReply *reply, void *arg)
@@ -264,11 +262,11 @@ static void on_epoch(struct rds *r, redisReply *reply, void *arg)
 
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
         if (reply)
-            health_fail(p, "epoch check failed: %s", rds_errstr(reply));
+            health_problem(p, "epoch check failed: %s", rds_errstr(reply));
         return;
     }
     if (reply->integer == 1)
-        pool_discarded(p, r);
+        sched_discarded(p, rds_epoch(r));
     snprintf(p->sched.epoch_seen, sizeof(p->sched.epoch_seen), "%s", rds_epoch(r));
 }
 
@@ -408,7 +406,7 @@ static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
         if (reply->integer == 1) {
             s->discarded++;
             if (p) {
-                pool_discarded(p, r);
+                sched_discarded(p, rds_epoch(r));
             } else {
                 log_warn("pool %s discarded: written under an earlier epoch or without "
                          "meta (epoch now %s); no application row for it is loaded",

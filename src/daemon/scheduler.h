@@ -54,5 +54,11 @@ void sched_release(struct sched *s, struct pool *p);
 void sched_locked(struct pool *p);
 /* 1 when a pool waits for a refill slot (a refill then does not go on under its lock). */
 int sched_waiters(const struct sched *s);
+/*
+ * idpool_epoch (a check, the sweep) or the fence (a push) discarded the
+ * pool, written under an earlier epoch: counted and logged, with the epoch
+ * now when the caller knows it (NULL: not said).
+ */
+void sched_discarded(struct pool *p, const char *epoch);
 
 #endif
