@@ -168,7 +168,7 @@ void pools_sweep(struct pools *reg)
 
     for (size_t i = 0; i < reg->n; i++) {
         struct pool *p = reg->v[i];
-        if (p->dead && p->state == POOL_IDLE && !p->side_calls && !p->sched.waiting)
+        if (p->dead && p->state == POOL_IDLE && !p->side_calls && !p->sched.slot.waiting)
             pool_free(p);
         else
             reg->v[j++] = p;

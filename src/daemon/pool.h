@@ -18,7 +18,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/queue.h>
 
 #include "alert.h"
 #include "app.h"
@@ -27,6 +26,7 @@
 #include "poolstate.h"
 #include "push.h"
 #include "rds.h" /* RDS_EPOCH_MAX */
+#include "slots.h"
 #include "status.h"
 
 struct health;
@@ -42,9 +42,7 @@ struct pool_sched {
     uint64_t status_due_ms;         /* next full idpool_status read */
     int busy;                       /* the pool length changed at the last check */
     char epoch_seen[RDS_EPOCH_MAX]; /* Redis epoch the pool was last checked against */
-    int slot;                       /* holds one of the refill slots (lock phase to idle) */
-    int waiting;                    /* in line for a refill slot */
-    TAILQ_ENTRY(pool) wait;         /* that line */
+    struct slot_entry slot;         /* a refill slot held (lock phase to idle), or in line */
     unsigned renewing;              /* lock renewals in flight (a push waits for them) */
     uint64_t renewed_ms;            /* when the lock was taken or last renewed */
     struct sched *owner;            /* the scheduler (for its Redis callbacks) */

@@ -1,11 +1,11 @@
 /*
  * scheduler — when each pool is looked at and when it may refill (brief §5):
  * the tick, each pool's check (a pre-encoded LLEN, or the full
- * idpool_status every STATUS_MS, less often for idle pools), the epoch
- * sweep after every (re)connect, the consumption rate, the refill slots
- * (at most MAX_REFILLS pools refill at once; the others wait in a FIFO),
- * and the renewal of locks held while a pool waits for MySQL or for the
- * push connection. Writes pool->sched and pool->seen.
+ * idpool_status, less often for idle pools: the decisions are core/cadence),
+ * the epoch sweep after every (re)connect, the consumption rate, the refill
+ * slots (at most MAX_REFILLS pools refill at once; the others wait in a
+ * FIFO: core/slots), and the renewal of locks held while a pool waits for
+ * MySQL or for the push connection. Writes pool->sched and pool->seen.
  */
 #ifndef IDPOOL_SCHEDULER_H
 #define IDPOOL_SCHEDULER_H
