@@ -18,7 +18,6 @@
 #include "resp.h"
 #include "slots.h"
 
-/* Check cadence: cadence.h. */
 #define RATE_SAMPLE_MS 1000 /* minimum interval between consumption-rate samples */
 /*
  * Refills in progress at once (lock taken, not yet released). More pools
