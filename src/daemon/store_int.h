@@ -44,9 +44,9 @@ struct job_ops {
  * has it as its member `job` and its own input, output and typed callback.
  */
 struct job {
-    const struct job_ops *ops;
-    struct job *next;
-    enum store_err status; /* STORE_OK, or what went wrong (err says more) */
+    const struct job_ops *ops; /* its kind's table entry */
+    struct job *next;          /* in the todo or done queue */
+    enum store_err status;     /* STORE_OK, or what went wrong (err says more) */
     char err[STORE_ERR_MAX];
     unsigned sql_errno; /* the server's error number, 0 if none */
 };
