@@ -1,95 +1,17 @@
 #include "gen.h"
 
-#include <errno.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
-static inline uint64_t rotl(uint64_t x, int k)
+int gen_add_lease(struct gen_state *st, uint64_t lo, uint64_t hi)
 {
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-void rng_seed(struct rng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
-}
-
-void rng_seed_os(struct rng *r)
-{
-    size_t got = 0;
-
-    while (got < sizeof(r->s)) {
-        ssize_t n = getrandom((char *)r->s + got, sizeof(r->s) - got, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        got += (size_t)n;
-    }
-    if (got < sizeof(r->s)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        rng_seed(r, (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid());
-    }
-    /* xoshiro must not start from the all-zero state. */
-    if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3]))
-        rng_seed(r, 1);
-}
-
-uint64_t rng_next(struct rng *r)
-{
-    uint64_t *s = r->s;
-    const uint64_t result = rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-/* Lemire's nearly divisionless method: uniform, no modulo bias. */
-uint64_t rng_below(struct rng *r, uint64_t n)
-{
-    unsigned __int128 m = (unsigned __int128)rng_next(r) * n;
-    uint64_t low = (uint64_t)m;
-
-    if (low < n) {
-        uint64_t threshold = -n % n;
-        while (low < threshold) {
-            m = (unsigned __int128)rng_next(r) * n;
-            low = (uint64_t)m;
-        }
-    }
-    return (uint64_t)(m >> 64);
-}
-
-int lease_add(struct lease_state *st, uint64_t lo, uint64_t hi)
-{
-    if (lease_has_next(st) || hi <= lo || lo < lease_floor(st))
+    if (gen_has_next(st) || hi <= lo || lo < gen_floor(st))
         return -1;
     st->nlo = lo;
     st->nhi = hi;
     return 0;
 }
 
-uint64_t lease_floor(const struct lease_state *st)
+uint64_t gen_floor(const struct gen_state *st)
 {
     uint64_t f = st->next;
 
@@ -100,11 +22,11 @@ uint64_t lease_floor(const struct lease_state *st)
     return f;
 }
 
-uint64_t lease_remaining_span(const struct lease_state *st)
+uint64_t gen_remaining(const struct gen_state *st)
 {
     uint64_t span = st->hi > st->next ? st->hi - st->next : 0;
 
-    if (lease_has_next(st))
+    if (gen_has_next(st))
         span += st->nhi - st->nlo;
     return span;
 }
@@ -126,9 +48,9 @@ static uint64_t align_up(uint64_t v, uint64_t delta, uint64_t rem, int *ok)
 }
 
 /* Move to the prefetched lease; 0 when there is none. */
-static int lease_roll(struct lease_state *st)
+static int lease_roll(struct gen_state *st)
 {
-    if (!lease_has_next(st))
+    if (!gen_has_next(st))
         return 0;
     st->next = st->nlo;
     st->hi = st->nhi;
@@ -143,7 +65,7 @@ static int lease_roll(struct lease_state *st)
  * delta). Everything stays below hi <= 2^63-1, so uint64 arithmetic cannot
  * wrap once the bounds are checked.
  */
-static uint64_t lease_pick(const struct app_cfg *cfg, const struct lease_state *st, uint64_t extra,
+static uint64_t lease_pick(const struct app_cfg *cfg, const struct gen_state *st, uint64_t extra,
                            int *ok)
 {
     uint64_t from = st->next > cfg->start_offset ? st->next : cfg->start_offset;
@@ -163,7 +85,7 @@ static uint64_t lease_pick(const struct app_cfg *cfg, const struct lease_state *
     return x + extra * cfg->delta;
 }
 
-static size_t draw_monotonic(const struct app_cfg *cfg, struct lease_state *st, struct rng *r,
+static size_t draw_monotonic(const struct app_cfg *cfg, struct gen_state *st, struct rng *r,
                              uint64_t *out, size_t n)
 {
     size_t got = 0;
@@ -186,7 +108,7 @@ static size_t draw_monotonic(const struct app_cfg *cfg, struct lease_state *st, 
     return got;
 }
 
-static size_t draw_trend(const struct app_cfg *cfg, struct lease_state *st, struct rng *r,
+static size_t draw_trend(const struct app_cfg *cfg, struct gen_state *st, struct rng *r,
                          uint64_t *out, size_t n)
 {
     size_t got = 0;
@@ -218,7 +140,7 @@ static size_t draw_trend(const struct app_cfg *cfg, struct lease_state *st, stru
     return got;
 }
 
-size_t gen_draw(const struct app_cfg *cfg, struct lease_state *st, struct rng *r, uint64_t *out,
+size_t gen_draw(const struct app_cfg *cfg, struct gen_state *st, struct rng *r, uint64_t *out,
                 size_t n)
 {
     if (cfg->type == APP_TREND)

@@ -1,10 +1,10 @@
 /*
- * gen — ID generation from leases. Pure logic: no I/O (except seeding the
- * PRNG from the OS), unit-tested without servers.
+ * gen — ID generation from leases, with the PRNG of rng.h. Pure logic: no
+ * I/O, unit-tested without servers.
  *
  * A lease is a range [lo, hi) of ID space reserved in MySQL. The refiller
  * carries the state of the current lease and at most one prefetched lease
- * (struct lease_state, mirrored in the Redis meta hash) and draws IDs from it:
+ * (struct gen_state, mirrored in the Redis meta hash) and draws IDs from it:
  *
  *   monotonic: each ID = previous + g x delta, g uniform in [1, increment_max]
  *              (the first ID of a lease is the first value >= lo with the
@@ -23,22 +23,10 @@
 #include <stdint.h>
 
 #include "app.h"
-
-/* xoshiro256** PRNG. */
-struct rng {
-    uint64_t s[4];
-};
-
-/* Seed from getrandom(2); falls back to time and pid only if that fails. */
-void rng_seed_os(struct rng *r);
-/* Deterministic seed, for tests. */
-void rng_seed(struct rng *r, uint64_t seed);
-uint64_t rng_next(struct rng *r);
-/* Uniform in [0, n), n > 0, without modulo bias. */
-uint64_t rng_below(struct rng *r, uint64_t n);
+#include "rng.h"
 
 /* Progress of one application: the Redis meta hash, parsed. */
-struct lease_state {
+struct gen_state {
     uint64_t next; /* every ID pushed so far is < next; the next ID is >= next */
     uint64_t hi;   /* end (exclusive) of the current lease; next == hi: exhausted */
     uint64_t nlo;  /* prefetched lease [nlo, nhi), nhi == 0 when none */
@@ -46,7 +34,7 @@ struct lease_state {
 };
 
 /* 1 when the state holds a prefetched lease. */
-static inline int lease_has_next(const struct lease_state *st)
+static inline int gen_has_next(const struct gen_state *st)
 {
     return st->nhi != 0;
 }
@@ -57,13 +45,14 @@ static inline int lease_has_next(const struct lease_state *st)
  * ID, else the prefetched one. Returns 0, or -1 when st already holds a
  * prefetched lease or lo is below the state (the caller's bug: never use it).
  */
-int lease_add(struct lease_state *st, uint64_t lo, uint64_t hi) __attribute__((warn_unused_result));
+int gen_add_lease(struct gen_state *st, uint64_t lo, uint64_t hi)
+    __attribute__((warn_unused_result));
 
 /* The lowest bound a new lease must start at: max(next, hi, nhi). */
-uint64_t lease_floor(const struct lease_state *st);
+uint64_t gen_floor(const struct gen_state *st);
 
 /* How much ID space is left: (hi - next) + (nhi - nlo). */
-uint64_t lease_remaining_span(const struct lease_state *st);
+uint64_t gen_remaining(const struct gen_state *st);
 
 /*
  * Draw up to `n` IDs for `cfg` from *st into out[], advancing *st (rolling
@@ -72,7 +61,7 @@ uint64_t lease_remaining_span(const struct lease_state *st);
  * Returns how many IDs were drawn; fewer than n means the leases ran out:
  * add a lease and call again for the rest.
  */
-size_t gen_draw(const struct app_cfg *cfg, struct lease_state *st, struct rng *r, uint64_t *out,
+size_t gen_draw(const struct app_cfg *cfg, struct gen_state *st, struct rng *r, uint64_t *out,
                 size_t n);
 
 #endif

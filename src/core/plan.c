@@ -46,19 +46,19 @@ uint64_t plan_lease_span(const struct app_cfg *cfg, double rate)
     return span < cap ? span : cap;
 }
 
-int plan_should_prefetch(const struct lease_state *st, uint64_t span)
+int plan_should_prefetch(const struct gen_state *st, uint64_t span)
 {
-    return !lease_has_next(st) && lease_remaining_span(st) < span / 2;
+    return !gen_has_next(st) && gen_remaining(st) < span / 2;
 }
 
 /* --- meta ---------------------------------------------------------------- */
 
-void meta_init(struct meta *m)
+void plan_meta_init(struct plan_meta *m)
 {
     memset(m, 0, sizeof(*m));
 }
 
-void meta_field(struct meta *m, const char *f, size_t flen, const char *v, size_t vlen)
+void plan_meta_field(struct plan_meta *m, const char *f, size_t flen, const char *v, size_t vlen)
 {
     static const char *const names[4] = {"next", "hi", "nlo", "nhi"};
     uint64_t *dst[4] = {&m->st.next, &m->st.hi, &m->st.nlo, &m->st.nhi};
@@ -77,24 +77,24 @@ void meta_field(struct meta *m, const char *f, size_t flen, const char *v, size_
     }
 }
 
-enum meta_result meta_end(struct meta *m, struct lease_state *st)
+enum plan_meta_result plan_meta_end(struct plan_meta *m, struct gen_state *st)
 {
-    const struct lease_state *p = &m->st;
+    const struct gen_state *p = &m->st;
 
     memset(st, 0, sizeof(*st));
     if (!m->have_next)
-        return META_NONE;
-    if (m->bad || p->hi < p->next || (lease_has_next(p) && (p->nlo < p->hi || p->nhi <= p->nlo)))
-        return META_CORRUPT; /* MySQL knows what was leased: start from a fresh lease */
+        return PLAN_META_NONE;
+    if (m->bad || p->hi < p->next || (gen_has_next(p) && (p->nlo < p->hi || p->nhi <= p->nlo)))
+        return PLAN_META_CORRUPT; /* MySQL knows what was leased: start from a fresh lease */
     *st = *p;
-    return META_OK;
+    return PLAN_META_OK;
 }
 
 /* --- batches ------------------------------------------------------------- */
 
-int batch_start(struct batch *b, const struct lease_state *st, size_t want)
+int plan_batch_start(struct plan_batch *b, const struct gen_state *st, size_t want)
 {
-    struct lease_state from = *st; /* st may be b->st */
+    struct gen_state from = *st; /* st may be b->st */
 
     free(b->ids);
     b->ids = malloc((want ? want : 1) * sizeof(*b->ids));
@@ -104,7 +104,7 @@ int batch_start(struct batch *b, const struct lease_state *st, size_t want)
     return b->ids ? 0 : -1;
 }
 
-static int draw_record(struct batch *b, size_t off, size_t n)
+static int draw_record(struct plan_batch *b, size_t off, size_t n)
 {
     if (b->ndraws == b->drawcap) {
         size_t cap = b->drawcap ? b->drawcap * 2 : 64;
@@ -121,8 +121,8 @@ static int draw_record(struct batch *b, size_t off, size_t n)
     return 0;
 }
 
-enum draw_result batch_draw(struct batch *b, const struct app_cfg *cfg, struct rng *rng,
-                            size_t chunk)
+enum plan_draw_result plan_batch_draw(struct plan_batch *b, const struct app_cfg *cfg,
+                                      struct rng *rng, size_t chunk)
 {
     uint64_t step = cfg->step;
 
@@ -139,15 +139,15 @@ enum draw_result batch_draw(struct batch *b, const struct app_cfg *cfg, struct r
             break;
         got = gen_draw(cfg, &b->st, rng, b->ids + b->nids, unit);
         if (got && draw_record(b, b->nids, got) < 0)
-            return DRAW_NOMEM;
+            return PLAN_DRAW_NOMEM;
         b->nids += got;
         if (got < unit)
-            return DRAW_SHORT;
+            return PLAN_DRAW_SHORT;
     }
-    return DRAW_DONE;
+    return PLAN_DRAW_DONE;
 }
 
-int batch_split(struct batch *b, size_t chunk)
+int plan_batch_split(struct plan_batch *b, size_t chunk)
 {
     size_t n = 0;
 
@@ -171,7 +171,7 @@ int batch_split(struct batch *b, size_t chunk)
     return 0;
 }
 
-void batch_free(struct batch *b)
+void plan_batch_free(struct plan_batch *b)
 {
     free(b->ids);
     free(b->draws);

@@ -45,43 +45,43 @@ uint64_t plan_lease_ids(const struct app_cfg *cfg, double rate);
 uint64_t plan_lease_span(const struct app_cfg *cfg, double rate);
 
 /* Prefetch the next lease when none is held and less than half a lease span is left. */
-int plan_should_prefetch(const struct lease_state *st, uint64_t span);
+int plan_should_prefetch(const struct gen_state *st, uint64_t span);
 
 /*
- * The meta hash read field by field (HGETALL): meta_init(), meta_field() for
- * each pair, then meta_end().
+ * The meta hash read field by field (HGETALL): plan_meta_init(),
+ * plan_meta_field() for each pair, then plan_meta_end().
  */
-struct meta {
-    struct lease_state st; /* next, hi, nlo, nhi as parsed */
-    const char *next;      /* the verbatim text of 'next' (points into the caller's reply) */
+struct plan_meta {
+    struct gen_state st; /* next, hi, nlo, nhi as parsed */
+    const char *next;    /* the verbatim text of 'next' (points into the caller's reply) */
     size_t next_len;
     int have_next; /* 'next' is present */
     int bad;       /* a lease field is not a decimal uint64 */
 };
 
-enum meta_result {
-    META_OK = 0,      /* *st is the progress to continue from */
-    META_NONE = 1,    /* no 'next': a fresh application (or meta was lost); *st is zero */
-    META_CORRUPT = 2, /* unusable progress: start from a fresh lease; *st is zero */
+enum plan_meta_result {
+    PLAN_META_OK = 0,      /* *st is the progress to continue from */
+    PLAN_META_NONE = 1,    /* no 'next': a fresh application (or meta was lost); *st is zero */
+    PLAN_META_CORRUPT = 2, /* unusable progress: start from a fresh lease; *st is zero */
 };
 
-void meta_init(struct meta *m);
-void meta_field(struct meta *m, const char *f, size_t flen, const char *v, size_t vlen);
-enum meta_result meta_end(struct meta *m, struct lease_state *st);
+void plan_meta_init(struct plan_meta *m);
+void plan_meta_field(struct plan_meta *m, const char *f, size_t flen, const char *v, size_t vlen);
+enum plan_meta_result plan_meta_end(struct plan_meta *m, struct gen_state *st);
 
 /* IDs [off, off+n) of a batch, and the lease state (meta) after them. */
 struct plan_chunk {
     size_t off, n;
-    struct lease_state after;
+    struct gen_state after;
 };
 
 /*
  * One refill's IDs: drawn from the leases in `st`, recorded per draw so
  * that every push carries a consistent meta, then cut into push chunks.
- * Owned by the refill that fills it; batch_free() releases it.
+ * Owned by the refill that fills it; plan_batch_free() releases it.
  */
-struct batch {
-    struct lease_state st;    /* lease state after the IDs drawn so far */
+struct plan_batch {
+    struct gen_state st;      /* lease state after the IDs drawn so far */
     uint64_t *ids;            /* drawn IDs (heap) */
     size_t nids, want;        /* drawn, wanted */
     struct plan_chunk *draws; /* one per draw (heap) */
@@ -90,25 +90,26 @@ struct batch {
     size_t nchunks, chunkcap;
 };
 
-enum draw_result { DRAW_DONE = 0, DRAW_SHORT = 1, DRAW_NOMEM = -1 };
+enum plan_draw_result { PLAN_DRAW_DONE = 0, PLAN_DRAW_SHORT = 1, PLAN_DRAW_NOMEM = -1 };
 
 /* Empty the batch for `want` IDs drawn from `st`; -1 out of memory. */
-int batch_start(struct batch *b, const struct lease_state *st, size_t want)
+int plan_batch_start(struct plan_batch *b, const struct gen_state *st, size_t want)
     __attribute__((warn_unused_result));
 /*
- * Draw IDs until the batch is complete (DRAW_DONE) or the leases run out
- * (DRAW_SHORT: add a lease to b->st and draw again). Monotonic draws
+ * Draw IDs until the batch is complete (PLAN_DRAW_DONE) or the leases run out
+ * (PLAN_DRAW_SHORT: add a lease to b->st and draw again). Monotonic draws
  * `chunk` IDs at a time; trend draws whole blocks of step (several small
  * blocks per chunk; a short batch ends on a whole block).
  */
-enum draw_result batch_draw(struct batch *b, const struct app_cfg *cfg, struct rng *rng,
-                            size_t chunk) __attribute__((warn_unused_result));
+enum plan_draw_result plan_batch_draw(struct plan_batch *b, const struct app_cfg *cfg,
+                                      struct rng *rng, size_t chunk)
+    __attribute__((warn_unused_result));
 /*
  * Cut the draws into chunks of at most `chunk` IDs (a trend block larger
  * than a chunk goes out in several; all but the first carry the block's
  * final state). -1 out of memory.
  */
-int batch_split(struct batch *b, size_t chunk) __attribute__((warn_unused_result));
-void batch_free(struct batch *b);
+int plan_batch_split(struct plan_batch *b, size_t chunk) __attribute__((warn_unused_result));
+void plan_batch_free(struct plan_batch *b);
 
 #endif

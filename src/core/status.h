@@ -66,7 +66,7 @@ struct app_view {
     double fill_pct;              /* pool_len / max_pool_size x 100 */
     double rate;                  /* consumption, IDs/s, smoothed */
     int lease_known;              /* lease was read from meta */
-    struct lease_state lease;     /* current (next, hi) and prefetched (nlo, nhi) lease */
+    struct gen_state lease;       /* current (next, hi) and prefetched (nlo, nhi) lease */
     uint64_t lease_remaining;     /* ID space left in the leases: (hi - next) + (nhi - nlo) */
     struct app_counters c;        /* the counters (APP_COUNTERS) */
     uint64_t last_refill_unix_ms; /* wall clock of the last successful refill, 0 = never */

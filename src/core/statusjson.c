@@ -133,7 +133,7 @@ static cJSON *lease_json(const struct app_view *v, int *bad)
 
     add_u64str(o, "next", v->lease.next, bad);
     add_u64str(o, "hi", v->lease.hi, bad);
-    if (lease_has_next(&v->lease)) {
+    if (gen_has_next(&v->lease)) {
         add_u64str(o, "next_lo", v->lease.nlo, bad);
         add_u64str(o, "next_hi", v->lease.nhi, bad);
     } else {

@@ -52,7 +52,7 @@ void health_pool_free(struct pool *p)
     free(p->health.last_err);
 }
 
-void health_fail(struct pool *p, const char *fmt, ...)
+void health_problem(struct pool *p, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;

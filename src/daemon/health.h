@@ -30,8 +30,11 @@ void health_configure(struct health *h, int stall_ms, int resolve_ms);
 /* Free what a pool's health holds (messages). */
 void health_pool_free(struct pool *p);
 
-/* A refill problem: logged once per distinct message, shown in the status views. */
-void health_fail(struct pool *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * A problem of a check or a refill: logged once per distinct message, shown
+ * in the status views. Fires no alert (the conditions of health_check do).
+ */
+void health_problem(struct pool *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A refill succeeded: log the recovery from the last problem. */
 void health_refilled(struct health *h, struct pool *p);
 

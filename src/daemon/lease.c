@@ -14,19 +14,19 @@
 
 void lease_read_meta(struct pool *p, const redisReply *reply)
 {
-    struct meta m;
+    struct plan_meta m;
 
-    meta_init(&m);
+    plan_meta_init(&m);
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
         const redisReply *f = reply->element[i], *v = reply->element[i + 1];
         if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING)
-            meta_field(&m, f->str, f->len, v->str, v->len);
+            plan_meta_field(&m, f->str, f->len, v->str, v->len);
     }
     free(p->run.expected);
     p->run.expected = NULL;
     if (m.have_next && !(p->run.expected = strndup(m.next, m.next_len)))
         m.bad = 1;
-    if (meta_end(&m, &p->run.batch.st) == META_CORRUPT)
+    if (plan_meta_end(&m, &p->run.batch.st) == PLAN_META_CORRUPT)
         log_warn("app=%s meta hash %s is corrupt; refilling from a fresh lease", p->cfg.key,
                  p->k_meta);
 }
@@ -38,7 +38,7 @@ uint64_t lease_span(const struct pool *p)
 
 int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, store_reserve_fn *fn)
 {
-    return store_reserve(lc->store, p->cfg.id, p->cfg.key, span, lease_floor(&p->run.batch.st), fn,
+    return store_reserve(lc->store, p->cfg.id, p->cfg.key, span, gen_floor(&p->run.batch.st), fn,
                          p);
 }
 
@@ -46,7 +46,7 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
               const struct store_lease *lease, const char *err)
 {
     if (st != STORE_OK) {
-        health_fail(p, "%s: %s", what, err);
+        health_problem(p, "%s: %s", what, err);
         if (st == STORE_EXHAUSTED)
             health_exhausted(lc->health, p, err);
         return -1;
@@ -56,9 +56,9 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
         fault_fire();
     health_leased(lc->health, p, lease);
     pools_mysql_back(lc->pools);
-    if (lease_add(&p->run.batch.st, lease->lo, lease->hi) != 0) {
-        health_fail(p, "lease [%" PRIu64 ", %" PRIu64 ") is below the state; not used", lease->lo,
-                    lease->hi);
+    if (gen_add_lease(&p->run.batch.st, lease->lo, lease->hi) != 0) {
+        health_problem(p, "lease [%" PRIu64 ", %" PRIu64 ") is below the state; not used",
+                       lease->lo, lease->hi);
         return -1;
     }
     log_debug("app=%s reserved lease [%" PRIu64 ", %" PRIu64 ")", p->cfg.key, lease->lo, lease->hi);
@@ -67,7 +67,7 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
 
 int lease_install(const struct lease_ctx *lc, struct pool *p, rds_reply_fn *fn)
 {
-    const struct lease_state *st = &p->run.batch.st;
+    const struct gen_state *st = &p->run.batch.st;
     char expected[NUM_LEN], nums[4][NUM_LEN];
     const char *argv[13] = {"FCALL",      "idpool_push",      "3",
                             p->k_pool,    p->k_meta,          p->k_lock,
@@ -81,7 +81,7 @@ int lease_install(const struct lease_ctx *lc, struct pool *p, rds_reply_fn *fn)
     for (int i = 0; i < 4; i++) {
         argv[9 + i] = nums[i];
         /* "" = no prefetched lease */
-        argvlen[9 + i] = i >= 2 && !lease_has_next(st) ? 0 : u64_fmt(v[i], nums[i]);
+        argvlen[9 + i] = i >= 2 && !gen_has_next(st) ? 0 : u64_fmt(v[i], nums[i]);
     }
     return rds_command_argv(lc->rds, fn, p, 13, argv, argvlen);
 }

@@ -56,7 +56,7 @@ static char *str_printf(const char *fmt, ...)
 static void pool_free(struct pool *p)
 {
     health_pool_free(p);
-    batch_free(&p->run.batch);
+    plan_batch_free(&p->run.batch);
     free(p->run.expected);
     free(p->k_pool);
     free(p->k_meta);
@@ -102,7 +102,7 @@ void pool_set_state(struct pool *p, enum pool_state to)
     if (to != POOL_IDLE)
         return;
     /* The refill is over: free its buffers, apply a row that changed meanwhile. */
-    batch_free(&p->run.batch);
+    plan_batch_free(&p->run.batch);
     free(p->run.expected);
     p->run.expected = NULL;
     if (p->has_new_cfg) {
@@ -168,7 +168,7 @@ void pools_sweep(struct pools *reg)
 
     for (size_t i = 0; i < reg->n; i++) {
         struct pool *p = reg->v[i];
-        if (p->dead && p->state == POOL_IDLE && !p->side_calls && !p->sched.waiting)
+        if (p->dead && p->state == POOL_IDLE && !p->side_calls && !p->sched.slot.waiting)
             pool_free(p);
         else
             reg->v[j++] = p;
@@ -526,7 +526,7 @@ static void fill_view(const struct pool *p, struct app_view *v)
     v->rate = p->seen.rate;
     v->lease_known = p->seen.lease_known;
     v->lease = p->seen.lease;
-    v->lease_remaining = p->seen.lease_known ? lease_remaining_span(&p->seen.lease) : 0;
+    v->lease_remaining = p->seen.lease_known ? gen_remaining(&p->seen.lease) : 0;
     v->c = p->c;
     v->last_refill_unix_ms = p->last_refill_unix_ms;
     v->last_error = p->health.last_err;

@@ -18,7 +18,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/queue.h>
 
 #include "alert.h"
 #include "app.h"
@@ -27,6 +26,7 @@
 #include "poolstate.h"
 #include "push.h"
 #include "rds.h" /* RDS_EPOCH_MAX */
+#include "slots.h"
 #include "status.h"
 
 struct health;
@@ -35,16 +35,14 @@ struct rds;
 struct sched;
 struct store;
 
-/* sched.c */
+/* scheduler.c */
 struct pool_sched {
     uint64_t due_ms;                /* next check */
     uint64_t check_ms;              /* when the last check was sent */
     uint64_t status_due_ms;         /* next full idpool_status read */
     int busy;                       /* the pool length changed at the last check */
     char epoch_seen[RDS_EPOCH_MAX]; /* Redis epoch the pool was last checked against */
-    int slot;                       /* holds one of the refill slots (lock phase to idle) */
-    int waiting;                    /* in line for a refill slot */
-    TAILQ_ENTRY(pool) wait;         /* that line */
+    struct slot_entry slot;         /* a refill slot held (lock phase to idle), or in line */
     unsigned renewing;              /* lock renewals in flight (a push waits for them) */
     uint64_t renewed_ms;            /* when the lock was taken or last renewed */
     struct sched *owner;            /* the scheduler (for its Redis callbacks) */
@@ -56,7 +54,7 @@ struct pool_seen {
     uint64_t len;                               /* pool length */
     int counters_known;                         /* the meta counters were read at least once */
     int lease_known;                            /* lease is valid */
-    struct lease_state lease;                   /* leases as last read or written */
+    struct gen_state lease;                     /* leases as last read or written */
     uint64_t rate_pushed, rate_len, rate_at_ms; /* the previous rate sample */
     double rate;                                /* consumption, IDs/s, smoothed */
 };
@@ -84,7 +82,7 @@ struct pool_run {
     uint64_t len;             /* pool length under the lock */
     int unfinished;           /* the last refill was cut short: the next check finishes it */
     char *expected;           /* meta next as read, verbatim (heap; NULL = no meta) */
-    struct batch batch;       /* the IDs of this refill */
+    struct plan_batch batch;  /* the IDs of this refill */
     struct push_job job;      /* their push */
 };
 

@@ -177,7 +177,7 @@ static void on_tx_exec(struct rds *r, redisReply *reply, void *arg)
 static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
 {
     const struct plan_chunk *c = &j->chunks[k + g - 1];
-    const struct lease_state *st = &c->after;
+    const struct gen_state *st = &c->after;
     char nums[4][NUM_LEN], n[NUM_LEN];
     const char *multi[] = {"MULTI"};
     size_t multi_len[] = {5};
@@ -236,7 +236,7 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
                           5, strlen(epoch),
                           3, 0,
                           3, 0};
-        int has_next = lease_has_next(st);
+        int has_next = gen_has_next(st);
 
         if (has_next) {
             len[9] = u64_fmt(st->nlo, nums[2]);

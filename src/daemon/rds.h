@@ -1,9 +1,13 @@
 /*
- * rds — the daemon's one Redis connection: hiredis async on the libevent
- * loop, with what hiredis 0.14 lacks: a connect timeout, a command timeout
- * (a connection whose oldest outstanding command is older than the timeout
- * is dropped, failing every pending command with a NULL reply), and
- * reconnection with exponential backoff.
+ * rds — one Redis connection of the daemon, which has three, each told
+ * apart by its flags: the main one (RDS_MAIN: checks, locks, leases, the
+ * library; a writer when refilling), the pushes' ("redis-push": a writer
+ * when refilling) and the ID API's ("redis-api": takes only). Each is
+ * hiredis async on the libevent loop, with what hiredis 0.14 lacks: a
+ * connect timeout, a command timeout (a connection whose oldest
+ * outstanding command is older than the timeout is dropped, failing every
+ * pending command with a NULL reply), and reconnection with exponential
+ * backoff.
  *
  * After connecting it runs a handshake (AUTH, SELECT, INFO for the server's
  * role, run_id and master_replid, a maxmemory-policy check, the idpool

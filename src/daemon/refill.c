@@ -118,7 +118,7 @@ static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
     (void)r;
     if (!reply || reply->type == REDIS_REPLY_ERROR) {
         if (!p->run.lock_err)
-            health_fail(p, "lock phase failed: %s", rds_errstr(reply));
+            health_problem(p, "lock phase failed: %s", rds_errstr(reply));
         p->run.lock_err = 1;
     } else if (step == 0) {
         p->run.locked = reply->type == REDIS_REPLY_STATUS;
@@ -180,11 +180,12 @@ static void on_reserve(void *arg, enum store_err st, const struct store_lease *l
     struct refill *rf = refill_of(p);
 
     if (lease_got(&rf->lc, p, "cannot reserve a lease", st, lease, err) == 0) {
-        enum draw_result dr = batch_draw(&p->run.batch, &p->cfg, &rf->rng, rf->push_chunk);
-        if (dr == DRAW_NOMEM)
-            health_fail(p, "out of memory drawing IDs");
-        else if (dr == DRAW_SHORT)
-            health_fail(p, "a fresh lease could not supply the batch");
+        enum plan_draw_result dr =
+            plan_batch_draw(&p->run.batch, &p->cfg, &rf->rng, rf->push_chunk);
+        if (dr == PLAN_DRAW_NOMEM)
+            health_problem(p, "out of memory drawing IDs");
+        else if (dr == PLAN_DRAW_SHORT)
+            health_problem(p, "a fresh lease could not supply the batch");
     }
     if (rf->stopping || !rds_ready(rf->rds)) {
         refill_unlock(rf, p);
@@ -196,27 +197,27 @@ static void on_reserve(void *arg, enum store_err st, const struct store_lease *l
 /* Under the lock: decide how many IDs to add and draw them (or reserve a lease first). */
 static void refill_plan(struct refill *rf, struct pool *p)
 {
-    struct batch *b = &p->run.batch;
-    enum draw_result dr;
+    struct plan_batch *b = &p->run.batch;
+    enum plan_draw_result dr;
 
     if (!plan_due(&p->cfg, p->run.len, p->run.unfinished)) {
         p->run.unfinished = 0;
         refill_unlock(rf, p); /* someone else refilled it (or finished it) */
         return;
     }
-    if (batch_start(b, &b->st, (size_t)plan_want(&p->cfg, p->run.len)) != 0) {
-        health_fail(p, "out of memory for a batch of %" PRIu64 " IDs",
-                    plan_want(&p->cfg, p->run.len));
+    if (plan_batch_start(b, &b->st, (size_t)plan_want(&p->cfg, p->run.len)) != 0) {
+        health_problem(p, "out of memory for a batch of %" PRIu64 " IDs",
+                       plan_want(&p->cfg, p->run.len));
         refill_unlock(rf, p);
         return;
     }
-    dr = batch_draw(b, &p->cfg, &rf->rng, rf->push_chunk);
-    if (dr == DRAW_NOMEM) {
-        health_fail(p, "out of memory drawing IDs");
+    dr = plan_batch_draw(b, &p->cfg, &rf->rng, rf->push_chunk);
+    if (dr == PLAN_DRAW_NOMEM) {
+        health_problem(p, "out of memory drawing IDs");
         refill_unlock(rf, p);
         return;
     }
-    if (dr == DRAW_DONE) {
+    if (dr == PLAN_DRAW_DONE) {
         refill_push(rf, p);
         return;
     }
@@ -287,8 +288,9 @@ static void on_install(struct rds *r, redisReply *reply, void *arg)
 
     (void)r;
     if (!reply || reply->type == REDIS_REPLY_ERROR) {
-        health_fail(p, "storing the prefetched lease in meta failed: %s (the lease becomes a gap)",
-                    rds_errstr(reply));
+        health_problem(p,
+                       "storing the prefetched lease in meta failed: %s (the lease becomes a gap)",
+                       rds_errstr(reply));
         refill_unlock(rf, p);
         return;
     }
@@ -365,7 +367,7 @@ static int push_ready(void *arg)
  * first chunks before a fence or failure.
  */
 static void refill_count(struct refill *rf, struct pool *p, size_t n, uint64_t len,
-                         const struct lease_state *st)
+                         const struct gen_state *st)
 {
     p->run.len = len;
     p->c.pushed += n;
@@ -404,11 +406,7 @@ static void refill_cut_short(struct refill *rf, struct pool *p, const struct pus
                  p->cfg.key, job->msg, done);
         break;
     case PUSH_EPOCH:
-        p->c.discards++;
-        log_warn(
-            "app=%s redis restart or failover detected (or a rollback, a restore or a "
-            "library reload): pool of an earlier epoch discarded, refilling from a fresh lease",
-            p->cfg.key);
+        sched_discarded(p, NULL);
         break;
     case PUSH_UNVALIDATED:
         log_warn("app=%s push refused: %s; validating the server again, then refilling", p->cfg.key,
@@ -416,12 +414,12 @@ static void refill_cut_short(struct refill *rf, struct pool *p, const struct pus
         break;
     case PUSH_NOFENCE:
         rds_check_library(rf->rds); /* the guard's library may be gone or foreign */
-        health_fail(p, "push failed: %s", job->msg);
+        health_problem(p, "push failed: %s", job->msg);
         break;
     case PUSH_OK:
     case PUSH_STALE:
     case PUSH_ERROR:
-        health_fail(p, "push failed: %s", job->msg);
+        health_problem(p, "push failed: %s", job->msg);
         break;
     }
 }
@@ -430,7 +428,7 @@ static void on_pushed(struct push_job *job, void *arg)
 {
     struct pool *p = arg;
     struct refill *rf = refill_of(p);
-    const struct batch *b = &p->run.batch;
+    const struct plan_batch *b = &p->run.batch;
 
     if (job->result != PUSH_OK) {
         refill_cut_short(rf, p, job);
@@ -448,15 +446,15 @@ static void on_pushed(struct push_job *job, void *arg)
 /* Cut the batch into push chunks and queue it for the push connection. */
 static void refill_push(struct refill *rf, struct pool *p)
 {
-    struct batch *b = &p->run.batch;
+    struct plan_batch *b = &p->run.batch;
     struct push_job *job = &p->run.job;
 
     if (b->nids == 0) {
         refill_unlock(rf, p);
         return;
     }
-    if (batch_split(b, rf->push_chunk) != 0) {
-        health_fail(p, "out of memory for the push chunks of %zu IDs", b->nids);
+    if (plan_batch_split(b, rf->push_chunk) != 0) {
+        health_problem(p, "out of memory for the push chunks of %zu IDs", b->nids);
         refill_unlock(rf, p);
         return;
     }

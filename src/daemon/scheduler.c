@@ -2,10 +2,12 @@
 #include "scheduler.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cadence.h"
 #include "clock.h"
 #include "health.h"
 #include "log.h"
@@ -14,18 +16,8 @@
 #include "push.h"
 #include "rds.h"
 #include "resp.h"
+#include "slots.h"
 
-/*
- * Check cadence. Every check is a plain LLEN, sent pre-encoded; the full
- * idpool_status (counters for metrics and alerts, limits, the consumption
- * rate) is read less often. A pool whose length did not change since the
- * last look is idle: checked every IDLE_CHECK_MS instead of every interval,
- * its status read every IDLE_STATUS_MS. Any change of length (pops, takes)
- * makes it busy again at once, so a burst waits at most IDLE_CHECK_MS.
- */
-#define IDLE_CHECK_MS  500
-#define STATUS_MS      1000
-#define IDLE_STATUS_MS 5000
 #define RATE_SAMPLE_MS 1000 /* minimum interval between consumption-rate samples */
 /*
  * Refills in progress at once (lock taken, not yet released). More pools
@@ -48,8 +40,7 @@ struct sched {
     struct event *tick_ev;   /* persistent tick */
     struct event *reload_ev; /* persistent reload timer */
     int tick_ms, reload_ms, lock_ttl_ms;
-    unsigned refilling;         /* pools holding a refill slot */
-    TAILQ_HEAD(, pool) waiting; /* pools in line for a slot */
+    struct slots slots; /* the refill slots (MAX_REFILLS) and the pools in line */
     int stopping;
 };
 
@@ -62,31 +53,30 @@ static void set_timer(struct event *ev, int ms)
 
 /* --- slots --------------------------------------------------------------- */
 
+/* The pool whose refill slot (or place in line) is e. */
+static struct pool *pool_of_slot(struct slot_entry *e)
+{
+    return (struct pool *)(void *)((char *)e - offsetof(struct pool, sched.slot));
+}
+
 /* A pool below its mark: refill it now if a slot is free, else in line (FIFO) for the next. */
 static void sched_request(struct sched *s, struct pool *p)
 {
-    if (s->refilling >= MAX_REFILLS) {
+    if (!slots_request(&s->slots, &p->sched.slot)) {
         pool_set_state(p, POOL_IDLE);
-        p->sched.waiting = 1;
-        TAILQ_INSERT_TAIL(&s->waiting, p, sched.wait);
         return;
     }
-    s->refilling++;
-    p->sched.slot = 1;
     s->env.start(p, s->env.arg);
 }
 
 void sched_release(struct sched *s, struct pool *p)
 {
-    struct pool *w;
+    struct slot_entry *e;
 
-    if (!p->sched.slot)
+    if (!slots_release(&s->slots, &p->sched.slot))
         return;
-    p->sched.slot = 0;
-    s->refilling--;
-    while (s->refilling < MAX_REFILLS && (w = TAILQ_FIRST(&s->waiting))) {
-        TAILQ_REMOVE(&s->waiting, w, sched.wait);
-        w->sched.waiting = 0;
+    while ((e = slots_next(&s->slots))) {
+        struct pool *w = pool_of_slot(e);
         if (w->live && !w->dead && w->state == POOL_IDLE && !s->stopping && rds_ready(s->env.rds))
             sched_request(s, w); /* it re-checks its pool under the lock */
     }
@@ -94,7 +84,7 @@ void sched_release(struct sched *s, struct pool *p)
 
 int sched_waiters(const struct sched *s)
 {
-    return !TAILQ_EMPTY(&s->waiting);
+    return slots_waiters(&s->slots);
 }
 
 void sched_locked(struct pool *p)
@@ -162,10 +152,8 @@ static void sync_limits(struct pool *p, const redisReply *per_take, const redisR
 /* After a check: is the pool busy, and when to look again (if it is not refilled now). */
 static void check_done(struct pool *p, uint64_t len)
 {
-    uint64_t idle = IDLE_CHECK_MS > p->cfg.interval_ms ? IDLE_CHECK_MS : p->cfg.interval_ms;
-
-    p->sched.busy = !p->seen.len_known || len != p->seen.len || p->seen.rate >= 1.0;
-    p->sched.due_ms = p->sched.check_ms + (p->sched.busy ? p->cfg.interval_ms : idle);
+    p->sched.busy = cadence_busy(p->seen.len_known, p->seen.len, len, p->seen.rate);
+    p->sched.due_ms = cadence_next_check(p->sched.check_ms, p->cfg.interval_ms, p->sched.busy);
     if (p->live && len >= p->cfg.low_water) /* (an invalid row's low water means nothing) */
         health_pool_ok(p);
     p->seen.len = len;
@@ -190,7 +178,7 @@ static void on_llen(struct rds *r, redisReply *reply, void *arg)
     (void)r;
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
         if (reply)
-            health_fail(p, "LLEN %s failed: %s", p->k_pool, rds_errstr(reply));
+            health_problem(p, "LLEN %s failed: %s", p->k_pool, rds_errstr(reply));
         pool_set_state(p, POOL_IDLE);
         return;
     }
@@ -213,7 +201,7 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
         if (reply) {
             char why[300];
             snprintf(why, sizeof(why), "idpool_status failed: %.250s", rds_errstr(reply));
-            health_fail(p, "idpool_status %s failed: %s", p->k_pool, rds_errstr(reply));
+            health_problem(p, "idpool_status %s failed: %s", p->k_pool, rds_errstr(reply));
             if (p->live) /* a check that keeps failing must page, not wedge quietly */
                 health_unreachable(s->env.health, p, clock_ms(), why);
         }
@@ -241,21 +229,17 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     if (p->live)
         health_check(s->env.health, p, prev_underflows, uf_in_meta);
     p->seen.counters_known = 1;
-    p->sched.status_due_ms =
-        p->sched.check_ms + (health_pending(p) || uf_in_meta ? p->cfg.interval_ms
-                             : p->sched.busy                 ? STATUS_MS
-                                                             : IDLE_STATUS_MS);
+    p->sched.status_due_ms = cadence_next_status(p->sched.check_ms, p->cfg.interval_ms,
+                                                 health_pending(p) || uf_in_meta, p->sched.busy);
     check_next(s, p);
 }
 
-/* idpool_epoch discarded the pool: counted and logged (the sweep and a single check alike). */
-static void pool_discarded(struct pool *p, struct rds *r)
+void sched_discarded(struct pool *p, const char *epoch)
 {
     p->c.discards++;
     log_warn("app=%s redis restart or failover detected (or a rollback, a restore or a library "
-             "reload; epoch now %s): pool of an earlier epoch discarded, refilling from a fresh "
-             "lease",
-             p->cfg.key, rds_epoch(r));
+             "reload%s%s): pool of an earlier epoch discarded, refilling from a fresh lease",
+             p->cfg.key, epoch ? "; epoch now " : "", epoch ? epoch : "");
 }
 
 static void on_epoch(struct rds *r, redisReply *reply, void *arg)
@@ -264,11 +248,11 @@ static void on_epoch(struct rds *r, redisReply *reply, void *arg)
 
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
         if (reply)
-            health_fail(p, "epoch check failed: %s", rds_errstr(reply));
+            health_problem(p, "epoch check failed: %s", rds_errstr(reply));
         return;
     }
     if (reply->integer == 1)
-        pool_discarded(p, r);
+        sched_discarded(p, rds_epoch(r));
     snprintf(p->sched.epoch_seen, sizeof(p->sched.epoch_seen), "%s", rds_epoch(r));
 }
 
@@ -320,29 +304,35 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
 {
     struct rds *rds = s->env.rds;
     /* First look at a pool on this Redis process: discard it if it was filled under
-     * another one, at once and even if the row is not served (clients may still pop). */
-    int epoch_due = strcmp(p->sched.epoch_seen, rds_epoch(rds)) != 0;
+     * another one (cadence.h). */
+    struct cadence_pool cp = {
+        .now = now,
+        .due_ms = p->sched.due_ms,
+        .status_due_ms = p->sched.status_due_ms,
+        .epoch_due = strcmp(p->sched.epoch_seen, rds_epoch(rds)) != 0,
+        .sweeping = s->sweeping || s->sweep_pending,
+        .waiting = p->sched.slot.waiting,
+        .idle = p->state == POOL_IDLE,
+        .live = p->live,
+        .dead = p->dead,
+    };
+    enum cadence_check what = cadence_check(&cp);
 
     p->sched.owner = s;
-    if (p->sched.waiting)
-        return; /* in line for a refill slot */
-    if (epoch_due && (s->sweeping || s->sweep_pending))
-        return; /* the sweep's idpool_epoch for this pool is on its way (or it has none) */
-    if (p->dead || p->state != POOL_IDLE || (!p->live && !epoch_due) ||
-        (now < p->sched.due_ms && !epoch_due))
+    if (what == CADENCE_NONE)
         return;
     p->sched.check_ms = now;
     p->sched.due_ms = now + p->cfg.interval_ms;
     pool_set_state(p, POOL_CHECK);
-    if (epoch_due && rds_command(rds, on_epoch, p, "FCALL idpool_epoch 2 %s %s %s", p->k_pool,
-                                 p->k_meta, rds_epoch(rds)) != 0) {
+    if (what == CADENCE_EPOCH && rds_command(rds, on_epoch, p, "FCALL idpool_epoch 2 %s %s %s",
+                                             p->k_pool, p->k_meta, rds_epoch(rds)) != 0) {
         pool_set_state(p, POOL_IDLE);
         return;
     }
     /* after idpool_epoch: alert states of a discarded meta are gone with it */
     if (!p->health.adopted)
         (void)send_adopt(s, p);
-    if (epoch_due || now >= p->sched.status_due_ms || !p->live) {
+    if (what != CADENCE_LLEN) {
         if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s", p->k_pool, p->k_meta) !=
             0)
             pool_set_state(p, POOL_IDLE);
@@ -408,7 +398,7 @@ static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
         if (reply->integer == 1) {
             s->discarded++;
             if (p) {
-                pool_discarded(p, r);
+                sched_discarded(p, rds_epoch(r));
             } else {
                 log_warn("pool %s discarded: written under an earlier epoch or without "
                          "meta (epoch now %s); no application row for it is loaded",
@@ -625,7 +615,7 @@ struct sched *sched_new(struct event_base *base, const struct sched_env *env, in
     if (!s)
         return NULL;
     s->env = *env;
-    TAILQ_INIT(&s->waiting);
+    slots_init(&s->slots, MAX_REFILLS);
     if (asprintf(&s->match, "%s:{*}:*", env->prefix) < 0) {
         free(s);
         return NULL;

@@ -1,11 +1,11 @@
 /*
  * scheduler — when each pool is looked at and when it may refill (brief §5):
  * the tick, each pool's check (a pre-encoded LLEN, or the full
- * idpool_status every STATUS_MS, less often for idle pools), the epoch
- * sweep after every (re)connect, the consumption rate, the refill slots
- * (at most MAX_REFILLS pools refill at once; the others wait in a FIFO),
- * and the renewal of locks held while a pool waits for MySQL or for the
- * push connection. Writes pool->sched and pool->seen.
+ * idpool_status, less often for idle pools: the decisions are core/cadence),
+ * the epoch sweep after every (re)connect, the consumption rate, the refill
+ * slots (at most MAX_REFILLS pools refill at once; the others wait in a
+ * FIFO: core/slots), and the renewal of locks held while a pool waits for
+ * MySQL or for the push connection. Writes pool->sched and pool->seen.
  */
 #ifndef IDPOOL_SCHEDULER_H
 #define IDPOOL_SCHEDULER_H
@@ -54,5 +54,11 @@ void sched_release(struct sched *s, struct pool *p);
 void sched_locked(struct pool *p);
 /* 1 when a pool waits for a refill slot (a refill then does not go on under its lock). */
 int sched_waiters(const struct sched *s);
+/*
+ * idpool_epoch (a check, the sweep) or the fence (a push) discarded the
+ * pool, written under an earlier epoch: counted and logged, with the epoch
+ * now when the caller knows it (NULL: not said).
+ */
+void sched_discarded(struct pool *p, const char *epoch);
 
 #endif

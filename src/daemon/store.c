@@ -255,29 +255,23 @@ static void *worker(void *arg)
          */
         if (s->conn && clock_ms() - s->used_ms >= 2 * KEEPALIVE_MS)
             conn_keepalive(s);
-        if (conn_open(s, j) == 0) {
-            if (j->kind == JOB_LOAD)
-                job_load(s, j);
-            else if (j->kind == JOB_AUTH)
-                job_auth(s, j);
-            else
-                job_reserve(s, j);
-        }
+        if (conn_open(s, j) == 0)
+            j->ops->run(s, j);
 
         s->used_ms = clock_ms();
         if (j->status != STORE_OK)
             s->errors++;
         /*
-         * Health follows the refill's own jobs: tokens and users read fine
-         * while `application` is missing (and they tolerate missing tables),
-         * so they would hide it. A job skipped during the connect backoff (no
-         * error number) changes nothing.
+         * Health follows the refill's own jobs (ops->health): tokens and
+         * users read fine while `application` is missing (and they tolerate
+         * missing tables), so they would hide it. A job skipped during the
+         * connect backoff (no error number) changes nothing.
          */
-        if (j->kind != JOB_AUTH)
+        if (j->ops->health)
             s->up = j->status == STORE_OK;
         else if (j->status != STORE_OK)
             s->up = 0;
-        if (j->kind == JOB_AUTH)
+        if (!j->ops->health)
             ;
         else if (j->status == STORE_OK)
             s->schema_missing = 0;
@@ -300,13 +294,6 @@ static void *worker(void *arg)
 
 /* --- loop thread ------------------------------------------------------------ */
 
-static void job_free(struct job *j)
-{
-    store_auth_free(j->auth);
-    free(j->rows);
-    free(j);
-}
-
 /* Deliver finished jobs to their callbacks, on the loop thread. */
 static void on_done(evutil_socket_t fd, short what, void *arg)
 {
@@ -325,21 +312,12 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
         struct job *j = list;
         list = j->next;
         s->pending--;
-        if (j->kind == JOB_LOAD) {
-            ((store_load_fn *)j->fn)(j->arg, j->status, j->rows, j->nrows, j->err);
-        } else if (j->kind == JOB_AUTH) {
-            struct store_auth *a = j->status == STORE_OK ? j->auth : NULL;
-            if (a)
-                j->auth = NULL;
-            ((store_auth_fn *)j->fn)(j->arg, j->status, a, j->err);
-        } else {
-            ((store_reserve_fn *)j->fn)(j->arg, j->status, &j->lease, j->err);
-        }
-        job_free(j);
+        j->ops->deliver(j);
+        j->ops->free(j);
     }
 }
 
-static int store_queue(struct store *s, struct job *j)
+void store_queue(struct store *s, struct job *j)
 {
     pthread_mutex_lock(&s->mu);
     if (s->todo_tail)
@@ -350,49 +328,6 @@ static int store_queue(struct store *s, struct job *j)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     s->pending++;
-    return 0;
-}
-
-/* A job with no input: queued, or -1 when out of memory. */
-static int queue_plain(struct store *s, enum job_kind kind, void *fn, void *arg)
-{
-    struct job *j = calloc(1, sizeof(*j));
-
-    if (!j)
-        return -1;
-    j->kind = kind;
-    j->fn = fn;
-    j->arg = arg;
-    return store_queue(s, j);
-}
-
-int store_load(struct store *s, store_load_fn *fn, void *arg)
-{
-    return queue_plain(s, JOB_LOAD, (void *)fn, arg);
-}
-
-int store_auth(struct store *s, store_auth_fn *fn, void *arg)
-{
-    return queue_plain(s, JOB_AUTH, (void *)fn, arg);
-}
-
-int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
-                  store_reserve_fn *fn, void *arg)
-{
-    struct job *j;
-
-    if (!app_key_valid(key))
-        return -1;
-    if (!(j = calloc(1, sizeof(*j))))
-        return -1;
-    memcpy(j->key, key, strlen(key) + 1); /* valid: <= APP_KEY_MAX bytes */
-    j->kind = JOB_RESERVE;
-    j->fn = (void *)fn;
-    j->arg = arg;
-    j->app_id = app_id;
-    j->span = span;
-    j->floor = floor;
-    return store_queue(s, j);
 }
 
 void store_get_stats(const struct store *s, struct store_stats *out)
@@ -488,11 +423,11 @@ void store_free(struct store *s)
     }
     while ((j = s->todo)) {
         s->todo = j->next;
-        job_free(j);
+        j->ops->free(j);
     }
     while ((j = s->done)) {
         s->done = j->next;
-        job_free(j);
+        j->ops->free(j);
     }
     if (s->done_ev)
         event_free(s->done_ev);

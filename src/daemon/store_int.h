@@ -1,41 +1,58 @@
 /*
  * store_int — what the two halves of the store module share, and nothing
  * else includes: the job and store structs, and the worker's helpers.
- * store.c is the worker (its thread, queues, connection and back-off, the
- * loop side); store_jobs.c is what each job does on the worker's
- * connection (load the rows, the credentials, reserve a lease).
+ * store.c is the worker (its thread, queue, connection and back-off, the
+ * loop side), which runs and delivers any job through its ops;
+ * store_jobs.c is the jobs (load the rows, the credentials, reserve a
+ * lease): each kind's request, its work on the worker's connection and its
+ * delivery. store.c calls nothing of store_jobs.c by name.
  */
 #ifndef IDPOOL_STORE_INT_H
 #define IDPOOL_STORE_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <mysql.h>
 
 #include "store.h"
 
-enum job_kind { JOB_LOAD, JOB_RESERVE, JOB_AUTH };
+struct job;
 
-struct job {
-    enum job_kind kind;
-    struct job *next;
-    void *fn;  /* store_load_fn or store_reserve_fn */
-    void *arg; /* caller's argument */
-    /* in (reserve) */
-    int64_t app_id;
-    char key[APP_KEY_MAX + 1]; /* the row's entity_key: the pool the lease is for */
-    uint64_t span;
-    uint64_t floor;
-    /* out */
-    enum store_err status; /* STORE_OK, or what went wrong (err says more) */
-    char err[STORE_ERR_MAX];
-    unsigned sql_errno;   /* the server's error number, 0 if none */
-    struct app_row *rows; /* load: heap array */
-    size_t nrows;
-    struct store_lease lease;
-    struct store_auth *auth; /* auth: heap, handed to the callback */
+/*
+ * What one kind of job does (store_jobs.c has a table entry per kind): the
+ * worker knows jobs only through it, so a new kind is one entry and its
+ * functions, not a branch in the worker.
+ */
+struct job_ops {
+    /* Worker thread, on the open connection: do the work, set status (and err). */
+    void (*run)(struct store *s, struct job *j);
+    /* Loop thread: hand the outcome to the caller's callback. */
+    void (*deliver)(struct job *j);
+    /* Free the job and what it holds, delivered or dropped at exit. */
+    void (*free)(struct job *j);
+    /*
+     * 1: the outcome is the store's health (up, schema_missing); 0: only a
+     * failure counts (a job that reads fine while `application` is missing).
+     */
+    int health;
 };
+
+/*
+ * The part of a job the worker handles: each kind's struct (store_jobs.c)
+ * has it as its member `job` and its own input, output and typed callback.
+ */
+struct job {
+    const struct job_ops *ops; /* its kind's table entry */
+    struct job *next;          /* in the todo or done queue */
+    enum store_err status;     /* STORE_OK, or what went wrong (err says more) */
+    char err[STORE_ERR_MAX];
+    unsigned sql_errno; /* the server's error number, 0 if none */
+};
+
+/* The kind's struct of a job: job_of(j, struct load_job). */
+#define job_of(j, type) ((type *)(void *)((char *)(j)-offsetof(type, job)))
 
 struct store {
     struct event_base *base;
@@ -90,9 +107,7 @@ int q_ints(struct store *s, struct job *j, const char *sql, int64_t *out, unsign
 /* The same for the statement just run (mysql_query() returned 0). */
 int q_result_ints(struct store *s, struct job *j, int64_t *out, unsigned ncols);
 
-/* The jobs (store_jobs.c), run by the worker on its open connection. */
-void job_load(struct store *s, struct job *j);
-void job_auth(struct store *s, struct job *j);
-void job_reserve(struct store *s, struct job *j);
+/* Hand a job to the worker (store.c); it runs, is delivered and freed through j->ops. */
+void store_queue(struct store *s, struct job *j);
 
 #endif

@@ -1,9 +1,11 @@
 /*
- * store_jobs — what each MySQL job does on the worker's connection (the
- * worker itself is store.c): load the application rows, load the API
- * tokens and Redis users, reserve a lease (brief §4: compare-and-set of
- * current_offset with version + 1 and an application_lease row, in one
- * transaction; an unknown commit outcome is a gap, never used).
+ * store_jobs — the store's jobs, one table entry each (struct job_ops: run
+ * on the worker's connection, deliver on the loop, free), with the public
+ * call that queues it: load the application rows (store_load), load the
+ * API tokens and Redis users (store_auth), reserve a lease (store_reserve;
+ * brief §4: compare-and-set of current_offset with version + 1 and an
+ * application_lease row, in one transaction; an unknown commit outcome is a
+ * gap, never used). The worker itself is store.c.
  */
 #include "store_int.h"
 
@@ -16,10 +18,19 @@
 
 #define RESERVE_RETRIES 8
 
-/* --- worker: jobs ---------------------------------------------------------- */
+/* --- load: the application rows -------------------------------------------- */
 
-void job_load(struct store *s, struct job *j)
+struct load_job {
+    struct job job;
+    store_load_fn *fn;
+    void *arg;
+    struct app_row *rows; /* heap array */
+    size_t nrows;
+};
+
+static void load_run(struct store *s, struct job *j)
 {
+    struct load_job *lj = job_of(j, struct load_job);
     MYSQL_RES *res;
     MYSQL_ROW row;
     size_t cap;
@@ -29,17 +40,56 @@ void job_load(struct store *s, struct job *j)
     if ((res = q_result(s, j)) == NULL)
         return;
     cap = (size_t)mysql_num_rows(res);
-    j->rows = calloc(cap ? cap : 1, sizeof(*j->rows));
-    if (!j->rows) {
+    lj->rows = calloc(cap ? cap : 1, sizeof(*lj->rows));
+    if (!lj->rows) {
         mysql_free_result(res);
         set_err(j, STORE_NOMEM, "out of memory loading %zu rows", cap);
         return;
     }
-    while ((row = mysql_fetch_row(res)) && j->nrows < cap)
-        app_row_from_text(&j->rows[j->nrows++], row, mysql_fetch_lengths(res));
+    while ((row = mysql_fetch_row(res)) && lj->nrows < cap)
+        app_row_from_text(&lj->rows[lj->nrows++], row, mysql_fetch_lengths(res));
     mysql_free_result(res);
     j->status = STORE_OK;
 }
+
+static void load_deliver(struct job *j)
+{
+    struct load_job *lj = job_of(j, struct load_job);
+
+    lj->fn(lj->arg, j->status, lj->rows, lj->nrows, j->err);
+}
+
+static void load_free(struct job *j)
+{
+    struct load_job *lj = job_of(j, struct load_job);
+
+    free(lj->rows);
+    free(lj);
+}
+
+static const struct job_ops load_ops = {load_run, load_deliver, load_free, 1};
+
+int store_load(struct store *s, store_load_fn *fn, void *arg)
+{
+    struct load_job *lj = calloc(1, sizeof(*lj));
+
+    if (!lj)
+        return -1;
+    lj->job.ops = &load_ops;
+    lj->fn = fn;
+    lj->arg = arg;
+    store_queue(s, &lj->job);
+    return 0;
+}
+
+/* --- auth: the API tokens and the Redis users ------------------------------ */
+
+struct auth_job {
+    struct job job;
+    store_auth_fn *fn;
+    void *arg;
+    struct store_auth *auth; /* heap, handed to the callback */
+};
 
 /*
  * Rows of one auth query into *rows (heap) through `take`, which returns 0
@@ -116,8 +166,9 @@ static int take_grant(void *out, MYSQL_ROW r, void *ctx)
     return 0;
 }
 
-void job_auth(struct store *s, struct job *j)
+static void auth_run(struct store *s, struct job *j)
 {
+    struct auth_job *aj = job_of(j, struct auth_job);
     struct store_auth *a = calloc(1, sizeof(*a));
     void *rows;
 
@@ -125,7 +176,7 @@ void job_auth(struct store *s, struct job *j)
         set_err(j, STORE_NOMEM, "out of memory");
         return;
     }
-    j->auth = a;
+    aj->auth = a;
     rows = NULL;
     if (auth_query(s, j, "SELECT name, token_sha256, apps FROM api_token WHERE revoked_at IS NULL",
                    sizeof(struct store_token), &rows, &a->ntokens, &a->tokens_missing, take_token,
@@ -147,6 +198,40 @@ void job_auth(struct store *s, struct job *j)
     j->status = STORE_OK;
 }
 
+static void auth_deliver(struct job *j)
+{
+    struct auth_job *aj = job_of(j, struct auth_job);
+    struct store_auth *a = j->status == STORE_OK ? aj->auth : NULL;
+
+    if (a)
+        aj->auth = NULL; /* the callback's now */
+    aj->fn(aj->arg, j->status, a, j->err);
+}
+
+static void auth_free(struct job *j)
+{
+    struct auth_job *aj = job_of(j, struct auth_job);
+
+    store_auth_free(aj->auth);
+    free(aj);
+}
+
+/* Not the store's health: tokens and users read fine while `application` is missing. */
+static const struct job_ops auth_ops = {auth_run, auth_deliver, auth_free, 0};
+
+int store_auth(struct store *s, store_auth_fn *fn, void *arg)
+{
+    struct auth_job *aj = calloc(1, sizeof(*aj));
+
+    if (!aj)
+        return -1;
+    aj->job.ops = &auth_ops;
+    aj->fn = fn;
+    aj->arg = arg;
+    store_queue(s, &aj->job);
+    return 0;
+}
+
 void store_auth_free(struct store_auth *a)
 {
     if (a == NULL)
@@ -157,6 +242,19 @@ void store_auth_free(struct store_auth *a)
     free(a->grants);
     free(a);
 }
+
+/* --- reserve: a lease ------------------------------------------------------ */
+
+struct reserve_job {
+    struct job job;
+    store_reserve_fn *fn;
+    void *arg;
+    int64_t app_id;
+    char key[APP_KEY_MAX + 1]; /* the row's entity_key: the pool the lease is for */
+    uint64_t span;
+    uint64_t floor;
+    struct store_lease lease; /* out */
+};
 
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 {
@@ -173,15 +271,16 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
  * leases: that is said once, s->lease_unkeyed tells the caller to record
  * the lease without its key, and the column is tried again each time.
  */
-static int leased_max(struct store *s, struct job *j, const char *qkey, int64_t *out)
+static int leased_max(struct store *s, struct reserve_job *r, const char *qkey, int64_t *out)
 {
+    struct job *j = &r->job;
     char sql[512];
 
     snprintf(sql, sizeof(sql),
              "SELECT GREATEST((SELECT COALESCE(MAX(hi), 0) FROM application_lease "
              "WHERE application_id = %" PRId64 "), (SELECT COALESCE(MAX(hi), 0) "
              "FROM application_lease WHERE entity_key = '%s'))",
-             j->app_id, qkey);
+             r->app_id, qkey);
     if (mysql_query(s->conn, sql) == 0) {
         if (s->lease_unkeyed)
             log_info("mysql: application_lease.entity_key is there: leases are found and "
@@ -201,7 +300,7 @@ static int leased_max(struct store *s, struct job *j, const char *qkey, int64_t 
     s->lease_unkeyed = 1;
     snprintf(sql, sizeof(sql),
              "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE application_id = %" PRId64,
-             j->app_id);
+             r->app_id);
     return q_ints(s, j, sql, out, 1) < 0 ? -1 : 0;
 }
 
@@ -219,13 +318,14 @@ static int leased_max(struct store *s, struct job *j, const char *qkey, int64_t 
  * across the reads, so a reserver that stops between them holds nothing
  * another daemon waits for. A failed commit is never reported as success.
  */
-void job_reserve(struct store *s, struct job *j)
+static void reserve_run(struct store *s, struct job *j)
 {
+    struct reserve_job *r = job_of(j, struct reserve_job);
     char sql[1536];
     char inst[2 * 255 + 1], qkey[2 * APP_KEY_MAX + 1];
 
     mysql_real_escape_string(s->conn, inst, s->instance, (unsigned long)strnlen(s->instance, 255));
-    mysql_real_escape_string(s->conn, qkey, j->key, (unsigned long)strlen(j->key));
+    mysql_real_escape_string(s->conn, qkey, r->key, (unsigned long)strlen(r->key));
     for (int attempt = 0; attempt < RESERVE_RETRIES; attempt++) {
         int64_t app[3], leased = 0;
         uint64_t cur, lo, hi, maxhi;
@@ -236,36 +336,36 @@ void job_reserve(struct store *s, struct job *j)
         snprintf(sql, sizeof(sql),
                  "SELECT current_offset, start_offset, version FROM application "
                  "WHERE id = %" PRId64 " AND entity_key = '%s'",
-                 j->app_id, qkey);
+                 r->app_id, qkey);
         rc = q_ints(s, j, sql, app, 3);
         if (rc != 0) {
             if (rc > 0) {
                 set_err(j, STORE_GONE, "application id %" PRId64 " with key '%s' no longer exists",
-                        j->app_id, j->key);
+                        r->app_id, r->key);
                 (void)q(s, j, "ROLLBACK");
                 j->status = STORE_GONE;
             }
             return;
         }
-        if (leased_max(s, j, qkey, &leased) < 0)
+        if (leased_max(s, r, qkey, &leased) < 0)
             return;
         cur = app[0] > 0 ? (uint64_t)app[0] : 0;
         maxhi = leased > 0 ? (uint64_t)leased : 0;
         lo = max3(cur, maxhi, app[1] > 0 ? (uint64_t)app[1] : 0);
-        if (j->floor > lo)
-            lo = j->floor;
+        if (r->floor > lo)
+            lo = r->floor;
         if (lo >= (uint64_t)INT64_MAX) {
             (void)q(s, j, "ROLLBACK");
             set_err(j, STORE_EXHAUSTED,
                     "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
             return;
         }
-        hi = lo + (j->span < (uint64_t)INT64_MAX - lo ? j->span : (uint64_t)INT64_MAX - lo);
+        hi = lo + (r->span < (uint64_t)INT64_MAX - lo ? r->span : (uint64_t)INT64_MAX - lo);
         snprintf(sql, sizeof(sql),
                  "UPDATE application SET current_offset = %" PRIu64 ", version = version + 1 "
                  "WHERE id = %" PRId64 " AND current_offset = %" PRId64 " AND version = %" PRId64
                  " AND entity_key = '%s'",
-                 hi, j->app_id, app[0], app[2], qkey);
+                 hi, r->app_id, app[0], app[2], qkey);
         if (q(s, j, sql) < 0)
             return;
         if (mysql_affected_rows(s->conn) != 1) {
@@ -278,12 +378,12 @@ void job_reserve(struct store *s, struct job *j)
             snprintf(sql, sizeof(sql),
                      "INSERT INTO application_lease (application_id, lo, hi, instance) "
                      "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s')",
-                     j->app_id, lo, hi, inst);
+                     r->app_id, lo, hi, inst);
         else
             snprintf(sql, sizeof(sql),
                      "INSERT INTO application_lease (application_id, lo, hi, instance, entity_key) "
                      "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s', '%s')",
-                     j->app_id, lo, hi, inst, qkey);
+                     r->app_id, lo, hi, inst, qkey);
         if (q(s, j, sql) < 0)
             return;
         if (mysql_commit(s->conn) != 0) {
@@ -294,15 +394,49 @@ void job_reserve(struct store *s, struct job *j)
             conn_close(s);
             return;
         }
-        j->lease.lo = lo;
-        j->lease.hi = hi;
-        j->lease.seen_offset = cur;
-        j->lease.max_leased = maxhi > j->floor ? maxhi : j->floor;
-        j->lease.regression = cur < j->lease.max_leased;
-        j->lease.version = app[2] + 1;
+        r->lease.lo = lo;
+        r->lease.hi = hi;
+        r->lease.seen_offset = cur;
+        r->lease.max_leased = maxhi > r->floor ? maxhi : r->floor;
+        r->lease.regression = cur < r->lease.max_leased;
+        r->lease.version = app[2] + 1;
         j->status = STORE_OK;
         return;
     }
     set_err(j, STORE_CONTENDED, "current_offset kept changing under %d reservation attempts",
             RESERVE_RETRIES);
+}
+
+static void reserve_deliver(struct job *j)
+{
+    struct reserve_job *r = job_of(j, struct reserve_job);
+
+    r->fn(r->arg, j->status, &r->lease, j->err);
+}
+
+static void reserve_free(struct job *j)
+{
+    free(job_of(j, struct reserve_job));
+}
+
+static const struct job_ops reserve_ops = {reserve_run, reserve_deliver, reserve_free, 1};
+
+int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
+                  store_reserve_fn *fn, void *arg)
+{
+    struct reserve_job *r;
+
+    if (!app_key_valid(key))
+        return -1;
+    if (!(r = calloc(1, sizeof(*r))))
+        return -1;
+    memcpy(r->key, key, strlen(key) + 1); /* valid: <= APP_KEY_MAX bytes */
+    r->job.ops = &reserve_ops;
+    r->fn = fn;
+    r->arg = arg;
+    r->app_id = app_id;
+    r->span = span;
+    r->floor = floor;
+    store_queue(s, &r->job);
+    return 0;
 }

@@ -56,14 +56,14 @@ static void test_rng_seeds(void)
 static void test_monotonic_gaps_and_remainder(void)
 {
     struct app_cfg c = mono_cfg(7, 3, 5, 1000);
-    struct lease_state st = {.next = 0, .hi = 0};
+    struct gen_state st = {.next = 0, .hi = 0};
     struct rng r;
     static uint64_t out[20000];
     size_t n;
     int gaps_seen[6] = {0};
 
     rng_seed(&r, 1);
-    CHECK(lease_add(&st, 500, 1000000) == 0);
+    CHECK(gen_add_lease(&st, 500, 1000000) == 0);
     n = gen_draw(&c, &st, &r, out, 20000);
     CHECK_EQ_U64(n, 20000);
     CHECK(out[0] >= 1000); /* start_offset above the lease start */
@@ -87,25 +87,25 @@ static void test_monotonic_gaps_and_remainder(void)
 static void test_monotonic_rolls_over_and_runs_out(void)
 {
     struct app_cfg c = mono_cfg(1, 0, 1, 0);
-    struct lease_state st = {.next = 10, .hi = 15};
+    struct gen_state st = {.next = 10, .hi = 15};
     struct rng r;
     uint64_t out[100];
     size_t n;
 
     rng_seed(&r, 2);
-    CHECK(lease_add(&st, 100, 103) == 0);
-    CHECK(lease_add(&st, 200, 300) == -1); /* only one prefetched lease */
+    CHECK(gen_add_lease(&st, 100, 103) == 0);
+    CHECK(gen_add_lease(&st, 200, 300) == -1); /* only one prefetched lease */
     n = gen_draw(&c, &st, &r, out, 100);
     CHECK_EQ_U64(n, 8); /* 10..14 then 100..102 */
     CHECK_EQ_U64(out[0], 10);
     CHECK_EQ_U64(out[4], 14);
     CHECK_EQ_U64(out[5], 100);
     CHECK_EQ_U64(out[7], 102);
-    CHECK(!lease_has_next(&st));
-    CHECK_EQ_U64(lease_remaining_span(&st), 0);
+    CHECK(!gen_has_next(&st));
+    CHECK_EQ_U64(gen_remaining(&st), 0);
     /* A new lease below the state would break M: refused. */
-    CHECK(lease_add(&st, 50, 60) == -1);
-    CHECK(lease_add(&st, 103, 110) == 0);
+    CHECK(gen_add_lease(&st, 50, 60) == -1);
+    CHECK(gen_add_lease(&st, 103, 110) == 0);
     n = gen_draw(&c, &st, &r, out, 100);
     CHECK_EQ_U64(n, 7);
     CHECK_EQ_U64(out[0], 103);
@@ -114,7 +114,7 @@ static void test_monotonic_rolls_over_and_runs_out(void)
 static void test_trend_blocks(void)
 {
     struct app_cfg c = mono_cfg(3, 1, 1, 0);
-    struct lease_state st = {0};
+    struct gen_state st = {0};
     struct rng r;
     static uint64_t out[5000];
     static uint64_t sorted[1000];
@@ -125,7 +125,7 @@ static void test_trend_blocks(void)
     c.step = 1000;
     rng_seed(&r, 3);
     /* Room for exactly 2 blocks of 1000 with stride 3 in the first lease. */
-    CHECK(lease_add(&st, 0, 6005) == 0);
+    CHECK(gen_add_lease(&st, 0, 6005) == 0);
     n = gen_draw(&c, &st, &r, out, 5000);
     CHECK_EQ_U64(n, 2000);
     for (int b = 0; b < 2; b++) {
@@ -157,7 +157,7 @@ static void test_trend_blocks(void)
         CHECK(min1 > max0);
     }
     /* The tail (6001..6004) cannot hold a block: next lease needed, no straddling. */
-    CHECK(lease_add(&st, 10000, 20000) == 0);
+    CHECK(gen_add_lease(&st, 10000, 20000) == 0);
     n = gen_draw(&c, &st, &r, out, 1000);
     CHECK_EQ_U64(n, 1000);
     for (int i = 0; i < 1000; i++)
@@ -167,27 +167,27 @@ static void test_trend_blocks(void)
 static void test_near_id_space_end(void)
 {
     struct app_cfg c = mono_cfg(1, 0, 1, 0);
-    struct lease_state st = {0};
+    struct gen_state st = {0};
     struct rng r;
     uint64_t out[200];
     size_t n;
 
     rng_seed(&r, 4);
-    CHECK(lease_add(&st, (uint64_t)INT64_MAX - 100, (uint64_t)INT64_MAX) == 0);
+    CHECK(gen_add_lease(&st, (uint64_t)INT64_MAX - 100, (uint64_t)INT64_MAX) == 0);
     n = gen_draw(&c, &st, &r, out, 200);
     CHECK_EQ_U64(n, 100);
     CHECK_EQ_U64(out[99], (uint64_t)INT64_MAX - 1);
-    CHECK_EQ_U64(lease_floor(&st), (uint64_t)INT64_MAX);
+    CHECK_EQ_U64(gen_floor(&st), (uint64_t)INT64_MAX);
 }
 
 /* A pool's first IDs from a lease [lo, hi), by type, delta and remainder. */
 static size_t draw_from(struct app_cfg *c, uint64_t lo, uint64_t hi, uint64_t *out, size_t n)
 {
-    struct lease_state st = {0};
+    struct gen_state st = {0};
     struct rng r;
 
     rng_seed(&r, 5);
-    CHECK(lease_add(&st, lo, hi) == 0);
+    CHECK(gen_add_lease(&st, lo, hi) == 0);
     return gen_draw(c, &st, &r, out, n);
 }
 
@@ -220,10 +220,10 @@ static void test_never_zero(void)
     /* Random gaps: whatever the first gap, nothing at 0. */
     c = mono_cfg(4, 0, 3, 0);
     for (uint64_t seed = 0; seed < 200; seed++) {
-        struct lease_state st = {0};
+        struct gen_state st = {0};
         struct rng r;
         rng_seed(&r, seed);
-        CHECK(lease_add(&st, 0, 1000) == 0);
+        CHECK(gen_add_lease(&st, 0, 1000) == 0);
         n = gen_draw(&c, &st, &r, out, 10);
         CHECK(n == 10 && out[0] >= 4 && out[0] % 4 == 0);
     }

@@ -77,7 +77,7 @@ static void test_lease_size(void)
 
 static void test_prefetch(void)
 {
-    struct lease_state st = {.next = 100, .hi = 1100};
+    struct gen_state st = {.next = 100, .hi = 1100};
 
     CHECK(plan_should_prefetch(&st, 4000));  /* 1000 left < 2000 */
     CHECK(!plan_should_prefetch(&st, 2000)); /* 1000 left, not below half */
@@ -86,19 +86,19 @@ static void test_prefetch(void)
     CHECK(!plan_should_prefetch(&st, 1000000)); /* one is already held */
 }
 
-static enum meta_result parse(const char *const *kv, size_t n, struct lease_state *st,
-                              struct meta *m)
+static enum plan_meta_result parse(const char *const *kv, size_t n, struct gen_state *st,
+                                   struct plan_meta *m)
 {
-    meta_init(m);
+    plan_meta_init(m);
     for (size_t i = 0; i + 1 < n; i += 2)
-        meta_field(m, kv[i], strlen(kv[i]), kv[i + 1], strlen(kv[i + 1]));
-    return meta_end(m, st);
+        plan_meta_field(m, kv[i], strlen(kv[i]), kv[i + 1], strlen(kv[i + 1]));
+    return plan_meta_end(m, st);
 }
 
 static void test_meta(void)
 {
-    struct lease_state st;
-    struct meta m;
+    struct gen_state st;
+    struct plan_meta m;
     const char *ok[] = {"pushed", "5", "next", "1000", "hi", "2000", "nlo", "3000", "nhi", "4000"};
     const char *none[] = {"pushed", "5", "per_take", "10"};
     const char *bad_num[] = {"next", "1000", "hi", "20x0"};
@@ -107,32 +107,32 @@ static void test_meta(void)
     const char *empty_next[] = {"next", "4000", "hi", "5000", "nlo", "6000", "nhi", "6000"};
     const char *huge[] = {"next", "18446744073709551616", "hi", "1"};
 
-    CHECK(parse(ok, 10, &st, &m) == META_OK);
+    CHECK(parse(ok, 10, &st, &m) == PLAN_META_OK);
     CHECK(st.next == 1000 && st.hi == 2000 && st.nlo == 3000 && st.nhi == 4000);
     CHECK(m.have_next && m.next_len == 4 && memcmp(m.next, "1000", 4) == 0);
-    CHECK(parse(none, 4, &st, &m) == META_NONE && st.next == 0 && st.hi == 0);
-    CHECK(parse(bad_num, 4, &st, &m) == META_CORRUPT && st.hi == 0);
-    CHECK(parse(backwards, 4, &st, &m) == META_CORRUPT);
-    CHECK(parse(overlap, 8, &st, &m) == META_CORRUPT);
-    CHECK(parse(empty_next, 8, &st, &m) == META_CORRUPT); /* nhi <= nlo */
+    CHECK(parse(none, 4, &st, &m) == PLAN_META_NONE && st.next == 0 && st.hi == 0);
+    CHECK(parse(bad_num, 4, &st, &m) == PLAN_META_CORRUPT && st.hi == 0);
+    CHECK(parse(backwards, 4, &st, &m) == PLAN_META_CORRUPT);
+    CHECK(parse(overlap, 8, &st, &m) == PLAN_META_CORRUPT);
+    CHECK(parse(empty_next, 8, &st, &m) == PLAN_META_CORRUPT); /* nhi <= nlo */
     /* the verbatim next is kept even when it does not parse (the fence compares text) */
-    CHECK(parse(huge, 4, &st, &m) == META_CORRUPT && m.next_len == 20);
+    CHECK(parse(huge, 4, &st, &m) == PLAN_META_CORRUPT && m.next_len == 20);
 }
 
 static void test_draw_monotonic(void)
 {
     struct app_cfg c = cfg_of(APP_MONOTONIC, 1000, 10000, 8000);
-    struct lease_state st = {.next = 1, .hi = 2501}; /* from 1: ID 0 is never drawn */
-    struct batch b;
+    struct gen_state st = {.next = 1, .hi = 2501}; /* from 1: ID 0 is never drawn */
+    struct plan_batch b;
     struct rng r;
 
     memset(&b, 0, sizeof(b));
     rng_seed(&r, 7);
-    CHECK(batch_start(&b, &st, 4000) == 0);
-    CHECK(batch_draw(&b, &c, &r, 1000) == DRAW_SHORT); /* the lease holds 2500 */
+    CHECK(plan_batch_start(&b, &st, 4000) == 0);
+    CHECK(plan_batch_draw(&b, &c, &r, 1000) == PLAN_DRAW_SHORT); /* the lease holds 2500 */
     CHECK_EQ_U64(b.nids, 2500);
-    CHECK(lease_add(&b.st, 10000, 20000) == 0);
-    CHECK(batch_draw(&b, &c, &r, 1000) == DRAW_DONE);
+    CHECK(gen_add_lease(&b.st, 10000, 20000) == 0);
+    CHECK(plan_batch_draw(&b, &c, &r, 1000) == PLAN_DRAW_DONE);
     CHECK_EQ_U64(b.nids, 4000);
     for (size_t i = 1; i < b.nids; i++)
         CHECK(b.ids[i] > b.ids[i - 1]);
@@ -140,7 +140,7 @@ static void test_draw_monotonic(void)
     /* every draw records the state after its IDs: the last one is the batch's */
     CHECK(b.ndraws >= 4);
     CHECK_EQ_U64(b.draws[b.ndraws - 1].after.next, b.st.next);
-    CHECK(batch_split(&b, 300) == 0);
+    CHECK(plan_batch_split(&b, 300) == 0);
     {
         size_t sum = 0;
         for (size_t k = 0; k < b.nchunks; k++) {
@@ -155,35 +155,35 @@ static void test_draw_monotonic(void)
     /* a new batch continues from the state the last one left */
     {
         uint64_t last = b.ids[b.nids - 1];
-        CHECK(batch_start(&b, &b.st, 1000) == 0);
-        CHECK(batch_draw(&b, &c, &r, 1000) == DRAW_DONE);
+        CHECK(plan_batch_start(&b, &b.st, 1000) == 0);
+        CHECK(plan_batch_draw(&b, &c, &r, 1000) == PLAN_DRAW_DONE);
         CHECK(b.ids[0] > last);
     }
-    batch_free(&b);
+    plan_batch_free(&b);
     CHECK(b.ids == NULL && b.nids == 0);
 }
 
 static void test_draw_trend(void)
 {
     struct app_cfg c = cfg_of(APP_TREND, 400, 10000, 8000);
-    struct lease_state st = {.next = 0, .hi = 1000000};
-    struct batch b;
+    struct gen_state st = {.next = 0, .hi = 1000000};
+    struct plan_batch b;
     struct rng r;
 
     memset(&b, 0, sizeof(b));
     rng_seed(&r, 9);
     /* small blocks: several whole blocks per chunk (1000 / 400 -> 800 per draw) */
-    CHECK(batch_start(&b, &st, 2000) == 0);
-    CHECK(batch_draw(&b, &c, &r, 1000) == DRAW_DONE);
+    CHECK(plan_batch_start(&b, &st, 2000) == 0);
+    CHECK(plan_batch_draw(&b, &c, &r, 1000) == PLAN_DRAW_DONE);
     CHECK_EQ_U64(b.nids, 2000);
     for (size_t d = 0; d < b.ndraws; d++)
         CHECK(b.draws[d].n % 400 == 0);
     /* blocks larger than a chunk: one block per draw, split into several chunks */
     c.step = 2500;
-    CHECK(batch_start(&b, &b.st, 5000) == 0);
-    CHECK(batch_draw(&b, &c, &r, 1000) == DRAW_DONE);
+    CHECK(plan_batch_start(&b, &b.st, 5000) == 0);
+    CHECK(plan_batch_draw(&b, &c, &r, 1000) == PLAN_DRAW_DONE);
     CHECK_EQ_U64(b.ndraws, 2);
-    CHECK(batch_split(&b, 1000) == 0);
+    CHECK(plan_batch_split(&b, 1000) == 0);
     CHECK_EQ_U64(b.nchunks, 6); /* 1000 + 1000 + 500 per block */
     CHECK_EQ_U64(b.chunks[2].n, 500);
     /* all chunks of a block carry the block's final state */
@@ -191,12 +191,12 @@ static void test_draw_trend(void)
     CHECK(b.chunks[3].after.next > b.chunks[2].after.next);
     /* a short lease ends the batch on a whole block */
     {
-        struct lease_state small = {.next = b.st.next, .hi = b.st.next + 3000};
-        CHECK(batch_start(&b, &small, 5000) == 0);
-        CHECK(batch_draw(&b, &c, &r, 1000) == DRAW_SHORT);
+        struct gen_state small = {.next = b.st.next, .hi = b.st.next + 3000};
+        CHECK(plan_batch_start(&b, &small, 5000) == 0);
+        CHECK(plan_batch_draw(&b, &c, &r, 1000) == PLAN_DRAW_SHORT);
         CHECK_EQ_U64(b.nids, 2500);
     }
-    batch_free(&b);
+    plan_batch_free(&b);
 }
 
 static void test_states(void)

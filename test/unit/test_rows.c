@@ -1,0 +1,343 @@
+/*
+ * Unit tests of the daemon's row application (daemon/pool.c: on_load,
+ * row_apply): the registry fed rows as store_load would deliver them, with
+ * stand-ins for MySQL (the load is captured and answered here), Redis (the
+ * limits written to or removed from meta are recorded) and health (its
+ * calls are counted). New, unchanged, changed (now, or when the refill in
+ * flight ends), soft-deleted, invalid and fixed, removed, and rows whose key
+ * cannot name a pool; a failed load keeps what was loaded.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "health.h"
+#include "log.h"
+#include "pool.h"
+#include "rds.h"
+#include "store.h"
+#include "unit.h"
+
+/* --- stand-ins ------------------------------------------------------------ */
+
+static store_load_fn *load_fn; /* the load in flight */
+static void *load_arg;
+static char last_cmd[256]; /* the last side call sent to Redis */
+static int ncmds;
+static int served_calls, valid_calls, invalid_calls, deleted_calls, removed_calls;
+
+int store_load(struct store *s, store_load_fn *fn, void *arg)
+{
+    (void)s;
+    load_fn = fn;
+    load_arg = arg;
+    return 0;
+}
+
+int rds_ready(const struct rds *r)
+{
+    (void)r;
+    return 1;
+}
+
+/* A side call is recorded; answer_side_calls() answers them later. */
+static rds_reply_fn *side_fn[16];
+static void *side_arg[16];
+static size_t nside;
+
+int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...)
+{
+    va_list ap;
+
+    (void)r;
+    va_start(ap, fmt);
+    vsnprintf(last_cmd, sizeof(last_cmd), fmt, ap);
+    va_end(ap);
+    ncmds++;
+    if (nside == sizeof(side_fn) / sizeof(side_fn[0]))
+        return -1;
+    side_fn[nside] = fn;
+    side_arg[nside++] = arg;
+    return 0;
+}
+
+/* Every side call in flight is answered (NULL: the connection dropped, logged by nobody). */
+static void answer_side_calls(void)
+{
+    for (size_t i = 0; i < nside; i++)
+        side_fn[i](NULL, NULL, side_arg[i]);
+    nside = 0;
+}
+
+void health_pool_free(struct pool *p)
+{
+    (void)p;
+}
+
+void health_served(struct pool *p)
+{
+    (void)p;
+    served_calls++;
+}
+
+void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg)
+{
+    (void)h, (void)p, (void)cfg;
+    valid_calls++;
+}
+
+void health_row_invalid(struct health *h, struct pool *p, const char *err)
+{
+    (void)h, (void)p, (void)err;
+    invalid_calls++;
+}
+
+void health_row_deleted(struct health *h, struct pool *p)
+{
+    (void)h, (void)p;
+    deleted_calls++;
+}
+
+void health_row_removed(struct health *h, struct pool *p)
+{
+    (void)h, (void)p;
+    removed_calls++;
+}
+
+/* --- helpers -------------------------------------------------------------- */
+
+static struct app_row row_of(int64_t id, const char *key, int64_t step)
+{
+    struct app_row r;
+
+    memset(&r, 0, sizeof(r));
+    r.id = id;
+    snprintf(r.entity_key, sizeof(r.entity_key), "%s", key);
+    snprintf(r.entity_name, sizeof(r.entity_name), "%s", key);
+    r.increasing_type = 1;
+    r.start_offset = 1;
+    r.step = step;
+    r.delta = 1;
+    r.increment_max = 1;
+    return r;
+}
+
+static int loaded_calls;
+
+static void on_loaded(void *arg)
+{
+    (void)arg;
+    loaded_calls++;
+}
+
+/* Reload and deliver `rows` as the store would (side calls left in flight). */
+static void load(struct pools *reg, const struct app_row *rows, size_t n)
+{
+    load_fn = NULL;
+    pools_reload(reg);
+    CHECK(load_fn != NULL);
+    if (load_fn)
+        load_fn(load_arg, STORE_OK, rows, n, "");
+}
+
+static struct pools *registry(void)
+{
+    static int fake; /* the store, health and Redis are never dereferenced */
+    struct pools_env env = {
+        .store = (struct store *)&fake,
+        .health = (struct health *)&fake,
+        .rds = (struct rds *)&fake,
+        .tick_ms = 100,
+        .on_loaded = on_loaded,
+    };
+
+    return pools_new("idpool", &env);
+}
+
+static void tally(struct pools *reg, size_t served, size_t invalid, size_t deleted)
+{
+    size_t s, i, d;
+    int loaded;
+
+    pools_tally(reg, &s, &i, &d, &loaded);
+    CHECK_EQ_U64(s, served);
+    CHECK_EQ_U64(i, invalid);
+    CHECK_EQ_U64(d, deleted);
+    CHECK(loaded);
+}
+
+/* --- tests ---------------------------------------------------------------- */
+
+static void test_new_and_changed(void)
+{
+    struct pools *reg = registry();
+    struct app_row rows[2] = {row_of(1, "user", 1000), row_of(2, "order", 500)};
+    struct pool *p;
+
+    load(reg, rows, 2);
+    CHECK_EQ_U64(pools_count(reg), 2);
+    CHECK_EQ_U64(served_calls, 2);
+    CHECK_EQ_U64(loaded_calls, 1);
+    tally(reg, 2, 0, 0);
+    p = pools_find(reg, "user");
+    CHECK(p && p->live && !p->dead && !p->deleted && !p->bad);
+    if (!p)
+        goto out;
+    CHECK_EQ_U64(p->cfg.step, 1000);
+    CHECK(strcmp(p->k_pool, "idpool:{user}:pool") == 0);
+    CHECK_EQ_U64(p->sched.due_ms, 0); /* looked at at once */
+    CHECK_EQ_U64(ncmds, 0);           /* the limits are the checks' to sync */
+
+    /* the same rows again: nothing changes, the pool keeps its schedule */
+    p->sched.due_ms = p->sched.status_due_ms = 777;
+    load(reg, rows, 2);
+    CHECK_EQ_U64(served_calls, 2);
+    CHECK_EQ_U64(p->sched.due_ms, 777);
+    CHECK(pools_find(reg, "user") == p);
+
+    /* changed while idle: applied now, and looked at now */
+    rows[0].step = 2000;
+    load(reg, rows, 2);
+    CHECK_EQ_U64(p->cfg.step, 2000);
+    CHECK(!p->has_new_cfg);
+    CHECK_EQ_U64(p->sched.due_ms, 0);
+    CHECK_EQ_U64(p->sched.status_due_ms, 0);
+
+    /* changed during a refill: kept until the pool is idle again */
+    pool_set_state(p, POOL_CHECK);
+    pool_set_state(p, POOL_LOCK);
+    rows[0].step = 3000;
+    load(reg, rows, 2);
+    CHECK_EQ_U64(p->cfg.step, 2000);
+    CHECK(p->has_new_cfg);
+    CHECK_EQ_U64(p->new_cfg.step, 3000);
+    pool_set_state(p, POOL_IDLE);
+    CHECK_EQ_U64(p->cfg.step, 3000);
+    CHECK(!p->has_new_cfg);
+out:
+    answer_side_calls();
+    pools_free(reg);
+}
+
+static void test_deleted_invalid_removed(void)
+{
+    struct pools *reg = registry();
+    struct app_row rows[2] = {row_of(1, "user", 1000), row_of(2, "order", 500)};
+    struct pool *u, *o;
+
+    load(reg, rows, 2);
+    u = pools_find(reg, "user");
+    o = pools_find(reg, "order");
+    CHECK(u && o);
+    if (!u || !o)
+        goto out;
+
+    /* soft-deleted: not served, its limits removed from meta so takes refuse it */
+    ncmds = 0;
+    rows[0].deleted_at = 1234;
+    load(reg, rows, 2);
+    CHECK(!u->live && u->deleted);
+    CHECK_EQ_U64(deleted_calls, 1);
+    CHECK_EQ_U64(ncmds, 1);
+    CHECK(strcmp(last_cmd, "HDEL idpool:{user}:meta per_take per_second") == 0);
+    tally(reg, 1, 0, 1);
+    /* deleted again: nothing more to remove */
+    load(reg, rows, 2);
+    CHECK_EQ_U64(ncmds, 1);
+
+    /* restored: served again */
+    rows[0].deleted_at = 0;
+    load(reg, rows, 2);
+    CHECK(u->live && !u->deleted);
+    tally(reg, 2, 0, 0);
+
+    /* invalid: not served, the error kept (and named in the views) */
+    ncmds = 0;
+    rows[1].step = 2000000; /* above 1,000,000 */
+    load(reg, rows, 2);
+    CHECK(!o->live && o->bad != NULL);
+    CHECK_STR_CONTAINS(o->bad, "step");
+    CHECK_EQ_U64(invalid_calls, 1);
+    CHECK_EQ_U64(ncmds, 1);
+    CHECK(strcmp(last_cmd, "HDEL idpool:{order}:meta per_take per_second") == 0);
+    tally(reg, 1, 1, 0);
+    /* fixed: served again, the error gone */
+    rows[1].step = 500;
+    load(reg, rows, 2);
+    CHECK(o->live && o->bad == NULL);
+    tally(reg, 2, 0, 0);
+
+    /* removed from the table: dead, its limits removed, freed once idle */
+    answer_side_calls();
+    ncmds = 0;
+    load(reg, rows, 1);
+    CHECK(o->dead && !o->live);
+    CHECK_EQ_U64(removed_calls, 1);
+    CHECK_EQ_U64(ncmds, 1);
+    CHECK_EQ_U64(o->side_calls, 1);
+    pools_sweep(reg);
+    CHECK_EQ_U64(pools_count(reg), 2); /* not while its side call is in flight */
+    answer_side_calls();
+    CHECK_EQ_U64(o->side_calls, 0);
+    pools_sweep(reg);
+    CHECK_EQ_U64(pools_count(reg), 1);
+    tally(reg, 1, 0, 0);
+
+    /* added again under the same key: a new pool */
+    load(reg, rows, 2);
+    o = pools_find(reg, "order");
+    CHECK(o && o->live && !o->dead);
+    CHECK_EQ_U64(pools_count(reg), 2);
+out:
+    answer_side_calls();
+    pools_free(reg);
+}
+
+static void test_bad_key_and_failed_load(void)
+{
+    struct pools *reg = registry();
+    struct app_row rows[3] = {row_of(1, "user", 1000), row_of(2, "bad key!", 1000),
+                              row_of(3, "gone key!", 1000)};
+
+    rows[2].deleted_at = 5; /* deleted with a bad key: nothing to serve or report */
+    load(reg, rows, 3);
+    CHECK_EQ_U64(pools_count(reg), 1); /* no pool for a key that cannot name one */
+    tally(reg, 1, 1, 0);
+    /* the bad key fixed: served, no longer counted invalid */
+    snprintf(rows[1].entity_key, sizeof(rows[1].entity_key), "fixed");
+    load(reg, rows, 3);
+    CHECK_EQ_U64(pools_count(reg), 2);
+    tally(reg, 2, 0, 0);
+
+    /* a failed load keeps every pool as it was */
+    loaded_calls = 0;
+    load_fn = NULL;
+    pools_reload(reg);
+    CHECK(load_fn != NULL);
+    if (load_fn)
+        load_fn(load_arg, STORE_DOWN, NULL, 0, "cannot connect to MySQL: refused");
+    CHECK_EQ_U64(loaded_calls, 1);
+    CHECK_EQ_U64(pools_count(reg), 2);
+    tally(reg, 2, 0, 0);
+    /* and MySQL back loads again at once */
+    load_fn = NULL;
+    pools_mysql_back(reg);
+    CHECK(load_fn != NULL);
+    if (load_fn)
+        load_fn(load_arg, STORE_OK, rows, 3, "");
+    /* with MySQL fine, pools_mysql_back does not reload */
+    load_fn = NULL;
+    pools_mysql_back(reg);
+    CHECK(load_fn == NULL);
+    answer_side_calls();
+    pools_free(reg);
+}
+
+int main(void)
+{
+    log_set_level(LOG_ERROR);
+    RUN(test_new_and_changed);
+    RUN(test_deleted_invalid_removed);
+    RUN(test_bad_key_and_failed_load);
+    return unit_done();
+}
