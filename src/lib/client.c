@@ -20,7 +20,6 @@
  * fork_child): no buffered ID of the parent, none of its connections; its
  * own background thread is started by the first call that needs IDs.
  */
-#define _GNU_SOURCE /* asprintf */
 #include "idpool.h"
 
 #include <errno.h>
@@ -34,6 +33,7 @@
 #include "app.h"
 #include "buffer.h"
 #include "env.h"
+#include "keys.h"
 
 #define BLOCK          256  /* IDs a thread takes from the shared buffer at once */
 #define DRY_RETRY_MS   20   /* a dry pool is asked again after this */
@@ -850,10 +850,8 @@ struct idpool_app *idpool_app(struct idpool_client *c, const char *key)
         a->cap_batch = c->o.max_batch;
         a->rate_at_ms = now_ms();
         a->st.size = sizeof(a->st);
-        if (asprintf(&a->k_pool, "%s:{%s}:pool", c->prefix, key) < 0)
-            a->k_pool = NULL;
-        if (asprintf(&a->k_meta, "%s:{%s}:meta", c->prefix, key) < 0)
-            a->k_meta = NULL;
+        a->k_pool = keys_app_new(c->prefix, key, KEYS_POOL);
+        a->k_meta = keys_app_new(c->prefix, key, KEYS_META);
         if (!a->k_pool || !a->k_meta || pthread_mutex_init(&a->mu, NULL) != 0 ||
             cond_init(&a->cv) != 0) {
             free(a->k_pool);
