@@ -353,9 +353,12 @@ print(s.getsockname()[1])'
 
 # ------------------------------------------------------------------ IDs ---
 
-pool_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:pool"; }
-meta_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:meta"; }
-lock_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:lock"; }
+# redis_key KEY KIND: the Redis key of application KEY's KIND (pool, meta,
+# lock), as src/core/keys.c names it (test/unit/test_pykeys.py checks).
+redis_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:$2"; }
+pool_key() { redis_key "$1" pool; }
+meta_key() { redis_key "$1" meta; }
+lock_key() { redis_key "$1" lock; }
 llen() { rcli LLEN "$(pool_key "$1")"; }
 # pool_ge KEY N: the pool holds at least N IDs (for wait_until).
 pool_ge() {
