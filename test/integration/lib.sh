@@ -115,8 +115,10 @@ proc_stopped() {
 
 # Starts throwaway servers in a fresh $DIR and loads their DIR/env
 # (IDPOOL_REDIS_URL, IDPOOL_MYSQL_URL, REDIS_PORT, MYSQL_PORT, MYSQL_SOCKET).
+# `setup redis` starts only redis-server (SERVERS_REDIS_ARGS: more of its
+# arguments, see scripts/servers.sh).
 setup() {
-    local bin
+    local only=${1:-} bin
     for bin in redis-server redis-cli mariadbd mariadb-install-db mariadb; do
         command -v "$bin" >/dev/null 2>&1 || [[ -x /usr/sbin/$bin ]] ||
             skip "$bin is not installed"
@@ -127,7 +129,7 @@ setup() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
     info "work dir $DIR"
-    "$SERVERS" start "$DIR" >/dev/null || fail "servers did not start"
+    "$SERVERS" start "$DIR" ${only:+"$only"} >/dev/null || fail "servers did not start"
     # shellcheck source=/dev/null
     source "$DIR/env"
 }
