@@ -35,7 +35,6 @@
  * seconds, or expire and waste their lease.
  */
 #define MAX_REFILLS 32
-#define NUM_LEN     21
 
 struct sched {
     struct sched_env env;
@@ -144,7 +143,7 @@ static void rate_sample(struct pool *p, uint64_t pushed, uint64_t len)
  */
 static void sync_limits(struct pool *p, const redisReply *per_take, const redisReply *per_second)
 {
-    char t[NUM_LEN], ps[NUM_LEN];
+    char t[U64_LEN], ps[U64_LEN];
     int have = per_take->type == REDIS_REPLY_STRING && per_second->type == REDIS_REPLY_STRING;
 
     if (!p->live) {
