@@ -2,9 +2,10 @@
  * idpool-keys: src/core/keys.c from the command line, so that the tests can
  * hold the other languages' key names and a real Redis' slots against it.
  *
- *   idpool-keys app PREFIX KEY   the pool, meta and lock keys, one a line
- *   idpool-keys slot             for each line of stdin, a key in hex
- *                                (any bytes), its Cluster slot
+ *   idpool-keys app PREFIX KEY...  for each pair, its pool, meta and lock
+ *                                  keys, one a line
+ *   idpool-keys slot               for each line of stdin, a key in hex
+ *                                  (any bytes), its Cluster slot
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -15,7 +16,8 @@
 
 static int usage(void)
 {
-    fputs("usage: idpool-keys app PREFIX KEY | idpool-keys slot <HEX-KEYS\n", stderr);
+    fputs("usage: idpool-keys app PREFIX KEY [PREFIX KEY]... | idpool-keys slot <HEX-KEYS\n",
+          stderr);
     return 64;
 }
 
@@ -52,16 +54,18 @@ static int slots(void)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "app") == 0) {
+    if (argc >= 4 && argc % 2 == 0 && strcmp(argv[1], "app") == 0) {
         static const enum keys_kind kinds[] = {KEYS_POOL, KEYS_META, KEYS_LOCK};
 
-        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-            char *k = keys_app_new(argv[2], argv[3], kinds[i]);
+        for (int a = 2; a < argc; a += 2) {
+            for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+                char *k = keys_app_new(argv[a], argv[a + 1], kinds[i]);
 
-            if (k == NULL)
-                return 1;
-            puts(k);
-            free(k);
+                if (k == NULL)
+                    return 1;
+                puts(k);
+                free(k);
+            }
         }
         return 0;
     }

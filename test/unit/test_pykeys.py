@@ -41,28 +41,28 @@ def cases():
     return out
 
 
-def c_keys(prefix, key):
-    """The pool, meta and lock keys as keys.c names them."""
-    r = subprocess.run([TOOL, "app", prefix, key], capture_output=True, text=True, check=True)
-    return r.stdout.splitlines()
+def c_keys(pairs):
+    """For each (prefix, key), the pool, meta and lock keys as keys.c names them."""
+    args = [s for pair in pairs for s in pair]
+    r = subprocess.run([TOOL, "app"] + args, capture_output=True, text=True, check=True)
+    out = r.stdout.splitlines()
+    assert len(out) == 3 * len(pairs), out
+    return [out[i : i + 3] for i in range(0, len(out), 3)]
 
 
 class KeyNames(unittest.TestCase):
     def test_python_is_c(self):
-        for prefix, key in cases():
-            want = c_keys(prefix, key)
-            self.assertEqual(len(want), 3)
+        pairs = cases()
+        for (prefix, key), want in zip(pairs, c_keys(pairs)):
             self.assertEqual([m.redis_key(prefix, key, k) for k in KINDS], want, (prefix, key))
 
     def test_shell_is_c(self):
         script = 'source "$1"; shift; while (($#)); do\n'
         script += '  IDPOOL_KEY_PREFIX=$1; pool_key "$2"; meta_key "$2"; lock_key "$2"; shift 2\n'
         script += "done\n"
-        args = []
-        want = []
-        for prefix, key in cases():
-            args += [prefix, key]
-            want += c_keys(prefix, key)
+        pairs = cases()
+        args = [s for pair in pairs for s in pair]
+        want = [k for three in c_keys(pairs) for k in three]
         r = subprocess.run(["bash", "-c", script, "bash", LIB_SH] + args, capture_output=True, text=True, check=True)
         self.assertEqual(r.stdout.splitlines(), want)
 
@@ -70,7 +70,7 @@ class KeyNames(unittest.TestCase):
         c = m.Client(["http://token@127.0.0.1:1"], key_prefix="p:q")  # no redis-py needed
         try:
             a = c.app("user")
-            self.assertEqual((a._k_pool, a._k_meta), tuple(c_keys("p:q", "user")[:2]))
+            self.assertEqual([a._k_pool, a._k_meta], c_keys([("p:q", "user")])[0][:2])
         finally:
             c.close()
 
