@@ -44,9 +44,9 @@ enum keys_kind {
 int keys_prefix_valid(const char *s);
 
 /*
- * The key of kind `kind` of application `app`, "<prefix>:{<app>}:<kind>",
- * into buf[len] (cut to fit and terminated, as snprintf). Returns its
- * length; buf may be NULL when len is 0.
+ * The key of kind `kind` (not KEYS_NONE) of application `app`,
+ * "<prefix>:{<app>}:<kind>", into buf[len] (cut to fit and terminated, as
+ * snprintf). Returns its length; buf may be NULL when len is 0.
  */
 int keys_app(const char *prefix, const char *app, enum keys_kind kind, char *buf, size_t len);
 
@@ -64,8 +64,9 @@ enum keys_kind keys_kind_of(const char *key, size_t len);
 
 /*
  * The key of len bytes at key, which has a kind (keys_kind_of), with the
- * suffix of kind `to` instead: the meta of a pool and the pool of a meta,
- * as a new heap string. NULL when key has no kind or out of memory.
+ * suffix of kind `to` (not KEYS_NONE) instead: the meta of a pool and the
+ * pool of a meta, as a new heap string. NULL when key has no kind or out of
+ * memory.
  */
 char *keys_sibling(const char *key, size_t len, enum keys_kind to);
 
