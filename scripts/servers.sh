@@ -19,7 +19,9 @@
 #
 # Environment: SERVERS_DETACH=1 starts the servers in their own session
 # (setsid; used by the quickstart so that Ctrl-C does not reach them),
-# SERVERS_START_TIMEOUT / SERVERS_STOP_TIMEOUT (seconds, default 30 / 20).
+# SERVERS_START_TIMEOUT / SERVERS_STOP_TIMEOUT (seconds, default 30 / 20),
+# SERVERS_REDIS_ARGS: more redis-server arguments, split at spaces (e.g.
+# "--cluster-enabled yes"; its nodes.conf goes to DIR/redis).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -172,12 +174,13 @@ start_redis() {
     fi
     choose_port REDIS_PORT
     mkdir -p "$DIR/redis"
+    # shellcheck disable=SC2086 # SERVERS_REDIS_ARGS is a list of arguments
     pid=$(launch "$REDIS_LOG" "$REDIS_SERVER" \
         --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DIR/redis" \
         --save '' --appendonly yes --appendfsync everysec \
         --maxmemory-policy noeviction --daemonize no \
         --enable-debug-command local \
-        --pidfile "$REDIS_PIDFILE" --logfile "$REDIS_LOG")
+        --pidfile "$REDIS_PIDFILE" --logfile "$REDIS_LOG" ${SERVERS_REDIS_ARGS:-})
     echo "$pid" >"$REDIS_PIDFILE"
     REDIS_STARTED=$pid
 }

@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "keys.h"
+
 void acluser_name(const char *prefix, const char *key, char *buf, size_t len)
 {
     snprintf(buf, len, "%s:%s", prefix, key);
@@ -15,8 +17,9 @@ int acluser_setuser(const char *prefix, const char *key, const char *sha256hex, 
 
     acluser_name(prefix, key, name, ACLUSER_NAME_MAX);
     snprintf(hash, 70, "#%s", sha256hex);
-    /* Prefix and key have no glob characters (* ? [ ] \): the pattern is literal. */
-    snprintf(pattern, ACLUSER_NAME_MAX + 10, "~%s:{%s}:pool", prefix, key);
+    /* "~<pool>": prefix and key have no glob characters (* ? [ ] \), the pattern is literal. */
+    pattern[0] = '~';
+    keys_app(prefix, key, KEYS_POOL, pattern + 1, ACLUSER_NAME_MAX + 10 - 1);
     argv[n++] = "ACL";
     argv[n++] = "SETUSER";
     argv[n++] = name;

@@ -10,10 +10,10 @@
  * password settings) are never echoed in error messages.
  */
 #include "config.h"
+#include "keys.h"
 #include "text.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,9 +23,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#define KEY_PREFIX_MAX 64
-#define INSTANCE_MAX   255 /* application_lease.instance is VARCHAR(255) */
-#define HOSTNAME_MAX   253
+#define INSTANCE_MAX 255 /* application_lease.instance is VARCHAR(255) */
+#define HOSTNAME_MAX 253
 
 enum setting_id {
     S_REDIS,
@@ -343,18 +342,6 @@ static int replace_str(struct loader *ld, enum setting_id id, char **field, cons
     return 0;
 }
 
-static bool key_prefix_valid(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > KEY_PREFIX_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("_.:-", s[i]))
-            return false;
-    return true;
-}
-
 /*
  * Parse and validate one value of setting id from source o, replacing the
  * previous value in ld->cfg only once the new one is known to be good.
@@ -449,9 +436,9 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
     case K_KEY_PREFIX:
         if (strchr(value, '{') || strchr(value, '}'))
             return fail(ld, id, "must not contain '{' or '}' (Redis Cluster hash tags)");
-        if (!key_prefix_valid(value))
+        if (!keys_prefix_valid(value))
             return fail(ld, id, "must be 1..%d characters of A-Z a-z 0-9 _ . : -, got '%.80s'",
-                        KEY_PREFIX_MAX, value);
+                        KEYS_PREFIX_MAX, value);
         return replace_str(ld, id, &cfg->key_prefix, value);
     case K_INSTANCE: {
         size_t n = strlen(value);

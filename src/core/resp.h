@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Decimal text of v into buf (>= 21 bytes), no NUL; returns the length. */
+#define U64_LEN 21 /* decimal uint64 (20 digits) + NUL */
+/* Decimal text of v into buf (>= U64_LEN bytes), no NUL; returns the length. */
 size_t u64_fmt(uint64_t v, char *buf);
 /* The most bytes resp_rpush writes for n IDs and a key of klen bytes. */
 #define RESP_RPUSH_MAX(klen, n) (48 + (size_t)(klen) + (size_t)(n)*27)

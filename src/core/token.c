@@ -1,6 +1,5 @@
 #include "token.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -104,9 +103,4 @@ int token_matches(const char *s, size_t n, const char *hex)
         return 0;
     token_hash(s, n, h);
     return CRYPTO_memcmp(h, hex, TOKEN_HASH_LEN) == 0;
-}
-
-void token_revoked_key(const char *prefix, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s:revoked-tokens", prefix);
 }

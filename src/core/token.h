@@ -31,15 +31,6 @@ int token_hash_valid(const char *hex);
 int token_name_valid(const char *name);
 
 /*
- * The Redis set of revoked API token hashes, "<prefix>:revoked-tokens":
- * `idpoolctl tokens revoke` adds the hash there as well as in MySQL, and
- * every issuer reads it each reload interval, so a revocation reaches
- * issuers that cannot read MySQL. Into buf (at least TOKEN_KEY_MAX bytes).
- */
-#define TOKEN_KEY_MAX 96 /* prefix (64) + ":revoked-tokens" */
-void token_revoked_key(const char *prefix, char *buf, size_t len);
-
-/*
  * The n bytes at s compared with a stored hash in time that does not depend
  * on where they differ: 1 when SHA-256(s) is `hex`.
  */

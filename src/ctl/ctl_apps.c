@@ -24,6 +24,7 @@
 
 #include "ctl_rows.h"
 #include "ctl_tokens.h"
+#include "keys.h"
 
 #define MAX_ASSIGN 64
 
@@ -461,8 +462,8 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
         return rc;
     if ((rc = ctl_row_load(c, pos[0], 0, &r)) != 0)
         return rc;
-    ctl_redis_key(c, r.key, "pool", pool_key, sizeof(pool_key));
-    ctl_redis_key(c, r.key, "meta", meta_key, sizeof(meta_key));
+    keys_app(c->cfg.key_prefix, r.key, KEYS_POOL, pool_key, sizeof(pool_key));
+    keys_app(c->cfg.key_prefix, r.key, KEYS_META, meta_key, sizeof(meta_key));
     keys[0] = r.key;
     rrc = ctl_redis_open(c);
     if (rrc == 0)

@@ -232,11 +232,6 @@ void ctl_close(struct ctl *c)
     c->cfg_loaded = 0;
 }
 
-void ctl_redis_key(const struct ctl *c, const char *key, const char *what, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s:{%s}:%s", c->cfg.key_prefix, key, what);
-}
-
 int ctl_parse_i64(const char *s, int64_t *out)
 {
     const char *d = s[0] == '-' ? s + 1 : s;

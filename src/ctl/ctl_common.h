@@ -74,9 +74,6 @@ char *ctl_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 'value' escaped for MySQL and wrapped in single quotes, heap-allocated (NULL: out of memory). */
 char *ctl_db_quote(struct ctl *c, const char *value);
 
-/* "<prefix>:{<key>}:<what>" into buf; what is "pool", "meta" or "lock". */
-void ctl_redis_key(const struct ctl *c, const char *key, const char *what, char *buf, size_t len);
-
 /*
  * Strict decimal integer: optional '-', digits, nothing else, no overflow.
  * 0 or -1.

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keys.h"
+
 /* The daemon's row columns (idpoold's loader reads the same ones), then the audit times. */
 #define ROW_COLUMNS APP_ROW_COLUMNS ", create_time, update_time"
 
@@ -120,12 +122,12 @@ static int alert_field(const char *f, const char *v)
 
 int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_pool *out)
 {
-    char pool[256], meta[256];
+    char pool[KEYS_MAX], meta[KEYS_MAX];
     int rc = 0;
 
     for (size_t i = 0; i < n; i++) {
-        ctl_redis_key(c, keys[i], "pool", pool, sizeof(pool));
-        ctl_redis_key(c, keys[i], "meta", meta, sizeof(meta));
+        keys_app(c->cfg.key_prefix, keys[i], KEYS_POOL, pool, sizeof(pool));
+        keys_app(c->cfg.key_prefix, keys[i], KEYS_META, meta, sizeof(meta));
         if (redisAppendCommand(c->rds, "LLEN %s", pool) != REDIS_OK ||
             redisAppendCommand(c->rds, "HGETALL %s", meta) != REDIS_OK)
             ctl_oom();

@@ -17,29 +17,21 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "app.h"
+#include "clock.h"
 #include "ctl_rows.h"
 
 #define HTTP_TIMEOUT_MS 2000
 #define HTTP_MAX_BODY   (64u << 20)
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Wait until fd is ready for `events` or the deadline passes. 0, or -1 (errno ETIMEDOUT). */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
         struct pollfd p = {fd, events, 0};
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - (int64_t)clock_ms();
         int n;
 
         if (left <= 0) {
@@ -152,7 +144,7 @@ static int header_is_chunked(const char *h)
 static int http_get(const char *host, int port, const char *path, int timeout_ms, int *status,
                     char **body, char *err, size_t errlen)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = (int64_t)clock_ms() + timeout_ms;
     char req[512], *buf = NULL, *hdr_end, *p;
     size_t len = 0, cap = 0, sent = 0, reqlen, blen;
     int fd, rc = -1, chunked;

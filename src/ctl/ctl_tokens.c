@@ -27,6 +27,7 @@
 
 #include "acluser.h"
 #include "app.h"
+#include "keys.h"
 #include "token.h"
 
 #define APPS_COL_MAX 4096 /* api_token.apps is VARCHAR(4096) */
@@ -496,10 +497,10 @@ static int cmd_revoke(struct ctl *c, int argc, char **argv)
      * cannot read MySQL.
      */
     if (row[2] && token_hash_valid(row[2])) {
-        char key[TOKEN_KEY_MAX];
+        char key[KEYS_MAX];
         const char *av[3] = {"SADD", key, row[2]};
 
-        token_revoked_key(c->cfg.key_prefix, key, sizeof(key));
+        keys_revoked(c->cfg.key_prefix, key, sizeof(key));
         in_redis = redis_run(c, 3, av, "SADD", err, sizeof(err), NULL) == 0;
         if (!in_redis)
             redis_warn(c, err,
@@ -638,7 +639,7 @@ static cJSON *user_doc(struct ctl *c, const char *user, const char *key, int app
 int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
 {
     char *key = NULL, pw[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1], user[ACLUSER_NAME_MAX];
-    char space[2 * ACLUSER_NAME_MAX + 80], pool[300], err[CTL_MSG_MAX + 400], db[24];
+    char space[2 * ACLUSER_NAME_MAX + 80], pool[KEYS_MAX], err[CTL_MSG_MAX + 400], db[24];
     const char *av[ACLUSER_ARGC_MAX];
     const char *prefix;
     int rc, ac, rotated, applied, any_db = 0;
@@ -651,13 +652,14 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
      * one may SELECT them all: on db N the user could LPOP the pool of the
      * same key in any other database of this Redis (another deployment's).
      */
+    keys_app(c->cfg.key_prefix, key, KEYS_POOL, pool, sizeof(pool));
     if (c->cfg.redis.db != 0 && !any_db)
         return ctl_fail(c, CTL_ERROR,
                         "the Redis database is %d, not 0: a granted user needs SELECT to reach "
                         "it, and Redis ACLs cannot limit SELECT or key patterns to one database, "
-                        "so the user could LPOP %s:{%s}:pool in every database of this Redis; "
+                        "so the user could LPOP %s in every database of this Redis; "
                         "give --allow-any-db if nothing else in it uses that key",
-                        c->cfg.redis.db, c->cfg.key_prefix, key);
+                        c->cfg.redis.db, pool);
     if ((rc = app_exists(c, key)) != 0)
         return rc;
     if (token_new(pw) != 0)
@@ -669,7 +671,6 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     /* At once; idpoold applies the stored row on its next (re)connect anyway. */
     prefix = c->cfg.key_prefix;
     acluser_name(prefix, key, user, sizeof(user));
-    ctl_redis_key(c, key, "pool", pool, sizeof(pool));
     ac = acluser_setuser(prefix, key, hash, c->cfg.redis.db, space, av);
     applied = redis_run(c, ac, av, "ACL SETUSER", err, sizeof(err), NULL) == 0;
     /*

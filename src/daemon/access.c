@@ -7,6 +7,7 @@
 #include <hiredis/hiredis.h>
 
 #include "acluser.h"
+#include "keys.h"
 #include "log.h"
 #include "rds.h"
 #include "store.h"
@@ -27,7 +28,7 @@ struct access {
     int applying;    /* ACL commands in flight */
     int warned_tokens, warned_grants, warned_acl, warned_revoked; /* said once */
     char last_err[STORE_ERR_MAX];
-    char revoked_key[TOKEN_KEY_MAX];     /* the Redis set of revoked token hashes */
+    char revoked_key[KEYS_MAX];          /* the Redis set of revoked token hashes */
     char (*revoked)[TOKEN_HASH_LEN + 1]; /* hashes read from it, sorted; never forgotten */
     size_t nrevoked, cap_revoked;
     int polling; /* its SMEMBERS is in flight */
@@ -376,7 +377,7 @@ struct access *access_new(struct event_base *base, const struct config *cfg, str
     a->prefix = strdup(cfg->key_prefix);
     a->timer = event_new(base, -1, EV_PERSIST, on_timer, a);
     if (a->prefix)
-        token_revoked_key(a->prefix, a->revoked_key, sizeof(a->revoked_key));
+        keys_revoked(a->prefix, a->revoked_key, sizeof(a->revoked_key));
     if (a->prefix == NULL || a->timer == NULL) {
         access_free(a);
         return NULL;

@@ -5,7 +5,7 @@
  *   API tokens   (api_token)  looked up by the ID API by the SHA-256 of the
  *                presented bearer token; a revoked token is gone at the
  *                next reload. With the API on, the Redis set
- *                "<prefix>:revoked-tokens" (token.h) is read at every reload
+ *                "<prefix>:revoked-tokens" (keys.h) is read at every reload
  *                too: a token revoked there is refused even while MySQL
  *                cannot be read; such hashes are kept for the process' life.
  *   Redis users  (redis_user) applied to Redis (ACL SETUSER, or DELUSER for

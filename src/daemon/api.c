@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* asprintf */
 #include "api.h"
 
 #include <inttypes.h>
@@ -18,6 +17,7 @@
 #include "app.h"
 #include "clock.h"
 #include "http.h"
+#include "keys.h"
 #include "log.h"
 #include "pool.h"
 #include "text.h"
@@ -165,10 +165,8 @@ static struct api_app *app_get(struct api *a, const char *key, size_t n)
     x->keylen = n;
     x->api = a;
     TAILQ_INIT(&x->waiters);
-    if (asprintf(&x->k_pool, "%s:{%s}:pool", a->prefix, x->key) < 0)
-        x->k_pool = NULL;
-    if (asprintf(&x->k_meta, "%s:{%s}:meta", a->prefix, x->key) < 0)
-        x->k_meta = NULL;
+    x->k_pool = keys_app_new(a->prefix, x->key, KEYS_POOL);
+    x->k_meta = keys_app_new(a->prefix, x->key, KEYS_META);
     if (!x->k_pool || !x->k_meta) {
         free(x->k_pool);
         free(x->k_meta);

@@ -10,8 +10,6 @@
 #include "pool.h"
 #include "resp.h"
 
-#define NUM_LEN 21 /* decimal uint64 + NUL */
-
 void lease_read_meta(struct pool *p, const redisReply *reply)
 {
     struct plan_meta m;
@@ -68,7 +66,7 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
 int lease_install(const struct lease_ctx *lc, struct pool *p, rds_reply_fn *fn)
 {
     const struct gen_state *st = &p->run.batch.st;
-    char expected[NUM_LEN], nums[4][NUM_LEN];
+    char expected[U64_LEN], nums[4][U64_LEN];
     const char *argv[13] = {"FCALL",      "idpool_push",      "3",
                             p->k_pool,    p->k_meta,          p->k_lock,
                             p->run.token, rds_epoch(lc->rds), expected};

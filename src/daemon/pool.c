@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "health.h"
+#include "keys.h"
 #include "log.h"
 #include "rds.h"
 #include "store.h"
@@ -75,9 +76,9 @@ static struct pool *pool_new(struct pools *reg, const char *key)
         return NULL;
     p->reg = reg;
     p->sched.busy = 1;
-    p->k_pool = str_printf("%s:{%s}:pool", reg->prefix, key);
-    p->k_meta = str_printf("%s:{%s}:meta", reg->prefix, key);
-    p->k_lock = str_printf("%s:{%s}:lock", reg->prefix, key);
+    p->k_pool = keys_app_new(reg->prefix, key, KEYS_POOL);
+    p->k_meta = keys_app_new(reg->prefix, key, KEYS_META);
+    p->k_lock = keys_app_new(reg->prefix, key, KEYS_LOCK);
     if (p->k_pool)
         p->llen_cmd =
             str_printf("*2\r\n$4\r\nLLEN\r\n$%zu\r\n%s\r\n", strlen(p->k_pool), p->k_pool);

@@ -9,7 +9,6 @@
 #include "rds.h"
 #include "resp.h"
 
-#define NUM_LEN 21 /* decimal uint64 + NUL */
 /*
  * Chunks per transaction. Each transaction waits one round trip for the
  * guard's verdict; 4 chunks of 1000 IDs keep Redis busy for about 200 us
@@ -178,7 +177,7 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
 {
     const struct plan_chunk *c = &j->chunks[k + g - 1];
     const struct gen_state *st = &c->after;
-    char nums[4][NUM_LEN], n[NUM_LEN];
+    char nums[4][U64_LEN], n[U64_LEN];
     const char *multi[] = {"MULTI"};
     size_t multi_len[] = {5};
     size_t klen = strlen(j->k_pool), most = 0, ids = 0, need;
@@ -202,7 +201,7 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
         const char *epoch = rds_epoch(p->prds), *want = j->expected;
         const char *watch[] = {"WATCH", j->k_lock};
         size_t watch_len[] = {5, strlen(j->k_lock)};
-        char prev[NUM_LEN];
+        char prev[U64_LEN];
 
         if (k > 0) {
             prev[u64_fmt(j->chunks[k - 1].after.next, prev)] = '\0';

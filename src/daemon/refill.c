@@ -31,8 +31,7 @@
 #include "resp.h"
 #include "scheduler.h"
 
-#define MAX_CONTINUE 8  /* refills in a row under one lock */
-#define NUM_LEN      21 /* decimal uint64 + NUL */
+#define MAX_CONTINUE 8 /* refills in a row under one lock */
 
 struct refill {
     struct event_base *base;
@@ -237,7 +236,7 @@ static void on_continue(struct rds *r, redisReply *reply, void *arg)
 {
     struct pool *p = arg;
     struct refill *rf = refill_of(p);
-    char next[NUM_LEN];
+    char next[U64_LEN];
 
     (void)r;
     if (!reply || reply->type != REDIS_REPLY_INTEGER || reply->integer != 1 || rf->stopping) {

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* asprintf */
 #include "scheduler.h"
 
 #include <inttypes.h>
@@ -10,6 +9,7 @@
 #include "cadence.h"
 #include "clock.h"
 #include "health.h"
+#include "keys.h"
 #include "log.h"
 #include "plan.h"
 #include "pool.h"
@@ -27,11 +27,10 @@
  * seconds, or expire and waste their lease.
  */
 #define MAX_REFILLS 32
-#define NUM_LEN     21
 
 struct sched {
     struct sched_env env;
-    char *match;             /* SCAN pattern of every key of an application: <prefix>:{*}:* */
+    char match[KEYS_MAX];    /* SCAN pattern of every key of an application (keys.h) */
     int passive;             /* issuer-only: load rows, check nothing */
     int sweeping;            /* an epoch sweep's SCAN is in progress */
     unsigned sweep_pending;  /* its idpool_epoch calls in flight */
@@ -134,7 +133,7 @@ static void rate_sample(struct pool *p, uint64_t pushed, uint64_t len)
  */
 static void sync_limits(struct pool *p, const redisReply *per_take, const redisReply *per_second)
 {
-    char t[NUM_LEN], ps[NUM_LEN];
+    char t[U64_LEN], ps[U64_LEN];
     int have = per_take->type == REDIS_REPLY_STRING && per_second->type == REDIS_REPLY_STRING;
 
     if (!p->live) {
@@ -371,16 +370,13 @@ static void sweep_done(struct sched *s, struct rds *r)
              rds_epoch(r), s->swept, s->metas, s->discarded);
 }
 
-/* The registered pool of a pool key (its entity key between the braces), or NULL. */
+/* The registered pool of a pool key (its application: keys_app_of), or NULL. */
 static struct pool *sweep_pool_of(struct sched *s, const char *key)
 {
-    const char *a = strchr(key, '{'), *b = a ? strchr(a, '}') : NULL;
     char app[APP_KEY_MAX + 1];
 
-    if (!a || !b || (size_t)(b - a - 1) > APP_KEY_MAX)
+    if (keys_app_of(key, strlen(key), app, sizeof(app)) != 0)
         return NULL;
-    memcpy(app, a + 1, (size_t)(b - a - 1));
-    app[b - a - 1] = '\0';
     return pools_find(s->env.pools, app);
 }
 
@@ -433,27 +429,28 @@ static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
     keys = reply->element[1];
     for (size_t i = 0; i < keys->elements; i++) {
         const redisReply *k = keys->element[i];
+        enum keys_kind kind;
         struct sweep_item *it;
         struct pool *p;
         char *meta;
 
-        if (k->type != REDIS_REPLY_STRING || k->len < 5 ||
-            (strcmp(k->str + k->len - 5, ":pool") && strcmp(k->str + k->len - 5, ":meta")))
+        if (k->type != REDIS_REPLY_STRING || strlen(k->str) != k->len)
+            continue; /* not a key idpool names (a NUL in it) */
+        kind = keys_kind_of(k->str, k->len);
+        if (kind != KEYS_POOL && kind != KEYS_META)
             continue; /* a lock */
         it = malloc(sizeof(*it));
-        meta = it ? strdup(k->str) : NULL;
-        if (!meta || !(it->pool = strdup(k->str))) {
+        meta = it ? keys_sibling(k->str, k->len, KEYS_META) : NULL;
+        if (!meta || !(it->pool = keys_sibling(k->str, k->len, KEYS_POOL))) {
             free(meta);
             free(it);
             continue;
         }
         it->s = s;
-        if (k->str[k->len - 4] == 'p')
+        if (kind == KEYS_POOL)
             s->swept++;
         else
             s->metas++;
-        memcpy(it->pool + k->len - 4, "pool", 4);
-        memcpy(meta + k->len - 4, "meta", 4);
         p = sweep_pool_of(s, k->str);
         if (rds_command(r, on_sweep_epoch, it, "FCALL idpool_epoch 2 %s %s %s", it->pool, meta,
                         rds_epoch(r)) == 0) {
@@ -616,10 +613,7 @@ struct sched *sched_new(struct event_base *base, const struct sched_env *env, in
         return NULL;
     s->env = *env;
     slots_init(&s->slots, MAX_REFILLS);
-    if (asprintf(&s->match, "%s:{*}:*", env->prefix) < 0) {
-        free(s);
-        return NULL;
-    }
+    keys_scan_pattern(env->prefix, s->match, sizeof(s->match));
     s->tick_ev = event_new(base, -1, EV_PERSIST, on_tick, s);
     s->reload_ev = event_new(base, -1, EV_PERSIST, on_reload, s);
     if (!s->tick_ev || !s->reload_ev) {
@@ -638,6 +632,5 @@ void sched_free(struct sched *s)
         event_free(s->tick_ev);
     if (s->reload_ev)
         event_free(s->reload_ev);
-    free(s->match);
     free(s);
 }

@@ -20,7 +20,7 @@ struct rds;
 struct sched;
 
 struct sched_env {
-    const char *prefix; /* key prefix: the epoch sweep SCANs <prefix>:{*}:pool */
+    const char *prefix; /* key prefix: the epoch sweep SCANs keys_scan_pattern() */
     struct rds *rds;
     struct pools *pools;
     struct health *health;

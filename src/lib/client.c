@@ -20,7 +20,6 @@
  * fork_child): no buffered ID of the parent, none of its connections; its
  * own background thread is started by the first call that needs IDs.
  */
-#define _GNU_SOURCE /* asprintf */
 #include "idpool.h"
 
 #include <errno.h>
@@ -33,7 +32,9 @@
 
 #include "app.h"
 #include "buffer.h"
+#include "clock.h"
 #include "env.h"
+#include "keys.h"
 
 #define BLOCK          256  /* IDs a thread takes from the shared buffer at once */
 #define DRY_RETRY_MS   20   /* a dry pool is asked again after this */
@@ -97,14 +98,6 @@ struct idpool_client {
 };
 
 /* --- time ------------------------------------------------------------- */
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* A CLOCK_MONOTONIC deadline `ms` from now, for pthread_cond_timedwait (condattr set). */
 static struct timespec deadline_in(uint64_t ms)
@@ -619,18 +612,18 @@ static void *thread_main(void *arg)
 
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
-        uint64_t now = now_ms(), wake = now + IDLE_WAKE_MS;
+        uint64_t now = clock_ms(), wake = now + IDLE_WAKE_MS;
         struct idpool_app *a = c->apps; /* the list only grows while the thread runs */
 
         c->kick = 0;
         pthread_mutex_unlock(&c->mu);
         for (; a; a = a->next) {
-            uint64_t w = service(a, now_ms());
+            uint64_t w = service(a, clock_ms());
             if (w < wake)
                 wake = w;
         }
         pthread_mutex_lock(&c->mu);
-        now = now_ms();
+        now = clock_ms();
         if (!c->kick && !c->stopping && wake > now) {
             struct timespec dl = deadline_in(wake - now);
             pthread_cond_timedwait(&c->cv, &c->mu, &dl);
@@ -694,7 +687,7 @@ static void fork_parent(void)
  */
 static void client_after_fork(struct idpool_client *c)
 {
-    uint64_t now = now_ms();
+    uint64_t now = clock_ms();
 
     for (size_t i = 0; i < c->nenv; i++)
         env_forget(&c->envs[i]);
@@ -848,12 +841,10 @@ struct idpool_app *idpool_app(struct idpool_client *c, const char *key)
         a->c = c;
         a->batch = c->o.min_batch;
         a->cap_batch = c->o.max_batch;
-        a->rate_at_ms = now_ms();
+        a->rate_at_ms = clock_ms();
         a->st.size = sizeof(a->st);
-        if (asprintf(&a->k_pool, "%s:{%s}:pool", c->prefix, key) < 0)
-            a->k_pool = NULL;
-        if (asprintf(&a->k_meta, "%s:{%s}:meta", c->prefix, key) < 0)
-            a->k_meta = NULL;
+        a->k_pool = keys_app_new(c->prefix, key, KEYS_POOL);
+        a->k_meta = keys_app_new(c->prefix, key, KEYS_META);
         if (!a->k_pool || !a->k_meta || pthread_mutex_init(&a->mu, NULL) != 0 ||
             cond_init(&a->cv) != 0) {
             free(a->k_pool);

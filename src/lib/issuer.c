@@ -20,29 +20,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include "clock.h"
 #include "httpresp.h"
 
 #define ERRCODE_N 64 /* an error code's length, at most */
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Wait for fd to be readable (POLLIN) or writable until deadline: 0, or -1 (timed out). */
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
     for (;;) {
-        uint64_t now = mono_ms();
+        uint64_t now = clock_ms();
         struct pollfd p = {fd, events, 0};
         int rc;
 
@@ -102,7 +94,7 @@ static const char *tls_errstr(void)
 /* Connect (TCP, then TLS when https) within io_timeout_ms: 0, or -1 with r->msg. */
 static int issuer_connect(struct env *e, const struct idpool_options *o, struct take_result *r)
 {
-    uint64_t deadline = mono_ms() + o->io_timeout_ms;
+    uint64_t deadline = clock_ms() + o->io_timeout_ms;
     struct addrinfo hints = {0}, *ai = NULL, *p;
     char port[8];
     int rc, one = 1, soerr = 0, err, ok;
@@ -128,7 +120,7 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
             break;
         if (soerr)
             errno = soerr;
-        else if (mono_ms() >= deadline)
+        else if (clock_ms() >= deadline)
             errno = ETIMEDOUT;
         env_close(e);
     }
@@ -184,7 +176,7 @@ tls_fail:
     if (vs)
         take_msg(r, e, "TLS: certificate not verified: %s", vs);
     else
-        take_msg(r, e, "TLS handshake: %s", mono_ms() >= deadline ? "timed out" : tls_errstr());
+        take_msg(r, e, "TLS handshake: %s", clock_ms() >= deadline ? "timed out" : tls_errstr());
     ERR_clear_error();
     env_close(e);
     return -1;
@@ -284,9 +276,9 @@ static int read_answer(struct env *e, struct httpresp *h, uint64_t deadline, str
             return 1;
         if (k <= 0) {
             take_msg(r, e, "%s",
-                     k == 0                  ? "connection closed mid-answer"
-                     : mono_ms() >= deadline ? "timed out waiting for the answer"
-                                             : "read failed");
+                     k == 0                   ? "connection closed mid-answer"
+                     : clock_ms() >= deadline ? "timed out waiting for the answer"
+                                              : "read failed");
             return -1;
         }
         have += (size_t)k;
@@ -350,7 +342,7 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
         reused = e->fd >= 0;
         if (!reused && issuer_connect(e, o, r) < 0)
             goto down;
-        deadline = mono_ms() + o->io_timeout_ms;
+        deadline = clock_ms() + o->io_timeout_ms;
         if (send_all(e, req, (size_t)n, deadline) < 0) {
             if (reused) { /* the server closed it meanwhile: once more, afresh */
                 env_close(e);

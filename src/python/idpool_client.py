@@ -82,6 +82,7 @@ __all__ = [
     "IdpoolClosed",
     "validate_key",
     "key_valid",
+    "redis_key",
     "parse_url",
     "parse_issuer_url",
     "parse_env",
@@ -160,6 +161,19 @@ def validate_key(key):
     if key.startswith("-"):
         raise ValueError(f"application key {key!r} must not start with '-'")
     return key
+
+
+KEY_KINDS = ("pool", "meta", "lock")
+
+
+def redis_key(prefix, key, kind):
+    """The Redis key of application key's kind ("pool", "meta" or "lock"):
+    "<prefix>:{<key>}:<kind>", the braces a Cluster hash tag. Mirrors
+    keys_app() of src/core/keys.c (test/unit/test_pykeys.py holds them
+    equal)."""
+    if kind not in KEY_KINDS:
+        raise ValueError(f"key kind must be one of {', '.join(KEY_KINDS)}, got {kind!r}")
+    return f"{prefix}:{{{key}}}:{kind}"
 
 
 _USAGE = "redis://[[user]:password@]host[:port][/db]"
@@ -463,8 +477,8 @@ class App:
     def __init__(self, client, key):
         self._c = client
         self.key = key
-        self._k_pool = f"{client._prefix}:{{{key}}}:pool"
-        self._k_meta = f"{client._prefix}:{{{key}}}:meta"
+        self._k_pool = redis_key(client._prefix, key, "pool")
+        self._k_meta = redis_key(client._prefix, key, "meta")
         self._cv = threading.Condition(threading.Lock())
         self._tls = threading.local()  # .q: this thread's block (a deque)
         self._buf = collections.deque()  # the shared buffer

@@ -115,8 +115,10 @@ proc_stopped() {
 
 # Starts throwaway servers in a fresh $DIR and loads their DIR/env
 # (IDPOOL_REDIS_URL, IDPOOL_MYSQL_URL, REDIS_PORT, MYSQL_PORT, MYSQL_SOCKET).
+# `setup redis` starts only redis-server (SERVERS_REDIS_ARGS: more of its
+# arguments, see scripts/servers.sh).
 setup() {
-    local bin
+    local only=${1:-} bin
     for bin in redis-server redis-cli mariadbd mariadb-install-db mariadb; do
         command -v "$bin" >/dev/null 2>&1 || [[ -x /usr/sbin/$bin ]] ||
             skip "$bin is not installed"
@@ -127,7 +129,7 @@ setup() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
     info "work dir $DIR"
-    "$SERVERS" start "$DIR" >/dev/null || fail "servers did not start"
+    "$SERVERS" start "$DIR" ${only:+"$only"} >/dev/null || fail "servers did not start"
     # shellcheck source=/dev/null
     source "$DIR/env"
 }
@@ -353,9 +355,12 @@ print(s.getsockname()[1])'
 
 # ------------------------------------------------------------------ IDs ---
 
-pool_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:pool"; }
-meta_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:meta"; }
-lock_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:lock"; }
+# redis_key KEY KIND: the Redis key of application KEY's KIND (pool, meta,
+# lock), as src/core/keys.c names it (test/unit/test_pykeys.py checks).
+redis_key() { echo "$IDPOOL_KEY_PREFIX:{$1}:$2"; }
+pool_key() { redis_key "$1" pool; }
+meta_key() { redis_key "$1" meta; }
+lock_key() { redis_key "$1" lock; }
 llen() { rcli LLEN "$(pool_key "$1")"; }
 # pool_ge KEY N: the pool holds at least N IDs (for wait_until).
 pool_ge() {

@@ -2,7 +2,8 @@
 
 The Python side of test/integration/lib.sh, with its names and meanings,
 used by the benchmarks (test/bench/) and by any Python test that needs
-throwaway servers and an idpoold. Standard library only; the servers come
+throwaway servers and an idpoold. Standard library only (and the key names
+of src/python/idpool_client.py, which need nothing else); the servers come
 from scripts/servers.sh (called, not re-implemented), Redis and MariaDB
 are reached with redis-cli and the mariadb client, as in lib.sh.
 
@@ -21,6 +22,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -28,6 +30,8 @@ import urllib.request
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SERVERS = os.path.join(ROOT, "scripts", "servers.sh")
 KEY_PREFIX = os.environ.get("IDPOOL_KEY_PREFIX", "idpool")
+sys.path.insert(0, os.path.join(ROOT, "src", "python"))
+from idpool_client import redis_key  # noqa: E402  (the key names are the client's)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # urllib without any proxy from the environment: every address is loopback.
@@ -340,15 +344,15 @@ class Harness:
 
 
 def pool_key(key):
-    return "%s:{%s}:pool" % (KEY_PREFIX, key)
+    return redis_key(KEY_PREFIX, key, "pool")
 
 
 def meta_key(key):
-    return "%s:{%s}:meta" % (KEY_PREFIX, key)
+    return redis_key(KEY_PREFIX, key, "meta")
 
 
 def lock_key(key):
-    return "%s:{%s}:lock" % (KEY_PREFIX, key)
+    return redis_key(KEY_PREFIX, key, "lock")
 
 
 def sql_value(v):

@@ -51,6 +51,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "keys.h"
+
 #define EXIT_ERROR     1
 #define EXIT_MALFORMED 2
 #define EXIT_USAGE     64
@@ -421,12 +423,11 @@ static int check_opts(struct opts *o, bool have_mode, bool set_conns, bool set_b
     if (o->mode == MODE_TAKE) {
         size_t n = strlen(o->key);
 
-        if (n < 5 || strcmp(o->key + n - 5, ":pool") != 0)
+        if (keys_kind_of(o->key, n) != KEYS_POOL)
             return usage_error("--key", "take: must end in ':pool' (meta = ...:meta)");
-        o->meta = strdup(o->key);
+        o->meta = keys_sibling(o->key, n, KEYS_META);
         if (o->meta == NULL)
             return usage_error("--key", "out of memory");
-        memcpy(o->meta + n - 4, "meta", 4);
     }
     return 0;
 }
