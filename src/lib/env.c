@@ -11,8 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "text.h"
-
 static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void env_tls_lock(void)
@@ -123,20 +121,12 @@ void env_fail(struct env *e)
 
 enum take_outcome env_refusal(const char *s, unsigned count, struct take_result *r)
 {
-    if (strncmp(s, "IDPOOL_EPOCH", 12) == 0) {
-        r->hint_ms = (uint64_t)text_retry_ms(s, 200);
-        return T_EPOCH;
-    }
-    if (strncmp(s, "IDPOOL_RATE", 11) == 0) {
-        r->hint_ms = (uint64_t)text_retry_ms(s, 1000);
-        return T_RATE;
-    }
-    if (strncmp(s, "IDPOOL_LIMIT", 12) == 0) {
-        const char *p = strstr(s, "max_size_per_times ");
-        r->limit = p ? (unsigned)strtoul(p + 19, NULL, 10) : count / 2;
-        return T_LIMIT;
-    }
-    if (strncmp(s, "IDPOOL_NOAPP", 12) == 0)
-        return T_NOAPP;
-    return T_DOWN;
+    enum take_refusal why = takereply_parse(s, NULL);
+    enum take_outcome o = takereply_outcome(why);
+
+    if (o == T_EPOCH || o == T_RATE)
+        r->hint_ms = takereply_wait_ms(why, s);
+    else if (o == T_LIMIT)
+        r->limit = takereply_limit(s, count);
+    return o;
 }

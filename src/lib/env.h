@@ -16,25 +16,17 @@
 #include <unistd.h>
 
 #include "idpool.h"
+#include "takereply.h"
 #include "url.h"
 
-enum take_outcome {
-    T_IDS,   /* r->ids[0..r->n) */
-    T_DRY,   /* the pool is empty */
-    T_EPOCH, /* not yet re-validated: ask again after r->hint_ms */
-    T_RATE,  /* max_size_per_second: ask again after r->hint_ms */
-    T_LIMIT, /* more than max_size_per_times (r->limit) asked */
-    T_NOAPP, /* not served here: unknown application, or a token that may not take it */
-    T_DOWN,  /* unreachable, timed out, or an answer that makes no sense */
-};
-
+/* One take's result; its outcome (takereply.h) is returned beside it. */
 struct take_result {
-    uint64_t *ids; /* heap (T_IDS), freed by the caller */
+    uint64_t *ids; /* T_IDS: heap, ids[0..n), freed by the caller */
     size_t n;
-    uint64_t hint_ms;
-    unsigned limit;
-    char msg[256]; /* what went wrong, naming the environment (not T_IDS) */
-    int skipped;   /* T_DOWN without a try: the environment is backing off */
+    uint64_t hint_ms; /* T_EPOCH, T_RATE: ask again after this */
+    unsigned limit;   /* T_LIMIT: max_size_per_times */
+    char msg[256];    /* what went wrong, naming the environment (not T_IDS) */
+    int skipped;      /* T_DOWN without a try: the environment is backing off */
 };
 
 struct env {
@@ -71,8 +63,9 @@ void env_free(struct env *e);
 
 /*
  * What a refusal "IDPOOL_<CODE> <message>" (idpool_take's error reply, or
- * an issuer's error code and message joined by a space) means; hint_ms and
- * limit are read from the message. Anything not ours is T_DOWN.
+ * an issuer's error code and message joined by a space) means to a client
+ * (takereply.h's table); hint_ms and limit are read from the message.
+ * Anything not ours is T_DOWN.
  */
 enum take_outcome env_refusal(const char *text, unsigned count, struct take_result *r);
 /* For the transports: r->msg = "<e's name>: <fmt...>". */

@@ -311,10 +311,6 @@ static enum take_outcome refused(struct env *e, const struct httpresp *h, const 
         if ((unsigned char)*p < ' ' || *p == 0x7f)
             *p = '?';
     take_msg(r, e, "%d %s: %s", h->status, code, msg);
-    if (strcmp(code, "IDPOOL_EMPTY") == 0)
-        return T_DRY;
-    if (strcmp(code, "IDPOOL_AUTH") == 0 || strcmp(code, "IDPOOL_FORBIDDEN") == 0)
-        return T_NOAPP; /* this environment will not serve it to us */
     snprintf(text, sizeof(text), "%s %s", code, msg);
     out = env_refusal(text, count, r);
     if ((out == T_EPOCH || out == T_RATE) && strstr(msg, "retry in ") == NULL &&

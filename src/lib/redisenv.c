@@ -84,18 +84,8 @@ enum take_outcome redis_take(struct env *e, const struct idpool_options *o, cons
     }
     if (x->type == REDIS_REPLY_ARRAY) {
         r->ids = malloc((x->elements ? x->elements : 1) * sizeof(*r->ids));
-        for (size_t i = 0; r->ids && i < x->elements; i++) {
-            const redisReply *y = x->element[i];
-            char *end;
-            unsigned long long v;
-
-            if (y->type != REDIS_REPLY_STRING)
-                continue;
-            errno = 0;
-            v = strtoull(y->str, &end, 10);
-            if (end != y->str && *end == '\0' && errno == 0)
-                r->ids[r->n++] = v;
-        }
+        if (r->ids)
+            r->n = takereply_ids(x, r->ids, NULL, NULL);
         out = r->n ? T_IDS : T_DRY;
         if (out == T_DRY)
             take_msg(r, e, "the pool is empty");

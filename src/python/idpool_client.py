@@ -91,6 +91,9 @@ __all__ = [
     "rate_update",
     "hint_ms",
     "classify_reply",
+    "classify_refusal",
+    "take_ids",
+    "REFUSALS",
 ]
 
 APP_KEY_MAX = 64
@@ -103,8 +106,27 @@ BACKOFF_MIN = 0.100  # a failed environment is not tried again before this (s)
 BACKOFF_MAX = 2.000  # ... doubling up to this
 NOAPP_RETRY = 1.000  # every environment said IDPOOL_NOAPP: asked again after this (s)
 
-# Outcomes of one idpool_take (client.c's enum outcome).
+# Outcomes of one take (src/core/takereply.h's TAKE_OUTCOMES).
 IDS, DRY, EPOCH, RATE, LIMIT, NOAPP, DOWN = ("ids", "dry", "epoch", "rate", "limit", "noapp", "down")
+# The refusals of a take, src/core/takereply.h's TAKE_REFUSALS mirrored
+# (test_pyclient.py checks it against the C table): code -> (HTTP status an
+# issuer answers it with, the wait it asks for when its message names none
+# in ms (0: asking again soon will not help), what a client does).
+REFUSALS = {
+    "IDPOOL_EMPTY": (503, 100, DRY),
+    "IDPOOL_EPOCH": (503, 200, EPOCH),
+    "IDPOOL_RATE": (429, 1000, RATE),
+    "IDPOOL_LIMIT": (400, 0, LIMIT),
+    "IDPOOL_NOAPP": (404, 0, NOAPP),
+    "IDPOOL_BADARG": (400, 0, DOWN),
+    "IDPOOL_AUTH": (401, 0, NOAPP),
+    "IDPOOL_FORBIDDEN": (403, 0, NOAPP),
+    "IDPOOL_UNAVAILABLE": (503, 200, DOWN),
+    "IDPOOL_NOTFOUND": (404, 0, DOWN),
+    "IDPOOL_METHOD": (405, 0, DOWN),
+    "IDPOOL_BADREQUEST": (400, 0, DOWN),
+    "IDPOOL_INTERNAL": (500, 0, DOWN),
+}
 SKIPPED = "skipped"  # DOWN's arg when the environment was not tried (backing off)
 # The counter of each refusal or failure (stats()).
 _COUNTERS = {DRY: "empty", EPOCH: "refused_epoch", RATE: "refused_rate", NOAPP: "errors", DOWN: "errors"}
@@ -332,53 +354,71 @@ def hint_ms(msg, default):
     return v if 0 < v < 60000 else default
 
 
+def take_ids(reply):
+    """The IDs of idpool_take's array reply (takereply.c's takereply_ids):
+    its items that are decimal uint64 strings (or ints), in order; others
+    are skipped."""
+    ids = []
+    for x in reply:
+        if isinstance(x, bytes):
+            try:
+                x = x.decode("ascii")
+            except UnicodeDecodeError:
+                continue
+        if isinstance(x, str) and x.isdigit() and x.isascii():
+            x = int(x)
+        if type(x) is int and 0 <= x < 1 << 64:
+            ids.append(x)
+    return ids
+
+
+def classify_refusal(text, count):
+    """What a refusal "IDPOOL_<CODE> <message>" means to a client (REFUSALS;
+    lib/env.c's env_refusal): (outcome, arg), arg the wait in seconds for
+    EPOCH and RATE (the message's "retry in N ms", else the table's),
+    max_size_per_times for LIMIT (count // 2 when not said), else None.
+    Anything not ours is (DOWN, None)."""
+    row = REFUSALS.get(text.split(" ", 1)[0])
+    if row is None:
+        return DOWN, None  # another error: no library, a read-only replica, ...
+    _, wait, o = row
+    if o in (EPOCH, RATE):
+        return o, hint_ms(text, wait) / 1000.0
+    if o == LIMIT:
+        m = re.search(r"max_size_per_times (\d+)", text)
+        return o, int(m.group(1)) if m else count // 2
+    return o, None
+
+
 def classify_reply(reply, count):
-    """Classify an idpool_take reply as client.c's take_from() does.
+    """Classify an idpool_take reply as the C client's Redis transport does.
 
     reply: the list the command returned (items bytes/str/int), or the error
     text (str) of an error reply, or None. Returns (outcome, ids, arg):
     (IDS, [ids], None); (DRY, [], None) for an empty or ID-less array;
-    (EPOCH, [], hint_s) and (RATE, [], hint_s) with the wait in seconds;
-    (LIMIT, [], cap) with max_size_per_times (count // 2 when not said);
-    (NOAPP, [], None); (DOWN, [], None) for anything else.
+    a refusal as classify_refusal() says, ids []; (DOWN, [], None) for
+    anything else.
     """
     if isinstance(reply, (list, tuple)):
-        ids = []
-        for x in reply:
-            if isinstance(x, bytes):
-                try:
-                    x = x.decode("ascii")
-                except UnicodeDecodeError:
-                    continue
-            if isinstance(x, str) and x.isdigit() and x.isascii():
-                x = int(x)
-            if type(x) is int and 0 <= x < 1 << 64:
-                ids.append(x)
+        ids = take_ids(reply)
         return (IDS, ids, None) if ids else (DRY, [], None)
     if isinstance(reply, bytes):
         reply = reply.decode("utf-8", "replace")
     if isinstance(reply, str):
-        if reply.startswith("IDPOOL_EPOCH"):
-            return EPOCH, [], hint_ms(reply, 200) / 1000.0
-        if reply.startswith("IDPOOL_RATE"):
-            return RATE, [], hint_ms(reply, 1000) / 1000.0
-        if reply.startswith("IDPOOL_LIMIT"):
-            m = re.search(r"max_size_per_times (\d+)", reply)
-            return LIMIT, [], int(m.group(1)) if m else count // 2
-        if reply.startswith("IDPOOL_NOAPP"):
-            return NOAPP, [], None
-    return DOWN, [], None  # another error: no library, a read-only replica, ...
+        o, arg = classify_refusal(reply, count)
+        return o, [], arg
+    return DOWN, [], None
 
 
 def classify_http(status, body, retry_after, count):
     """Classify an issuer's answer as issuer.c does. status: the HTTP status;
     body: bytes; retry_after: the Retry-After header (str) or None. Returns
     (outcome, ids, arg, message): IDS with the IDs of a text/plain body (one
-    per line); DRY for IDPOOL_EMPTY; EPOCH/RATE with the wait in seconds
-    (the message's "retry in N ms", else Retry-After); LIMIT with
-    max_size_per_times; NOAPP for IDPOOL_NOAPP, IDPOOL_AUTH and
-    IDPOOL_FORBIDDEN (this environment will not serve it to us); DOWN for
-    anything else. message: "<status> <code>: <text>" (None for IDS)."""
+    per line); a refusal as REFUSALS says (DRY for IDPOOL_EMPTY; NOAPP for
+    IDPOOL_NOAPP, IDPOOL_AUTH and IDPOOL_FORBIDDEN: this environment will
+    not serve it to us), EPOCH/RATE with the wait in seconds (the message's
+    "retry in N ms", else Retry-After), LIMIT with max_size_per_times; DOWN
+    for anything else. message: "<status> <code>: <text>" (None for IDS)."""
     if status == 200:
         try:
             text = body.decode("ascii")
@@ -401,11 +441,7 @@ def classify_http(status, body, retry_after, count):
     except (ValueError, TypeError, KeyError):
         return DOWN, [], None, f"HTTP {status} without an idpool error body (not an issuer?)"
     message = f"{status} {code}: {text}"
-    if code == "IDPOOL_EMPTY":
-        return DRY, [], None, message
-    if code in ("IDPOOL_AUTH", "IDPOOL_FORBIDDEN"):
-        return NOAPP, [], None, message
-    o, _, arg = classify_reply(f"{code} {text}", count)
+    o, arg = classify_refusal(f"{code} {text}", count)
     if o in (EPOCH, RATE) and "retry in " not in text and retry_after and retry_after.isdigit():
         arg = int(retry_after)
     return o, [], arg, message

@@ -6,6 +6,7 @@ scripted fake in place of Redis. PYTHONPATH must hold src/python (meson sets
 it); runs without redis-py too (a stub stands in for it)."""
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -170,6 +171,26 @@ class HttpAnswers(unittest.TestCase):
         self.assertEqual(o, m.DOWN)
         self.assertIn("HTTP 502 without an idpool error body", msg)
         self.assertEqual(m.classify_http(500, b"[1]", None, 5)[0], m.DOWN)
+
+
+class RefusalTable(unittest.TestCase):
+    @unittest.skipUnless(os.environ.get("IDPOOL_TAKEREPLY"), "IDPOOL_TAKEREPLY (test_takereply) not set")
+    def test_mirrors_the_c_table(self):
+        out = subprocess.run(
+            [os.environ["IDPOOL_TAKEREPLY"], "--table"], check=True, capture_output=True, text=True
+        ).stdout
+        c = {}
+        for line in out.splitlines():
+            code, status, wait, outcome = line.split()
+            c[code] = (int(status), int(wait), outcome)
+        self.assertEqual(m.REFUSALS, c)
+
+    def test_every_refusal_classified_as_the_table_says(self):
+        for code, (_, wait, o) in m.REFUSALS.items():
+            self.assertEqual(m.classify_refusal(code + " x", 10)[0], o, code)
+            if o in (m.EPOCH, m.RATE):
+                self.assertEqual(m.classify_refusal(code + " x", 10)[1], wait / 1000.0, code)
+        self.assertEqual(m.classify_refusal("IDPOOL_RATES x", 10), (m.DOWN, None))
 
 
 class Batch(unittest.TestCase):
