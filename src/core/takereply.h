@@ -53,8 +53,7 @@ enum take_outcome {
       "the issuer cannot take now (Redis, its tokens, shutting down)")                             \
     X(NOTFOUND, 404, 0, DOWN, "no such path")                                                      \
     X(METHOD, 405, 0, DOWN, "a method other than GET or POST")                                     \
-    X(BADREQUEST, 400, 0, DOWN,                                                                    \
-      "a request that cannot be parsed (or 408, 413: too slow, too big)")                          \
+    X(BADREQUEST, 400, 0, DOWN, "a request the server cannot read (also 408, 411, 413, 431)")      \
     X(INTERNAL, 500, 0, DOWN, "the issuer failed (out of memory)")
 
 enum take_refusal {
