@@ -193,6 +193,72 @@ class RefusalTable(unittest.TestCase):
         self.assertEqual(m.classify_refusal("IDPOOL_RATES x", 10), (m.DOWN, None))
 
 
+class FailoverDecision(unittest.TestCase):
+    """failover_plan/next/after through sequences of outcomes (test_failover.c's, in seconds)."""
+
+    FO, FB = 0.5, 1.0
+
+    def turn(self, f, nenv, now, outs, hint=None, down=None):
+        take, e, back, _ = m.failover_plan(f, now, True)
+        self.assertTrue(take)
+        asked = []
+        for o in outs:
+            asked.append(e)
+            nxt = m.failover_next(f, back, e, o)
+            if nxt is None:
+                break
+            e = nxt
+        down = down or {}
+        res = m.failover_after(f, nenv, self.FO, self.FB, back, now, e, o, hint, lambda i: down.get(i, 0.0))
+        return res + (asked,)
+
+    def test_plan(self):
+        f = m.Failover()
+        self.assertEqual(m.failover_plan(f, 10.0, False), (False, 0, False, 10.0 + m.IDLE_WAKE))
+        self.assertEqual(m.failover_plan(f, 10.0, True)[:3], (True, 0, False))
+        f.retry_at = 10.05
+        self.assertEqual(m.failover_plan(f, 10.0, True), (False, 0, False, 10.05))
+
+    def test_dry_fails_over_after_failover_s(self):
+        f = m.Failover()
+        wake, moved, _, _ = self.turn(f, 2, 10.0, [m.DRY])
+        self.assertEqual((wake, moved, f.env, f.trouble), (10.0 + m.DRY_RETRY, False, 0, 10.0))
+        wake, moved, _, _ = self.turn(f, 2, 10.0 + self.FO, [m.EPOCH], hint=0.2)
+        self.assertEqual((moved, f.env, f.trouble, f.failback_at), (True, 1, 0.0, 10.0 + self.FO + self.FB))
+
+    def test_rate_is_waited_out_in_place(self):
+        f = m.Failover()
+        for i in range(10):
+            now = 10.0 + i * 0.25  # binary fractions: sums are exact
+            wake, moved, _, _ = self.turn(f, 2, now, [m.RATE], hint=0.25)
+            self.assertEqual((moved, f.env, f.retry_at, wake), (False, 0, now + 0.25, now + m.IDLE_WAKE))
+            self.assertFalse(m.failover_plan(f, now + 0.125, True)[0])
+
+    def test_down_noapp_and_failback(self):
+        f = m.Failover()
+        wake, moved, _, _ = self.turn(f, 3, 10.0, [m.DOWN], down={1: 10.07})
+        self.assertEqual((wake, moved, f.env), (10.07, True, 1))  # no spinning on the down
+        wake, moved, _, _ = self.turn(f, 3, 10.1, [m.NOAPP])
+        self.assertEqual((wake, moved, f.env, f.noapp), (10.1, True, 2, {1}))
+        # a failback tries 0 then 1, never 2; 1 supplies: it stays there
+        wake, moved, home, asked = self.turn(f, 3, f.failback_at, [m.DOWN, m.IDS])
+        self.assertEqual((asked, home, moved, f.env, f.noapp), ([0, 1], True, False, 1, set()))
+        # a failback that brings nothing: stay, try later, keep nothing of its answer
+        now = f.failback_at + 1.0
+        wake, moved, home, asked = self.turn(f, 3, now, [m.DRY])
+        self.assertEqual((wake, asked, f.env, f.failback_at, f.trouble), (now, [0], 1, now + self.FB, 0.0))
+
+    def test_noapp_everywhere(self):
+        f = m.Failover()
+        self.turn(f, 2, 10.0, [m.NOAPP])
+        self.assertFalse(f.nowhere(2))
+        wake, _, _, _ = self.turn(f, 2, 10.0, [m.NOAPP])
+        self.assertTrue(f.nowhere(2))
+        self.assertEqual((f.env, f.retry_at, wake), (0, 10.0 + m.NOAPP_RETRY, 10.0 + m.IDLE_WAKE))
+        self.turn(f, 2, 11.0, [m.IDS])
+        self.assertEqual(f.noapp, {1})
+
+
 class Batch(unittest.TestCase):
     def test_batch_next(self):
         bn = m.batch_next
