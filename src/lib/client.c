@@ -54,19 +54,19 @@ struct idpool_app {
     struct idpool_app *next; /* in the client's list */
     char key[APP_KEY_MAX + 1];
     char *k_pool, *k_meta;
-    uint32_t slot;        /* index into threads' blocks */
-    uint64_t gen;         /* unique over the process: a reused slot is not mistaken */
-    pthread_mutex_t mu;   /* everything below */
-    pthread_cond_t cv;    /* IDs arrived, or the state changed */
-    struct ring ring;     /* the shared buffer */
-    unsigned batch;       /* IDs per take now */
-    unsigned cap_batch;   /* max_batch, or less after IDPOOL_LIMIT */
-    int hungry;           /* a caller waited since the last take */
-    double rate;          /* demand, IDs/s */
-    uint64_t consumed;    /* IDs handed out since the last rate update */
-    uint64_t rate_at_ms;  /* the last rate update */
-    struct failover fo;   /* where takes go, when the next is due */
-    char last_error[320]; /* what the last refusal or failure said */
+    uint32_t slot;           /* index into threads' blocks */
+    uint64_t gen;            /* unique over the process: a reused slot is not mistaken */
+    pthread_mutex_t mu;      /* everything below */
+    pthread_cond_t cv;       /* IDs arrived, or the state changed */
+    struct ring ring;        /* the shared buffer */
+    unsigned batch;          /* IDs per take now */
+    unsigned cap_batch;      /* max_batch, or less after IDPOOL_LIMIT */
+    int hungry;              /* a caller waited since the last take */
+    double rate;             /* demand, IDs/s */
+    uint64_t consumed;       /* IDs handed out since the last rate update */
+    uint64_t rate_at_ms;     /* the last rate update */
+    struct failover routing; /* where takes go, when the next is due */
+    char last_error[320];    /* what the last refusal or failure said */
     struct idpool_stats st;
 };
 
@@ -338,7 +338,7 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got, 
     while (a->ring.n == 0) {
         if (c->stopping)
             return IDPOOL_ECLOSED;
-        if (failover_nowhere(&a->fo, (unsigned)c->nenv))
+        if (failover_nowhere(&a->routing, (unsigned)c->nenv))
             return IDPOOL_ENOAPP;
         if (!waited) {
             waited = 1;
@@ -500,7 +500,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         a->rate_at_ms = now;
     }
     /* A waiting caller means an empty buffer: below the low water too. */
-    p = failover_plan(&a->fo, now, a->ring.n < low_water(a));
+    p = failover_plan(&a->routing, now, a->ring.n < low_water(a));
     if (!p.take) {
         pthread_mutex_unlock(&a->mu);
         return p.wake;
@@ -515,7 +515,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
     for (e = p.from;;) {
         int next;
         o = env_take(c->envs[e], &q, now, &r);
-        if ((next = failover_next(&a->fo, &p, e, o)) < 0)
+        if ((next = failover_next(&a->routing, &p, e, o)) < 0)
             break;
         free(r.ids);
         e = next;
@@ -525,7 +525,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
     if (o != T_IDS && !r.skipped) /* a skip would hide why it is backing off */
         snprintf(a->last_error, sizeof(a->last_error), "environment %d (%s)", e, r.msg);
     count_outcome(a, o, &r); /* failback tries too */
-    s = failover_after(&a->fo, &opts, &p, now, e, o, r.hint_ms);
+    s = failover_after(&a->routing, &opts, &p, now, e, o, r.hint_ms);
     if (o == T_IDS || !p.back) { /* else a failback brought nothing: nothing else changed */
         if (o == T_IDS && ring_push(&a->ring, r.ids, r.n) == 0) {
             a->st.takes++;
@@ -535,7 +535,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
             a->cap_batch = r.limit > 0 ? r.limit : 1; /* the row's max_size_per_times */
         a->st.failovers += (uint64_t)s.failover;
         a->st.failbacks += (uint64_t)s.failback;
-        a->st.env = a->fo.env;
+        a->st.env = a->routing.env;
         a->st.buffered = a->ring.n;
         a->st.batch = a->batch;
         pthread_cond_broadcast(&a->cv);
@@ -641,7 +641,7 @@ static void client_after_fork(struct idpool_client *c)
         a->rate = 0;
         a->consumed = 0;
         a->rate_at_ms = now;
-        memset(&a->fo, 0, sizeof(a->fo));
+        memset(&a->routing, 0, sizeof(a->routing));
         a->last_error[0] = '\0';
         memset(&a->st, 0, sizeof(a->st));
         a->st.size = sizeof(a->st);
@@ -865,7 +865,7 @@ void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out)
     pthread_mutex_lock(&a->mu);
     st = a->st;
     st.buffered = a->ring.n;
-    st.env = a->fo.env;
+    st.env = a->routing.env;
     st.batch = a->batch;
     pthread_mutex_unlock(&a->mu);
     st.size = sz;
