@@ -103,6 +103,7 @@ __all__ = [
 APP_KEY_MAX = 64
 REDIS_DB_MAX = 1000000
 MAX_ENVS = 32
+# DRY_RETRY, IDLE_WAKE and NOAPP_RETRY are failover.h's (test_pyclient.py checks them).
 DRY_RETRY = 0.020  # a dry pool is asked again after this (s)
 BLOCK = 256  # IDs a thread takes from the shared buffer at once (2.6x faster next())
 IDLE_WAKE = 0.100  # the thread looks at every application at least this often (s)

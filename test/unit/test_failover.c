@@ -5,8 +5,11 @@
  * (client.c's service): failover after failover_ms of dry or
  * not-re-validated pools, at once when down or not served; failback in
  * preference order; refusals' waits; IDPOOL_RATE waited out in place.
+ * `test_failover --constants` prints its times instead: the Python
+ * client's mirror of them is tested against that (test_pyclient.py).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "failover.h"
@@ -308,8 +311,13 @@ static void test_failback_in_order(void)
     CHECK(failover_plan(&f, t, 0).back);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--constants") == 0) { /* the Python client's mirror */
+        printf("IDLE_WAKE_MS %d\nDRY_RETRY_MS %d\nNOAPP_RETRY_MS %d\n", IDLE_WAKE_MS, DRY_RETRY_MS,
+               NOAPP_RETRY_MS);
+        return 0;
+    }
     RUN(test_plan);
     RUN(test_ids);
     RUN(test_dry_fails_over_after_failover_ms);

@@ -198,6 +198,15 @@ class FailoverDecision(unittest.TestCase):
 
     FO, FB = 0.5, 1.0
 
+    @unittest.skipUnless(os.environ.get("IDPOOL_FAILOVER"), "IDPOOL_FAILOVER (test_failover) not set")
+    def test_mirrors_the_c_constants(self):
+        out = subprocess.run(
+            [os.environ["IDPOOL_FAILOVER"], "--constants"], check=True, capture_output=True, text=True
+        ).stdout
+        c = {k: int(v) for k, v in (line.split() for line in out.splitlines())}
+        py = {"IDLE_WAKE_MS": m.IDLE_WAKE, "DRY_RETRY_MS": m.DRY_RETRY, "NOAPP_RETRY_MS": m.NOAPP_RETRY}
+        self.assertEqual({k: round(v * 1000) for k, v in py.items()}, c)
+
     def turn(self, f, nenv, now, outs, hint=None, down=None):
         take, e, back, _ = m.failover_plan(f, now, True)
         self.assertTrue(take)
