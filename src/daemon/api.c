@@ -20,15 +20,13 @@
 #include "keys.h"
 #include "log.h"
 #include "pool.h"
-#include "text.h"
+#include "takereply.h"
 #include "rds.h"
 
 #define API_MAX_BODY  1024 /* bytes: a POST body is at most "count=N" */
 #define API_WAIT_MAX  4096 /* requests waiting for one application's buffer */
 #define API_BUCKETS   256  /* applications hash (chained) */
-#define HOLD_EMPTY_MS 100  /* after a dry pool: no take before this */
-#define HOLD_EPOCH_MS 200  /* the library's own retry hint */
-#define HOLD_DOWN_MS  200  /* Redis unreachable or refusing */
+#define HOLD_DOWN_MS  takereply_retry_ms(TR_UNAVAILABLE) /* Redis unreachable or refusing */
 #define HOLD_LIMIT_MS 1000 /* meta's limits are below the row's (until a refiller syncs them) */
 #define HOLD_AUTH_MS  1000 /* Retry-After while the tokens have not been read yet */
 #define STACK_BODY    4096 /* bodies up to this are built on the stack */
@@ -38,9 +36,6 @@
 #define ALLOW_HDR     "Allow: GET, POST\r\n"
 #define REALM         "WWW-Authenticate: Bearer realm=\"idpool\"\r\n"
 #define REALM_INVALID "WWW-Authenticate: Bearer realm=\"idpool\", error=\"invalid_token\"\r\n"
-
-/* Why a take brought nothing (or less than asked). */
-enum api_err { AE_NONE, AE_EMPTY, AE_EPOCH, AE_RATE, AE_LIMIT, AE_DOWN };
 
 /* A request waiting for IDs. */
 struct api_wait {
@@ -66,7 +61,7 @@ struct api_app {
     size_t nwait;                  /* waiters */
     uint64_t want;                 /* IDs they ask for */
     uint64_t hold_until_ms;        /* after a refusal: no take before this */
-    enum api_err held;             /* that refusal */
+    enum take_refusal held;        /* that refusal (TR_NONE: none) */
     char held_msg[200];            /* its message */
     uint64_t per_take, per_second; /* the row's limits, as last seen */
 };
@@ -94,17 +89,18 @@ static void count_code(struct api *a, int code)
 }
 
 /*
- * An error answer: {"error":"IDPOOL_...","message":"..."} with status
- * `code`, Retry-After (whole seconds, at least 1) when retry_ms > 0, and
- * `hdr` (one "Name: value\r\n" line) when not NULL.
+ * An error answer: {"error":"IDPOOL_...","message":"..."} with the
+ * refusal's status (takereply.h), Retry-After (whole seconds, at least 1)
+ * when retry_ms > 0, and `hdr` (one "Name: value\r\n" line) when not NULL.
  */
-static void fail(struct api *a, struct apihttp_req *req, int code, const char *error, int retry_ms,
-                 const char *hdr, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static void fail(struct api *a, struct apihttp_req *req, enum take_refusal why, int retry_ms,
+                 const char *hdr, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-static void fail(struct api *a, struct apihttp_req *req, int code, const char *error, int retry_ms,
+static void fail(struct api *a, struct apihttp_req *req, enum take_refusal why, int retry_ms,
                  const char *hdr, const char *fmt, ...)
 {
     static const char oom[] = "{\"error\":\"IDPOOL_INTERNAL\",\"message\":\"out of memory\"}\n";
+    int code = takereply_http(why);
     char msg[512], headers[160] = "", *text = NULL;
     cJSON *o = cJSON_CreateObject();
     size_t n;
@@ -113,7 +109,7 @@ static void fail(struct api *a, struct apihttp_req *req, int code, const char *e
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (o && cJSON_AddStringToObject(o, "error", error) &&
+    if (o && cJSON_AddStringToObject(o, "error", takereply_name(why)) &&
         cJSON_AddStringToObject(o, "message", msg))
         text = cJSON_PrintBuffered(o, 256, 0);
     cJSON_Delete(o);
@@ -178,17 +174,11 @@ static struct api_app *app_get(struct api *a, const char *key, size_t n)
     return x;
 }
 
-/* Room for `need` IDs in the ring; 0 or -1 (out of memory). */
-static int ring_reserve(struct api_app *x, size_t need)
+/* The ring moved to a new array of cap (>= x->n) IDs, head first; 0 or -1 (out of memory). */
+static int ring_resize(struct api_app *x, size_t cap)
 {
-    size_t cap = x->cap ? x->cap : 64;
-    uint64_t *r;
+    uint64_t *r = malloc(cap * sizeof(*r));
 
-    if (need <= x->cap)
-        return 0;
-    while (cap < need)
-        cap *= 2;
-    r = malloc(cap * sizeof(*r));
     if (r == NULL)
         return -1;
     for (size_t i = 0; i < x->n; i++)
@@ -198,6 +188,35 @@ static int ring_reserve(struct api_app *x, size_t need)
     x->cap = cap;
     x->head = 0;
     return 0;
+}
+
+/* Room for `need` IDs in the ring; 0 or -1 (out of memory). */
+static int ring_reserve(struct api_app *x, size_t need)
+{
+    size_t cap = x->cap ? x->cap : 64;
+
+    if (need <= x->cap)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+    return ring_resize(x, cap);
+}
+
+/*
+ * Room for k more IDs after the last, in one run (takereply_ids writes
+ * them so): the ring grown or its IDs moved to the start as needed. NULL
+ * when out of memory.
+ */
+static uint64_t *ring_room(struct api_app *x, size_t k)
+{
+    size_t tail;
+
+    if (ring_reserve(x, x->n + k) < 0)
+        return NULL;
+    tail = (x->head + x->n) & (x->cap - 1);
+    if (tail >= x->head && tail + k > x->cap && ring_resize(x, x->cap) < 0)
+        return NULL;
+    return x->ring + ((x->head + x->n) & (x->cap - 1));
 }
 
 /*
@@ -212,7 +231,7 @@ static void serve(struct api_app *x, struct apihttp_req *req, uint64_t n, enum a
     size_t max = apireq_body_max(x->keylen, n), len;
 
     if (n > 64 && (v = malloc(n * sizeof(*v))) == NULL) {
-        fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
+        fail(a, req, TR_INTERNAL, 0, NULL, "out of memory");
         return;
     }
     for (uint64_t i = 0; i < n; i++)
@@ -220,7 +239,7 @@ static void serve(struct api_app *x, struct apihttp_req *req, uint64_t n, enum a
     if (max > sizeof(stack) && (body = malloc(max)) == NULL) {
         if (v != ids)
             free(v);
-        fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
+        fail(a, req, TR_INTERNAL, 0, NULL, "out of memory");
         return;
     }
     /* Consumed before the answer goes out: never in two responses, whatever follows. */
@@ -242,31 +261,21 @@ static void refuse(struct api_app *x, struct apihttp_req *req)
 {
     struct api *a = x->api;
     uint64_t now = clock_ms();
+    enum take_refusal why = x->held != TR_NONE ? x->held : TR_EMPTY;
     int retry = x->hold_until_ms > now ? (int)(x->hold_until_ms - now) : 1;
 
-    switch (x->held) {
-    case AE_RATE:
-        fail(a, req, 429, "IDPOOL_RATE", retry, NULL, "%s", x->held_msg);
-        break;
-    case AE_EPOCH:
-        fail(a, req, 503, "IDPOOL_EPOCH", retry, NULL, "%s", x->held_msg);
-        break;
-    case AE_LIMIT:
-        fail(a, req, 400, "IDPOOL_LIMIT", 0, NULL, "%s", x->held_msg);
-        break;
-    case AE_DOWN:
-        fail(a, req, 503, "IDPOOL_UNAVAILABLE", retry, NULL, "%s", x->held_msg);
-        break;
-    case AE_EMPTY:
-    case AE_NONE:
-        fail(a, req, 503, "IDPOOL_EMPTY", retry, NULL,
+    if (takereply_retry_ms(why) == 0) /* waiting will not help (IDPOOL_LIMIT) */
+        retry = 0;
+    if (why == TR_EMPTY)
+        fail(a, req, why, retry, NULL,
              "the pool of '%s' is empty; retry shortly (the refillers are behind or stopped)",
              x->key);
-        break;
-    }
+    else
+        fail(a, req, why, retry, NULL, "%s", x->held_msg);
 }
 
-static void hold(struct api_app *x, enum api_err why, int ms, const char *msg)
+/* No take for ms: the last one was refused (why), answered with msg meanwhile. */
+static void hold(struct api_app *x, enum take_refusal why, unsigned ms, const char *msg)
 {
     x->held = why;
     x->hold_until_ms = clock_ms() + (uint64_t)ms;
@@ -275,7 +284,7 @@ static void hold(struct api_app *x, enum api_err why, int ms, const char *msg)
 
 static int held(const struct api_app *x)
 {
-    return x->held != AE_NONE && clock_ms() < x->hold_until_ms;
+    return x->held != TR_NONE && clock_ms() < x->hold_until_ms;
 }
 
 static void take(struct api_app *x);
@@ -322,6 +331,14 @@ static uint64_t target(const struct api_app *x)
     return t ? t : 1;
 }
 
+/* A pool entry that is not an ID (takereply_ids): logged, skipped. */
+static void skip_entry(const char *entry, void *arg)
+{
+    const struct api_app *x = arg;
+
+    log_warn("api: %s: skipped a pool entry that is not an ID: '%.40s'", x->key, entry);
+}
+
 static void on_take(struct rds *r, redisReply *reply, void *arg)
 {
     struct api_app *x = arg;
@@ -334,54 +351,45 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
     if (a->stopping)
         return;
     if (reply == NULL) {
-        hold(x, AE_DOWN, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
+        hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
     } else if (reply->type == REDIS_REPLY_ARRAY) {
         size_t got = 0;
+        uint64_t *room = reply->elements ? ring_room(x, reply->elements) : NULL;
 
-        if (ring_reserve(x, x->n + reply->elements) == 0) {
-            for (size_t i = 0; i < reply->elements; i++) {
-                const redisReply *e = reply->element[i];
-                char *end;
-                unsigned long long v;
-
-                if (e->type != REDIS_REPLY_STRING)
-                    continue;
-                v = strtoull(e->str, &end, 10);
-                if (end == e->str || *end != '\0') {
-                    log_warn("api: %s: skipped a pool entry that is not an ID: '%.40s'", x->key,
-                             e->str);
-                    continue;
-                }
-                x->ring[(x->head + x->n) & (x->cap - 1)] = v;
-                x->n++;
-                got++;
-            }
+        if (room) {
+            got = takereply_ids(reply, room, skip_entry, x);
+            x->n += got;
         }
         a->st.taken += got;
         a->st.buffered += got;
         if (got < asked) {
             x->short_fill = 1;
-            hold(x, AE_EMPTY, HOLD_EMPTY_MS, "");
+            hold(x, TR_EMPTY, takereply_retry_ms(TR_EMPTY), "");
         } else {
-            x->held = AE_NONE;
+            x->held = TR_NONE;
         }
     } else if (reply->type == REDIS_REPLY_ERROR) {
-        const char *m = reply->str;
+        const char *m;
+        enum take_refusal why = takereply_parse(reply->str, &m);
 
-        if (strncmp(m, "IDPOOL_RATE ", 12) == 0)
-            hold(x, AE_RATE, (int)text_retry_ms(m, 1000), m + 12);
-        else if (strncmp(m, "IDPOOL_EPOCH ", 13) == 0)
-            hold(x, AE_EPOCH, (int)text_retry_ms(m, HOLD_EPOCH_MS), m + 13);
-        else if (strncmp(m, "IDPOOL_NOAPP ", 13) == 0)
+        switch (why) {
+        case TR_RATE:
+        case TR_EPOCH:
+            hold(x, why, takereply_wait_ms(why, m), m);
+            break;
+        case TR_NOAPP:
             /* The row is served (checked before): no refiller wrote meta yet, or Redis lost it. */
-            hold(x, AE_DOWN, HOLD_DOWN_MS,
+            hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS,
                  "the pool has no limits in Redis: no refilling idpoold has checked it yet, or "
                  "Redis lost them (a refiller restores them within a check); retry shortly");
-        else if (strncmp(m, "IDPOOL_LIMIT ", 13) == 0)
-            hold(x, AE_LIMIT, HOLD_LIMIT_MS, m + 13);
-        else {
-            log_warn("api: %s: idpool_take failed: %s", x->key, m);
-            hold(x, AE_DOWN, HOLD_DOWN_MS, "Redis refused the take; retry shortly");
+            break;
+        case TR_LIMIT:
+            hold(x, why, HOLD_LIMIT_MS, m);
+            break;
+        default:
+            log_warn("api: %s: idpool_take failed: %s", x->key, reply->str);
+            hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "Redis refused the take; retry shortly");
+            break;
         }
     }
     drain(x);
@@ -414,7 +422,7 @@ static void take(struct api_app *x)
     if (ask > x->per_take)
         ask = x->per_take;
     if (ring_reserve(x, x->n + ask) < 0) {
-        hold(x, AE_DOWN, HOLD_DOWN_MS, "out of memory");
+        hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "out of memory");
         drain(x);
         return;
     }
@@ -428,7 +436,7 @@ static void take(struct api_app *x)
     for (int i = 0; i < 6; i++)
         len[i] = strlen(argv[i]);
     if (rds_command_argv(a->rds, on_take, x, 6, argv, len) < 0) {
-        hold(x, AE_DOWN, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
+        hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
         drain(x);
         return;
     }
@@ -447,23 +455,22 @@ static int request_count(struct api *a, struct apihttp_req *req, const char *que
 
     if (req->body_len > 0 && strcmp(req->method, "POST") == 0) {
         if (qlen > 0) {
-            fail(a, req, 400, "IDPOOL_BADARG", 0, NULL,
-                 "count given in both the query and the body: use one");
+            fail(a, req, TR_BADARG, 0, NULL, "count given in both the query and the body: use one");
             return -1;
         }
         if (req->ctype && strncasecmp(req->ctype, "application/x-www-form-urlencoded", 33) != 0) {
-            fail(a, req, 400, "IDPOOL_BADARG", 0, NULL,
+            fail(a, req, TR_BADARG, 0, NULL,
                  "a POST body must be count=N (application/x-www-form-urlencoded)");
             return -1;
         }
         if (apireq_count(req->body, req->body_len, count, err, sizeof(err)) < 0) {
-            fail(a, req, 400, "IDPOOL_BADARG", 0, NULL, "%s", err);
+            fail(a, req, TR_BADARG, 0, NULL, "%s", err);
             return -1;
         }
         return 0;
     }
     if (apireq_count(query, qlen, count, err, sizeof(err)) < 0) {
-        fail(a, req, 400, "IDPOOL_BADARG", 0, NULL, "%s", err);
+        fail(a, req, TR_BADARG, 0, NULL, "%s", err);
         return -1;
     }
     return 0;
@@ -528,58 +535,57 @@ static void on_request(struct apihttp_req *req, void *arg)
 
     if (target_split(req->target, path, sizeof(path), &query, &qlen) < 0 ||
         apireq_path(path, &key, &keylen) < 0) {
-        fail(a, req, 404, "IDPOOL_NOTFOUND", 0, NULL,
+        fail(a, req, TR_NOTFOUND, 0, NULL,
              "no such path: IDs are at /v1/ids/{key} (an application key)");
         return;
     }
     if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0) {
-        fail(a, req, 405, "IDPOOL_METHOD", 0, ALLOW_HDR,
-             "method %.32s not allowed: use GET or POST", req->method);
+        fail(a, req, TR_METHOD, 0, ALLOW_HDR, "method %.32s not allowed: use GET or POST",
+             req->method);
         return;
     }
     if (apireq_bearer(req->authz, &tok, &toklen) < 0) {
         auth_failed(a, req, API_AUTH_MISSING, "missing or malformed token");
-        fail(a, req, 401, "IDPOOL_AUTH", 0, REALM,
+        fail(a, req, TR_AUTH, 0, REALM,
              "missing or malformed token: send 'Authorization: Bearer <token>'");
         return;
     }
     access_tokens(a->access, &loaded);
     if (!loaded) {
         /* A valid token is not "unknown" until the tokens have been read. */
-        fail(a, req, 503, "IDPOOL_UNAVAILABLE", HOLD_AUTH_MS, NULL,
+        fail(a, req, TR_UNAVAILABLE, HOLD_AUTH_MS, NULL,
              "the API tokens have not been read from MySQL yet; retry shortly");
         return;
     }
     name = access_token(a->access, tok, toklen, &apps);
     if (name == NULL) {
         auth_failed(a, req, API_AUTH_UNKNOWN, "unknown or revoked token");
-        fail(a, req, 401, "IDPOOL_AUTH", 0, REALM_INVALID, "unknown or revoked token");
+        fail(a, req, TR_AUTH, 0, REALM_INVALID, "unknown or revoked token");
         return;
     }
     memcpy(keybuf, key, keylen);
     keybuf[keylen] = '\0';
     if (!access_allows(apps, key, keylen)) {
-        fail(a, req, 403, "IDPOOL_FORBIDDEN", 0, NULL, "token '%s' may not take IDs of '%s'", name,
-             keybuf);
+        fail(a, req, TR_FORBIDDEN, 0, NULL, "token '%s' may not take IDs of '%s'", name, keybuf);
         return;
     }
     p = pools_find(a->pools, keybuf);
     if (p == NULL || !p->live) {
-        fail(a, req, 404, "IDPOOL_NOAPP", 0, NULL,
+        fail(a, req, TR_NOAPP, 0, NULL,
              "no application '%s' is served (unknown, disabled or invalid row)", keybuf);
         return;
     }
     if (request_count(a, req, query, qlen, &count) < 0)
         return;
     if (count > p->cfg.per_take) {
-        fail(a, req, 400, "IDPOOL_LIMIT", 0, NULL,
-             "count %" PRIu64 " exceeds max_size_per_times %" PRIu64, count, p->cfg.per_take);
+        fail(a, req, TR_LIMIT, 0, NULL, "count %" PRIu64 " exceeds max_size_per_times %" PRIu64,
+             count, p->cfg.per_take);
         return;
     }
     fmt = apireq_accept(req->accept);
     x = app_get(a, key, keylen);
     if (x == NULL) {
-        fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
+        fail(a, req, TR_INTERNAL, 0, NULL, "out of memory");
         return;
     }
     x->per_take = p->cfg.per_take;
@@ -590,14 +596,14 @@ static void on_request(struct apihttp_req *req, void *arg)
         return;
     }
     if (x->nwait >= API_WAIT_MAX) {
-        fail(a, req, 503, "IDPOOL_EMPTY", 1000, NULL,
+        fail(a, req, TR_EMPTY, 1000, NULL,
              "%d requests already wait for IDs of '%s'; retry shortly", API_WAIT_MAX, x->key);
         return;
     }
     {
         struct api_wait *w = calloc(1, sizeof(*w));
         if (w == NULL) {
-            fail(a, req, 500, "IDPOOL_INTERNAL", 0, NULL, "out of memory");
+            fail(a, req, TR_INTERNAL, 0, NULL, "out of memory");
             return;
         }
         w->req = req;
@@ -670,8 +676,7 @@ void api_free(struct api *a)
             struct api_wait *w;
             while ((w = TAILQ_FIRST(&x->waiters)) != NULL) {
                 TAILQ_REMOVE(&x->waiters, w, link);
-                fail(a, w->req, 503, "IDPOOL_UNAVAILABLE", 1000, NULL,
-                     "the issuer is shutting down");
+                fail(a, w->req, TR_UNAVAILABLE, 1000, NULL, "the issuer is shutting down");
                 free(w);
             }
             x->nwait = 0;

@@ -24,6 +24,7 @@
 #include "httpreq.h"
 #include "log.h"
 #include "status.h"
+#include "takereply.h"
 #include "url.h"
 
 #define HEAD_MAX        8192  /* bytes of a request head */
@@ -329,8 +330,8 @@ static int queue_answer(struct conn *c, int code, const char *ctype, const char 
 static int refuse(struct conn *c, int code, const char *msg)
 {
     char body[256];
-    int n =
-        snprintf(body, sizeof(body), "{\"error\":\"IDPOOL_BADREQUEST\",\"message\":\"%s\"}\n", msg);
+    int n = snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}\n",
+                     takereply_name(TR_BADREQUEST), msg);
 
     c->keep_alive = 0;
     c->close_after = 1;

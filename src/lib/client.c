@@ -9,12 +9,9 @@
  *   the pool in Redis, through idpool_take, by the background thread only,
  *     on its own connection per environment (blocking hiredis, timeouts).
  *
- * Environments are tried in preference order. A take that brings nothing
- * for failover_ms (pool dry, not re-validated) or fails outright
- * (connection lost, IDPOOL_NOAPP) moves the application to the next
- * environment; every failback_ms a more preferred one is tried again and
- * taken back when it supplies IDs. IDPOOL_RATE is waited out where it was
- * said: another environment's budget is not a way around the limit.
+ * Environments are tried in preference order, each through its transport
+ * (env.h); which one an application's takes go to, and when it is looked
+ * at again, failover.c decides.
  *
  * fork(): a child starts with every client empty (pthread_atfork,
  * fork_child): no buffered ID of the parent, none of its connections; its
@@ -24,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +32,10 @@
 #include "buffer.h"
 #include "clock.h"
 #include "env.h"
+#include "failover.h"
 #include "keys.h"
 
-#define BLOCK          256  /* IDs a thread takes from the shared buffer at once */
-#define DRY_RETRY_MS   20   /* a dry pool is asked again after this */
-#define IDLE_WAKE_MS   100  /* the thread looks at every application at least this often */
-#define NOAPP_RETRY_MS 1000 /* every environment said IDPOOL_NOAPP: asked again after this */
+#define BLOCK 256 /* IDs a thread takes from the shared buffer at once */
 
 /* A thread's block of one application's IDs. */
 struct tslot {
@@ -70,17 +66,13 @@ struct idpool_app {
     double rate;             /* demand, IDs/s */
     uint64_t consumed;       /* IDs handed out since the last rate update */
     uint64_t rate_at_ms;     /* the last rate update */
-    int env;                 /* environment takes go to */
-    uint64_t retry_at_ms;    /* no take before this (a refusal's hint) */
-    uint64_t trouble_ms;     /* the current environment has supplied nothing since (0: fine) */
-    uint64_t failback_at_ms; /* when a more preferred environment is tried again */
-    unsigned noapp;          /* environments that answered IDPOOL_NOAPP (bit per index) */
+    struct failover routing; /* where takes go, when the next is due */
     char last_error[320];    /* what the last refusal or failure said */
     struct idpool_stats st;
 };
 
 struct idpool_client {
-    struct env *envs;
+    struct env **envs;
     size_t nenv;
     char **urls; /* the environments' URLs, NULL-terminated: a forked child's envs are made from
                     them */
@@ -249,14 +241,14 @@ static void *thread_main(void *arg);
  * reachable so that leak checkers do not count them.
  */
 struct grave {
-    struct env *envs;
+    struct env **envs;
     struct grave *next;
 };
 static pthread_mutex_t grave_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct grave *graves;
 
 /* Keep envs (the parent's) reachable; out of memory, they are merely leaked. */
-static void grave_add(struct env *envs)
+static void grave_add(struct env **envs)
 {
     struct grave *g = malloc(sizeof(*g));
 
@@ -276,15 +268,15 @@ static void grave_add(struct env *envs)
  */
 static int envs_renew(struct idpool_client *c)
 {
-    struct env *envs = calloc(c->nenv, sizeof(*envs));
+    struct env **envs = calloc(c->nenv, sizeof(*envs));
     char msg[256];
 
     if (envs == NULL)
         return -1;
     for (size_t i = 0; i < c->nenv; i++)
-        if (env_init(&envs[i], c->urls[i], msg, sizeof(msg)) < 0) { /* parsed once already */
+        if ((envs[i] = env_new(c->urls[i], msg, sizeof(msg))) == NULL) { /* parsed once already */
             while (i--)
-                env_free(&envs[i]);
+                env_free(envs[i]);
             free(envs);
             return -1;
         }
@@ -339,7 +331,7 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got, 
     while (a->ring.n == 0) {
         if (c->stopping)
             return IDPOOL_ECLOSED;
-        if (a->noapp && __builtin_popcount(a->noapp) >= (int)c->nenv)
+        if (failover_nowhere(&a->routing, (unsigned)c->nenv))
             return IDPOOL_ENOAPP;
         if (!waited) {
             waited = 1;
@@ -443,28 +435,12 @@ int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
 
 /* --- the background thread ---------------------------------------------- */
 
-/* Move a to the next environment (in order, wrapping), when there is another. */
-static void failover(struct idpool_app *a, uint64_t now)
+/* When environment i may be tried again (failover_opts' retry_at). */
+static uint64_t env_retry(int i, void *arg)
 {
-    struct idpool_client *c = a->c;
+    const struct idpool_client *c = arg;
 
-    a->trouble_ms = 0;
-    if (c->nenv < 2)
-        return;
-    a->env = (a->env + 1) % (int)c->nenv;
-    a->st.failovers++;
-    a->st.env = a->env;
-    a->failback_at_ms = now + c->o.failback_ms;
-}
-
-/* One take from environment e, by its transport (without a's lock: it blocks on the network). */
-static enum take_outcome take_from(struct idpool_app *a, struct env *e, unsigned count,
-                                   uint64_t now, struct take_result *r)
-{
-    memset(r, 0, sizeof(*r));
-    if (e->http)
-        return issuer_take(e, &a->c->o, a->key, count, now, r);
-    return redis_take(e, &a->c->o, a->k_pool, a->k_meta, count, now, r);
+    return env_retry_at(c->envs[i]);
 }
 
 /* The counters of a refusal or failure (the IDs' own are counted where they are kept). */
@@ -495,17 +471,20 @@ static void count_outcome(struct idpool_app *a, enum take_outcome o, const struc
 
 /*
  * Look after one application: take when its buffer is below one batch or a
- * caller waits, from its environment (or, when due, a more preferred one);
- * returns when it wants to be looked at again.
+ * caller waits, from the environment failover_plan says (or, when due, a
+ * more preferred one); returns when it wants to be looked at again.
  */
 static uint64_t service(struct idpool_app *a, uint64_t now)
 {
     struct idpool_client *c = a->c;
-    int e, back;
-    unsigned count;
-    uint64_t again = now + IDLE_WAKE_MS;
+    struct failover_opts opts = {(unsigned)c->nenv, c->o.failover_ms, c->o.failback_ms, env_retry,
+                                 c};
+    struct failover_plan p;
+    struct failover_step s;
+    struct take_req q = {&c->o, a->key, a->k_pool, a->k_meta, 0};
     struct take_result r;
     enum take_outcome o;
+    int e;
 
     pthread_mutex_lock(&a->mu);
     if (now > a->rate_at_ms) {
@@ -513,97 +492,50 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
         a->consumed = 0;
         a->rate_at_ms = now;
     }
-    back = a->env > 0 && now >= a->failback_at_ms;
     /* A waiting caller means an empty buffer: below the low water too. */
-    if ((a->ring.n >= low_water(a) && !back) || (!back && now < a->retry_at_ms)) {
-        if (now < a->retry_at_ms && a->retry_at_ms < again)
-            again = a->retry_at_ms;
+    p = failover_plan(&a->routing, now, a->ring.n < low_water(a));
+    if (!p.take) {
         pthread_mutex_unlock(&a->mu);
-        return again;
+        return p.wake;
     }
     a->batch =
         batch_next(a->batch, a->rate, c->o.target_ms, c->o.min_batch, a->cap_batch, a->hungry);
     a->hungry = 0;
-    count = a->batch;
-    e = back ? 0 : a->env;
+    q.count = a->batch;
     pthread_mutex_unlock(&a->mu);
 
-    /* A failback tries the more preferred environments in order. */
-    for (;;) {
-        o = take_from(a, &c->envs[e], count, now, &r);
-        if (!back || o == T_IDS || e + 1 >= a->env)
+    /* Without a's lock: a take blocks on the network. A failback tries the preferred in order. */
+    for (e = p.from;;) {
+        int next;
+        o = env_take(c->envs[e], &q, now, &r);
+        if ((next = failover_next(&a->routing, &p, e, o)) < 0)
             break;
         free(r.ids);
-        e++;
+        e = next;
     }
 
     pthread_mutex_lock(&a->mu);
     if (o != T_IDS && !r.skipped) /* a skip would hide why it is backing off */
         snprintf(a->last_error, sizeof(a->last_error), "environment %d (%s)", e, r.msg);
-    count_outcome(a, o, &r);  /* failback tries too */
-    if (back && o != T_IDS) { /* the preferred ones are still out: stay, try later */
-        a->failback_at_ms = now + c->o.failback_ms;
-        pthread_mutex_unlock(&a->mu);
-        free(r.ids);
-        return now; /* serve the current environment at once */
-    }
-    switch (o) {
-    case T_IDS:
-        if (ring_push(&a->ring, r.ids, r.n) == 0) {
+    count_outcome(a, o, &r); /* failback tries too */
+    s = failover_after(&a->routing, &opts, &p, now, e, o, r.hint_ms);
+    if (o == T_IDS || !p.back) { /* else a failback brought nothing: nothing else changed */
+        if (o == T_IDS && ring_push(&a->ring, r.ids, r.n) == 0) {
             a->st.takes++;
             a->st.taken += r.n;
         }
-        a->trouble_ms = 0;
-        a->noapp &= ~(1u << e);
-        if (e < a->env) {
-            a->env = e;
-            a->st.failbacks++;
-            a->st.env = e;
-        }
-        break;
-    case T_DRY:
-        a->retry_at_ms = now + DRY_RETRY_MS;
-        break;
-    case T_EPOCH:
-        a->retry_at_ms = now + r.hint_ms;
-        break;
-    case T_RATE:
-        a->retry_at_ms =
-            now + r.hint_ms; /* not a reason to leave: the limit is the application's */
-        break;
-    case T_LIMIT:
-        a->cap_batch = r.limit > 0 ? r.limit : 1; /* the row's max_size_per_times */
-        break;
-    case T_NOAPP:
-        a->noapp |= 1u << e;
-        failover(a, now);
-        if (__builtin_popcount(a->noapp) >= (int)c->nenv) /* callers fail at once meanwhile */
-            a->retry_at_ms = now + NOAPP_RETRY_MS;
-        break;
-    case T_DOWN:
-        failover(a, now);
-        break;
+        if (o == T_LIMIT)
+            a->cap_batch = r.limit > 0 ? r.limit : 1; /* the row's max_size_per_times */
+        a->st.failovers += (uint64_t)s.failover;
+        a->st.failbacks += (uint64_t)s.failback;
+        a->st.env = a->routing.env;
+        a->st.buffered = a->ring.n;
+        a->st.batch = a->batch;
+        pthread_cond_broadcast(&a->cv);
     }
-    if (o == T_DRY || o == T_EPOCH) {
-        if (a->trouble_ms == 0)
-            a->trouble_ms = now;
-        else if (now - a->trouble_ms >= c->o.failover_ms)
-            failover(a, now);
-    }
-    if (a->env > 0 && a->failback_at_ms == 0)
-        a->failback_at_ms = now + c->o.failback_ms;
-    a->st.buffered = a->ring.n;
-    a->st.batch = a->batch;
-    pthread_cond_broadcast(&a->cv);
-    if (a->retry_at_ms > now && a->retry_at_ms < again)
-        again = a->retry_at_ms;
-    if (o == T_IDS || o == T_LIMIT || ((o == T_NOAPP || o == T_DOWN) && a->retry_at_ms <= now))
-        again = now; /* more may be needed, or another environment to try */
-    if (o == T_DOWN && env_retry_at(&c->envs[a->env]) > now) /* no spinning on the down */
-        again = env_retry_at(&c->envs[a->env]);
     pthread_mutex_unlock(&a->mu);
     free(r.ids);
-    return again;
+    return s.wake;
 }
 
 static void *thread_main(void *arg)
@@ -690,7 +622,7 @@ static void client_after_fork(struct idpool_client *c)
     uint64_t now = clock_ms();
 
     for (size_t i = 0; i < c->nenv; i++)
-        env_forget(&c->envs[i]);
+        env_forget(c->envs[i]);
     c->forked = 1;
     c->started = 0;
     c->kick = 0;
@@ -702,9 +634,7 @@ static void client_after_fork(struct idpool_client *c)
         a->rate = 0;
         a->consumed = 0;
         a->rate_at_ms = now;
-        a->env = 0;
-        a->retry_at_ms = a->trouble_ms = a->failback_at_ms = 0;
-        a->noapp = 0;
+        memset(&a->routing, 0, sizeof(a->routing));
         a->last_error[0] = '\0';
         memset(&a->st, 0, sizeof(a->st));
         a->st.size = sizeof(a->st);
@@ -790,7 +720,7 @@ int idpool_client_new(const char *const *envs, size_t n, const struct idpool_opt
     for (size_t i = 0; i < n; i++) {
         if (envs[i] && (c->urls[i] = strdup(envs[i])) == NULL)
             goto nomem;
-        if (envs[i] == NULL || env_init(&c->envs[i], envs[i], msg, sizeof(msg)) < 0) {
+        if (envs[i] == NULL || (c->envs[i] = env_new(envs[i], msg, sizeof(msg))) == NULL) {
             errf(err, errlen, "environment %zu: %s", i,
                  envs[i]
                      ? msg
@@ -904,7 +834,7 @@ void idpool_client_free(struct idpool_client *c)
         grave_add(c->envs);
     } else {
         for (size_t i = 0; c->envs && i < c->nenv; i++)
-            env_free(&c->envs[i]);
+            env_free(c->envs[i]);
         free(c->envs);
     }
     for (size_t i = 0; c->urls && c->urls[i]; i++)
@@ -926,7 +856,7 @@ void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out)
     pthread_mutex_lock(&a->mu);
     st = a->st;
     st.buffered = a->ring.n;
-    st.env = a->env;
+    st.env = a->routing.env;
     st.batch = a->batch;
     pthread_mutex_unlock(&a->mu);
     st.size = sz;

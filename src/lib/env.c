@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "text.h"
+#include "clock.h"
+#include "url.h"
 
 static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -27,74 +26,79 @@ void env_tls_unlock(void)
 
 #define BACKOFF_MIN_MS 100  /* a failed environment is not tried again before this */
 #define BACKOFF_MAX_MS 2000 /* ... doubling up to this */
-#define ENV_URLS                                                                                   \
-    "redis://[[user]:password@]host[:port][/db] or http[s]://TOKEN@host[:port][/prefix]"
 
-int env_init(struct env *e, const char *url, char *err, size_t errlen)
+/* The transports, by URL scheme: a new kind of environment is a row here and its file. */
+static const struct env_ops *const transports[] = {
+    &redis_env_ops,
+    &issuer_env_ops,
+};
+#define NTRANSPORTS (sizeof(transports) / sizeof(transports[0]))
+
+/* The URL forms of every transport ("redis://... or http[s]://..."), for messages. */
+static void usage(char *buf, size_t len)
 {
-    memset(e, 0, sizeof(*e));
-    e->fd = -1;
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < NTRANSPORTS && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? " or " : "", transports[i]->usage);
+}
+
+struct env *env_new(const char *url, char *err, size_t errlen)
+{
+    char forms[256];
+    const char *sep;
+
+    for (size_t i = 0; i < NTRANSPORTS; i++)
+        for (const char *const *s = transports[i]->schemes; *s; s++)
+            if (strncasecmp(url, *s, strlen(*s)) == 0)
+                return transports[i]->open(url, err, errlen);
+    usage(forms, sizeof(forms));
+    sep = strstr(url, "://");
+    if (sep && sep - url <= 16)
+        snprintf(err, errlen, "unsupported scheme '%.*s://', expected %s", (int)(sep - url), url,
+                 forms);
+    else
+        snprintf(err, errlen, "not an environment URL, expected %s", forms);
+    return NULL;
+}
+
+void env_base(struct env *e, const struct env_ops *ops, const char *host, int port)
+{
+    e->ops = ops;
     e->sock = -1;
-    if (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0) {
-        e->http = 1;
-        if (issuer_url_parse(url, &e->iurl, err, errlen) < 0)
-            return -1;
-        if (e->iurl.token == NULL) {
-            issuer_url_free(&e->iurl);
-            snprintf(err, errlen, "an issuer needs a token: http[s]://TOKEN@host[:port]");
-            return -1;
-        }
-        hostport_str(e->name, sizeof(e->name), e->iurl.host, e->iurl.port);
-        return 0;
-    }
-    if (strncasecmp(url, "redis://", 8) != 0) {
-        const char *sep = strstr(url, "://");
-        if (sep && sep - url <= 16)
-            snprintf(err, errlen, "unsupported scheme '%.*s://', expected %s", (int)(sep - url),
-                     url, ENV_URLS);
-        else
-            snprintf(err, errlen, "not an environment URL, expected %s", ENV_URLS);
-        return -1;
-    }
-    if (redis_url_parse(url, &e->rurl, err, errlen) < 0)
-        return -1;
-    hostport_str(e->name, sizeof(e->name), e->rurl.host, e->rurl.port);
-    return 0;
+    hostport_str(e->name, sizeof(e->name), host, port);
 }
 
 void env_close(struct env *e)
 {
     env_sock(e, -1); /* before the socket is closed: a child never closes a reused number */
-    if (e->rc) {
-        redisFree(e->rc);
-        e->rc = NULL;
-    }
-    if (e->ssl) {
-        env_tls_lock();
-        SSL_free(e->ssl); /* no close_notify: the socket may be dead, and it would block */
-        env_tls_unlock();
-        e->ssl = NULL;
-    }
-    if (e->fd >= 0) {
-        close(e->fd);
-        e->fd = -1;
-    }
+    e->ops->close(e);
 }
 
 void env_free(struct env *e)
 {
+    if (e == NULL)
+        return;
     env_close(e);
-    if (e->tls) {
-        env_tls_lock();
-        SSL_CTX_free(e->tls);
-        env_tls_unlock();
+    e->ops->free(e);
+}
+
+uint64_t env_retry_at(const struct env *e)
+{
+    return e->ops->connected(e) ? 0 : e->down_until_ms;
+}
+
+enum take_outcome env_take(struct env *e, const struct take_req *q, uint64_t now,
+                           struct take_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    if (!e->ops->connected(e) && now < e->down_until_ms) {
+        r->skipped = 1;
+        take_msg(r, e, "down, next try in %llu ms", (unsigned long long)(e->down_until_ms - now));
+        return T_DOWN;
     }
-    free(e->buf);
-    redis_url_free(&e->rurl);
-    issuer_url_free(&e->iurl);
-    memset(e, 0, sizeof(*e));
-    e->fd = -1;
-    e->sock = -1;
+    return e->ops->take(e, q, r);
 }
 
 void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
@@ -109,11 +113,8 @@ void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
 
 void env_fail(struct env *e)
 {
-    struct timespec ts;
-    uint64_t now;
+    uint64_t now = clock_ms();
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
     env_close(e);
     e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : BACKOFF_MIN_MS;
     if (e->backoff_ms > BACKOFF_MAX_MS)
@@ -123,20 +124,12 @@ void env_fail(struct env *e)
 
 enum take_outcome env_refusal(const char *s, unsigned count, struct take_result *r)
 {
-    if (strncmp(s, "IDPOOL_EPOCH", 12) == 0) {
-        r->hint_ms = (uint64_t)text_retry_ms(s, 200);
-        return T_EPOCH;
-    }
-    if (strncmp(s, "IDPOOL_RATE", 11) == 0) {
-        r->hint_ms = (uint64_t)text_retry_ms(s, 1000);
-        return T_RATE;
-    }
-    if (strncmp(s, "IDPOOL_LIMIT", 12) == 0) {
-        const char *p = strstr(s, "max_size_per_times ");
-        r->limit = p ? (unsigned)strtoul(p + 19, NULL, 10) : count / 2;
-        return T_LIMIT;
-    }
-    if (strncmp(s, "IDPOOL_NOAPP", 12) == 0)
-        return T_NOAPP;
-    return T_DOWN;
+    enum take_refusal why = takereply_parse(s, NULL);
+    enum take_outcome o = takereply_outcome(why);
+
+    if (o == T_EPOCH || o == T_RATE)
+        r->hint_ms = takereply_wait_ms(why, s);
+    else if (o == T_LIMIT)
+        r->limit = takereply_limit(s, count);
+    return o;
 }

@@ -1,9 +1,13 @@
 /*
  * env — libidpool's environments: where a take goes, and what came back.
- * An environment is a Redis (redis://, FCALL idpool_take) or an ID issuer
- * (http[s]://, GET /v1/ids/{key}?count=N). Both answer the same way to the
- * client: IDs, or a refusal it acts on (client.c). Used by the client's
- * background thread only: blocking I/O, bounded by io_timeout_ms.
+ * An environment is reached by a transport, one file each behind struct
+ * env_ops (seatd's seat_impl, hiredis' redisContextFuncs): redisenv.c
+ * (redis://, FCALL idpool_take) and issuer.c (http[s]://, GET
+ * /v1/ids/{key}?count=N), listed in env.c's transports[]; a new kind of
+ * environment is a new file and a row there. Every transport answers the
+ * same way: IDs, or a refusal the client acts on (takereply.h, failover.h).
+ * Used by the client's background thread only: blocking I/O, bounded by
+ * io_timeout_ms.
  */
 #ifndef IDPOOL_LIB_ENV_H
 #define IDPOOL_LIB_ENV_H
@@ -11,68 +15,86 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
-#include <openssl/ssl.h>
 #include <unistd.h>
 
 #include "idpool.h"
-#include "url.h"
+#include "takereply.h"
 
-enum take_outcome {
-    T_IDS,   /* r->ids[0..r->n) */
-    T_DRY,   /* the pool is empty */
-    T_EPOCH, /* not yet re-validated: ask again after r->hint_ms */
-    T_RATE,  /* max_size_per_second: ask again after r->hint_ms */
-    T_LIMIT, /* more than max_size_per_times (r->limit) asked */
-    T_NOAPP, /* not served here: unknown application, or a token that may not take it */
-    T_DOWN,  /* unreachable, timed out, or an answer that makes no sense */
-};
-
+/* One take's result; its outcome (takereply.h) is returned beside it. */
 struct take_result {
-    uint64_t *ids; /* heap (T_IDS), freed by the caller */
+    uint64_t *ids; /* T_IDS: heap, ids[0..n), freed by the caller */
     size_t n;
-    uint64_t hint_ms;
-    unsigned limit;
-    char msg[256]; /* what went wrong, naming the environment (not T_IDS) */
-    int skipped;   /* T_DOWN without a try: the environment is backing off */
+    uint64_t hint_ms; /* T_EPOCH, T_RATE: ask again after this */
+    unsigned limit;   /* T_LIMIT: max_size_per_times */
+    char msg[256];    /* what went wrong, naming the environment (not T_IDS) */
+    int skipped;      /* T_DOWN without a try: the environment is backing off */
 };
 
+/* What one take asks for: `count` IDs of application `key`. */
+struct take_req {
+    const struct idpool_options *o;
+    const char *key;
+    const char *k_pool, *k_meta; /* its Redis keys */
+    unsigned count;
+};
+
+struct env;
+
+/* A transport: how takes reach one kind of environment. */
+struct env_ops {
+    const char *const *schemes; /* the URL schemes it serves ("redis://"), NULL-terminated */
+    const char *usage;          /* its URL's form, for error messages */
+    /* A new environment of url (nothing connected): NULL with a message in err. */
+    struct env *(*open)(const char *url, char *err, size_t errlen);
+    /*
+     * One take (e is not backing off), (re)connecting as needed; on a
+     * failure that is not a refusal, env_fail(e). r is zeroed.
+     */
+    enum take_outcome (*take)(struct env *e, const struct take_req *q, struct take_result *r);
+    int (*connected)(const struct env *e); /* e holds a connection */
+    void (*close)(struct env *e);          /* close e's connection (no back-off) */
+    void (*free)(struct env *e);           /* e and all it holds (closed first) */
+};
+
+/* What every environment has; each transport's struct begins with it. */
 struct env {
-    int http; /* an issuer; else a Redis */
-    char name[300];
+    const struct env_ops *ops;
+    char name[300];         /* host:port, in messages */
     uint64_t down_until_ms; /* not tried before this after a failure */
     unsigned backoff_ms;
-    struct redis_url rurl;
-    redisContext *rc;
-    struct issuer_url iurl;
-    int fd; /* the issuer connection, or -1 */
     /*
-     * The connection's socket (either transport), -1 when none: set as soon
+     * The connection's socket (any transport), -1 when none: set as soon
      * as it exists, cleared before it is closed, read by a forked child
      * (env_forget), so the child closes its copy of the parent's socket and
      * never another descriptor. Atomic: the background thread writes it.
      */
     int sock;
-    SSL_CTX *tls;
-    SSL *ssl;
-    char *buf; /* the issuer's answer */
-    size_t cap;
 };
 
-/* When e may be tried again: 0 when it has a connection or is not backing off. */
-static inline uint64_t env_retry_at(const struct env *e)
-{
-    return e->rc || e->fd >= 0 ? 0 : e->down_until_ms;
-}
+/* The transports (env.c's transports[] lists them). */
+extern const struct env_ops redis_env_ops, issuer_env_ops;
 
-/* Parse url into e (nothing connected). 0, or -1 with a message in err. */
-int env_init(struct env *e, const char *url, char *err, size_t errlen);
+/* A new environment of url, by the transport of its scheme: NULL with a message in err. */
+struct env *env_new(const char *url, char *err, size_t errlen);
+/* For the transports' open: e's common part, named host:port. */
+void env_base(struct env *e, const struct env_ops *ops, const char *host, int port);
 void env_free(struct env *e);
 
 /*
+ * One take from e, r zeroed here; now is CLOCK_MONOTONIC ms. T_DOWN with
+ * r->skipped, without a try, while e is backing off.
+ */
+enum take_outcome env_take(struct env *e, const struct take_req *q, uint64_t now,
+                           struct take_result *r);
+
+/* When e may be tried again: 0 when it has a connection or is not backing off. */
+uint64_t env_retry_at(const struct env *e);
+
+/*
  * What a refusal "IDPOOL_<CODE> <message>" (idpool_take's error reply, or
- * an issuer's error code and message joined by a space) means; hint_ms and
- * limit are read from the message. Anything not ours is T_DOWN.
+ * an issuer's error code and message joined by a space) means to a client
+ * (takereply.h's table); hint_ms and limit are read from the message.
+ * Anything not ours is T_DOWN.
  */
 enum take_outcome env_refusal(const char *text, unsigned count, struct take_result *r);
 /* For the transports: r->msg = "<e's name>: <fmt...>". */
@@ -117,17 +139,5 @@ static inline void env_forget(struct env *e)
     if (fd >= 0)
         close(fd);
 }
-
-/*
- * The transports: one take of `count` IDs of application `key` from e,
- * (re)connecting as needed, r zeroed by the caller; now is CLOCK_MONOTONIC
- * ms. redisenv.c: FCALL idpool_take on the Redis keys k_pool and k_meta.
- * issuer.c: GET {prefix}/v1/ids/{key}?count=N.
- */
-enum take_outcome redis_take(struct env *e, const struct idpool_options *o, const char *k_pool,
-                             const char *k_meta, unsigned count, uint64_t now,
-                             struct take_result *r);
-enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, const char *key,
-                              unsigned count, uint64_t now, struct take_result *r);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * issuer — libidpool's takes from an ID issuer over HTTP/1.1 (docs/api.md):
+ * issuer — libidpool's transport to an ID issuer (http[s]://), HTTP/1.1 (docs/api.md):
  * GET {prefix}/v1/ids/{key}?count=N with the token, Accept: text/plain (one
  * ID per line), on a kept-alive connection; https with OpenSSL, the peer
  * verified against the system's CAs (or the ca_file option) and the host
@@ -23,12 +23,30 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include "clock.h"
 #include "httpresp.h"
+#include "url.h"
 
 #define ERRCODE_N 64 /* an error code's length, at most */
+
+/* An issuer environment. */
+struct issuer_env {
+    struct env env; /* first: a struct env * is a struct issuer_env * */
+    struct issuer_url url;
+    int fd; /* the connection, or -1 */
+    SSL_CTX *tls;
+    SSL *ssl;
+    char *buf; /* the answer */
+    size_t cap;
+};
+
+static struct issuer_env *issuer_of(struct env *e)
+{
+    return (struct issuer_env *)e;
+}
 
 /* Wait for fd to be readable (POLLIN) or writable until deadline: 0, or -1 (timed out). */
 static int wait_fd(int fd, short events, uint64_t deadline)
@@ -49,7 +67,7 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 }
 
 /* An OpenSSL step's WANT_READ/WANT_WRITE (err) waited for; 1 to call again, 0 done/failed. */
-static int tls_wait(struct env *e, int err, uint64_t deadline)
+static int tls_wait(struct issuer_env *e, int err, uint64_t deadline)
 {
     if (err == SSL_ERROR_WANT_READ)
         return wait_fd(e->fd, POLLIN, deadline) == 0;
@@ -64,7 +82,7 @@ enum tls_op { TLS_CONNECT, TLS_READ, TLS_WRITE };
  * One step of the handshake, a read or a write, under the TLS lock (env.h):
  * its return value, and in *err what SSL_get_error says of it.
  */
-static int tls_step(struct env *e, enum tls_op op, void *buf, int n, int *err)
+static int tls_step(struct issuer_env *e, enum tls_op op, void *buf, int n, int *err)
 {
     int rc;
 
@@ -92,7 +110,8 @@ static const char *tls_errstr(void)
 }
 
 /* Connect (TCP, then TLS when https) within io_timeout_ms: 0, or -1 with r->msg. */
-static int issuer_connect(struct env *e, const struct idpool_options *o, struct take_result *r)
+static int issuer_connect(struct issuer_env *e, const struct idpool_options *o,
+                          struct take_result *r)
 {
     uint64_t deadline = clock_ms() + o->io_timeout_ms;
     struct addrinfo hints = {0}, *ai = NULL, *p;
@@ -103,17 +122,17 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
     socklen_t sl = sizeof(soerr);
 
     hints.ai_socktype = SOCK_STREAM;
-    snprintf(port, sizeof(port), "%d", e->iurl.port);
-    rc = getaddrinfo(e->iurl.host, port, &hints, &ai);
+    snprintf(port, sizeof(port), "%d", e->url.port);
+    rc = getaddrinfo(e->url.host, port, &hints, &ai);
     if (rc != 0) {
-        take_msg(r, e, "cannot resolve: %s", gai_strerror(rc));
+        take_msg(r, &e->env, "cannot resolve: %s", gai_strerror(rc));
         return -1;
     }
     for (p = ai; p; p = p->ai_next) {
         e->fd = socket(p->ai_family, p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (e->fd < 0)
             continue;
-        env_sock(e, e->fd);
+        env_sock(&e->env, e->fd);
         if (connect(e->fd, p->ai_addr, p->ai_addrlen) == 0 ||
             (errno == EINPROGRESS && wait_fd(e->fd, POLLOUT, deadline) == 0 &&
              getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0))
@@ -122,15 +141,15 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
             errno = soerr;
         else if (clock_ms() >= deadline)
             errno = ETIMEDOUT;
-        env_close(e);
+        env_close(&e->env);
     }
     freeaddrinfo(ai);
     if (e->fd < 0) {
-        take_msg(r, e, "cannot connect: %s", strerror(errno));
+        take_msg(r, &e->env, "cannot connect: %s", strerror(errno));
         return -1;
     }
     setsockopt(e->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (!e->iurl.tls)
+    if (!e->url.tls)
         return 0;
     if (e->tls == NULL) {
         env_tls_lock();
@@ -146,18 +165,18 @@ static int issuer_connect(struct env *e, const struct idpool_options *o, struct 
         }
         env_tls_unlock();
         if (!ok) {
-            take_msg(r, e, "TLS setup (CAs%s%s): %s", o->ca_file ? " from " : "",
+            take_msg(r, &e->env, "TLS setup (CAs%s%s): %s", o->ca_file ? " from " : "",
                      o->ca_file ? o->ca_file : "", tls_errstr());
             return -1;
         }
     }
     env_tls_lock();
     e->ssl = SSL_new(e->tls);
-    ok = e->ssl && SSL_set_fd(e->ssl, e->fd) == 1 && SSL_set1_host(e->ssl, e->iurl.host) == 1;
+    ok = e->ssl && SSL_set_fd(e->ssl, e->fd) == 1 && SSL_set1_host(e->ssl, e->url.host) == 1;
     if (ok) {
         unsigned char a[16];
-        if (inet_pton(AF_INET, e->iurl.host, a) != 1 && inet_pton(AF_INET6, e->iurl.host, a) != 1)
-            SSL_set_tlsext_host_name(e->ssl, e->iurl.host); /* SNI: names only */
+        if (inet_pton(AF_INET, e->url.host, a) != 1 && inet_pton(AF_INET6, e->url.host, a) != 1)
+            SSL_set_tlsext_host_name(e->ssl, e->url.host); /* SNI: names only */
     }
     env_tls_unlock();
     if (!ok)
@@ -174,16 +193,17 @@ tls_fail:
         env_tls_unlock();
     }
     if (vs)
-        take_msg(r, e, "TLS: certificate not verified: %s", vs);
+        take_msg(r, &e->env, "TLS: certificate not verified: %s", vs);
     else
-        take_msg(r, e, "TLS handshake: %s", clock_ms() >= deadline ? "timed out" : tls_errstr());
+        take_msg(r, &e->env, "TLS handshake: %s",
+                 clock_ms() >= deadline ? "timed out" : tls_errstr());
     ERR_clear_error();
-    env_close(e);
+    env_close(&e->env);
     return -1;
 }
 
 /* Send n bytes by the deadline: 0, or -1. */
-static int send_all(struct env *e, const char *p, size_t n, uint64_t deadline)
+static int send_all(struct issuer_env *e, const char *p, size_t n, uint64_t deadline)
 {
     while (n) {
         ssize_t k;
@@ -210,7 +230,7 @@ static int send_all(struct env *e, const char *p, size_t n, uint64_t deadline)
 }
 
 /* Read some bytes into buf[0..n) by the deadline: their number, 0 at EOF, -1 on error. */
-static ssize_t recv_some(struct env *e, char *buf, size_t n, uint64_t deadline)
+static ssize_t recv_some(struct issuer_env *e, char *buf, size_t n, uint64_t deadline)
 {
     for (;;) {
         ssize_t k;
@@ -238,7 +258,8 @@ static ssize_t recv_some(struct env *e, char *buf, size_t n, uint64_t deadline)
  * byte came (a kept-alive connection the server had closed); -1 with
  * r->msg.
  */
-static int read_answer(struct env *e, struct httpresp *h, uint64_t deadline, struct take_result *r)
+static int read_answer(struct issuer_env *e, struct httpresp *h, uint64_t deadline,
+                       struct take_result *r)
 {
     size_t have = 0, want = 0;
     const char *why = NULL;
@@ -248,12 +269,12 @@ static int read_answer(struct env *e, struct httpresp *h, uint64_t deadline, str
         if (want == 0 && have) {
             enum httpresp_status st = httpresp_parse(e->buf, have, h, &why);
             if (st == HTTPRESP_BAD) {
-                take_msg(r, e, "a bad HTTP answer: %s", why);
+                take_msg(r, &e->env, "a bad HTTP answer: %s", why);
                 return -1;
             }
             if (st == HTTPRESP_DONE) {
                 if (!h->has_length) {
-                    take_msg(r, e, "an HTTP answer without Content-Length");
+                    take_msg(r, &e->env, "an HTTP answer without Content-Length");
                     return -1;
                 }
                 want = h->head_len + (size_t)h->content_length;
@@ -265,7 +286,7 @@ static int read_answer(struct env *e, struct httpresp *h, uint64_t deadline, str
             size_t cap = want ? want : have + 4096;
             char *b = realloc(e->buf, cap);
             if (b == NULL) {
-                take_msg(r, e, "out of memory");
+                take_msg(r, &e->env, "out of memory");
                 return -1;
             }
             e->buf = b;
@@ -275,7 +296,7 @@ static int read_answer(struct env *e, struct httpresp *h, uint64_t deadline, str
         if (k == 0 && have == 0)
             return 1;
         if (k <= 0) {
-            take_msg(r, e, "%s",
+            take_msg(r, &e->env, "%s",
                      k == 0                   ? "connection closed mid-answer"
                      : clock_ms() >= deadline ? "timed out waiting for the answer"
                                               : "read failed");
@@ -286,14 +307,14 @@ static int read_answer(struct env *e, struct httpresp *h, uint64_t deadline, str
 }
 
 /* An answer other than 200: the refusal it carries. */
-static enum take_outcome refused(struct env *e, const struct httpresp *h, const char *body,
+static enum take_outcome refused(struct issuer_env *e, const struct httpresp *h, const char *body,
                                  size_t len, unsigned count, struct take_result *r)
 {
     char code[ERRCODE_N], msg[200], text[ERRCODE_N + 201];
     enum take_outcome out;
 
     if (httpresp_error(body, len, code, sizeof(code), msg, sizeof(msg)) < 0) {
-        take_msg(r, e, "HTTP %d without an idpool error body (not an issuer?)", h->status);
+        take_msg(r, &e->env, "HTTP %d without an idpool error body (not an issuer?)", h->status);
         return T_DOWN;
     }
     for (char *p = code; *p; p++) /* they end up in messages and logs: one printable line */
@@ -302,11 +323,7 @@ static enum take_outcome refused(struct env *e, const struct httpresp *h, const 
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < ' ' || *p == 0x7f)
             *p = '?';
-    take_msg(r, e, "%d %s: %s", h->status, code, msg);
-    if (strcmp(code, "IDPOOL_EMPTY") == 0)
-        return T_DRY;
-    if (strcmp(code, "IDPOOL_AUTH") == 0 || strcmp(code, "IDPOOL_FORBIDDEN") == 0)
-        return T_NOAPP; /* this environment will not serve it to us */
+    take_msg(r, &e->env, "%d %s: %s", h->status, code, msg);
     snprintf(text, sizeof(text), "%s %s", code, msg);
     out = env_refusal(text, count, r);
     if ((out == T_EPOCH || out == T_RATE) && strstr(msg, "retry in ") == NULL &&
@@ -315,27 +332,25 @@ static enum take_outcome refused(struct env *e, const struct httpresp *h, const 
     return out;
 }
 
-enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, const char *key,
-                              unsigned count, uint64_t now, struct take_result *r)
+static enum take_outcome issuer_take(struct env *base, const struct take_req *q,
+                                     struct take_result *r)
 {
+    struct issuer_env *e = issuer_of(base);
+    const struct idpool_options *o = q->o;
+    unsigned count = q->count;
     char req[1024], host[HOSTPORT_STR_MAX];
     struct httpresp h;
     uint64_t deadline;
     int n, reused, rc;
     long k;
 
-    if (e->fd < 0 && now < e->down_until_ms) {
-        r->skipped = 1;
-        take_msg(r, e, "down, next try in %llu ms", (unsigned long long)(e->down_until_ms - now));
-        return T_DOWN;
-    }
     n = snprintf(req, sizeof(req),
                  "GET %s/v1/ids/%s?count=%u HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"
                  "Accept: text/plain\r\nUser-Agent: libidpool/0\r\n\r\n",
-                 e->iurl.prefix, key, count,
-                 hostport_str(host, sizeof(host), e->iurl.host, e->iurl.port), e->iurl.token);
+                 e->url.prefix, q->key, count,
+                 hostport_str(host, sizeof(host), e->url.host, e->url.port), e->url.token);
     if (n < 0 || (size_t)n >= sizeof(req)) {
-        take_msg(r, e, "the request is too long (token or prefix)");
+        take_msg(r, &e->env, "the request is too long (token or prefix)");
         return T_DOWN;
     }
     for (;;) {
@@ -345,50 +360,121 @@ enum take_outcome issuer_take(struct env *e, const struct idpool_options *o, con
         deadline = clock_ms() + o->io_timeout_ms;
         if (send_all(e, req, (size_t)n, deadline) < 0) {
             if (reused) { /* the server closed it meanwhile: once more, afresh */
-                env_close(e);
+                env_close(&e->env);
                 continue;
             }
-            take_msg(r, e, "send failed: %s", strerror(errno));
+            take_msg(r, &e->env, "send failed: %s", strerror(errno));
             goto down;
         }
         rc = read_answer(e, &h, deadline, r);
         if (rc == 1 && reused) {
-            env_close(e);
+            env_close(&e->env);
             continue;
         }
         if (rc != 0) {
             if (rc == 1)
-                take_msg(r, e, "connection closed without an answer");
+                take_msg(r, &e->env, "connection closed without an answer");
             goto down;
         }
         break;
     }
-    e->backoff_ms = 0;
+    e->env.backoff_ms = 0;
     if (!h.keep_alive)
-        env_close(e);
+        env_close(&e->env);
     if (h.status != 200) {
         enum take_outcome out =
             refused(e, &h, e->buf + h.head_len, (size_t)h.content_length, count, r);
         if (out == T_DOWN)
-            env_fail(e);
+            env_fail(&e->env);
         return out;
     }
     r->ids = malloc((count ? count : 1) * sizeof(*r->ids));
     if (r->ids == NULL) {
-        take_msg(r, e, "out of memory");
+        take_msg(r, &e->env, "out of memory");
         return T_DOWN;
     }
     k = httpresp_ids(e->buf + h.head_len, (size_t)h.content_length, r->ids, count);
     if (k < 0) { /* taken from the pool but unreadable: those IDs are gaps */
-        take_msg(r, e, "the 200 answer is not a list of IDs (one per line, at most %u)", count);
-        env_fail(e);
+        take_msg(r, &e->env, "the 200 answer is not a list of IDs (one per line, at most %u)",
+                 count);
+        env_fail(&e->env);
         return T_DOWN;
     }
     r->n = (size_t)k;
     if (k == 0)
-        take_msg(r, e, "a 200 answer with no IDs");
+        take_msg(r, &e->env, "a 200 answer with no IDs");
     return k ? T_IDS : T_DRY;
 down:
-    env_fail(e);
+    env_fail(&e->env);
     return T_DOWN;
 }
+
+static struct env *issuer_open(const char *url, char *err, size_t errlen)
+{
+    struct issuer_env *x = calloc(1, sizeof(*x));
+
+    if (x == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    x->fd = -1;
+    if (issuer_url_parse(url, &x->url, err, errlen) < 0) {
+        free(x);
+        return NULL;
+    }
+    if (x->url.token == NULL) {
+        issuer_url_free(&x->url);
+        free(x);
+        snprintf(err, errlen, "an issuer needs a token: http[s]://TOKEN@host[:port]");
+        return NULL;
+    }
+    env_base(&x->env, &issuer_env_ops, x->url.host, x->url.port);
+    return &x->env;
+}
+
+static int issuer_connected(const struct env *e)
+{
+    return ((const struct issuer_env *)e)->fd >= 0;
+}
+
+static void issuer_close(struct env *base)
+{
+    struct issuer_env *e = issuer_of(base);
+
+    if (e->ssl) {
+        env_tls_lock();
+        SSL_free(e->ssl); /* no close_notify: the socket may be dead, and it would block */
+        env_tls_unlock();
+        e->ssl = NULL;
+    }
+    if (e->fd >= 0) {
+        close(e->fd);
+        e->fd = -1;
+    }
+}
+
+static void issuer_free(struct env *base)
+{
+    struct issuer_env *e = issuer_of(base);
+
+    if (e->tls) {
+        env_tls_lock();
+        SSL_CTX_free(e->tls);
+        env_tls_unlock();
+    }
+    free(e->buf);
+    issuer_url_free(&e->url);
+    free(e);
+}
+
+static const char *const issuer_schemes[] = {"http://", "https://", NULL};
+
+const struct env_ops issuer_env_ops = {
+    .schemes = issuer_schemes,
+    .usage = "http[s]://TOKEN@host[:port][/prefix]",
+    .open = issuer_open,
+    .take = issuer_take,
+    .connected = issuer_connected,
+    .close = issuer_close,
+    .free = issuer_free,
+};

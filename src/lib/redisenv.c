@@ -1,115 +1,165 @@
 /*
- * redisenv — libidpool's takes from a Redis: FCALL idpool_take on a blocking
- * hiredis connection per environment, opened as needed (AUTH, SELECT) with
- * io_timeout_ms for connect and every command.
+ * redisenv — libidpool's transport to a Redis (redis://): FCALL idpool_take
+ * on a blocking hiredis connection per environment, opened as needed
+ * (AUTH, SELECT) with io_timeout_ms for connect and every command.
  */
 #include "env.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
+#include <hiredis/hiredis.h>
+
+#include "url.h"
+
+/* A Redis environment. */
+struct redis_env {
+    struct env env; /* first: a struct env * is a struct redis_env * */
+    struct redis_url url;
+    redisContext *rc; /* NULL while not connected */
+};
+
+static struct redis_env *redis_of(struct env *e)
+{
+    return (struct redis_env *)e;
+}
+
+static struct env *redis_open(const char *url, char *err, size_t errlen)
+{
+    struct redis_env *x = calloc(1, sizeof(*x));
+
+    if (x == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (redis_url_parse(url, &x->url, err, errlen) < 0) {
+        free(x);
+        return NULL;
+    }
+    env_base(&x->env, &redis_env_ops, x->url.host, x->url.port);
+    return &x->env;
+}
+
+static int redis_connected(const struct env *e)
+{
+    return ((const struct redis_env *)e)->rc != NULL;
+}
+
+static void redis_close(struct env *e)
+{
+    struct redis_env *x = redis_of(e);
+
+    if (x->rc) {
+        redisFree(x->rc);
+        x->rc = NULL;
+    }
+}
+
+static void redis_free(struct env *e)
+{
+    struct redis_env *x = redis_of(e);
+
+    redis_url_free(&x->url);
+    free(x);
+}
+
 /* One command's reply, or NULL with the connection failed: r->msg says why. */
-static redisReply *command_ok(struct env *e, struct take_result *r, const char *what,
+static redisReply *command_ok(struct redis_env *x, struct take_result *r, const char *what,
                               redisReply *reply)
 {
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        take_msg(r, e, "%s failed: %s", what,
+        take_msg(r, &x->env, "%s failed: %s", what,
                  reply              ? reply->str
-                 : e->rc->errstr[0] ? e->rc->errstr
+                 : x->rc->errstr[0] ? x->rc->errstr
                                     : "no reply");
         freeReplyObject(reply);
-        env_fail(e);
+        env_fail(&x->env);
         return NULL;
     }
     return reply;
 }
 
 /* The Redis connection, (re)opened as needed; NULL while it is down. */
-static redisContext *redis_conn(struct env *e, const struct idpool_options *o, uint64_t now,
+static redisContext *redis_conn(struct redis_env *x, const struct idpool_options *o,
                                 struct take_result *r)
 {
     struct timeval tv = {o->io_timeout_ms / 1000, (o->io_timeout_ms % 1000) * 1000};
-    redisReply *x;
+    redisReply *y;
 
-    if (e->rc)
-        return e->rc;
-    if (now < e->down_until_ms) {
-        r->skipped = 1;
-        take_msg(r, e, "down, next try in %llu ms", (unsigned long long)(e->down_until_ms - now));
+    if (x->rc)
+        return x->rc;
+    x->rc = redisConnectWithTimeout(x->url.host, x->url.port, tv);
+    if (x->rc && x->rc->fd >= 0)
+        env_sock(&x->env, x->rc->fd);
+    if (x->rc == NULL || x->rc->err || redisSetTimeout(x->rc, tv) != REDIS_OK) {
+        take_msg(r, &x->env, "cannot connect: %s", x->rc ? x->rc->errstr : "out of memory");
+        env_fail(&x->env);
         return NULL;
     }
-    e->rc = redisConnectWithTimeout(e->rurl.host, e->rurl.port, tv);
-    if (e->rc && e->rc->fd >= 0)
-        env_sock(e, e->rc->fd);
-    if (e->rc == NULL || e->rc->err || redisSetTimeout(e->rc, tv) != REDIS_OK) {
-        take_msg(r, e, "cannot connect: %s", e->rc ? e->rc->errstr : "out of memory");
-        env_fail(e);
-        return NULL;
-    }
-    if (e->rurl.password) {
-        x = e->rurl.user ? redisCommand(e->rc, "AUTH %s %s", e->rurl.user, e->rurl.password)
-                         : redisCommand(e->rc, "AUTH %s", e->rurl.password);
-        if ((x = command_ok(e, r, "AUTH", x)) == NULL)
+    if (x->url.password) {
+        y = x->url.user ? redisCommand(x->rc, "AUTH %s %s", x->url.user, x->url.password)
+                        : redisCommand(x->rc, "AUTH %s", x->url.password);
+        if ((y = command_ok(x, r, "AUTH", y)) == NULL)
             return NULL;
-        freeReplyObject(x);
+        freeReplyObject(y);
     }
-    if (e->rurl.db) {
-        x = command_ok(e, r, "SELECT", redisCommand(e->rc, "SELECT %d", e->rurl.db));
-        if (x == NULL)
+    if (x->url.db) {
+        y = command_ok(x, r, "SELECT", redisCommand(x->rc, "SELECT %d", x->url.db));
+        if (y == NULL)
             return NULL;
-        freeReplyObject(x);
+        freeReplyObject(y);
     }
-    e->backoff_ms = 0;
-    return e->rc;
+    x->env.backoff_ms = 0;
+    return x->rc;
 }
 
-enum take_outcome redis_take(struct env *e, const struct idpool_options *o, const char *k_pool,
-                             const char *k_meta, unsigned count, uint64_t now,
-                             struct take_result *r)
+static enum take_outcome redis_take(struct env *e, const struct take_req *q, struct take_result *r)
 {
-    redisContext *rc = redis_conn(e, o, now, r);
-    redisReply *x;
+    struct redis_env *x = redis_of(e);
+    redisContext *rc = redis_conn(x, q->o, r);
+    redisReply *y;
     enum take_outcome out;
 
     if (rc == NULL)
         return T_DOWN;
-    x = redisCommand(rc, "FCALL idpool_take 2 %s %s %u", k_pool, k_meta, count);
-    if (x == NULL) {
+    y = redisCommand(rc, "FCALL idpool_take 2 %s %s %u", q->k_pool, q->k_meta, q->count);
+    if (y == NULL) {
         take_msg(r, e, "%s", rc->errstr);
         env_fail(e);
         return T_DOWN;
     }
-    if (x->type == REDIS_REPLY_ARRAY) {
-        r->ids = malloc((x->elements ? x->elements : 1) * sizeof(*r->ids));
-        for (size_t i = 0; r->ids && i < x->elements; i++) {
-            const redisReply *y = x->element[i];
-            char *end;
-            unsigned long long v;
-
-            if (y->type != REDIS_REPLY_STRING)
-                continue;
-            errno = 0;
-            v = strtoull(y->str, &end, 10);
-            if (end != y->str && *end == '\0' && errno == 0)
-                r->ids[r->n++] = v;
-        }
+    if (y->type == REDIS_REPLY_ARRAY) {
+        r->ids = malloc((y->elements ? y->elements : 1) * sizeof(*r->ids));
+        if (r->ids)
+            r->n = takereply_ids(y, r->ids, NULL, NULL);
         out = r->n ? T_IDS : T_DRY;
         if (out == T_DRY)
             take_msg(r, e, "the pool is empty");
-    } else if (x->type == REDIS_REPLY_ERROR) {
+    } else if (y->type == REDIS_REPLY_ERROR) {
         /* Not ours (a missing library, a read-only replica, ...): T_DOWN. */
-        out = env_refusal(x->str, count, r);
-        take_msg(r, e, "%s", x->str);
+        out = env_refusal(y->str, q->count, r);
+        take_msg(r, e, "%s", y->str);
         if (out == T_DOWN)
             env_fail(e);
     } else {
         out = T_DOWN;
-        take_msg(r, e, "unexpected reply type %d to idpool_take", x->type);
+        take_msg(r, e, "unexpected reply type %d to idpool_take", y->type);
         env_fail(e);
     }
-    freeReplyObject(x);
+    freeReplyObject(y);
     return out;
 }
+
+static const char *const redis_schemes[] = {"redis://", NULL};
+
+const struct env_ops redis_env_ops = {
+    .schemes = redis_schemes,
+    .usage = "redis://[[user]:password@]host[:port][/db]",
+    .open = redis_open,
+    .take = redis_take,
+    .connected = redis_connected,
+    .close = redis_close,
+    .free = redis_free,
+};

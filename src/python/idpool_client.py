@@ -92,11 +92,19 @@ __all__ = [
     "rate_update",
     "hint_ms",
     "classify_reply",
+    "classify_refusal",
+    "take_ids",
+    "REFUSALS",
+    "Failover",
+    "failover_plan",
+    "failover_next",
+    "failover_after",
 ]
 
 APP_KEY_MAX = 64
 REDIS_DB_MAX = 1000000
 MAX_ENVS = 32
+# DRY_RETRY, IDLE_WAKE and NOAPP_RETRY are failover.h's (test_pyclient.py checks them).
 DRY_RETRY = 0.020  # a dry pool is asked again after this (s)
 BLOCK = 256  # IDs a thread takes from the shared buffer at once (2.6x faster next())
 IDLE_WAKE = 0.100  # the thread looks at every application at least this often (s)
@@ -104,8 +112,27 @@ BACKOFF_MIN = 0.100  # a failed environment is not tried again before this (s)
 BACKOFF_MAX = 2.000  # ... doubling up to this
 NOAPP_RETRY = 1.000  # every environment said IDPOOL_NOAPP: asked again after this (s)
 
-# Outcomes of one idpool_take (client.c's enum outcome).
+# Outcomes of one take (src/core/takereply.h's TAKE_OUTCOMES).
 IDS, DRY, EPOCH, RATE, LIMIT, NOAPP, DOWN = ("ids", "dry", "epoch", "rate", "limit", "noapp", "down")
+# The refusals of a take, src/core/takereply.h's TAKE_REFUSALS mirrored
+# (test_pyclient.py checks it against the C table): code -> (HTTP status an
+# issuer answers it with, the wait it asks for when its message names none
+# in ms (0: asking again soon will not help), what a client does).
+REFUSALS = {
+    "IDPOOL_EMPTY": (503, 100, DRY),
+    "IDPOOL_EPOCH": (503, 200, EPOCH),
+    "IDPOOL_RATE": (429, 1000, RATE),
+    "IDPOOL_LIMIT": (400, 0, LIMIT),
+    "IDPOOL_NOAPP": (404, 0, NOAPP),
+    "IDPOOL_BADARG": (400, 0, DOWN),
+    "IDPOOL_AUTH": (401, 0, NOAPP),
+    "IDPOOL_FORBIDDEN": (403, 0, NOAPP),
+    "IDPOOL_UNAVAILABLE": (503, 200, DOWN),
+    "IDPOOL_NOTFOUND": (404, 0, DOWN),
+    "IDPOOL_METHOD": (405, 0, DOWN),
+    "IDPOOL_BADREQUEST": (400, 0, DOWN),
+    "IDPOOL_INTERNAL": (500, 0, DOWN),
+}
 SKIPPED = "skipped"  # DOWN's arg when the environment was not tried (backing off)
 # The counter of each refusal or failure (stats()).
 _COUNTERS = {DRY: "empty", EPOCH: "refused_epoch", RATE: "refused_rate", NOAPP: "errors", DOWN: "errors"}
@@ -346,53 +373,71 @@ def hint_ms(msg, default):
     return v if 0 < v < 60000 else default
 
 
+def take_ids(reply):
+    """The IDs of idpool_take's array reply (takereply.c's takereply_ids):
+    its items that are decimal uint64 strings (or ints), in order; others
+    are skipped."""
+    ids = []
+    for x in reply:
+        if isinstance(x, bytes):
+            try:
+                x = x.decode("ascii")
+            except UnicodeDecodeError:
+                continue
+        if isinstance(x, str) and x.isdigit() and x.isascii():
+            x = int(x)
+        if type(x) is int and 0 <= x < 1 << 64:
+            ids.append(x)
+    return ids
+
+
+def classify_refusal(text, count):
+    """What a refusal "IDPOOL_<CODE> <message>" means to a client (REFUSALS;
+    lib/env.c's env_refusal): (outcome, arg), arg the wait in seconds for
+    EPOCH and RATE (the message's "retry in N ms", else the table's),
+    max_size_per_times for LIMIT (count // 2 when not said), else None.
+    Anything not ours is (DOWN, None)."""
+    row = REFUSALS.get(text.split(" ", 1)[0])
+    if row is None:
+        return DOWN, None  # another error: no library, a read-only replica, ...
+    _, wait, o = row
+    if o in (EPOCH, RATE):
+        return o, hint_ms(text, wait) / 1000.0
+    if o == LIMIT:
+        m = re.search(r"max_size_per_times (\d+)", text)
+        return o, int(m.group(1)) if m else count // 2
+    return o, None
+
+
 def classify_reply(reply, count):
-    """Classify an idpool_take reply as client.c's take_from() does.
+    """Classify an idpool_take reply as the C client's Redis transport does.
 
     reply: the list the command returned (items bytes/str/int), or the error
     text (str) of an error reply, or None. Returns (outcome, ids, arg):
     (IDS, [ids], None); (DRY, [], None) for an empty or ID-less array;
-    (EPOCH, [], hint_s) and (RATE, [], hint_s) with the wait in seconds;
-    (LIMIT, [], cap) with max_size_per_times (count // 2 when not said);
-    (NOAPP, [], None); (DOWN, [], None) for anything else.
+    a refusal as classify_refusal() says, ids []; (DOWN, [], None) for
+    anything else.
     """
     if isinstance(reply, (list, tuple)):
-        ids = []
-        for x in reply:
-            if isinstance(x, bytes):
-                try:
-                    x = x.decode("ascii")
-                except UnicodeDecodeError:
-                    continue
-            if isinstance(x, str) and x.isdigit() and x.isascii():
-                x = int(x)
-            if type(x) is int and 0 <= x < 1 << 64:
-                ids.append(x)
+        ids = take_ids(reply)
         return (IDS, ids, None) if ids else (DRY, [], None)
     if isinstance(reply, bytes):
         reply = reply.decode("utf-8", "replace")
     if isinstance(reply, str):
-        if reply.startswith("IDPOOL_EPOCH"):
-            return EPOCH, [], hint_ms(reply, 200) / 1000.0
-        if reply.startswith("IDPOOL_RATE"):
-            return RATE, [], hint_ms(reply, 1000) / 1000.0
-        if reply.startswith("IDPOOL_LIMIT"):
-            m = re.search(r"max_size_per_times (\d+)", reply)
-            return LIMIT, [], int(m.group(1)) if m else count // 2
-        if reply.startswith("IDPOOL_NOAPP"):
-            return NOAPP, [], None
-    return DOWN, [], None  # another error: no library, a read-only replica, ...
+        o, arg = classify_refusal(reply, count)
+        return o, [], arg
+    return DOWN, [], None
 
 
 def classify_http(status, body, retry_after, count):
     """Classify an issuer's answer as issuer.c does. status: the HTTP status;
     body: bytes; retry_after: the Retry-After header (str) or None. Returns
     (outcome, ids, arg, message): IDS with the IDs of a text/plain body (one
-    per line); DRY for IDPOOL_EMPTY; EPOCH/RATE with the wait in seconds
-    (the message's "retry in N ms", else Retry-After); LIMIT with
-    max_size_per_times; NOAPP for IDPOOL_NOAPP, IDPOOL_AUTH and
-    IDPOOL_FORBIDDEN (this environment will not serve it to us); DOWN for
-    anything else. message: "<status> <code>: <text>" (None for IDS)."""
+    per line); a refusal as REFUSALS says (DRY for IDPOOL_EMPTY; NOAPP for
+    IDPOOL_NOAPP, IDPOOL_AUTH and IDPOOL_FORBIDDEN: this environment will
+    not serve it to us), EPOCH/RATE with the wait in seconds (the message's
+    "retry in N ms", else Retry-After), LIMIT with max_size_per_times; DOWN
+    for anything else. message: "<status> <code>: <text>" (None for IDS)."""
     if status == 200:
         try:
             text = body.decode("ascii")
@@ -415,14 +460,105 @@ def classify_http(status, body, retry_after, count):
     except (ValueError, TypeError, KeyError):
         return DOWN, [], None, f"HTTP {status} without an idpool error body (not an issuer?)"
     message = f"{status} {code}: {text}"
-    if code == "IDPOOL_EMPTY":
-        return DRY, [], None, message
-    if code in ("IDPOOL_AUTH", "IDPOOL_FORBIDDEN"):
-        return NOAPP, [], None, message
-    o, _, arg = classify_reply(f"{code} {text}", count)
+    o, arg = classify_refusal(f"{code} {text}", count)
     if o in (EPOCH, RATE) and "retry in " not in text and retry_after and retry_after.isdigit():
         arg = int(retry_after)
     return o, [], arg, message
+
+
+# --- where takes go: the failover decision (src/lib/failover.c) ---------------
+
+
+class Failover:
+    """One application's route (failover.h's struct failover). Times in s."""
+
+    __slots__ = ("env", "retry_at", "trouble", "failback_at", "noapp")
+
+    def __init__(self):
+        self.env = 0  # environment takes go to
+        self.retry_at = 0.0  # no take before this (a refusal's hint)
+        self.trouble = 0.0  # env has supplied nothing since (0: fine)
+        self.failback_at = 0.0  # when a more preferred environment is tried again
+        self.noapp = set()  # environments that answered IDPOOL_NOAPP
+
+    def nowhere(self, nenv):
+        """Every environment answered IDPOOL_NOAPP: callers fail at once."""
+        return len(self.noapp) >= nenv
+
+
+def failover_plan(f, now, low):
+    """Whether to take now (failover.c's failover_plan): when `low` (the
+    buffer is below its low water, or a caller waits) and no refusal's wait
+    runs, or when a failback is due. Returns (take, from, back, wake): take
+    from environment `from` (back: a failback, from 0 up to the current
+    one, in order), or look again at `wake`."""
+    back = f.env > 0 and now >= f.failback_at
+    if not back and (not low or now < f.retry_at):
+        wake = now + IDLE_WAKE
+        if now < f.retry_at < wake:
+            wake = f.retry_at
+        return False, f.env, False, wake
+    return True, 0 if back else f.env, back, None
+
+
+def failover_next(f, back, e, o):
+    """During a failback: the environment to try after e answered o, or None
+    (IDs came, or no more preferred one is left)."""
+    if not back or o == IDS or e + 1 >= f.env:
+        return None
+    return e + 1
+
+
+def _move_on(f, nenv, failback, now):
+    """Move to the next environment (wrapping), when there is another: True when moved."""
+    f.trouble = 0.0
+    if nenv < 2:
+        return False
+    f.env = (f.env + 1) % nenv
+    f.failback_at = now + failback
+    return True
+
+
+def failover_after(f, nenv, failover, failback, back, now, e, o, hint, retry_at):
+    """After the take planned with `back`: environment e answered o (hint:
+    EPOCH's and RATE's wait, s); retry_at(i): when environment i may be
+    tried again. Updates f (failover.c's failover_after); returns (wake,
+    failed_over, failed_back)."""
+    wake, moved, home = now + IDLE_WAKE, False, False
+    if back and o != IDS:  # the preferred ones are still out: stay, try later
+        f.failback_at = now + failback
+        return now, False, False  # serve the current environment at once
+    if o == IDS:
+        f.trouble = 0.0
+        f.noapp.discard(e)
+        if e < f.env:
+            f.env = e
+            home = True
+    elif o == DRY:
+        f.retry_at = now + DRY_RETRY
+    elif o in (EPOCH, RATE):  # RATE is not a reason to leave: the limit is the application's
+        f.retry_at = now + hint
+    elif o == NOAPP:
+        f.noapp.add(e)
+        moved = _move_on(f, nenv, failback, now)
+        if f.nowhere(nenv):  # callers fail at once meanwhile
+            f.retry_at = now + NOAPP_RETRY
+    elif o == DOWN:
+        moved = _move_on(f, nenv, failback, now)
+    if o in (DRY, EPOCH):
+        if f.trouble == 0.0:
+            f.trouble = now
+        elif now - f.trouble >= failover:
+            moved = _move_on(f, nenv, failback, now)
+    if f.env > 0 and f.failback_at == 0.0:
+        f.failback_at = now + failback
+    if now < f.retry_at < wake:
+        wake = f.retry_at
+    if o in (IDS, LIMIT) or (o in (NOAPP, DOWN) and f.retry_at <= now):
+        wake = now  # more may be needed, or another environment to try
+    if o == DOWN and retry_at(f.env) > now:
+        wake = retry_at(f.env)  # no spinning on the down
+    return wake, moved, home
 
 
 # --- the client ---------------------------------------------------------------
@@ -490,11 +626,7 @@ class App:
         self._rate = 0.0  # demand, IDs/s
         self._consumed = 0  # IDs handed out since the last rate update
         self._rate_at = time.monotonic()
-        self._env = 0  # environment takes go to
-        self._retry_at = 0.0  # no take before this (a refusal's hint)
-        self._trouble = 0.0  # the environment has supplied nothing since (0: fine)
-        self._failback_at = 0.0  # when a more preferred environment is tried again
-        self._noapp = set()  # environments that answered IDPOOL_NOAPP
+        self._fo = Failover()  # where takes go, when the next is due
         self._last_error = ""  # what the last refusal or failure said
         self._st = dict.fromkeys(
             (
@@ -525,7 +657,7 @@ class App:
         c = self._c
         if c._closed:
             raise IdpoolClosed("the client is closed")
-        if len(self._noapp) >= len(c._envs):
+        if self._fo.nowhere(len(c._envs)):
             raise IdpoolNoApp(f"no environment serves application {self.key!r}")
 
     def _pop_wait(self, n, dl):
@@ -628,57 +760,43 @@ class App:
         shared buffer, not counting the threads' blocks)."""
         with self._cv:
             st = dict(self._st)
-            st["env"] = self._env
+            st["env"] = self._fo.env
             st["batch"] = self._batch
             st["buffered"] = len(self._buf)
         return st
 
     # -- the background thread --
 
-    def _failover(self, now):
-        c = self._c
-        self._trouble = 0.0
-        if len(c._envs) < 2:
-            return
-        self._env = (self._env + 1) % len(c._envs)
-        self._st["failovers"] += 1
-        self._failback_at = now + c._failback
-
     def _service(self, now):
         """Take when the buffer is below the low water or a caller waits, from
-        the app's environment (or, when due, a more preferred one); returns
-        when it wants to be looked at again (client.c's service())."""
+        the environment failover_plan() says (or, when due, a more preferred
+        one); returns when it wants to be looked at again (client.c's
+        service())."""
         c = self._c
-        again = now + IDLE_WAKE
         with self._cv:
             if now > self._rate_at:
                 self._rate = rate_update(self._rate, self._consumed, now - self._rate_at)
                 self._consumed = 0
                 self._rate_at = now
-            back = self._env > 0 and now >= self._failback_at
             # (A waiter counts only while the buffer is empty: IDs pushed for
             # it but not yet popped must not bring another take.)
-            if (len(self._buf) >= self._low_water() and not back) or (
-                not back and now < self._retry_at
-            ):
-                if now < self._retry_at < again:
-                    again = self._retry_at
-                return again
+            take, e, back, wake = failover_plan(self._fo, now, len(self._buf) < self._low_water())
+            if not take:
+                return wake
             self._batch = batch_next(
                 self._batch, self._rate, c._target, c._min_batch, self._cap_batch, self._hungry
             )
             self._hungry = False
             self._asked = False
             count = self._batch
-            cur = self._env
-            e = 0 if back else cur
 
-        # A failback tries the more preferred environments in order.
+        # Without the lock: a take blocks on the network. A failback tries the preferred in order.
         while True:
             o, ids, arg, msg = c._take_from(self, c._envs[e], count, now)
-            if not back or o == IDS or e + 1 >= cur:
+            nxt = failover_next(self._fo, back, e, o)
+            if nxt is None:
                 break
-            e += 1
+            e = nxt
 
         with self._cv:
             if o != IDS and arg is not SKIPPED:  # a skip would hide why it is backing off
@@ -687,49 +805,22 @@ class App:
             key = _COUNTERS.get(o)  # refusals and failures, failback tries too
             if key and not (o == DOWN and arg is SKIPPED):
                 st[key] += 1
-            if back and o != IDS:  # the preferred ones are still out: stay, try later
-                self._failback_at = now + c._failback
-                return now  # serve the current environment at once
+            hint = arg if o in (EPOCH, RATE) else None
+            wake, moved, home = failover_after(
+                self._fo, len(c._envs), c._failover_s, c._failback, back, now, e, o, hint, c._retry_at
+            )
+            if back and o != IDS:  # a failback brought nothing: nothing else changed
+                return wake
             if o == IDS:
                 self._buf.extend(ids)
                 st["takes"] += 1
                 st["taken"] += len(ids)
-                self._trouble = 0.0
-                self._noapp.discard(e)
-                if e < self._env:
-                    self._env = e
-                    st["failbacks"] += 1
-            elif o == DRY:
-                self._retry_at = now + DRY_RETRY
-            elif o == EPOCH:
-                self._retry_at = now + arg
-            elif o == RATE:
-                self._retry_at = now + arg  # not a reason to leave
             elif o == LIMIT:
                 self._cap_batch = arg if arg > 0 else 1  # the row's max_size_per_times
-            elif o == NOAPP:
-                self._noapp.add(e)
-                self._failover(now)
-                if len(self._noapp) >= len(c._envs):  # callers fail at once meanwhile
-                    self._retry_at = now + NOAPP_RETRY
-            else:  # DOWN
-                self._failover(now)
-            if o in (DRY, EPOCH):
-                if self._trouble == 0.0:
-                    self._trouble = now
-                elif now - self._trouble >= c._failover_s:
-                    self._failover(now)
-            if self._env > 0 and self._failback_at == 0.0:
-                self._failback_at = now + c._failback
+            st["failovers"] += moved
+            st["failbacks"] += home
             self._cv.notify_all()
-            if now < self._retry_at < again:
-                again = self._retry_at
-            if o in (IDS, LIMIT) or (o in (NOAPP, DOWN) and self._retry_at <= now):
-                again = now  # more may be needed, or another environment to try
-            nxt = c._envs[self._env]
-            if o == DOWN and not nxt.used and nxt.down_until > now:
-                again = nxt.down_until  # no spinning on the down
-        return again
+        return wake
 
 
 class Client:
@@ -879,6 +970,11 @@ class Client:
         if e.conn is not None:
             e.conn.close()
             e.conn = None
+
+    def _retry_at(self, i):
+        """When environment i may be tried again (0: it may have a connection, or is not backing off)."""
+        e = self._envs[i]
+        return 0.0 if e.used else e.down_until
 
     def _env_fail(self, e, now):
         self._env_close(e)

@@ -6,6 +6,7 @@ scripted fake in place of Redis. PYTHONPATH must hold src/python (meson sets
 it); runs without redis-py too (a stub stands in for it)."""
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -170,6 +171,101 @@ class HttpAnswers(unittest.TestCase):
         self.assertEqual(o, m.DOWN)
         self.assertIn("HTTP 502 without an idpool error body", msg)
         self.assertEqual(m.classify_http(500, b"[1]", None, 5)[0], m.DOWN)
+
+
+class RefusalTable(unittest.TestCase):
+    @unittest.skipUnless(os.environ.get("IDPOOL_TAKEREPLY"), "IDPOOL_TAKEREPLY (test_takereply) not set")
+    def test_mirrors_the_c_table(self):
+        out = subprocess.run(
+            [os.environ["IDPOOL_TAKEREPLY"], "--table"], check=True, capture_output=True, text=True
+        ).stdout
+        c = {}
+        for line in out.splitlines():
+            code, status, wait, outcome = line.split()
+            c[code] = (int(status), int(wait), outcome)
+        self.assertEqual(m.REFUSALS, c)
+
+    def test_every_refusal_classified_as_the_table_says(self):
+        for code, (_, wait, o) in m.REFUSALS.items():
+            self.assertEqual(m.classify_refusal(code + " x", 10)[0], o, code)
+            if o in (m.EPOCH, m.RATE):
+                self.assertEqual(m.classify_refusal(code + " x", 10)[1], wait / 1000.0, code)
+        self.assertEqual(m.classify_refusal("IDPOOL_RATES x", 10), (m.DOWN, None))
+
+
+class FailoverDecision(unittest.TestCase):
+    """failover_plan/next/after through sequences of outcomes (test_failover.c's, in seconds)."""
+
+    FO, FB = 0.5, 1.0
+
+    @unittest.skipUnless(os.environ.get("IDPOOL_FAILOVER"), "IDPOOL_FAILOVER (test_failover) not set")
+    def test_mirrors_the_c_constants(self):
+        out = subprocess.run(
+            [os.environ["IDPOOL_FAILOVER"], "--constants"], check=True, capture_output=True, text=True
+        ).stdout
+        c = {k: int(v) for k, v in (line.split() for line in out.splitlines())}
+        py = {"IDLE_WAKE_MS": m.IDLE_WAKE, "DRY_RETRY_MS": m.DRY_RETRY, "NOAPP_RETRY_MS": m.NOAPP_RETRY}
+        self.assertEqual({k: round(v * 1000) for k, v in py.items()}, c)
+
+    def turn(self, f, nenv, now, outs, hint=None, down=None):
+        take, e, back, _ = m.failover_plan(f, now, True)
+        self.assertTrue(take)
+        asked = []
+        for o in outs:
+            asked.append(e)
+            nxt = m.failover_next(f, back, e, o)
+            if nxt is None:
+                break
+            e = nxt
+        down = down or {}
+        res = m.failover_after(f, nenv, self.FO, self.FB, back, now, e, o, hint, lambda i: down.get(i, 0.0))
+        return res + (asked,)
+
+    def test_plan(self):
+        f = m.Failover()
+        self.assertEqual(m.failover_plan(f, 10.0, False), (False, 0, False, 10.0 + m.IDLE_WAKE))
+        self.assertEqual(m.failover_plan(f, 10.0, True)[:3], (True, 0, False))
+        f.retry_at = 10.05
+        self.assertEqual(m.failover_plan(f, 10.0, True), (False, 0, False, 10.05))
+
+    def test_dry_fails_over_after_failover_s(self):
+        f = m.Failover()
+        wake, moved, _, _ = self.turn(f, 2, 10.0, [m.DRY])
+        self.assertEqual((wake, moved, f.env, f.trouble), (10.0 + m.DRY_RETRY, False, 0, 10.0))
+        wake, moved, _, _ = self.turn(f, 2, 10.0 + self.FO, [m.EPOCH], hint=0.2)
+        self.assertEqual((moved, f.env, f.trouble, f.failback_at), (True, 1, 0.0, 10.0 + self.FO + self.FB))
+
+    def test_rate_is_waited_out_in_place(self):
+        f = m.Failover()
+        for i in range(10):
+            now = 10.0 + i * 0.25  # binary fractions: sums are exact
+            wake, moved, _, _ = self.turn(f, 2, now, [m.RATE], hint=0.25)
+            self.assertEqual((moved, f.env, f.retry_at, wake), (False, 0, now + 0.25, now + m.IDLE_WAKE))
+            self.assertFalse(m.failover_plan(f, now + 0.125, True)[0])
+
+    def test_down_noapp_and_failback(self):
+        f = m.Failover()
+        wake, moved, _, _ = self.turn(f, 3, 10.0, [m.DOWN], down={1: 10.07})
+        self.assertEqual((wake, moved, f.env), (10.07, True, 1))  # no spinning on the down
+        wake, moved, _, _ = self.turn(f, 3, 10.1, [m.NOAPP])
+        self.assertEqual((wake, moved, f.env, f.noapp), (10.1, True, 2, {1}))
+        # a failback tries 0 then 1, never 2; 1 supplies: it stays there
+        wake, moved, home, asked = self.turn(f, 3, f.failback_at, [m.DOWN, m.IDS])
+        self.assertEqual((asked, home, moved, f.env, f.noapp), ([0, 1], True, False, 1, set()))
+        # a failback that brings nothing: stay, try later, keep nothing of its answer
+        now = f.failback_at + 1.0
+        wake, moved, home, asked = self.turn(f, 3, now, [m.DRY])
+        self.assertEqual((wake, asked, f.env, f.failback_at, f.trouble), (now, [0], 1, now + self.FB, 0.0))
+
+    def test_noapp_everywhere(self):
+        f = m.Failover()
+        self.turn(f, 2, 10.0, [m.NOAPP])
+        self.assertFalse(f.nowhere(2))
+        wake, _, _, _ = self.turn(f, 2, 10.0, [m.NOAPP])
+        self.assertTrue(f.nowhere(2))
+        self.assertEqual((f.env, f.retry_at, wake), (0, 10.0 + m.NOAPP_RETRY, 10.0 + m.IDLE_WAKE))
+        self.turn(f, 2, 11.0, [m.IDS])
+        self.assertEqual(f.noapp, {1})
 
 
 class Batch(unittest.TestCase):
