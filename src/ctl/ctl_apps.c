@@ -27,77 +27,63 @@
 
 #define MAX_ASSIGN 64
 
-enum field_kind {
-    F_INT,     /* a BIGINT column */
-    F_TYPE,    /* increasing_type: monotonic|trend or a number */
-    F_NAME,    /* entity_name */
-    F_FORCE,   /* current_offset: only with --force */
-    F_REFUSED, /* never set by idpoolctl */
-};
-
-/* One column of `application`, and how `apps set` treats it. */
-struct field {
-    const char *name;     /* column name */
-    enum field_kind kind; /* see above */
-    size_t off;           /* offset of the int64 in struct app_row (F_INT/F_TYPE/F_FORCE) */
-    const char *why;      /* F_REFUSED: why not */
-};
-
-#define OFF(f) offsetof(struct app_row, f)
-
-/* In table order (brief §3); `apps show` prints them in this order too. */
-static const struct field fields[] = {
-    {"id", F_REFUSED, OFF(id), "it is the primary key"},
-    {"entity_key", F_REFUSED, 0,
-     "it names the application's Redis keys; add a new application and disable this one"},
-    {"entity_name", F_NAME, 0, NULL},
-    {"increasing_type", F_TYPE, OFF(increasing_type), NULL},
-    {"start_offset", F_INT, OFF(start_offset), NULL},
-    {"step", F_INT, OFF(step), NULL},
-    {"current_offset", F_FORCE, OFF(current_offset), NULL},
-    {"max_size_per_times", F_INT, OFF(max_size_per_times), NULL},
-    {"max_size_per_second", F_INT, OFF(max_size_per_second), NULL},
-    {"min_size_percent", F_INT, OFF(min_size_percent), NULL},
-    {"interval", F_INT, OFF(interval), NULL},
-    {"max_pool_size", F_INT, OFF(max_pool_size), NULL},
-    {"delta", F_INT, OFF(delta), NULL},
-    {"remainder", F_INT, OFF(remainder), NULL},
-    {"increment_max", F_INT, OFF(increment_max), NULL},
-    {"version", F_REFUSED, OFF(version), "idpoold bumps it on every lease reservation"},
-    {"deleted_at", F_REFUSED, OFF(deleted_at),
-     "use 'apps disable KEY' and 'apps enable KEY' instead"},
-    {"create_time", F_REFUSED, 0, "MySQL sets it"},
-    {"update_time", F_REFUSED, 0, "MySQL sets it on every change"},
-};
-#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
-
-static const char settable[] =
-    "entity_name, increasing_type, start_offset, step, max_size_per_times, "
-    "max_size_per_second, min_size_percent, interval, max_pool_size, delta, remainder, "
-    "increment_max";
-
 static const char force_why[] =
     "current_offset is the durable high-water mark that idpoold itself advances with every "
     "lease; setting it is never needed (to make IDs start higher, set start_offset; lowering it "
     "cannot make idpoold reuse IDs, it keeps the highest lease from application_lease and raises "
     "an offset_regression alert). If you really must, add --force";
 
-static int64_t *row_int(struct app_row *r, const struct field *f)
+static int64_t *row_int(struct app_row *r, const struct app_column *f)
 {
-    return (int64_t *)(void *)((char *)r + f->off);
+    return (int64_t *)(void *)((char *)r + f->row_off);
 }
 
-static int64_t row_get(const struct app_row *r, const struct field *f)
+static int64_t row_get(const struct app_row *r, const struct app_column *f)
 {
-    return *(const int64_t *)(const void *)((const char *)r + f->off);
+    return *(const int64_t *)(const void *)((const char *)r + f->row_off);
 }
 
-static const struct field *field_find(const char *name, size_t n)
+static const struct app_column *field_find(const char *name, size_t n)
 {
-    for (size_t i = 0; i < NFIELDS; i++)
-        if (strlen(fields[i].name) == n && memcmp(fields[i].name, name, n) == 0)
-            return &fields[i];
+    for (size_t i = 0; i < APP_NCOLUMNS; i++)
+        if (strlen(app_columns[i].name) == n && memcmp(app_columns[i].name, name, n) == 0)
+            return &app_columns[i];
     return NULL;
+}
+
+/* The columns an operator may set (APP_SET), for messages: "entity_name, ..., increment_max". */
+static const char *settable(void)
+{
+    static char buf[512];
+
+    if (!buf[0])
+        for (size_t i = 0; i < APP_NCOLUMNS; i++)
+            if (app_columns[i].set == APP_SET)
+                snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", buf[0] ? ", " : "",
+                         app_columns[i].name);
+    return buf;
+}
+
+/*
+ * The i-th column as `apps show` and its JSON list them: the row's own
+ * columns in table order, then its state and audit columns (deleted_at,
+ * then the times MySQL sets).
+ */
+static const struct app_column *shown_field(size_t i)
+{
+    static size_t order[APP_NCOLUMNS];
+    static size_t n;
+
+    if (n == 0) {
+        for (size_t k = 0; k < APP_NCOLUMNS; k++)
+            if (k != APP_COL_deleted_at && app_columns[k].type != APP_T_TIME)
+                order[n++] = k;
+        order[n++] = APP_COL_deleted_at;
+        for (size_t k = 0; k < APP_NCOLUMNS; k++)
+            if (app_columns[k].type == APP_T_TIME)
+                order[n++] = k;
+    }
+    return &app_columns[order[i]];
 }
 
 static const char *type_name(int64_t t)
@@ -106,51 +92,28 @@ static const char *type_name(int64_t t)
 }
 
 /* The value in force of a column of a valid row, as text ("" when it has none). */
-static const char *resolved_text(const struct ctl_row *r, const struct field *f, char *buf)
+static const char *resolved_text(const struct ctl_row *r, const struct app_column *f, char *buf)
 {
-    const struct app_cfg *g = &r->cfg;
-    uint64_t v;
+    const char *v = (const char *)&r->cfg + f->cfg_off;
 
-    if (strcmp(f->name, "entity_name") == 0 || strcmp(f->name, "increasing_type") == 0)
-        return strcmp(f->name, "entity_name") == 0 ? g->name : type_name(g->type);
-    if (strcmp(f->name, "start_offset") == 0)
-        v = g->start_offset;
-    else if (strcmp(f->name, "step") == 0)
-        v = g->step;
-    else if (strcmp(f->name, "current_offset") == 0)
-        v = g->current_offset;
-    else if (strcmp(f->name, "max_size_per_times") == 0)
-        v = g->per_take;
-    else if (strcmp(f->name, "max_size_per_second") == 0)
-        v = g->per_second;
-    else if (strcmp(f->name, "min_size_percent") == 0)
-        v = g->min_percent;
-    else if (strcmp(f->name, "interval") == 0)
-        v = g->interval_ms;
-    else if (strcmp(f->name, "max_pool_size") == 0)
-        v = g->max_pool;
-    else if (strcmp(f->name, "delta") == 0)
-        v = g->delta;
-    else if (strcmp(f->name, "remainder") == 0)
-        v = g->remainder;
-    else if (strcmp(f->name, "increment_max") == 0)
-        v = g->increment_max;
-    else
+    if (f->set == APP_KEEP)
         return "";
-    return ctl_u64(v, buf);
+    if (f->type == APP_T_NAME)
+        return v;
+    if (f->type == APP_T_TYPE)
+        return type_name(*(const enum app_type *)(const void *)v);
+    return ctl_u64(*(const uint64_t *)(const void *)v, buf);
 }
 
 /* The stored value of a column as text. */
-static const char *column_text(const struct ctl_row *r, const struct field *f, char *buf)
+static const char *column_text(const struct ctl_row *r, const struct app_column *f, char *buf)
 {
-    if (strcmp(f->name, "entity_key") == 0)
+    if (f->type == APP_T_KEY)
         return r->key;
-    if (strcmp(f->name, "entity_name") == 0)
+    if (f->type == APP_T_NAME)
         return r->name;
-    if (strcmp(f->name, "create_time") == 0)
-        return r->create_time;
-    if (strcmp(f->name, "update_time") == 0)
-        return r->update_time;
+    if (f->type == APP_T_TIME)
+        return r->time[(f - app_columns) - APP_ROW_NCOLUMNS];
     return ctl_i64(row_get(&r->row, f), buf);
 }
 
@@ -168,22 +131,25 @@ cJSON *ctl_row_json(const struct ctl_row *r)
     else
         ctl_jcheck(cJSON_AddStringToObject(o, "error", r->error));
     cols = ctl_jcheck(cJSON_AddObjectToObject(o, "columns"));
-    for (size_t i = 0; i < NFIELDS; i++)
-        ctl_jcheck(cJSON_AddStringToObject(cols, fields[i].name, column_text(r, &fields[i], buf)));
+    for (size_t i = 0; i < APP_NCOLUMNS; i++)
+        ctl_jcheck(cJSON_AddStringToObject(cols, shown_field(i)->name,
+                                           column_text(r, shown_field(i), buf)));
     if (!r->valid) {
         ctl_jcheck(cJSON_AddNullToObject(o, "resolved"));
         return o;
     }
     res = ctl_jcheck(cJSON_AddObjectToObject(o, "resolved"));
-    for (size_t i = 0; i < NFIELDS; i++) {
-        const char *n = fields[i].name, *t = resolved_text(r, &fields[i], buf);
-        int text = strcmp(n, "entity_name") == 0 || strcmp(n, "increasing_type") == 0 ||
-                   strcmp(n, "start_offset") == 0 || strcmp(n, "current_offset") == 0;
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = shown_field(i);
+        const char *t = resolved_text(r, f, buf);
 
-        if (text && (t[0] || strcmp(n, "entity_name") == 0))
-            ctl_jcheck(cJSON_AddStringToObject(res, n, t));
-        else if (t[0])
-            ctl_json_u64(res, n, strtoull(t, NULL, 10));
+        /* Names and offsets are strings (ctl_common.h's JSON rule); a count is a number. */
+        if (f->set == APP_KEEP)
+            continue;
+        if (f->type == APP_T_INT)
+            ctl_json_u64(res, f->name, strtoull(t, NULL, 10));
+        else
+            ctl_jcheck(cJSON_AddStringToObject(res, f->name, t));
     }
     ctl_json_u64(res, "low_water", r->cfg.low_water);
     ctl_jcheck(cJSON_AddBoolToObject(res, "space_warning", r->cfg.space_warning));
@@ -252,38 +218,22 @@ static int check_name(struct ctl *c, const char *name, const char *value)
 }
 
 enum {
-    O_NAME = 1,
-    O_TYPE,
-    O_COLUMN, /* an integer column: add_columns[] names it, fields[] says where it is */
-    O_FORCE,
+    O_FORCE = 1,
+    O_COLUMN = 100, /* O_COLUMN + i: the option of `apps add` that sets app_columns[i] */
 };
 
-static const struct ctl_opt add_opts[] = {
-    {"name", 1, O_NAME},
-    {"type", 1, O_TYPE},
-    {"start", 1, O_COLUMN},
-    {"step", 1, O_COLUMN},
-    {"max-pool", 1, O_COLUMN},
-    {"min-percent", 1, O_COLUMN},
-    {"per-take", 1, O_COLUMN},
-    {"per-second", 1, O_COLUMN},
-    {"interval", 1, O_COLUMN},
-    {"delta", 1, O_COLUMN},
-    {"remainder", 1, O_COLUMN},
-    {"increment-max", 1, O_COLUMN},
-    {NULL, 0, 0},
-};
+/* The options of `apps add`: one per column that has one (APP_COLUMNS' opt). */
+static const struct ctl_opt *add_opts(void)
+{
+    static struct ctl_opt opts[APP_NCOLUMNS + 1];
+    static size_t n;
 
-/* The column each integer option of `apps add` sets. */
-static const struct {
-    const char *opt, *column;
-} add_columns[] = {
-    {"start", "start_offset"},          {"step", "step"},
-    {"max-pool", "max_pool_size"},      {"min-percent", "min_size_percent"},
-    {"per-take", "max_size_per_times"}, {"per-second", "max_size_per_second"},
-    {"interval", "interval"},           {"delta", "delta"},
-    {"remainder", "remainder"},         {"increment-max", "increment_max"},
-};
+    if (n == 0)
+        for (size_t i = 0; i < APP_NCOLUMNS; i++)
+            if (app_columns[i].opt)
+                opts[n++] = (struct ctl_opt){app_columns[i].opt, 1, O_COLUMN + (int)i};
+    return opts;
+}
 
 static const struct ctl_opt set_opts[] = {
     {"force", 0, O_FORCE},
@@ -293,27 +243,21 @@ static const struct ctl_opt set_opts[] = {
 static int on_add_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
 {
     struct apps_args *a = arg;
+    const struct app_column *f;
 
     snprintf(a->optname, sizeof(a->optname), "--%s", name);
-    switch (id) {
-    case O_NAME:
-        a->name = value;
-        return check_name(c, a->optname, value);
-    case O_TYPE:
-        return opt_type(c, a->optname, value, &a->row.increasing_type);
-    case O_COLUMN:
-        for (size_t i = 0; i < sizeof(add_columns) / sizeof(add_columns[0]); i++)
-            if (strcmp(add_columns[i].opt, name) == 0) {
-                const struct field *f =
-                    field_find(add_columns[i].column, strlen(add_columns[i].column));
-                return opt_int(c, a->optname, value, row_int(&a->row, f));
-            }
-        return 0;
-    case O_FORCE:
+    if (id == O_FORCE) {
         a->force = 1;
         return 0;
     }
-    return 0;
+    f = &app_columns[id - O_COLUMN];
+    if (f->type == APP_T_NAME) {
+        a->name = value;
+        return check_name(c, a->optname, value);
+    }
+    if (f->type == APP_T_TYPE)
+        return opt_type(c, a->optname, value, row_int(&a->row, f));
+    return opt_int(c, a->optname, value, row_int(&a->row, f));
 }
 
 /* Remind the operator when the change takes effect. */
@@ -502,19 +446,20 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
     if (r.valid && r.cfg.space_warning)
         printf("warning:      the ID space is nearly exhausted (offset above 90%% of 2^63)\n");
     printf("\n  %-20s %-24s %s\n", "COLUMN", "VALUE", "IN FORCE");
-    for (size_t i = 0; i < NFIELDS; i++) {
-        const struct field *f = &fields[i];
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = shown_field(i);
         const char *res = r.valid ? resolved_text(&r, f, rbuf) : "";
 
-        if (strcmp(f->name, "id") == 0 || strcmp(f->name, "entity_key") == 0)
+        /* id and entity_key head the output. */
+        if (f->type == APP_T_ID || f->type == APP_T_KEY)
             continue;
-        if (strcmp(f->name, "entity_name") == 0) {
+        if (f->type == APP_T_NAME) {
             printf("  %-20s %s\n", f->name, ctl_printable(r.name, shown, sizeof(shown)));
             continue;
         }
-        if (strcmp(f->name, "interval") == 0 && r.valid)
+        if (f == &app_columns[APP_COL_interval] && r.valid)
             printf("  %-20s %-24s %s ms\n", f->name, column_text(&r, f, buf), res);
-        else if (strcmp(f->name, "min_size_percent") == 0 && r.valid)
+        else if (f == &app_columns[APP_COL_min_size_percent] && r.valid)
             printf("  %-20s %-24s %s (low water %" PRIu64 ")\n", f->name, column_text(&r, f, buf),
                    res, r.cfg.low_water);
         else if (res[0])
@@ -601,24 +546,62 @@ static int key_history(struct ctl *c, const char *key, int64_t *hi)
     return 0;
 }
 
+/*
+ * The INSERT of `apps add`: the key, every column that has an option (its
+ * value given or its default), and current_offset at the key's lease
+ * history. Heap.
+ */
+static char *insert_sql(struct ctl *c, const struct apps_args *a, const char *key, int64_t history)
+{
+    char *cols = NULL, *vals = NULL, *q, *sql, buf[24];
+    size_t ncols = 0, nvals = 0;
+    FILE *fc = open_memstream(&cols, &ncols), *fv = open_memstream(&vals, &nvals);
+
+    if (!fc || !fv)
+        ctl_oom();
+    q = ctl_db_quote(c, key);
+    fprintf(fc, "%s", app_columns[APP_COL_entity_key].sql);
+    fprintf(fv, "%s", q);
+    free(q);
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = &app_columns[i];
+
+        if (!f->opt)
+            continue;
+        fprintf(fc, ", %s", f->sql);
+        if (f->type == APP_T_NAME) {
+            q = ctl_db_quote(c, a->name ? a->name : "");
+            fprintf(fv, ", %s", q);
+            free(q);
+        } else {
+            fprintf(fv, ", %s", ctl_i64(row_get(&a->row, f), buf));
+        }
+    }
+    fprintf(fc, ", %s", app_columns[APP_COL_current_offset].sql);
+    fprintf(fv, ", %s", ctl_i64(history, buf));
+    if (fclose(fc) != 0 || fclose(fv) != 0)
+        ctl_oom();
+    sql = ctl_strf("INSERT INTO application (%s) VALUES (%s)", cols, vals);
+    free(cols);
+    free(vals);
+    return sql;
+}
+
 static int cmd_add(struct ctl *c, int argc, char **argv)
 {
     struct apps_args a;
     struct ctl_row r;
     struct app_cfg cfg;
-    char err[APP_ERR_MAX], *pos[1], *sql, *qkey, *qname, existing[300], shown[300];
-    char b[13][24];
+    char err[APP_ERR_MAX], *pos[1], *sql, existing[300], shown[300], buf[24];
     int64_t id, history;
     int npos, rc;
 
     memset(&a, 0, sizeof(a));
     /* The defaults of the table (sql/schema.sql). */
-    a.row.increasing_type = APP_MONOTONIC;
-    a.row.start_offset = APP_DEFAULT_START;
-    a.row.step = APP_DEFAULT_STEP;
-    a.row.delta = 1;
-    a.row.increment_max = 1;
-    rc = ctl_opts_parse(c, argc, argv, add_opts, on_add_opt, &a, pos, 1, &npos);
+    for (size_t i = 0; i < APP_ROW_NCOLUMNS; i++)
+        if (app_columns[i].type != APP_T_KEY && app_columns[i].type != APP_T_NAME)
+            *row_int(&a.row, &app_columns[i]) = app_columns[i].def;
+    rc = ctl_opts_parse(c, argc, argv, add_opts(), on_add_opt, &a, pos, 1, &npos);
     if (rc != 0)
         return rc;
     if (npos != 1)
@@ -652,21 +635,7 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
      */
     if ((rc = key_history(c, pos[0], &history)) != 0)
         return rc;
-    qkey = ctl_db_quote(c, pos[0]);
-    qname = ctl_db_quote(c, a.name ? a.name : "");
-    sql = ctl_strf(
-        "INSERT INTO application (entity_key, entity_name, increasing_type, start_offset, "
-        "step, max_size_per_times, max_size_per_second, min_size_percent, `interval`, "
-        "max_pool_size, delta, remainder, increment_max, current_offset) VALUES "
-        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        qkey, qname, ctl_i64(a.row.increasing_type, b[0]), ctl_i64(a.row.start_offset, b[1]),
-        ctl_i64(a.row.step, b[2]), ctl_i64(a.row.max_size_per_times, b[3]),
-        ctl_i64(a.row.max_size_per_second, b[4]), ctl_i64(a.row.min_size_percent, b[5]),
-        ctl_i64(a.row.interval, b[6]), ctl_i64(a.row.max_pool_size, b[7]),
-        ctl_i64(a.row.delta, b[8]), ctl_i64(a.row.remainder, b[9]),
-        ctl_i64(a.row.increment_max, b[10]), ctl_i64(history, b[11]));
-    free(qkey);
-    free(qname);
+    sql = insert_sql(c, &a, pos[0], history);
     if (mysql_query(c->db, sql) != 0) {
         unsigned e = mysql_errno(c->db);
         free(sql);
@@ -684,7 +653,7 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
         /* The key's lease history (rows deleted earlier): a string, as offsets are; null if none.
          */
         if (history > 0)
-            ctl_jcheck(cJSON_AddStringToObject(doc, "history_hi", ctl_i64(history, b[12])));
+            ctl_jcheck(cJSON_AddStringToObject(doc, "history_hi", ctl_i64(history, buf)));
         else
             ctl_jcheck(cJSON_AddNullToObject(doc, "history_hi"));
         ctl_json_print(c, doc);
@@ -707,7 +676,7 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
 
 /* One `field=value` of `apps set`, parsed. */
 struct assign {
-    const struct field *f;
+    const struct app_column *f;
     int64_t v;        /* numeric columns */
     const char *text; /* entity_name */
 };
@@ -715,7 +684,7 @@ struct assign {
 static int parse_assign(struct ctl *c, const char *arg, int force, struct assign *out)
 {
     const char *eq = strchr(arg, '=');
-    const struct field *f;
+    const struct app_column *f;
     size_t n;
 
     if (!eq || eq == arg)
@@ -724,16 +693,16 @@ static int parse_assign(struct ctl *c, const char *arg, int force, struct assign
     f = field_find(arg, n);
     if (!f)
         return ctl_usage(c, "unknown field '%.*s' (settable: %s)", (int)(n < 64 ? n : 64), arg,
-                         settable);
-    if (f->kind == F_REFUSED)
+                         settable());
+    if (f->set == APP_KEEP)
         return ctl_usage(c, "field '%s' cannot be set: %s", f->name, f->why);
-    if (f->kind == F_FORCE && !force)
+    if (f->set == APP_FORCE && !force)
         return ctl_usage(c, "field '%s' refused: %s", f->name, force_why);
     out->f = f;
     out->text = eq + 1;
-    if (f->kind == F_NAME)
+    if (f->type == APP_T_NAME)
         return check_name(c, f->name, eq + 1);
-    if (f->kind == F_TYPE)
+    if (f->type == APP_T_TYPE)
         return opt_type(c, f->name, eq + 1, &out->v);
     return opt_int(c, f->name, eq + 1, &out->v);
 }
@@ -758,7 +727,7 @@ static int cmd_set(struct ctl *c, int argc, char **argv)
     if (npos < 1)
         return ctl_usage(c, "missing KEY");
     if (npos < 2)
-        return ctl_usage(c, "nothing to set: give field=value (settable: %s)", settable);
+        return ctl_usage(c, "nothing to set: give field=value (settable: %s)", settable());
     nas = npos - 1;
     for (int i = 0; i < nas; i++) {
         if ((rc = parse_assign(c, pos[i + 1], a.force, &as[i])) != 0)
@@ -781,17 +750,17 @@ static int cmd_set(struct ctl *c, int argc, char **argv)
         ctl_oom();
     changes = ctl_jcheck(cJSON_CreateArray());
     for (int i = 0; i < nas; i++) {
-        const struct field *f = as[i].f;
+        const struct app_column *f = as[i].f;
         cJSON *ch;
 
-        if (f->kind == F_NAME) {
+        if (f->type == APP_T_NAME) {
             char *q;
             if (strcmp(r.name, as[i].text) == 0)
                 continue;
             snprintf(nr.row.entity_name, sizeof(nr.row.entity_name), "%s", as[i].text);
             snprintf(nr.name, sizeof(nr.name), "%s", as[i].text);
             q = ctl_db_quote(c, as[i].text);
-            fprintf(sf, "%s`entity_name` = %s", nchanged ? ", " : "", q);
+            fprintf(sf, "%s`%s` = %s", nchanged ? ", " : "", f->name, q);
             free(q);
             ch = ctl_jcheck(cJSON_CreateObject());
             ctl_jcheck(cJSON_AddStringToObject(ch, "field", f->name));
@@ -802,7 +771,7 @@ static int cmd_set(struct ctl *c, int argc, char **argv)
             if (old == as[i].v)
                 continue;
             *row_int(&nr.row, f) = as[i].v;
-            if (f->kind == F_FORCE && as[i].v < old)
+            if (f->set == APP_FORCE && as[i].v < old)
                 lowered_from = old;
             fprintf(sf, "%s`%s` = %s", nchanged ? ", " : "", f->name, ctl_i64(as[i].v, buf));
             ch = ctl_jcheck(cJSON_CreateObject());

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* The daemon's row columns (idpoold's loader reads the same ones), then the audit times. */
-#define ROW_COLUMNS APP_ROW_COLUMNS ", create_time, update_time"
+#define ROW_COLUMNS APP_ROW_COLUMNS APP_TIME_COLUMNS
 
 /* ----------------------------------------------------------------- rows */
 
@@ -52,12 +52,10 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
         struct ctl_row *r = &(*rows)[(*n)++];
 
         app_row_from_text(&r->row, mrow, len);
-        app_copy_col(r->key, sizeof(r->key), mrow[2], len[2]);
-        app_copy_col(r->name, sizeof(r->name), mrow[3], len[3]);
-        app_copy_col(r->create_time, sizeof(r->create_time), mrow[APP_ROW_NCOLUMNS],
-                     len[APP_ROW_NCOLUMNS]);
-        app_copy_col(r->update_time, sizeof(r->update_time), mrow[APP_ROW_NCOLUMNS + 1],
-                     len[APP_ROW_NCOLUMNS + 1]);
+        app_copy_col(r->key, sizeof(r->key), mrow[APP_COL_entity_key], len[APP_COL_entity_key]);
+        app_copy_col(r->name, sizeof(r->name), mrow[APP_COL_entity_name], len[APP_COL_entity_name]);
+        for (int i = APP_ROW_NCOLUMNS; i < APP_NCOLUMNS; i++)
+            app_copy_col(r->time[i - APP_ROW_NCOLUMNS], sizeof(r->time[0]), mrow[i], len[i]);
         row_validate(c, r);
     }
     mysql_free_result(res);

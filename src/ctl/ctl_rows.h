@@ -15,11 +15,11 @@
 
 /* One row of `application` as idpoolctl sees it. */
 struct ctl_row {
-    struct app_row row;      /* as read (entity_key/entity_name possibly cut) */
-    char key[260];           /* entity_key in full, for display (VARCHAR(64) utf8mb4) */
-    char name[1024];         /* entity_name in full (VARCHAR(255) utf8mb4) */
-    char create_time[32];    /* as MySQL prints it */
-    char update_time[32];    /* as MySQL prints it */
+    struct app_row row; /* as read (entity_key/entity_name possibly cut) */
+    char key[260];      /* entity_key in full, for display (VARCHAR(64) utf8mb4) */
+    char name[1024];    /* entity_name in full (VARCHAR(255) utf8mb4) */
+    /* the TIME columns (create_time, update_time) as MySQL prints them, in APP_COLUMNS order */
+    char time[APP_NCOLUMNS - APP_ROW_NCOLUMNS][32];
     int valid;               /* app_validate() accepted it */
     struct app_cfg cfg;      /* defaults resolved, when valid */
     char error[APP_ERR_MAX]; /* app_validate()'s message, when not */
