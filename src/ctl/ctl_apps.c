@@ -851,7 +851,7 @@ out:
 }
 
 /* disable (on = 0) / enable (on = 1) */
-static int cmd_enable(struct ctl *c, int argc, char **argv, int on)
+static int set_enabled(struct ctl *c, int argc, char **argv, int on)
 {
     char *pos[1], *sql, buf[24];
     struct ctl_row r;
@@ -900,28 +900,25 @@ static int cmd_enable(struct ctl *c, int argc, char **argv, int on)
     return 0;
 }
 
+static int cmd_disable(struct ctl *c, int argc, char **argv)
+{
+    return set_enabled(c, argc, argv, 0);
+}
+
+static int cmd_enable(struct ctl *c, int argc, char **argv)
+{
+    return set_enabled(c, argc, argv, 1);
+}
+
 /* ----------------------------------------------------------------- help */
 
-static const char help_apps[] =
+const char ctl_apps_help[] =
     "Usage: %s [global options] apps COMMAND [ARGS]\n"
     "\n"
     "Manage applications: the rows of the MySQL table `application`. Rows are judged by\n"
     "the same rules as idpoold's (a row that breaks one is not served); writes are\n"
     "validated before they are made. idpoold applies changes within its reload interval\n"
-    "(reload-ms) or at once on SIGHUP.\n"
-    "\n"
-    "Commands:\n"
-    "  list                    every application: key, id, type, step, max_pool_size, state\n"
-    "  show KEY                all columns, the values in force, validation, Redis state\n"
-    "  add KEY [options]       add an application (see 'apps add --help')\n"
-    "  set KEY field=value...  change columns of an application (see 'apps set --help')\n"
-    "  disable KEY             soft-delete: deleted_at = now; idpoold stops serving it\n"
-    "  enable KEY              undo disable: deleted_at = 0 (only a valid row)\n"
-    "  grant KEY               a Redis user that may only LPOP and LLEN the application's\n"
-    "                          pool (see 'apps grant --help'); again: a new password\n"
-    "  revoke KEY              delete that Redis user\n"
-    "\n"
-    "Every command takes --json (one JSON document on stdout) and -h, --help.\n";
+    "(reload-ms) or at once on SIGHUP.\n";
 
 static const char help_list[] =
     "Usage: %s [global options] apps list [--json]\n"
@@ -1039,64 +1036,23 @@ static const char help_revoke[] =
     "says so and idpoold deletes the user when it (re)connects. Exit 1 if KEY has no\n"
     "active Redis user.\n";
 
-int ctl_apps_help(FILE *out, const char *prog, const char *sub)
-{
-    static const struct ctl_help helps[] = {{"list", help_list},       {"show", help_show},
-                                            {"add", help_add},         {"set", help_set},
-                                            {"disable", help_disable}, {"enable", help_enable},
-                                            {"grant", help_grant},     {"revoke", help_revoke}};
-
-    return ctl_help_print(out, prog, help_apps, helps, sizeof(helps) / sizeof(helps[0]), sub);
-}
-
-int ctl_apps(struct ctl *c, int argc, char **argv)
-{
-    static const struct {
-        const char *name, *cmd;
-    } subs[] = {{"list", "apps list"},   {"show", "apps show"},       {"add", "apps add"},
-                {"set", "apps set"},     {"disable", "apps disable"}, {"enable", "apps enable"},
-                {"grant", "apps grant"}, {"revoke", "apps revoke"}};
-    const char *sub;
-    int rc = -1;
-
-    c->cmd = "apps";
-    if (argc < 1)
-        return ctl_usage(c,
-                         "missing command: list, show, add, set, disable, enable, grant or revoke");
-    sub = argv[0];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-        ctl_apps_help(stdout, c->prog, argc > 1 && strcmp(sub, "help") == 0 ? argv[1] : NULL);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (strcmp(sub, subs[i].name) == 0)
-            c->cmd = subs[i].cmd;
-    if (strcmp(c->cmd, "apps") == 0)
-        return ctl_usage(
-            c,
-            "unknown command 'apps %.64s' (list, show, add, set, disable, enable, grant, revoke)",
-            sub);
-    argc--;
-    argv++;
-    if (strcmp(sub, "list") == 0)
-        rc = cmd_list(c, argc, argv);
-    else if (strcmp(sub, "show") == 0)
-        rc = cmd_show(c, argc, argv);
-    else if (strcmp(sub, "add") == 0)
-        rc = cmd_add(c, argc, argv);
-    else if (strcmp(sub, "set") == 0)
-        rc = cmd_set(c, argc, argv);
-    else if (strcmp(sub, "disable") == 0)
-        rc = cmd_enable(c, argc, argv, 0);
-    else if (strcmp(sub, "enable") == 0)
-        rc = cmd_enable(c, argc, argv, 1);
-    else if (strcmp(sub, "grant") == 0)
-        rc = ctl_redis_user_grant(c, argc, argv);
-    else if (strcmp(sub, "revoke") == 0)
-        rc = ctl_redis_user_revoke(c, argc, argv);
-    if (rc == CTL_HELP) {
-        ctl_apps_help(stdout, c->prog, sub);
-        return 0;
-    }
-    return rc;
-}
+const struct ctl_cmd ctl_apps_cmds[] = {
+    {"list", "", "every application: key, id, type, step, max_pool_size, state", cmd_list,
+     help_list, NULL},
+    {"show", "KEY", "all columns, the values in force, validation, Redis state", cmd_show,
+     help_show, NULL},
+    {"add", "KEY [options]", "add an application, validated first (see 'apps add --help')",
+     cmd_add, help_add, NULL},
+    {"set", "KEY field=value...", "change columns, validated first (see 'apps set --help')",
+     cmd_set, help_set, NULL},
+    {"disable", "KEY", "soft-delete: deleted_at = now; idpoold stops serving it", cmd_disable,
+     help_disable, NULL},
+    {"enable", "KEY", "undo disable: deleted_at = 0 (only a valid row)", cmd_enable, help_enable,
+     NULL},
+    {"grant", "KEY",
+     "a Redis user that may only LPOP and LLEN the application's pool\n"
+     "(prints its password once; again: a new password)",
+     ctl_redis_user_grant, help_grant, NULL},
+    {"revoke", "KEY", "delete that Redis user", ctl_redis_user_revoke, help_revoke, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
+};

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "app.h"
+#include "ctl_cmd.h"
 #include "ctl_common.h"
 
 struct ctl_row;
@@ -19,10 +20,8 @@ struct ctl_row;
 /* The row as a JSON object (columns, resolved values, validation). */
 cJSON *ctl_row_json(const struct ctl_row *r);
 
-/* `idpoolctl apps SUBCOMMAND ...` (argv after "apps"). Returns the exit code. */
-int ctl_apps(struct ctl *c, int argc, char **argv);
-
-/* --help of `apps` (sub NULL) or of one subcommand; 0, or -1 for an unknown one. */
-int ctl_apps_help(FILE *out, const char *prog, const char *sub);
+/* `idpoolctl apps COMMAND ...`: its commands (ctl_cmd.h) and the preamble of its --help. */
+extern const struct ctl_cmd ctl_apps_cmds[];
+extern const char ctl_apps_help[];
 
 #endif

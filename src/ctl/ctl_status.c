@@ -471,7 +471,6 @@ int ctl_status(struct ctl *c, int argc, char **argv)
     int npos, rc, status = 0;
     cJSON *doc;
 
-    c->cmd = "status";
     rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 0, &npos);
     if (rc != 0)
         return rc;
@@ -523,17 +522,13 @@ int ctl_status(struct ctl *c, int argc, char **argv)
 
 /* -------------------------------------------------------------------- help */
 
-void ctl_status_help(FILE *out, const char *prog)
-{
-    fprintf(out,
-            "Usage: %s [global options] status [--json]\n"
-            "\n"
-            "What the service is doing, one line per application: KEY, STATE (served, deleted,\n"
-            "INVALID), TYPE, POOL (IDs in the pool), FILL (%% of max_pool_size), RATE/S\n"
-            "(consumption, IDs per second, smoothed) and the ALERTS firing.\n"
-            "\n"
-            "It asks idpoold (GET /v1/apps on --http / IDPOOL_HTTP_ADDR, 2 s timeout). When no\n"
-            "daemon answers it reads Redis and MySQL directly (the rate is then unknown, '?')\n"
-            "and the footer line says so. Exit 1 only when neither source can be read.\n",
-            prog);
-}
+const char ctl_status_help[] =
+    "Usage: %s [global options] status [--json]\n"
+    "\n"
+    "What the service is doing, one line per application: KEY, STATE (served, deleted,\n"
+    "INVALID), TYPE, POOL (IDs in the pool), FILL (%% of max_pool_size), RATE/S\n"
+    "(consumption, IDs per second, smoothed) and the ALERTS firing.\n"
+    "\n"
+    "It asks idpoold (GET /v1/apps on --http / IDPOOL_HTTP_ADDR, 2 s timeout). When no\n"
+    "daemon answers it reads Redis and MySQL directly (the rate is then unknown, '?')\n"
+    "and the footer line says so. Exit 1 only when neither source can be read.\n";
