@@ -126,6 +126,24 @@ static size_t utf8_cut(const char *s, size_t n)
 
 const struct app_column app_columns[APP_NCOLUMNS] = {APP_COLUMNS(COLUMN)};
 
+int64_t *app_row_num(struct app_row *row, const struct app_column *col)
+{
+    return (int64_t *)(void *)((char *)row + col->row_off);
+}
+
+int64_t app_row_get(const struct app_row *row, const struct app_column *col)
+{
+    return *(const int64_t *)(const void *)((const char *)row + col->row_off);
+}
+
+const struct app_column *app_column_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < APP_NCOLUMNS; i++)
+        if (strlen(app_columns[i].name) == len && memcmp(app_columns[i].name, name, len) == 0)
+            return &app_columns[i];
+    return NULL;
+}
+
 void app_row_from_text(struct app_row *row, char *const *cols, const unsigned long *lens)
 {
     for (int i = 0; i < APP_ROW_NCOLUMNS; i++) {
@@ -145,7 +163,7 @@ void app_row_from_text(struct app_row *row, char *const *cols, const unsigned lo
         case APP_T_TIME:
             break;
         default:
-            *(int64_t *)(void *)dst = cols[i] ? strtoll(cols[i], NULL, 10) : 0;
+            *app_row_num(row, c) = cols[i] ? strtoll(cols[i], NULL, 10) : 0;
             break;
         }
     }

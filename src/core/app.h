@@ -186,6 +186,13 @@ struct app_column {
 /* Every column, in APP_COLUMNS order: app_columns[APP_COL_step] is step. */
 extern const struct app_column app_columns[APP_NCOLUMNS];
 
+/* The column named name[0..len), or NULL. */
+const struct app_column *app_column_find(const char *name, size_t len);
+
+/* The value of a numeric column (ID, INT, OFFSET, TYPE) of row: read, or where to write it. */
+int64_t app_row_get(const struct app_row *row, const struct app_column *col);
+int64_t *app_row_num(struct app_row *row, const struct app_column *col);
+
 /* A validated row with defaults resolved: what the refiller serves. */
 struct app_cfg {
     int64_t id;                  /* primary key */

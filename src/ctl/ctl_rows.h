@@ -41,6 +41,33 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
 int ctl_row_load(struct ctl *c, const char *key, int for_update, struct ctl_row *out)
     __attribute__((warn_unused_result));
 
+/*
+ * The i-th column (i < APP_NCOLUMNS) as `apps show` and the JSON of a row
+ * list them: the row's own columns in table order, then its state and
+ * audit columns (deleted_at, then the times MySQL sets).
+ */
+const struct app_column *ctl_row_column(size_t i);
+
+/* A column's stored value as text (buf: 24 bytes); the value in force of a valid row's ("" when
+ * none). */
+const char *ctl_row_text(const struct ctl_row *r, const struct app_column *col, char *buf);
+const char *ctl_row_in_force(const struct ctl_row *r, const struct app_column *col, char *buf);
+
+/* "monotonic", "trend", or NULL for another increasing_type. */
+const char *ctl_type_name(int64_t type);
+
+/* The row as a JSON object (columns, resolved values, validation). */
+cJSON *ctl_row_json(const struct ctl_row *r);
+
+/*
+ * The row of a command whose one argument is KEY (apps show, enable,
+ * disable): argv parsed (only --json and --help), the settings loaded,
+ * MySQL opened and the row read into *out; *key is the argument. 0, or an
+ * exit code (CTL_HELP for --help).
+ */
+int ctl_row_arg(struct ctl *c, int argc, char **argv, const char **key, struct ctl_row *out)
+    __attribute__((warn_unused_result));
+
 /* "served", "deleted" or "invalid" (a soft-deleted row is "deleted" even if invalid). */
 const char *ctl_row_state(const struct ctl_row *r);
 

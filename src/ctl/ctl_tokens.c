@@ -809,7 +809,7 @@ const struct ctl_cmd ctl_tokens_cmds[] = {
      "(or all: *), printed once",
      cmd_add, help_add, NULL},
     {"list", "", "every token: name, applications, created, status", cmd_list, help_list, NULL},
-    {"revoke", "NAME", "stop accepting a token (the row stays, for audit)", cmd_revoke,
-     help_revoke, NULL},
+    {"revoke", "NAME", "stop accepting a token (the row stays, for audit)", cmd_revoke, help_revoke,
+     NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

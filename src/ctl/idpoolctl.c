@@ -36,15 +36,15 @@ static const struct ctl_cmd commands[] = {
      ctl_status, ctl_status_help, NULL},
     {"take", "KEY [N]", "take N IDs as clients do (libidpool, limits kept)", ctl_take,
      ctl_take_help, NULL},
-    {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help, NULL,
-     NULL},
+    {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 /* The settings idpoolctl uses: the rest of idpoold's are accepted (one config file) and unused. */
 static const char *const settings_used[] = {
-    "redis", "redis-password", "redis-timeout-ms", "key-prefix", "mysql",  "mysql-password",
-    "mysql-timeout-ms", "tick-ms", "reload-ms",        "http",       "config", NULL,
+    "redis",     "redis-password", "redis-timeout-ms", "key-prefix",
+    "mysql",     "mysql-password", "mysql-timeout-ms", "tick-ms",
+    "reload-ms", "http",           "config",           NULL,
 };
 
 static void usage(FILE *out)
