@@ -104,25 +104,32 @@ static void group_help(FILE *out, const char *prog, const struct ctl_cmd *group)
     fprintf(out, "\nEvery command takes --json (one JSON document on stdout) and -h, --help.\n");
 }
 
+/* The help of k, or of its command `sub` (a group's, when not NULL), on stdout. */
+static int print_help(struct ctl *c, const struct ctl_cmd *k, const char *sub)
+{
+    const struct ctl_cmd *s;
+
+    if (!sub || !k->subs) {
+        if (k->subs)
+            group_help(stdout, c->prog, k);
+        else
+            fprintf(stdout, k->help, c->prog, c->prog);
+        return 0;
+    }
+    s = ctl_cmd_find(k->subs, sub);
+    if (!s)
+        return ctl_usage(c, "no help for '%s %.64s': no such command", k->name, sub);
+    fprintf(stdout, s->help, c->prog, c->prog);
+    return 0;
+}
+
 int ctl_cmd_help(struct ctl *c, const struct ctl_cmd *cmds, int n, char **words)
 {
     const struct ctl_cmd *k = ctl_cmd_find(cmds, words[0]);
-    const struct ctl_cmd *sub = NULL;
 
     if (!k)
         return ctl_usage(c, "no help for '%.64s': no such command", words[0]);
-    if (k->subs && n > 1) {
-        sub = ctl_cmd_find(k->subs, words[1]);
-        if (!sub)
-            return ctl_usage(c, "no help for '%s %.64s': no such command", k->name, words[1]);
-    }
-    if (sub)
-        fprintf(stdout, sub->help, c->prog, c->prog);
-    else if (k->subs)
-        group_help(stdout, c->prog, k);
-    else
-        fprintf(stdout, k->help, c->prog, c->prog);
-    return 0;
+    return print_help(c, k, n > 1 ? words[1] : NULL);
 }
 
 /* Run a command that is not a group; its --help is printed here. */
@@ -151,10 +158,7 @@ int ctl_cmd_run(struct ctl *c, const struct ctl_cmd *cmd, int argc, char **argv)
                          ctl_cmd_names(cmd->subs, " or ", names, sizeof(names)));
     sub = argv[0];
     if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-        if (strcmp(sub, "help") == 0 && argc > 1)
-            return ctl_cmd_help(c, cmd, 2, (char *[]){(char *)cmd->name, argv[1]});
-        group_help(stdout, c->prog, cmd);
-        return 0;
+        return print_help(c, cmd, strcmp(sub, "help") == 0 && argc > 1 ? argv[1] : NULL);
     }
     k = ctl_cmd_find(cmd->subs, sub);
     if (!k)

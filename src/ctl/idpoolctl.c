@@ -36,7 +36,11 @@ static const struct ctl_cmd commands[] = {
      ctl_status, ctl_status_help, NULL},
     {"take", "KEY [N]", "take N IDs as clients do (libidpool, limits kept)", ctl_take,
      ctl_take_help, NULL},
-    {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help, NULL, NULL},
+    {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help,
+     "Usage: %s [global options] help [COMMAND [SUBCOMMAND]]\n"
+     "\n"
+     "idpoolctl's help, or a command's: 'help status', 'help apps', 'help apps add'.\n",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
