@@ -1,7 +1,8 @@
 /*
- * ctl_rows — what idpoolctl reads: rows of `application` (validated with
- * the daemon's rules) and, per application, the pool and meta in Redis.
- * Shared by `apps` and `status`.
+ * ctl_rows — what idpoolctl reads and shows: rows of `application`
+ * (validated with the daemon's rules, rendered column by column from
+ * app_columns[]) and, per application, the pool and meta in Redis. Shared by
+ * `apps` and `status`.
  */
 #ifndef IDPOOL_CTL_ROWS_H
 #define IDPOOL_CTL_ROWS_H
