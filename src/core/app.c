@@ -1,5 +1,6 @@
 /*
- * app — validation of `application` rows (design brief §3).
+ * app — the columns of `application` (app_columns[], made from APP_COLUMNS)
+ * and the validation of its rows (design brief §3).
  *
  * Every value comes from an operator and may be anything a signed BIGINT
  * holds (negative, INT64_MAX), so all arithmetic here saturates at
