@@ -95,10 +95,17 @@ void ctl_cmd_list(FILE *out, const struct ctl_cmd *cmds)
     list_lines(out, cmds, NULL, list_width(cmds, NULL));
 }
 
+/* A command's help text: a format taking the program name (twice). */
+static void help_text(FILE *out, const char *prog, const struct ctl_cmd *k)
+{
+    if (k->help)
+        fprintf(out, k->help, prog, prog);
+}
+
 /* A group's help: its preamble, its commands, and what every command takes. */
 static void group_help(FILE *out, const char *prog, const struct ctl_cmd *group)
 {
-    fprintf(out, group->help, prog, prog);
+    help_text(out, prog, group);
     fprintf(out, "\nCommands:\n");
     ctl_cmd_list(out, group->subs);
     fprintf(out, "\nEvery command takes --json (one JSON document on stdout) and -h, --help.\n");
@@ -113,13 +120,13 @@ static int print_help(struct ctl *c, const struct ctl_cmd *k, const char *sub)
         if (k->subs)
             group_help(stdout, c->prog, k);
         else
-            fprintf(stdout, k->help, c->prog, c->prog);
+            help_text(stdout, c->prog, k);
         return 0;
     }
     s = ctl_cmd_find(k->subs, sub);
     if (!s)
         return ctl_usage(c, "no help for '%s %.64s': no such command", k->name, sub);
-    fprintf(stdout, s->help, c->prog, c->prog);
+    help_text(stdout, c->prog, s);
     return 0;
 }
 
@@ -139,7 +146,7 @@ static int run_leaf(struct ctl *c, const struct ctl_cmd *k, int argc, char **arg
 
     if (rc != CTL_HELP)
         return rc;
-    fprintf(stdout, k->help, c->prog, c->prog);
+    help_text(stdout, c->prog, k);
     return 0;
 }
 
