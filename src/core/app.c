@@ -113,14 +113,21 @@ static size_t utf8_cut(const char *s, size_t n)
 #define CFG_OFF_SET(cfg)      offsetof(struct app_cfg, cfg)
 #define CFG_OFF_FORCE(cfg)    offsetof(struct app_cfg, cfg)
 #define CFG_OFF_KEEP(cfg)     0
-#define COLUMN(name, sql, type, def, set, cfg, opt, why)                                           \
+#define WHY_SET(text)         NULL
+#define WHY_FORCE(text)       NULL
+#define WHY_KEEP(text)        text
+#define HELP_SET(text)        text
+#define HELP_FORCE(text)      text
+#define HELP_KEEP(text)       NULL
+#define COLUMN(name, sql, type, def, set, cfg, opt, text)                                          \
     [APP_COL_##name] = {#name,                                                                     \
                         sql,                                                                       \
                         APP_T_##type,                                                              \
                         APP_##set,                                                                 \
                         def,                                                                       \
                         opt,                                                                       \
-                        why,                                                                       \
+                        WHY_##set(text),                                                           \
+                        HELP_##set(text),                                                          \
                         ROW_OFF_##type(name),                                                      \
                         ROW_SIZE_##type(name),                                                     \
                         CFG_OFF_##set(cfg)},
@@ -182,7 +189,7 @@ void app_row_from_text(struct app_row *row, char *const *cols, const unsigned lo
 #define SAME_SET(type, cfg) &&SAME_T_##type(cfg)
 #define SAME_FORCE(type, cfg)
 #define SAME_KEEP(type, cfg)
-#define SAME(name, sql, type, def, set, cfg, opt, why) SAME_##set(type, cfg)
+#define SAME(name, sql, type, def, set, cfg, opt, text) SAME_##set(type, cfg)
 
 int app_same_settings(const struct app_cfg *x, const struct app_cfg *y)
 {

@@ -44,7 +44,7 @@ enum app_type {
  * options), app_same_settings(). A new column is one line here, plus its
  * rule in app_validate() (and its DEFAULT in sql/schema.sql).
  *
- *   X(name, sql, type, def, set, cfg, opt, why)
+ *   X(name, sql, type, def, set, cfg, opt, text)
  *
  *   name  the member of struct app_row; the column's name in JSON, in
  *         `apps set name=...` and in messages
@@ -62,11 +62,13 @@ enum app_type {
  *   set   how an operator changes it (`idpoolctl apps set`):
  *         SET     freely; the row is validated before it is written
  *         FORCE   only with --force (current_offset)
- *         KEEP    never: `why` says why (and what to do instead)
+ *         KEEP    never: `text` says why (and what to do instead)
  *   cfg   the member of struct app_cfg holding the value in force
  *         (SET and FORCE columns; "-" for KEEP)
- *   opt   the option of `idpoolctl apps add` that sets it, or NULL
- *   why   KEEP: why it cannot be set; NULL otherwise
+ *   opt   the option of `idpoolctl apps add` that sets it, or NULL; its
+ *         argument is TEXT (NAME), TYPE (TYPE) or N
+ *   text  KEEP: why it cannot be set; with an option: what `apps add
+ *         --help` says of the option ('\n' continues it); else NULL
  */
 // clang-format off
 #define APP_COLUMNS(X)                                                                                                     \
@@ -77,19 +79,33 @@ enum app_type {
     X(entity_key,          "entity_key",          KEY,    0,                 KEEP,  -,              NULL,                  \
       "it names the application's Redis keys; add a new application and disable "                                          \
       "this one")                                                                                                          \
-    X(entity_name,         "entity_name",         NAME,   0,                 SET,   name,           "name",          NULL) \
-    X(increasing_type,     "increasing_type",     TYPE,   APP_MONOTONIC,     SET,   type,           "type",          NULL) \
-    X(start_offset,        "start_offset",        OFFSET, APP_DEFAULT_START, SET,   start_offset,   "start",         NULL) \
-    X(step,                "step",                INT,    APP_DEFAULT_STEP,  SET,   step,           "step",          NULL) \
+    X(entity_name,         "entity_name",         NAME,   0,                 SET,   name,           "name",                \
+      "description [entity_name]; default empty")                                                                          \
+    X(increasing_type,     "increasing_type",     TYPE,   APP_MONOTONIC,     SET,   type,           "type",                \
+      "monotonic (1) or trend (2) [increasing_type]; default monotonic")                                                   \
+    X(start_offset,        "start_offset",        OFFSET, APP_DEFAULT_START, SET,   start_offset,   "start",               \
+      "first ID ever handed out [start_offset]; default 1 (IDs are\n"                                                      \
+      "never 0: 0 starts at 1, or at delta when remainder is 0)")                                                          \
+    X(step,                "step",                INT,    APP_DEFAULT_STEP,  SET,   step,           "step",                \
+      "IDs per refill batch, 1..1000000 [step]; default 1000")                                                             \
     X(current_offset,      "current_offset",      OFFSET, 0,                 FORCE, current_offset, NULL,            NULL) \
-    X(max_size_per_times,  "max_size_per_times",  INT,    0,                 SET,   per_take,       "per-take",      NULL) \
-    X(max_size_per_second, "max_size_per_second", INT,    0,                 SET,   per_second,     "per-second",    NULL) \
-    X(min_size_percent,    "min_size_percent",    INT,    0,                 SET,   min_percent,    "min-percent",   NULL) \
-    X(interval,            "`interval`",          INT,    0,                 SET,   interval_ms,    "interval",      NULL) \
-    X(max_pool_size,       "max_pool_size",       INT,    0,                 SET,   max_pool,       "max-pool",      NULL) \
-    X(delta,               "delta",               INT,    1,                 SET,   delta,          "delta",         NULL) \
-    X(remainder,           "remainder",           INT,    0,                 SET,   remainder,      "remainder",     NULL) \
-    X(increment_max,       "increment_max",       INT,    1,                 SET,   increment_max,  "increment-max", NULL) \
+    X(max_size_per_times,  "max_size_per_times",  INT,    0,                 SET,   per_take,       "per-take",            \
+      "most IDs one take may ask for [max_size_per_times]; 0 = 1000")                                                      \
+    X(max_size_per_second, "max_size_per_second", INT,    0,                 SET,   per_second,     "per-second",          \
+      "most IDs granted per second [max_size_per_second]; 0 = 5000")                                                       \
+    X(min_size_percent,    "min_size_percent",    INT,    0,                 SET,   min_percent,    "min-percent",         \
+      "refill below N% of the pool, 1..99 [min_size_percent]; 0 = 80")                                                     \
+    X(interval,            "`interval`",          INT,    0,                 SET,   interval_ms,    "interval",            \
+      "check interval in ms [interval]; 0 = idpoold's tick")                                                               \
+    X(max_pool_size,       "max_pool_size",       INT,    0,                 SET,   max_pool,       "max-pool",            \
+      "pool capacity [max_pool_size]; 0 = 60 x max_size_per_second")                                                       \
+    X(delta,               "delta",               INT,    1,                 SET,   delta,          "delta",               \
+      "every ID % delta == remainder [delta]; default 1")                                                                  \
+    X(remainder,           "remainder",           INT,    0,                 SET,   remainder,      "remainder",           \
+      "0 <= remainder < delta [remainder]; default 0")                                                                     \
+    X(increment_max,       "increment_max",       INT,    1,                 SET,   increment_max,  "increment-max",       \
+      "monotonic: gap between IDs random in 1..N x delta\n"                                                                \
+      "[increment_max]; default 1")                                                                                        \
     X(version,             "version",             INT,    0,                 KEEP,  -,              NULL,                  \
       "idpoold bumps it on every lease reservation")                                                                       \
     X(create_time,         "create_time",         TIME,   0,                 KEEP,  -,              NULL,                  \
@@ -112,13 +128,13 @@ enum app_type {
 #define APP_ROW_MEMBER_KEY(name)    char name[APP_KEY_MAX + 2]; /* +2: overlong keys are caught */
 #define APP_ROW_MEMBER_NAME(name)   char name[APP_NAME_MAX + 1];
 #define APP_ROW_MEMBER_TIME(name)
-#define APP_ROW_MEMBER(name, sql, type, def, set, cfg, opt, why) APP_ROW_MEMBER_##type(name)
+#define APP_ROW_MEMBER(name, sql, type, def, set, cfg, opt, text) APP_ROW_MEMBER_##type(name)
 struct app_row {
     APP_COLUMNS(APP_ROW_MEMBER)
 };
 
 /* APP_COL_<name>: a column's index in APP_COLUMNS, app_columns[] and the SELECT. */
-#define APP_COL_ENUM(name, sql, type, def, set, cfg, opt, why) APP_COL_##name,
+#define APP_COL_ENUM(name, sql, type, def, set, cfg, opt, text) APP_COL_##name,
 enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
 
 /*
@@ -134,8 +150,8 @@ enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
 #define APP_SQL_ROW_KEY(sql)    ", " sql
 #define APP_SQL_ROW_NAME(sql)   ", " sql
 #define APP_SQL_ROW_TIME(sql)
-#define APP_SQL_ROW(name, sql, type, def, set, cfg, opt, why) APP_SQL_ROW_##type(sql)
-#define APP_ROW_COLUMNS                                       APP_COLUMNS(APP_SQL_ROW)
+#define APP_SQL_ROW(name, sql, type, def, set, cfg, opt, text) APP_SQL_ROW_##type(sql)
+#define APP_ROW_COLUMNS                                        APP_COLUMNS(APP_SQL_ROW)
 
 #define APP_SQL_TIME_ID(sql)
 #define APP_SQL_TIME_INT(sql)
@@ -143,18 +159,18 @@ enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
 #define APP_SQL_TIME_TYPE(sql)
 #define APP_SQL_TIME_KEY(sql)
 #define APP_SQL_TIME_NAME(sql)
-#define APP_SQL_TIME_TIME(sql)                                 ", " sql
-#define APP_SQL_TIME(name, sql, type, def, set, cfg, opt, why) APP_SQL_TIME_##type(sql)
-#define APP_TIME_COLUMNS                                       APP_COLUMNS(APP_SQL_TIME)
+#define APP_SQL_TIME_TIME(sql)                                  ", " sql
+#define APP_SQL_TIME(name, sql, type, def, set, cfg, opt, text) APP_SQL_TIME_##type(sql)
+#define APP_TIME_COLUMNS                                        APP_COLUMNS(APP_SQL_TIME)
 
-#define APP_IN_ROW_ID                                        1
-#define APP_IN_ROW_INT                                       1
-#define APP_IN_ROW_OFFSET                                    1
-#define APP_IN_ROW_TYPE                                      1
-#define APP_IN_ROW_KEY                                       1
-#define APP_IN_ROW_NAME                                      1
-#define APP_IN_ROW_TIME                                      0
-#define APP_IN_ROW(name, sql, type, def, set, cfg, opt, why) +APP_IN_ROW_##type
+#define APP_IN_ROW_ID                                         1
+#define APP_IN_ROW_INT                                        1
+#define APP_IN_ROW_OFFSET                                     1
+#define APP_IN_ROW_TYPE                                       1
+#define APP_IN_ROW_KEY                                        1
+#define APP_IN_ROW_NAME                                       1
+#define APP_IN_ROW_TIME                                       0
+#define APP_IN_ROW(name, sql, type, def, set, cfg, opt, text) +APP_IN_ROW_##type
 enum { APP_ROW_NCOLUMNS = 0 APP_COLUMNS(APP_IN_ROW) };
 
 /* APP_COLUMNS' type and set as values (APP_T_INT, APP_SET, ...). */
@@ -178,6 +194,7 @@ struct app_column {
     int64_t def;            /* the value of a new row */
     const char *opt;        /* `apps add --opt`, or NULL */
     const char *why;        /* APP_KEEP: why it cannot be set */
+    const char *help;       /* opt: what `apps add --help` says of it */
     size_t row_off;         /* offset in struct app_row (not TIME) */
     size_t row_size;        /* size of that member (not TIME) */
     size_t cfg_off;         /* offset of the value in force in struct app_cfg (SET, FORCE) */

@@ -233,29 +233,16 @@ static const char help_show[] =
     "enforces, counters and firing alerts. Exit 1 if KEY does not exist or Redis cannot be\n"
     "read (the MySQL part is still shown).\n";
 
-static const char help_add[] =
+static const char help_add_head[] =
     "Usage: %s [global options] apps add KEY [options]\n"
     "\n"
     "Add an application. The would-be row is checked with idpoold's own rules before it\n"
     "is inserted; an invalid row or an existing key is an error (exit 1) and nothing is\n"
     "written. KEY (entity_key) is 1..64 characters of A-Z a-z 0-9 _ . -\n"
     "\n"
-    "Options (the column in brackets; 0 in a sizing column means its default):\n"
-    "  --name TEXT           description [entity_name]; default empty\n"
-    "  --type TYPE           monotonic (1) or trend (2) [increasing_type]; default monotonic\n"
-    "  --start N             first ID ever handed out [start_offset]; default 1 (IDs are\n"
-    "                        never 0: 0 starts at 1, or at delta when remainder is 0)\n"
-    "  --step N              IDs per refill batch, 1..1000000 [step]; default 1000\n"
-    "  --max-pool N          pool capacity [max_pool_size]; 0 = 60 x max_size_per_second\n"
-    "  --min-percent N       refill below N%% of the pool, 1..99 [min_size_percent]; 0 = 80\n"
-    "  --per-take N          most IDs one take may ask for [max_size_per_times]; 0 = 1000\n"
-    "  --per-second N        most IDs granted per second [max_size_per_second]; 0 = 5000\n"
-    "  --interval MS         check interval [interval]; 0 = idpoold's tick\n"
-    "  --delta N             every ID %% delta == remainder [delta]; default 1\n"
-    "  --remainder N         0 <= remainder < delta [remainder]; default 0\n"
-    "  --increment-max N     monotonic: gap between IDs random in 1..N x delta\n"
-    "                        [increment_max]; default 1\n"
-    "  --json                print the new row as JSON\n"
+    "Options (the column in brackets; 0 in a sizing column means its default):\n";
+
+static const char help_add_tail[] =
     "\n"
     "Rules: max_pool_size >= step; a refill of step must fit above the low-water mark\n"
     "(max_pool_size x (100 - min_size_percent) / 100 >= step); max_size_per_times <=\n"
@@ -266,6 +253,42 @@ static const char help_add[] =
     "and the output says so).\n"
     "\n"
     "Example: %s apps add order --type trend --step 500 --per-second 2000\n";
+
+/* One option of `apps add --help`: "  --step N              text", '\n' in text continuing it. */
+static void help_option(FILE *out, const char *opt, const char *arg, const char *text)
+{
+    char lhs[64];
+
+    snprintf(lhs, sizeof(lhs), "--%s%s%s", opt, arg[0] ? " " : "", arg);
+    fprintf(out, "  %-21s ", lhs);
+    for (;;) {
+        size_t n = strcspn(text, "\n");
+
+        fprintf(out, "%.*s\n", (int)n, text);
+        if (text[n] == '\0')
+            break;
+        text += n + 1;
+        fprintf(out, "%24s", "");
+    }
+}
+
+/* `apps add --help`: its options are the columns' (APP_COLUMNS' opt and text). */
+static void help_add(FILE *out, const char *prog)
+{
+    fprintf(out, help_add_head, prog);
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = &app_columns[i];
+
+        if (f->opt)
+            help_option(out, f->opt,
+                        f->type == APP_T_NAME   ? "TEXT"
+                        : f->type == APP_T_TYPE ? "TYPE"
+                                                : "N",
+                        f->help);
+    }
+    help_option(out, "json", "", "print the new row as JSON");
+    fprintf(out, help_add_tail, prog);
+}
 
 static const char help_set[] =
     "Usage: %s [global options] apps set KEY field=value... [--force] [--json]\n"
@@ -335,21 +358,21 @@ static const char help_revoke[] =
 
 const struct ctl_cmd ctl_apps_cmds[] = {
     {"list", "", "every application: key, id, type, step, max_pool_size, state", cmd_list,
-     help_list, NULL},
+     help_list, NULL, NULL},
     {"show", "KEY", "all columns, the values in force, validation, Redis state", cmd_show,
-     help_show, NULL},
+     help_show, NULL, NULL},
     {"add", "KEY [options]", "add an application, validated first (see 'apps add --help')",
-     ctl_apps_add, help_add, NULL},
+     ctl_apps_add, NULL, NULL, help_add},
     {"set", "KEY field=value...", "change columns, validated first (see 'apps set --help')",
-     ctl_apps_set, help_set, NULL},
+     ctl_apps_set, help_set, NULL, NULL},
     {"disable", "KEY", "soft-delete: deleted_at = now; idpoold stops serving it", ctl_apps_disable,
-     help_disable, NULL},
+     help_disable, NULL, NULL},
     {"enable", "KEY", "undo disable: deleted_at = 0 (only a valid row)", ctl_apps_enable,
-     help_enable, NULL},
+     help_enable, NULL, NULL},
     {"grant", "KEY",
      "a Redis user that may only LPOP and LLEN the application's pool\n"
      "(prints its password once; again: a new password)",
-     ctl_redis_user_grant, help_grant, NULL},
-    {"revoke", "KEY", "delete that Redis user", ctl_redis_user_revoke, help_revoke, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     ctl_redis_user_grant, help_grant, NULL, NULL},
+    {"revoke", "KEY", "delete that Redis user", ctl_redis_user_revoke, help_revoke, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

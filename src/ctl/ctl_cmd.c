@@ -98,7 +98,9 @@ void ctl_cmd_list(FILE *out, const struct ctl_cmd *cmds)
 /* A command's help text: a format taking the program name (twice). */
 static void help_text(FILE *out, const char *prog, const struct ctl_cmd *k)
 {
-    if (k->help)
+    if (k->help_fn)
+        k->help_fn(out, prog);
+    else if (k->help)
         fprintf(out, k->help, prog, prog);
 }
 

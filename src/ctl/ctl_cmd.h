@@ -28,6 +28,8 @@ struct ctl_cmd {
      */
     const char *help;
     const struct ctl_cmd *subs; /* a group's commands */
+    /* a help made at run time (from the column list), printed instead of `help` */
+    void (*help_fn)(FILE *out, const char *prog);
 };
 
 /* The command of cmds named `name`, or NULL. */

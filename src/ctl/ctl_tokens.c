@@ -807,9 +807,10 @@ const struct ctl_cmd ctl_tokens_cmds[] = {
     {"add", "NAME --apps KEY[,KEY...]|*",
      "a bearer token of the ID API for these applications\n"
      "(or all: *), printed once",
-     cmd_add, help_add, NULL},
-    {"list", "", "every token: name, applications, created, status", cmd_list, help_list, NULL},
-    {"revoke", "NAME", "stop accepting a token (the row stays, for audit)", cmd_revoke, help_revoke,
+     cmd_add, help_add, NULL, NULL},
+    {"list", "", "every token: name, applications, created, status", cmd_list, help_list, NULL,
      NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"revoke", "NAME", "stop accepting a token (the row stays, for audit)", cmd_revoke, help_revoke,
+     NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -28,20 +28,20 @@ static int cmd_help(struct ctl *c, int argc, char **argv);
 
 /* idpoolctl's commands (ctl_cmd.h); apps and tokens are groups of commands. */
 static const struct ctl_cmd commands[] = {
-    {"apps", "COMMAND [ARGS]", NULL, NULL, ctl_apps_help, ctl_apps_cmds},
-    {"tokens", "COMMAND [ARGS]", NULL, NULL, ctl_tokens_help, ctl_tokens_cmds},
+    {"apps", "COMMAND [ARGS]", NULL, NULL, ctl_apps_help, ctl_apps_cmds, NULL},
+    {"tokens", "COMMAND [ARGS]", NULL, NULL, ctl_tokens_help, ctl_tokens_cmds, NULL},
     {"status", "",
      "pools, fill, rate and alerts (from idpoold, or Redis\n"
      "and MySQL directly when no daemon answers)",
-     ctl_status, ctl_status_help, NULL},
+     ctl_status, ctl_status_help, NULL, NULL},
     {"take", "KEY [N]", "take N IDs as clients do (libidpool, limits kept)", ctl_take,
-     ctl_take_help, NULL},
+     ctl_take_help, NULL, NULL},
     {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help,
      "Usage: %s [global options] help [COMMAND [SUBCOMMAND]]\n"
      "\n"
      "idpoolctl's help, or a command's: 'help status', 'help apps', 'help apps add'.\n",
-     NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 /* The settings idpoolctl uses: the rest of idpoold's are accepted (one config file) and unused. */

@@ -970,6 +970,7 @@ static void test_columns(void)
         CHECK(c->type != APP_T_ID || i == 0);
         CHECK((c->set == APP_KEEP) == (c->why != NULL));
         CHECK(c->set != APP_KEEP || c->opt == NULL);
+        CHECK((c->opt != NULL) == (c->help != NULL)); /* every option of apps add has its help */
     }
     CHECK(app_columns[APP_COL_interval].row_off == offsetof(struct app_row, interval));
     CHECK(app_columns[APP_COL_max_size_per_times].cfg_off == offsetof(struct app_cfg, per_take));

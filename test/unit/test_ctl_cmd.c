@@ -24,16 +24,16 @@ static int run_list(struct ctl *c, int argc, char **argv)
 }
 
 static const struct ctl_cmd subs[] = {
-    {"add", "NAME [options]", "add one", run_add, "Usage: %s things add\n", NULL},
-    {"list", "", "every thing\nand more", run_list, "Usage: %s things list\n", NULL},
-    {"a-very-long-command", "WITH --many ARGUMENTS", "wraps", run_list, "x\n", NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"add", "NAME [options]", "add one", run_add, "Usage: %s things add\n", NULL, NULL},
+    {"list", "", "every thing\nand more", run_list, "Usage: %s things list\n", NULL, NULL},
+    {"a-very-long-command", "WITH --many ARGUMENTS", "wraps", run_list, "x\n", NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 static const struct ctl_cmd top[] = {
-    {"things", "COMMAND", NULL, NULL, "Usage: %s things COMMAND\n", subs},
-    {"help", "[COMMAND]", "this help", run_list, "Usage: %s help\n", NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"things", "COMMAND", NULL, NULL, "Usage: %s things COMMAND\n", subs, NULL},
+    {"help", "[COMMAND]", "this help", run_list, "Usage: %s help\n", NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 static void test_names(void)
