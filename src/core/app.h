@@ -40,9 +40,10 @@ enum app_type {
  * The columns of `application` (brief §3, sql/schema.sql), in the order
  * idpoold selects them. Everything that names a column is made from this
  * list: struct app_row, APP_ROW_COLUMNS, app_row_from_text(), the column
- * table app_columns[] (idpoolctl's apps show/add/set, the INSERT and its
- * options), app_same_settings(). A new column is one line here, plus its
- * rule in app_validate() (and its DEFAULT in sql/schema.sql).
+ * table app_columns[] (idpoolctl's apps show/add/set, the INSERT, the
+ * options of apps add and their --help), app_same_settings(). A new column
+ * is one line here, plus its rule in app_validate() (and its DEFAULT in
+ * sql/schema.sql, which test_app checks).
  *
  *   X(name, sql, type, def, set, cfg, opt, text)
  *
