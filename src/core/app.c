@@ -1,5 +1,6 @@
 /*
- * app — validation of `application` rows (design brief §3).
+ * app — the columns of `application` (app_columns[], made from APP_COLUMNS)
+ * and the validation of its rows (design brief §3).
  *
  * Every value comes from an operator and may be anything a signed BIGINT
  * holds (negative, INT64_MAX), so all arithmetic here saturates at
@@ -22,6 +23,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,31 +95,115 @@ static size_t utf8_cut(const char *s, size_t n)
     return n;
 }
 
+/* app_columns[]: the offsets and sizes by column type (TIME: not in struct app_row). */
+#define ROW_OFF_ID(name)      offsetof(struct app_row, name)
+#define ROW_OFF_INT(name)     offsetof(struct app_row, name)
+#define ROW_OFF_OFFSET(name)  offsetof(struct app_row, name)
+#define ROW_OFF_TYPE(name)    offsetof(struct app_row, name)
+#define ROW_OFF_KEY(name)     offsetof(struct app_row, name)
+#define ROW_OFF_NAME(name)    offsetof(struct app_row, name)
+#define ROW_OFF_TIME(name)    0
+#define ROW_SIZE_ID(name)     sizeof(((struct app_row *)0)->name)
+#define ROW_SIZE_INT(name)    sizeof(((struct app_row *)0)->name)
+#define ROW_SIZE_OFFSET(name) sizeof(((struct app_row *)0)->name)
+#define ROW_SIZE_TYPE(name)   sizeof(((struct app_row *)0)->name)
+#define ROW_SIZE_KEY(name)    sizeof(((struct app_row *)0)->name)
+#define ROW_SIZE_NAME(name)   sizeof(((struct app_row *)0)->name)
+#define ROW_SIZE_TIME(name)   0
+#define CFG_OFF_SET(cfg)      offsetof(struct app_cfg, cfg)
+#define CFG_OFF_FORCE(cfg)    offsetof(struct app_cfg, cfg)
+#define CFG_OFF_KEEP(cfg)     0
+#define WHY_SET(text)         NULL
+#define WHY_FORCE(text)       NULL
+#define WHY_KEEP(text)        text
+#define HELP_SET(text)        text
+#define HELP_FORCE(text)      text
+#define HELP_KEEP(text)       NULL
+#define COLUMN(name, sql, type, def, set, cfg, opt, text)                                          \
+    [APP_COL_##name] = {#name,                                                                     \
+                        sql,                                                                       \
+                        APP_T_##type,                                                              \
+                        APP_##set,                                                                 \
+                        def,                                                                       \
+                        opt,                                                                       \
+                        WHY_##set(text),                                                           \
+                        HELP_##set(text),                                                          \
+                        ROW_OFF_##type(name),                                                      \
+                        ROW_SIZE_##type(name),                                                     \
+                        CFG_OFF_##set(cfg)},
+
+const struct app_column app_columns[APP_NCOLUMNS] = {APP_COLUMNS(COLUMN)};
+
+int64_t *app_row_num(struct app_row *row, const struct app_column *col)
+{
+    return (int64_t *)(void *)((char *)row + col->row_off);
+}
+
+int64_t app_row_get(const struct app_row *row, const struct app_column *col)
+{
+    return *(const int64_t *)(const void *)((const char *)row + col->row_off);
+}
+
+const struct app_column *app_column_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < APP_NCOLUMNS; i++)
+        if (strlen(app_columns[i].name) == len && memcmp(app_columns[i].name, name, len) == 0)
+            return &app_columns[i];
+    return NULL;
+}
+
 void app_row_from_text(struct app_row *row, char *const *cols, const unsigned long *lens)
 {
-    int64_t *nums[] = {&row->increasing_type,
-                       &row->start_offset,
-                       &row->step,
-                       &row->current_offset,
-                       &row->max_size_per_times,
-                       &row->max_size_per_second,
-                       &row->min_size_percent,
-                       &row->interval,
-                       &row->max_pool_size,
-                       &row->delta,
-                       &row->remainder,
-                       &row->increment_max,
-                       &row->version};
+    for (int i = 0; i < APP_ROW_NCOLUMNS; i++) {
+        const struct app_column *c = &app_columns[i];
+        char *dst = (char *)row + c->row_off;
 
-    row->id = cols[0] ? strtoll(cols[0], NULL, 10) : 0;
-    row->deleted_at = cols[1] ? strtoll(cols[1], NULL, 10) : 0;
-    app_copy_col(row->entity_key, sizeof(row->entity_key), cols[2], lens[2]);
-    app_copy_col(row->entity_name, sizeof(row->entity_name), cols[3], lens[3]);
-    /* VARCHAR(255) in utf8mb4 holds up to 1020 bytes: cut at a character boundary. */
-    if (cols[3] && lens[3] > APP_NAME_MAX)
-        row->entity_name[utf8_cut(row->entity_name, APP_NAME_MAX)] = '\0';
-    for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
-        *nums[i] = cols[4 + i] ? strtoll(cols[4 + i], NULL, 10) : 0;
+        switch (c->type) {
+        case APP_T_KEY:
+            app_copy_col(dst, c->row_size, cols[i], lens[i]);
+            break;
+        case APP_T_NAME:
+            app_copy_col(dst, c->row_size, cols[i], lens[i]);
+            /* VARCHAR(255) in utf8mb4 holds up to 1020 bytes: cut at a character boundary. */
+            if (cols[i] && lens[i] > APP_NAME_MAX)
+                dst[utf8_cut(dst, APP_NAME_MAX)] = '\0';
+            break;
+        case APP_T_TIME:
+            break;
+        default:
+            *app_row_num(row, c) = cols[i] ? strtoll(cols[i], NULL, 10) : 0;
+            break;
+        }
+    }
+}
+
+/*
+ * The settings an operator sets (APP_SET columns) and the row's id, compared
+ * by type: a change to any of them is a changed row.
+ */
+#define SAME_T_ID(m)        x->m == y->m
+#define SAME_T_INT(m)       x->m == y->m
+#define SAME_T_OFFSET(m)    x->m == y->m
+#define SAME_T_TYPE(m)      x->m == y->m
+#define SAME_T_NAME(m)      strcmp(x->m, y->m) == 0
+#define SAME_SET(type, cfg) &&SAME_T_##type(cfg)
+#define SAME_FORCE(type, cfg)
+#define SAME_KEEP(type, cfg)
+#define SAME(name, sql, type, def, set, cfg, opt, text) SAME_##set(type, cfg)
+
+int app_same_settings(const struct app_cfg *x, const struct app_cfg *y)
+{
+    return x->id == y->id APP_COLUMNS(SAME);
+}
+
+void app_describe(const struct app_cfg *c, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "%s step=%" PRIu64 " max_pool_size=%" PRIu64 " low_water=%" PRIu64 " delta=%" PRIu64
+             " remainder=%" PRIu64 " increment_max=%" PRIu64 " start_offset=%" PRIu64
+             " interval=%" PRIu64 "ms",
+             c->type == APP_TREND ? "trend" : "monotonic", c->step, c->max_pool, c->low_water,
+             c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms);
 }
 
 /*

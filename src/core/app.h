@@ -36,26 +36,180 @@ enum app_type {
     APP_TREND = 2,     /* contiguous blocks of `step` IDs, shuffled */
 };
 
-/* A row exactly as read from MySQL (all numeric columns as signed 64-bit). */
+/*
+ * The columns of `application` (brief §3, sql/schema.sql), in the order
+ * idpoold selects them. Everything that names a column is made from this
+ * list: struct app_row, APP_ROW_COLUMNS, app_row_from_text(), the column
+ * table app_columns[] (idpoolctl's apps show/add/set, the INSERT, the
+ * options of apps add and their --help), app_same_settings(). A new column
+ * is one line here, plus its rule in app_validate() (and its DEFAULT in
+ * sql/schema.sql, which test_app checks).
+ *
+ *   X(name, sql, type, def, set, cfg, opt, text)
+ *
+ *   name  the member of struct app_row; the column's name in JSON, in
+ *         `apps set name=...` and in messages
+ *   sql   its spelling in SQL (a reserved word is back-quoted)
+ *   type  ID      the primary key (first)
+ *         INT     BIGINT, a count or a size
+ *         OFFSET  BIGINT in the ID space (JSON: a decimal string)
+ *         TYPE    increasing_type: 1 | 2, shown as monotonic | trend
+ *         KEY     entity_key, VARCHAR(64)
+ *         NAME    entity_name, VARCHAR(255) of UTF-8
+ *         TIME    DATETIME that MySQL sets: read by idpoolctl only, not in
+ *                 struct app_row; these come last
+ *   def   the value of a new row (the schema's DEFAULT; `apps add` starts
+ *         from it)
+ *   set   how an operator changes it (`idpoolctl apps set`):
+ *         SET     freely; the row is validated before it is written
+ *         FORCE   only with --force (current_offset)
+ *         KEEP    never: `text` says why (and what to do instead)
+ *   cfg   the member of struct app_cfg holding the value in force
+ *         (SET and FORCE columns; "-" for KEEP)
+ *   opt   the option of `idpoolctl apps add` that sets it, or NULL; its
+ *         argument is TEXT (NAME), TYPE (TYPE) or N
+ *   text  KEEP: why it cannot be set; with an option: what `apps add
+ *         --help` says of the option ('\n' continues it); else NULL
+ */
+// clang-format off
+#define APP_COLUMNS(X)                                                                                                     \
+    X(id,                  "id",                  ID,     0,                 KEEP,  -,              NULL,                  \
+      "it is the primary key")                                                                                             \
+    X(deleted_at,          "deleted_at",          INT,    0,                 KEEP,  -,              NULL,                  \
+      "use 'apps disable KEY' and 'apps enable KEY' instead")                                                              \
+    X(entity_key,          "entity_key",          KEY,    0,                 KEEP,  -,              NULL,                  \
+      "it names the application's Redis keys; add a new application and disable "                                          \
+      "this one")                                                                                                          \
+    X(entity_name,         "entity_name",         NAME,   0,                 SET,   name,           "name",                \
+      "description [entity_name]; default empty")                                                                          \
+    X(increasing_type,     "increasing_type",     TYPE,   APP_MONOTONIC,     SET,   type,           "type",                \
+      "monotonic (1) or trend (2) [increasing_type]; default monotonic")                                                   \
+    X(start_offset,        "start_offset",        OFFSET, APP_DEFAULT_START, SET,   start_offset,   "start",               \
+      "first ID ever handed out [start_offset]; default 1 (IDs are\n"                                                      \
+      "never 0: 0 starts at 1, or at delta when remainder is 0)")                                                          \
+    X(step,                "step",                INT,    APP_DEFAULT_STEP,  SET,   step,           "step",                \
+      "IDs per refill batch, 1..1000000 [step]; default 1000")                                                             \
+    X(current_offset,      "current_offset",      OFFSET, 0,                 FORCE, current_offset, NULL,            NULL) \
+    X(max_size_per_times,  "max_size_per_times",  INT,    0,                 SET,   per_take,       "per-take",            \
+      "most IDs one take may ask for [max_size_per_times]; 0 = 1000")                                                      \
+    X(max_size_per_second, "max_size_per_second", INT,    0,                 SET,   per_second,     "per-second",          \
+      "most IDs granted per second [max_size_per_second]; 0 = 5000")                                                       \
+    X(min_size_percent,    "min_size_percent",    INT,    0,                 SET,   min_percent,    "min-percent",         \
+      "refill below N% of the pool, 1..99 [min_size_percent]; 0 = 80")                                                     \
+    X(interval,            "`interval`",          INT,    0,                 SET,   interval_ms,    "interval",            \
+      "check interval in ms [interval]; 0 = idpoold's tick")                                                               \
+    X(max_pool_size,       "max_pool_size",       INT,    0,                 SET,   max_pool,       "max-pool",            \
+      "pool capacity [max_pool_size]; 0 = 60 x max_size_per_second")                                                       \
+    X(delta,               "delta",               INT,    1,                 SET,   delta,          "delta",               \
+      "every ID % delta == remainder [delta]; default 1")                                                                  \
+    X(remainder,           "remainder",           INT,    0,                 SET,   remainder,      "remainder",           \
+      "0 <= remainder < delta [remainder]; default 0")                                                                     \
+    X(increment_max,       "increment_max",       INT,    1,                 SET,   increment_max,  "increment-max",       \
+      "monotonic: gap between IDs random in 1..N x delta\n"                                                                \
+      "[increment_max]; default 1")                                                                                        \
+    X(version,             "version",             INT,    0,                 KEEP,  -,              NULL,                  \
+      "idpoold bumps it on every lease reservation")                                                                       \
+    X(create_time,         "create_time",         TIME,   0,                 KEEP,  -,              NULL,                  \
+      "MySQL sets it")                                                                                                     \
+    X(update_time,         "update_time",         TIME,   0,                 KEEP,  -,              NULL,                  \
+      "MySQL sets it on every change")
+// clang-format on
+
+/*
+ * What the list makes. The generators dispatch on a column's type
+ * (X_##type): every column but a TIME one is in struct app_row and the
+ * SELECT.
+ */
+
+/* struct app_row: a row exactly as read from MySQL (numbers as signed 64-bit). */
+#define APP_ROW_MEMBER_ID(name)     int64_t name;
+#define APP_ROW_MEMBER_INT(name)    int64_t name;
+#define APP_ROW_MEMBER_OFFSET(name) int64_t name;
+#define APP_ROW_MEMBER_TYPE(name)   int64_t name;
+#define APP_ROW_MEMBER_KEY(name)    char name[APP_KEY_MAX + 2]; /* +2: overlong keys are caught */
+#define APP_ROW_MEMBER_NAME(name)   char name[APP_NAME_MAX + 1];
+#define APP_ROW_MEMBER_TIME(name)
+#define APP_ROW_MEMBER(name, sql, type, def, set, cfg, opt, text) APP_ROW_MEMBER_##type(name)
 struct app_row {
-    int64_t id;
-    int64_t deleted_at;
-    char entity_key[APP_KEY_MAX + 2]; /* +2: one more than allowed, so overlong keys are caught */
-    char entity_name[APP_NAME_MAX + 1];
-    int64_t increasing_type;
-    int64_t start_offset;
-    int64_t step;
-    int64_t current_offset;
-    int64_t max_size_per_times;
-    int64_t max_size_per_second;
-    int64_t min_size_percent;
-    int64_t interval;
-    int64_t max_pool_size;
-    int64_t delta;
-    int64_t remainder;
-    int64_t increment_max;
-    int64_t version;
+    APP_COLUMNS(APP_ROW_MEMBER)
 };
+
+/* APP_COL_<name>: a column's index in APP_COLUMNS, app_columns[] and the SELECT. */
+#define APP_COL_ENUM(name, sql, type, def, set, cfg, opt, text) APP_COL_##name,
+enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
+
+/*
+ * APP_ROW_COLUMNS: the columns that make a struct app_row (all but TIME),
+ * as SQL, in the order app_row_from_text() reads them; APP_ROW_NCOLUMNS:
+ * their number. A query may select more columns after them: idpoolctl
+ * selects APP_TIME_COLUMNS (", create_time, update_time").
+ */
+#define APP_SQL_ROW_ID(sql)     sql /* always first: no comma */
+#define APP_SQL_ROW_INT(sql)    ", " sql
+#define APP_SQL_ROW_OFFSET(sql) ", " sql
+#define APP_SQL_ROW_TYPE(sql)   ", " sql
+#define APP_SQL_ROW_KEY(sql)    ", " sql
+#define APP_SQL_ROW_NAME(sql)   ", " sql
+#define APP_SQL_ROW_TIME(sql)
+#define APP_SQL_ROW(name, sql, type, def, set, cfg, opt, text) APP_SQL_ROW_##type(sql)
+#define APP_ROW_COLUMNS                                        APP_COLUMNS(APP_SQL_ROW)
+
+#define APP_SQL_TIME_ID(sql)
+#define APP_SQL_TIME_INT(sql)
+#define APP_SQL_TIME_OFFSET(sql)
+#define APP_SQL_TIME_TYPE(sql)
+#define APP_SQL_TIME_KEY(sql)
+#define APP_SQL_TIME_NAME(sql)
+#define APP_SQL_TIME_TIME(sql)                                  ", " sql
+#define APP_SQL_TIME(name, sql, type, def, set, cfg, opt, text) APP_SQL_TIME_##type(sql)
+#define APP_TIME_COLUMNS                                        APP_COLUMNS(APP_SQL_TIME)
+
+#define APP_IN_ROW_ID                                         1
+#define APP_IN_ROW_INT                                        1
+#define APP_IN_ROW_OFFSET                                     1
+#define APP_IN_ROW_TYPE                                       1
+#define APP_IN_ROW_KEY                                        1
+#define APP_IN_ROW_NAME                                       1
+#define APP_IN_ROW_TIME                                       0
+#define APP_IN_ROW(name, sql, type, def, set, cfg, opt, text) +APP_IN_ROW_##type
+enum { APP_ROW_NCOLUMNS = 0 APP_COLUMNS(APP_IN_ROW) };
+
+/* APP_COLUMNS' type and set as values (APP_T_INT, APP_SET, ...). */
+enum app_col_type {
+    APP_T_ID,
+    APP_T_INT,
+    APP_T_OFFSET,
+    APP_T_TYPE,
+    APP_T_KEY,
+    APP_T_NAME,
+    APP_T_TIME
+};
+enum app_col_set { APP_SET, APP_FORCE, APP_KEEP };
+
+/* One column of `application`, from APP_COLUMNS (see there). */
+struct app_column {
+    const char *name;       /* "max_size_per_times" */
+    const char *sql;        /* "max_size_per_times"; "`interval`" */
+    enum app_col_type type; /* how it is stored and shown */
+    enum app_col_set set;   /* how an operator changes it */
+    int64_t def;            /* the value of a new row */
+    const char *opt;        /* `apps add --opt`, or NULL */
+    const char *why;        /* APP_KEEP: why it cannot be set */
+    const char *help;       /* opt: what `apps add --help` says of it */
+    size_t row_off;         /* offset in struct app_row (not TIME) */
+    size_t row_size;        /* size of that member (not TIME) */
+    size_t cfg_off;         /* offset of the value in force in struct app_cfg (SET, FORCE) */
+};
+
+/* Every column, in APP_COLUMNS order: app_columns[APP_COL_step] is step. */
+extern const struct app_column app_columns[APP_NCOLUMNS];
+
+/* The column named name[0..len), or NULL. */
+const struct app_column *app_column_find(const char *name, size_t len);
+
+/* The value of a numeric column (ID, INT, OFFSET, TYPE) of row: read, or where to write it. */
+int64_t app_row_get(const struct app_row *row, const struct app_column *col);
+int64_t *app_row_num(struct app_row *row, const struct app_column *col);
 
 /* A validated row with defaults resolved: what the refiller serves. */
 struct app_cfg {
@@ -88,16 +242,6 @@ struct app_cfg {
 };
 
 /*
- * The columns of `application` that make a struct app_row, in the order
- * app_row_from_text() reads them; a query may select more columns after.
- */
-#define APP_ROW_COLUMNS                                                                            \
-    "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "               \
-    "current_offset, max_size_per_times, max_size_per_second, min_size_percent, `interval`, "      \
-    "max_pool_size, delta, remainder, increment_max, version"
-#define APP_ROW_NCOLUMNS 17
-
-/*
  * Fill *row from the text of one result row (a MYSQL_ROW and its lengths)
  * whose first APP_ROW_NCOLUMNS columns are APP_ROW_COLUMNS. NULL columns
  * read as 0 / empty; overlong strings are cut (validation then rejects an
@@ -110,6 +254,19 @@ void app_row_from_text(struct app_row *row, char *const *cols, const unsigned lo
  * terminated; a NUL byte inside the column becomes '?'.
  */
 void app_copy_col(char *dst, size_t cap, const char *src, unsigned long len);
+
+/*
+ * 1 when x and y serve the same settings: the same row (id) and the same
+ * value in force of every column an operator sets (APP_SET; not the offsets
+ * idpoold advances itself). A row whose settings changed is logged again.
+ */
+int app_same_settings(const struct app_cfg *x, const struct app_cfg *y);
+
+/*
+ * The settings in force as idpoold logs them ("app=KEY serving: ..."):
+ * "trend step=500 max_pool_size=... interval=100ms".
+ */
+void app_describe(const struct app_cfg *c, char *buf, size_t len);
 
 /* 1 when `key` matches [A-Za-z0-9_.-]{1,64}. */
 int app_key_valid(const char *key);

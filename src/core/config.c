@@ -864,8 +864,6 @@ static void usage_setting(FILE *out, const struct setting *s)
 
 void config_usage(FILE *out, const char *progname)
 {
-    const char *group = NULL;
-
     fprintf(out,
             "Usage: %s [options]\n"
             "\n"
@@ -879,7 +877,27 @@ void config_usage(FILE *out, const char *progname)
             "An empty --config or IDPOOL_CONFIG means no file. Passwords are best kept out of\n"
             "URLs (see redis-password, mysql-password); config errors never show them.\n",
             progname);
+    config_usage_settings(out, NULL);
+}
+
+/* name is one of only[] (NULL-terminated); every name when only is NULL. */
+static bool listed(const char *name, const char *const *only)
+{
+    if (!only)
+        return true;
+    for (; *only; only++)
+        if (strcmp(*only, name) == 0)
+            return true;
+    return false;
+}
+
+void config_usage_settings(FILE *out, const char *const *only)
+{
+    const char *group = NULL;
+
     for (int i = 0; i < S_COUNT; i++) {
+        if (!listed(settings[i].name, only))
+            continue;
         if (group == NULL || strcmp(group, settings[i].group) != 0) {
             group = settings[i].group;
             fprintf(out, "\n%s:\n", group);

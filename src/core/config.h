@@ -81,4 +81,11 @@ void config_free(struct config *cfg);
 /* The --help text. */
 void config_usage(FILE *out, const char *progname);
 
+/*
+ * The settings part of it: the settings named in only[] (NULL-terminated;
+ * NULL: every setting) under their headings, then -h and -V. idpoolctl
+ * lists the settings it uses.
+ */
+void config_usage_settings(FILE *out, const char *const *only);
+
 #endif

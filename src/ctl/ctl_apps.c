@@ -1,18 +1,9 @@
 /*
- * ctl_apps — `idpoolctl apps ...`.
- *
- * Reads use the same column list as idpoold's loader and judge every row
- * with app_validate(), so "valid" means exactly "idpoold serves it". Writes:
- *   add      validates the would-be row, then INSERTs it, above the key's
- *            lease history when a row with the key was deleted before;
- *   set      in one transaction: reads the row FOR UPDATE, applies the
- *            edits, validates the result, UPDATEs only the changed columns;
- *   disable  deleted_at = UNIX_TIMESTAMP(); enable: deleted_at = 0 (only a
- *            valid row: an invalid one would not be served anyway).
- * grant and revoke (the application's Redis user) are ctl_tokens', dispatched
- * from here.
- * Strings reach SQL only through mysql_real_escape_string(); numbers are
- * formatted from parsed integers.
+ * ctl_apps — `idpoolctl apps ...`: its command table and help, and the
+ * reads, list and show. Rows are read with the same column list as
+ * idpoold's loader and judged with app_validate(), so "valid" means exactly
+ * "idpoold serves it". The writes are ctl_apps_write's; grant and revoke
+ * (the application's Redis user) are ctl_tokens'.
  */
 #include "ctl_apps.h"
 
@@ -20,322 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mysqld_error.h>
-
+#include "ctl_apps_write.h"
 #include "ctl_rows.h"
 #include "ctl_tokens.h"
 #include "keys.h"
-
-#define MAX_ASSIGN 64
-
-enum field_kind {
-    F_INT,     /* a BIGINT column */
-    F_TYPE,    /* increasing_type: monotonic|trend or a number */
-    F_NAME,    /* entity_name */
-    F_FORCE,   /* current_offset: only with --force */
-    F_REFUSED, /* never set by idpoolctl */
-};
-
-/* One column of `application`, and how `apps set` treats it. */
-struct field {
-    const char *name;     /* column name */
-    enum field_kind kind; /* see above */
-    size_t off;           /* offset of the int64 in struct app_row (F_INT/F_TYPE/F_FORCE) */
-    const char *why;      /* F_REFUSED: why not */
-};
-
-#define OFF(f) offsetof(struct app_row, f)
-
-/* In table order (brief §3); `apps show` prints them in this order too. */
-static const struct field fields[] = {
-    {"id", F_REFUSED, OFF(id), "it is the primary key"},
-    {"entity_key", F_REFUSED, 0,
-     "it names the application's Redis keys; add a new application and disable this one"},
-    {"entity_name", F_NAME, 0, NULL},
-    {"increasing_type", F_TYPE, OFF(increasing_type), NULL},
-    {"start_offset", F_INT, OFF(start_offset), NULL},
-    {"step", F_INT, OFF(step), NULL},
-    {"current_offset", F_FORCE, OFF(current_offset), NULL},
-    {"max_size_per_times", F_INT, OFF(max_size_per_times), NULL},
-    {"max_size_per_second", F_INT, OFF(max_size_per_second), NULL},
-    {"min_size_percent", F_INT, OFF(min_size_percent), NULL},
-    {"interval", F_INT, OFF(interval), NULL},
-    {"max_pool_size", F_INT, OFF(max_pool_size), NULL},
-    {"delta", F_INT, OFF(delta), NULL},
-    {"remainder", F_INT, OFF(remainder), NULL},
-    {"increment_max", F_INT, OFF(increment_max), NULL},
-    {"version", F_REFUSED, OFF(version), "idpoold bumps it on every lease reservation"},
-    {"deleted_at", F_REFUSED, OFF(deleted_at),
-     "use 'apps disable KEY' and 'apps enable KEY' instead"},
-    {"create_time", F_REFUSED, 0, "MySQL sets it"},
-    {"update_time", F_REFUSED, 0, "MySQL sets it on every change"},
-};
-#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
-
-static const char settable[] =
-    "entity_name, increasing_type, start_offset, step, max_size_per_times, "
-    "max_size_per_second, min_size_percent, interval, max_pool_size, delta, remainder, "
-    "increment_max";
-
-static const char force_why[] =
-    "current_offset is the durable high-water mark that idpoold itself advances with every "
-    "lease; setting it is never needed (to make IDs start higher, set start_offset; lowering it "
-    "cannot make idpoold reuse IDs, it keeps the highest lease from application_lease and raises "
-    "an offset_regression alert). If you really must, add --force";
-
-static int64_t *row_int(struct app_row *r, const struct field *f)
-{
-    return (int64_t *)(void *)((char *)r + f->off);
-}
-
-static int64_t row_get(const struct app_row *r, const struct field *f)
-{
-    return *(const int64_t *)(const void *)((const char *)r + f->off);
-}
-
-static const struct field *field_find(const char *name, size_t n)
-{
-    for (size_t i = 0; i < NFIELDS; i++)
-        if (strlen(fields[i].name) == n && memcmp(fields[i].name, name, n) == 0)
-            return &fields[i];
-    return NULL;
-}
-
-static const char *type_name(int64_t t)
-{
-    return t == APP_MONOTONIC ? "monotonic" : t == APP_TREND ? "trend" : NULL;
-}
-
-/* The value in force of a column of a valid row, as text ("" when it has none). */
-static const char *resolved_text(const struct ctl_row *r, const struct field *f, char *buf)
-{
-    const struct app_cfg *g = &r->cfg;
-    uint64_t v;
-
-    if (strcmp(f->name, "entity_name") == 0 || strcmp(f->name, "increasing_type") == 0)
-        return strcmp(f->name, "entity_name") == 0 ? g->name : type_name(g->type);
-    if (strcmp(f->name, "start_offset") == 0)
-        v = g->start_offset;
-    else if (strcmp(f->name, "step") == 0)
-        v = g->step;
-    else if (strcmp(f->name, "current_offset") == 0)
-        v = g->current_offset;
-    else if (strcmp(f->name, "max_size_per_times") == 0)
-        v = g->per_take;
-    else if (strcmp(f->name, "max_size_per_second") == 0)
-        v = g->per_second;
-    else if (strcmp(f->name, "min_size_percent") == 0)
-        v = g->min_percent;
-    else if (strcmp(f->name, "interval") == 0)
-        v = g->interval_ms;
-    else if (strcmp(f->name, "max_pool_size") == 0)
-        v = g->max_pool;
-    else if (strcmp(f->name, "delta") == 0)
-        v = g->delta;
-    else if (strcmp(f->name, "remainder") == 0)
-        v = g->remainder;
-    else if (strcmp(f->name, "increment_max") == 0)
-        v = g->increment_max;
-    else
-        return "";
-    return ctl_u64(v, buf);
-}
-
-/* The stored value of a column as text. */
-static const char *column_text(const struct ctl_row *r, const struct field *f, char *buf)
-{
-    if (strcmp(f->name, "entity_key") == 0)
-        return r->key;
-    if (strcmp(f->name, "entity_name") == 0)
-        return r->name;
-    if (strcmp(f->name, "create_time") == 0)
-        return r->create_time;
-    if (strcmp(f->name, "update_time") == 0)
-        return r->update_time;
-    return ctl_i64(row_get(&r->row, f), buf);
-}
-
-cJSON *ctl_row_json(const struct ctl_row *r)
-{
-    cJSON *o = ctl_jcheck(cJSON_CreateObject()), *cols, *res;
-    char buf[24];
-
-    ctl_jcheck(cJSON_AddStringToObject(o, "key", r->key));
-    ctl_json_i64(o, "id", r->row.id);
-    ctl_jcheck(cJSON_AddStringToObject(o, "state", ctl_row_state(r)));
-    ctl_jcheck(cJSON_AddBoolToObject(o, "valid", r->valid));
-    if (r->valid)
-        ctl_jcheck(cJSON_AddNullToObject(o, "error"));
-    else
-        ctl_jcheck(cJSON_AddStringToObject(o, "error", r->error));
-    cols = ctl_jcheck(cJSON_AddObjectToObject(o, "columns"));
-    for (size_t i = 0; i < NFIELDS; i++)
-        ctl_jcheck(cJSON_AddStringToObject(cols, fields[i].name, column_text(r, &fields[i], buf)));
-    if (!r->valid) {
-        ctl_jcheck(cJSON_AddNullToObject(o, "resolved"));
-        return o;
-    }
-    res = ctl_jcheck(cJSON_AddObjectToObject(o, "resolved"));
-    for (size_t i = 0; i < NFIELDS; i++) {
-        const char *n = fields[i].name, *t = resolved_text(r, &fields[i], buf);
-        int text = strcmp(n, "entity_name") == 0 || strcmp(n, "increasing_type") == 0 ||
-                   strcmp(n, "start_offset") == 0 || strcmp(n, "current_offset") == 0;
-
-        if (text && (t[0] || strcmp(n, "entity_name") == 0))
-            ctl_jcheck(cJSON_AddStringToObject(res, n, t));
-        else if (t[0])
-            ctl_json_u64(res, n, strtoull(t, NULL, 10));
-    }
-    ctl_json_u64(res, "low_water", r->cfg.low_water);
-    ctl_jcheck(cJSON_AddBoolToObject(res, "space_warning", r->cfg.space_warning));
-    return o;
-}
 
 static const char *meta_get(const struct ctl_pool *p, const char *field)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(p->meta, field);
 
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* ------------------------------------------------------------- commands */
-
-/* Arguments common to the subcommands. */
-struct apps_args {
-    struct app_row row; /* add: the new row */
-    int force;          /* set: --force */
-    const char *name;   /* add: --name */
-    char optname[64];   /* the option being parsed, for messages */
-};
-
-static int opt_int(struct ctl *c, const char *name, const char *value, int64_t *out)
-{
-    if (ctl_parse_i64(value, out) != 0)
-        return ctl_usage(c, "%s: must be a decimal integer (64-bit), got '%.64s'", name, value);
-    return 0;
-}
-
-/* monotonic | trend | a number (an unknown number is for app_validate to reject). */
-static int opt_type(struct ctl *c, const char *name, const char *value, int64_t *out)
-{
-    if (strcmp(value, "monotonic") == 0)
-        *out = APP_MONOTONIC;
-    else if (strcmp(value, "trend") == 0)
-        *out = APP_TREND;
-    else if (ctl_parse_i64(value, out) != 0)
-        return ctl_usage(c, "%s: must be monotonic, trend, 1 or 2, got '%.64s'", name, value);
-    return 0;
-}
-
-/* entity_name: VARCHAR(255) of valid UTF-8. */
-static int check_name(struct ctl *c, const char *name, const char *value)
-{
-    const unsigned char *p = (const unsigned char *)value;
-    size_t chars = 0;
-
-    while (*p) {
-        int n = *p < 0x80             ? 1
-                : (*p & 0xE0) == 0xC0 ? 2
-                : (*p & 0xF0) == 0xE0 ? 3
-                : (*p & 0xF8) == 0xF0 ? 4
-                                      : 0;
-        if (n == 0 || (n == 2 && *p < 0xC2))
-            return ctl_usage(c, "%s: not valid UTF-8", name);
-        for (int i = 1; i < n; i++)
-            if ((p[i] & 0xC0) != 0x80)
-                return ctl_usage(c, "%s: not valid UTF-8", name);
-        p += n;
-        chars++;
-    }
-    if (chars > APP_NAME_MAX)
-        return ctl_usage(c, "%s: at most %d characters, got %zu", name, APP_NAME_MAX, chars);
-    return 0;
-}
-
-enum {
-    O_NAME = 1,
-    O_TYPE,
-    O_COLUMN, /* an integer column: add_columns[] names it, fields[] says where it is */
-    O_FORCE,
-};
-
-static const struct ctl_opt add_opts[] = {
-    {"name", 1, O_NAME},
-    {"type", 1, O_TYPE},
-    {"start", 1, O_COLUMN},
-    {"step", 1, O_COLUMN},
-    {"max-pool", 1, O_COLUMN},
-    {"min-percent", 1, O_COLUMN},
-    {"per-take", 1, O_COLUMN},
-    {"per-second", 1, O_COLUMN},
-    {"interval", 1, O_COLUMN},
-    {"delta", 1, O_COLUMN},
-    {"remainder", 1, O_COLUMN},
-    {"increment-max", 1, O_COLUMN},
-    {NULL, 0, 0},
-};
-
-/* The column each integer option of `apps add` sets. */
-static const struct {
-    const char *opt, *column;
-} add_columns[] = {
-    {"start", "start_offset"},          {"step", "step"},
-    {"max-pool", "max_pool_size"},      {"min-percent", "min_size_percent"},
-    {"per-take", "max_size_per_times"}, {"per-second", "max_size_per_second"},
-    {"interval", "interval"},           {"delta", "delta"},
-    {"remainder", "remainder"},         {"increment-max", "increment_max"},
-};
-
-static const struct ctl_opt set_opts[] = {
-    {"force", 0, O_FORCE},
-    {NULL, 0, 0},
-};
-
-static int on_add_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
-{
-    struct apps_args *a = arg;
-
-    snprintf(a->optname, sizeof(a->optname), "--%s", name);
-    switch (id) {
-    case O_NAME:
-        a->name = value;
-        return check_name(c, a->optname, value);
-    case O_TYPE:
-        return opt_type(c, a->optname, value, &a->row.increasing_type);
-    case O_COLUMN:
-        for (size_t i = 0; i < sizeof(add_columns) / sizeof(add_columns[0]); i++)
-            if (strcmp(add_columns[i].opt, name) == 0) {
-                const struct field *f =
-                    field_find(add_columns[i].column, strlen(add_columns[i].column));
-                return opt_int(c, a->optname, value, row_int(&a->row, f));
-            }
-        return 0;
-    case O_FORCE:
-        a->force = 1;
-        return 0;
-    }
-    return 0;
-}
-
-/* Remind the operator when the change takes effect. */
-static void reload_hint(struct ctl *c)
-{
-    if (!c->json)
-        printf("idpoold applies it within its reload interval (%d ms here) or at once on "
-               "SIGHUP.\n",
-               c->cfg.reload_ms);
-}
-
-/* {"result": ..., "key": ..., "id": ..., "app": {...}} with the row as read back. */
-static cJSON *result_json(const char *result, const struct ctl_row *r)
-{
-    cJSON *o = ctl_jcheck(cJSON_CreateObject());
-
-    ctl_jcheck(cJSON_AddStringToObject(o, "result", result));
-    ctl_jcheck(cJSON_AddStringToObject(o, "key", r->key));
-    ctl_json_i64(o, "id", r->row.id);
-    cJSON_AddItemToObject(o, "app", ctl_row_json(r));
-    return o;
 }
 
 static int cmd_list(struct ctl *c, int argc, char **argv)
@@ -367,7 +52,7 @@ static int cmd_list(struct ctl *c, int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         const struct ctl_row *r = &rows[i];
         char key[260], id[24], step[24], pool[24], type[24], state[APP_ERR_MAX + 16];
-        const char *tn = type_name(r->row.increasing_type);
+        const char *tn = ctl_type_name(r->row.increasing_type);
         const char *cells[6] = {ctl_printable(r->key, key, sizeof(key)), ctl_i64(r->row.id, id),
                                 tn ? tn : ctl_i64(r->row.increasing_type, type)};
 
@@ -447,20 +132,13 @@ static void show_pool_text(const struct ctl_row *r, const struct ctl_pool *p, co
 
 static int cmd_show(struct ctl *c, int argc, char **argv)
 {
-    char *pos[1], pool_key[256], meta_key[256], buf[24], rbuf[24], shown[1100];
+    char pool_key[256], meta_key[256], buf[24], rbuf[24], shown[1100];
     struct ctl_pool p = {0};
     struct ctl_row r;
-    const char *keys[1];
-    int npos, rc, rrc;
+    const char *keys[1], *key;
+    int rc, rrc;
 
-    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
-    if (rc != 0)
-        return rc;
-    if (npos != 1)
-        return ctl_usage(c, "missing KEY");
-    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
-        return rc;
-    if ((rc = ctl_row_load(c, pos[0], 0, &r)) != 0)
+    if ((rc = ctl_row_arg(c, argc, argv, &key, &r)) != 0)
         return rc;
     keys_app(c->cfg.key_prefix, r.key, KEYS_POOL, pool_key, sizeof(pool_key));
     keys_app(c->cfg.key_prefix, r.key, KEYS_META, meta_key, sizeof(meta_key));
@@ -503,25 +181,26 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
     if (r.valid && r.cfg.space_warning)
         printf("warning:      the ID space is nearly exhausted (offset above 90%% of 2^63)\n");
     printf("\n  %-20s %-24s %s\n", "COLUMN", "VALUE", "IN FORCE");
-    for (size_t i = 0; i < NFIELDS; i++) {
-        const struct field *f = &fields[i];
-        const char *res = r.valid ? resolved_text(&r, f, rbuf) : "";
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = ctl_row_column(i);
+        const char *res = r.valid ? ctl_row_in_force(&r, f, rbuf) : "";
 
-        if (strcmp(f->name, "id") == 0 || strcmp(f->name, "entity_key") == 0)
+        /* id and entity_key head the output. */
+        if (f->type == APP_T_ID || f->type == APP_T_KEY)
             continue;
-        if (strcmp(f->name, "entity_name") == 0) {
+        if (f->type == APP_T_NAME) {
             printf("  %-20s %s\n", f->name, ctl_printable(r.name, shown, sizeof(shown)));
             continue;
         }
-        if (strcmp(f->name, "interval") == 0 && r.valid)
-            printf("  %-20s %-24s %s ms\n", f->name, column_text(&r, f, buf), res);
-        else if (strcmp(f->name, "min_size_percent") == 0 && r.valid)
-            printf("  %-20s %-24s %s (low water %" PRIu64 ")\n", f->name, column_text(&r, f, buf),
+        if (f == &app_columns[APP_COL_interval] && r.valid)
+            printf("  %-20s %-24s %s ms\n", f->name, ctl_row_text(&r, f, buf), res);
+        else if (f == &app_columns[APP_COL_min_size_percent] && r.valid)
+            printf("  %-20s %-24s %s (low water %" PRIu64 ")\n", f->name, ctl_row_text(&r, f, buf),
                    res, r.cfg.low_water);
         else if (res[0])
-            printf("  %-20s %-24s %s\n", f->name, column_text(&r, f, buf), res);
+            printf("  %-20s %-24s %s\n", f->name, ctl_row_text(&r, f, buf), res);
         else
-            printf("  %-20s %s\n", f->name, column_text(&r, f, buf));
+            printf("  %-20s %s\n", f->name, ctl_row_text(&r, f, buf));
     }
     if (rrc == 0)
         show_pool_text(&r, &p, pool_key, meta_key);
@@ -529,431 +208,15 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
     return rrc;
 }
 
-/*
- * The result of `select` followed by the quoted key, or NULL: the error is
- * reported, unless it is `tolerated` (then *hit is set, nothing said).
- */
-static MYSQL_RES *key_select(struct ctl *c, const char *select, const char *key, unsigned tolerated,
-                             int *hit)
-{
-    char *q = ctl_db_quote(c, key), *sql = ctl_strf("%s%s", select, q);
-    MYSQL_RES *res = NULL;
-    int rc = mysql_query(c->db, sql);
-
-    free(q);
-    free(sql);
-    if (rc != 0 && tolerated && mysql_errno(c->db) == tolerated)
-        *hit = 1;
-    else if (rc != 0 || !(res = mysql_store_result(c->db)))
-        ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: error %u: %s", c->cfg.mysql.host,
-                 c->cfg.mysql.port, c->cfg.mysql.db, mysql_errno(c->db), mysql_error(c->db));
-    return res;
-}
-
-/* Is there a row whose key equals `key` the way the unique index compares? */
-static int key_conflict(struct ctl *c, const char *key, int64_t *id, char *existing, size_t len)
-{
-    MYSQL_RES *res =
-        key_select(c, "SELECT id, entity_key FROM application WHERE entity_key = ", key, 0, NULL);
-    MYSQL_ROW row;
-    int rc;
-
-    if (!res)
-        return -1;
-    row = mysql_fetch_row(res);
-    rc = row != NULL;
-    if (row) {
-        *id = row[0] ? strtoll(row[0], NULL, 10) : 0;
-        snprintf(existing, len, "%s", row[1] ? row[1] : "");
-    }
-    mysql_free_result(res);
-    return rc;
-}
-
-/*
- * The highest hi ever leased under `key`, by any row (rows deleted since
- * included: application_lease keeps the key), into *hi: 0, or CTL_ERROR. A
- * schema older than application_lease.entity_key cannot tell: *hi is 0
- * and a warning says why.
- */
-static int key_history(struct ctl *c, const char *key, int64_t *hi)
-{
-    int old_schema = 0;
-    MYSQL_RES *res =
-        key_select(c, "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE entity_key = ", key,
-                   ER_BAD_FIELD_ERROR, &old_schema);
-    MYSQL_ROW row;
-
-    *hi = 0;
-    if (old_schema) {
-        fprintf(stderr,
-                "%s: %s: warning: application_lease has no column entity_key (the schema is "
-                "older than idpoolctl): the leases of a deleted row with this key cannot be "
-                "found; load sql/schema.sql again\n",
-                c->prog, c->cmd);
-        return 0;
-    }
-    if (!res)
-        return CTL_ERROR;
-    row = mysql_fetch_row(res);
-    if (row && row[0])
-        *hi = strtoll(row[0], NULL, 10);
-    mysql_free_result(res);
-    return 0;
-}
-
-static int cmd_add(struct ctl *c, int argc, char **argv)
-{
-    struct apps_args a;
-    struct ctl_row r;
-    struct app_cfg cfg;
-    char err[APP_ERR_MAX], *pos[1], *sql, *qkey, *qname, existing[300], shown[300];
-    char b[13][24];
-    int64_t id, history;
-    int npos, rc;
-
-    memset(&a, 0, sizeof(a));
-    /* The defaults of the table (sql/schema.sql). */
-    a.row.increasing_type = APP_MONOTONIC;
-    a.row.start_offset = APP_DEFAULT_START;
-    a.row.step = APP_DEFAULT_STEP;
-    a.row.delta = 1;
-    a.row.increment_max = 1;
-    rc = ctl_opts_parse(c, argc, argv, add_opts, on_add_opt, &a, pos, 1, &npos);
-    if (rc != 0)
-        return rc;
-    if (npos != 1)
-        return ctl_usage(c, "missing KEY");
-    /* One byte more than allowed, so that app_validate() reports an overlong key. */
-    snprintf(a.row.entity_key, sizeof(a.row.entity_key), "%s", pos[0]);
-    snprintf(a.row.entity_name, sizeof(a.row.entity_name), "%s", a.name ? a.name : "");
-    if ((rc = ctl_setup(c)) != 0)
-        return rc;
-    /* The daemon's rules, before anything is written. */
-    if (app_validate(&a.row, (uint64_t)c->cfg.tick_ms, &cfg, err, sizeof(err)) != 0)
-        return ctl_fail(c, CTL_ERROR, "%s", err);
-    if ((rc = ctl_db_open(c)) != 0)
-        return rc;
-    rc = key_conflict(c, pos[0], &id, existing, sizeof(existing));
-    if (rc < 0)
-        return CTL_ERROR;
-    if (rc > 0) {
-        if (strcmp(existing, pos[0]) == 0)
-            return ctl_fail(c, CTL_ERROR, "application '%s' already exists (id %" PRId64 ")",
-                            pos[0], id);
-        return ctl_fail(c, CTL_ERROR,
-                        "application '%s': entity_key clashes with the existing application '%s' "
-                        "(id %" PRId64 "): keys are unique regardless of case",
-                        pos[0], ctl_printable(existing, shown, sizeof(shown)), id);
-    }
-    /*
-     * The key's lease history outlives its rows: a row added again under a
-     * key that had one starts above it (its current_offset says so; idpoold
-     * would keep above it anyway).
-     */
-    if ((rc = key_history(c, pos[0], &history)) != 0)
-        return rc;
-    qkey = ctl_db_quote(c, pos[0]);
-    qname = ctl_db_quote(c, a.name ? a.name : "");
-    sql = ctl_strf(
-        "INSERT INTO application (entity_key, entity_name, increasing_type, start_offset, "
-        "step, max_size_per_times, max_size_per_second, min_size_percent, `interval`, "
-        "max_pool_size, delta, remainder, increment_max, current_offset) VALUES "
-        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        qkey, qname, ctl_i64(a.row.increasing_type, b[0]), ctl_i64(a.row.start_offset, b[1]),
-        ctl_i64(a.row.step, b[2]), ctl_i64(a.row.max_size_per_times, b[3]),
-        ctl_i64(a.row.max_size_per_second, b[4]), ctl_i64(a.row.min_size_percent, b[5]),
-        ctl_i64(a.row.interval, b[6]), ctl_i64(a.row.max_pool_size, b[7]),
-        ctl_i64(a.row.delta, b[8]), ctl_i64(a.row.remainder, b[9]),
-        ctl_i64(a.row.increment_max, b[10]), ctl_i64(history, b[11]));
-    free(qkey);
-    free(qname);
-    if (mysql_query(c->db, sql) != 0) {
-        unsigned e = mysql_errno(c->db);
-        free(sql);
-        if (e == ER_DUP_ENTRY)
-            return ctl_fail(c, CTL_ERROR, "application '%s' already exists", pos[0]);
-        return ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: adding '%s': error %u: %s",
-                        c->cfg.mysql.host, c->cfg.mysql.port, c->cfg.mysql.db, pos[0], e,
-                        mysql_error(c->db));
-    }
-    free(sql);
-    if ((rc = ctl_row_load(c, pos[0], 0, &r)) != 0)
-        return rc;
-    if (c->json) {
-        cJSON *doc = result_json("added", &r);
-        /* The key's lease history (rows deleted earlier): a string, as offsets are; null if none.
-         */
-        if (history > 0)
-            ctl_jcheck(cJSON_AddStringToObject(doc, "history_hi", ctl_i64(history, b[12])));
-        else
-            ctl_jcheck(cJSON_AddNullToObject(doc, "history_hi"));
-        ctl_json_print(c, doc);
-        return 0;
-    }
-    printf("added application '%s' (id %" PRId64 "): %s, step %" PRIu64 ", max_pool_size %" PRIu64
-           ", low water %" PRIu64 "\n",
-           r.key, r.row.id, type_name(r.cfg.type), r.cfg.step, r.cfg.max_pool, r.cfg.low_water);
-    if (history > a.row.start_offset)
-        printf("'%s' starts above the key's lease history, at %" PRId64
-               ": rows deleted earlier leased its IDs below that (current_offset %" PRId64 ")\n",
-               r.key, history, history);
-    else if (history > 0)
-        printf("'%s' had leases below %" PRId64
-               " (rows deleted earlier), all under its start_offset %" PRId64 "\n",
-               r.key, history, a.row.start_offset);
-    reload_hint(c);
-    return 0;
-}
-
-/* One `field=value` of `apps set`, parsed. */
-struct assign {
-    const struct field *f;
-    int64_t v;        /* numeric columns */
-    const char *text; /* entity_name */
-};
-
-static int parse_assign(struct ctl *c, const char *arg, int force, struct assign *out)
-{
-    const char *eq = strchr(arg, '=');
-    const struct field *f;
-    size_t n;
-
-    if (!eq || eq == arg)
-        return ctl_usage(c, "expected field=value, got '%.64s'", arg);
-    n = (size_t)(eq - arg);
-    f = field_find(arg, n);
-    if (!f)
-        return ctl_usage(c, "unknown field '%.*s' (settable: %s)", (int)(n < 64 ? n : 64), arg,
-                         settable);
-    if (f->kind == F_REFUSED)
-        return ctl_usage(c, "field '%s' cannot be set: %s", f->name, f->why);
-    if (f->kind == F_FORCE && !force)
-        return ctl_usage(c, "field '%s' refused: %s", f->name, force_why);
-    out->f = f;
-    out->text = eq + 1;
-    if (f->kind == F_NAME)
-        return check_name(c, f->name, eq + 1);
-    if (f->kind == F_TYPE)
-        return opt_type(c, f->name, eq + 1, &out->v);
-    return opt_int(c, f->name, eq + 1, &out->v);
-}
-
-static int cmd_set(struct ctl *c, int argc, char **argv)
-{
-    struct apps_args a;
-    struct assign as[MAX_ASSIGN];
-    struct ctl_row r, nr;
-    struct app_cfg cfg;
-    char *pos[MAX_ASSIGN + 1], err[APP_ERR_MAX], buf[24], obuf[24], *set = NULL, *sql;
-    cJSON *changes = NULL;
-    size_t setlen = 0;
-    FILE *sf;
-    int npos, rc, nas, nchanged = 0;
-    int64_t lowered_from = -1;
-
-    memset(&a, 0, sizeof(a));
-    rc = ctl_opts_parse(c, argc, argv, set_opts, on_add_opt, &a, pos, MAX_ASSIGN + 1, &npos);
-    if (rc != 0)
-        return rc;
-    if (npos < 1)
-        return ctl_usage(c, "missing KEY");
-    if (npos < 2)
-        return ctl_usage(c, "nothing to set: give field=value (settable: %s)", settable);
-    nas = npos - 1;
-    for (int i = 0; i < nas; i++) {
-        if ((rc = parse_assign(c, pos[i + 1], a.force, &as[i])) != 0)
-            return rc;
-        for (int j = 0; j < i; j++)
-            if (as[j].f == as[i].f)
-                return ctl_usage(c, "field '%s' given twice", as[i].f->name);
-    }
-    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
-        return rc;
-
-    /* Read, check and write in one transaction, the row locked throughout. */
-    if ((rc = ctl_db_exec(c, "START TRANSACTION")) != 0)
-        return rc;
-    if ((rc = ctl_row_load(c, pos[0], 1, &r)) != 0)
-        goto rollback;
-    nr = r;
-    sf = open_memstream(&set, &setlen);
-    if (!sf)
-        ctl_oom();
-    changes = ctl_jcheck(cJSON_CreateArray());
-    for (int i = 0; i < nas; i++) {
-        const struct field *f = as[i].f;
-        cJSON *ch;
-
-        if (f->kind == F_NAME) {
-            char *q;
-            if (strcmp(r.name, as[i].text) == 0)
-                continue;
-            snprintf(nr.row.entity_name, sizeof(nr.row.entity_name), "%s", as[i].text);
-            snprintf(nr.name, sizeof(nr.name), "%s", as[i].text);
-            q = ctl_db_quote(c, as[i].text);
-            fprintf(sf, "%s`entity_name` = %s", nchanged ? ", " : "", q);
-            free(q);
-            ch = ctl_jcheck(cJSON_CreateObject());
-            ctl_jcheck(cJSON_AddStringToObject(ch, "field", f->name));
-            ctl_jcheck(cJSON_AddStringToObject(ch, "old", r.name));
-            ctl_jcheck(cJSON_AddStringToObject(ch, "new", as[i].text));
-        } else {
-            int64_t old = row_get(&r.row, f);
-            if (old == as[i].v)
-                continue;
-            *row_int(&nr.row, f) = as[i].v;
-            if (f->kind == F_FORCE && as[i].v < old)
-                lowered_from = old;
-            fprintf(sf, "%s`%s` = %s", nchanged ? ", " : "", f->name, ctl_i64(as[i].v, buf));
-            ch = ctl_jcheck(cJSON_CreateObject());
-            ctl_jcheck(cJSON_AddStringToObject(ch, "field", f->name));
-            ctl_jcheck(cJSON_AddStringToObject(ch, "old", ctl_i64(old, obuf)));
-            ctl_jcheck(cJSON_AddStringToObject(ch, "new", buf));
-        }
-        cJSON_AddItemToArray(changes, ch);
-        nchanged++;
-    }
-    if (fclose(sf) != 0)
-        ctl_oom();
-
-    /* The daemon's rules on the row as it would be. */
-    if (app_validate(&nr.row, (uint64_t)c->cfg.tick_ms, &cfg, err, sizeof(err)) != 0) {
-        rc = ctl_fail(c, CTL_ERROR, "%s (nothing changed)", err);
-        goto rollback;
-    }
-    if (nchanged == 0) {
-        if ((rc = ctl_db_exec(c, "ROLLBACK")) != 0)
-            goto out;
-        if (c->json) {
-            cJSON *doc = result_json("unchanged", &r);
-            cJSON_AddItemToObject(doc, "changes", changes);
-            changes = NULL;
-            ctl_json_print(c, doc);
-        } else {
-            printf("application '%s' (id %" PRId64 "): no change (the values are already set)\n",
-                   r.key, r.row.id);
-        }
-        goto out;
-    }
-    sql = ctl_strf("UPDATE application SET %s WHERE id = %s", set, ctl_i64(r.row.id, buf));
-    rc = ctl_db_exec(c, sql);
-    free(sql);
-    if (rc != 0)
-        goto rollback;
-    if ((rc = ctl_db_exec(c, "COMMIT")) != 0)
-        goto out;
-    if ((rc = ctl_row_load(c, pos[0], 0, &nr)) != 0)
-        goto out;
-    if (lowered_from >= 0)
-        fprintf(stderr,
-                "%s: %s: warning: current_offset lowered from %" PRId64 " to %" PRId64
-                ": idpoold keeps the highest leased value (no ID is reused) and raises an "
-                "offset_regression alert\n",
-                c->prog, c->cmd, lowered_from, nr.row.current_offset);
-    if (c->json) {
-        cJSON *doc = result_json("updated", &nr);
-        cJSON_AddItemToObject(doc, "changes", changes);
-        changes = NULL;
-        ctl_json_print(c, doc);
-    } else {
-        const cJSON *ch;
-        printf("updated application '%s' (id %" PRId64 "):\n", nr.key, nr.row.id);
-        cJSON_ArrayForEach(ch, changes)
-        {
-            char o[1100], n[1100];
-            printf("  %-20s %s -> %s\n", cJSON_GetObjectItemCaseSensitive(ch, "field")->valuestring,
-                   ctl_printable(cJSON_GetObjectItemCaseSensitive(ch, "old")->valuestring, o,
-                                 sizeof(o)),
-                   ctl_printable(cJSON_GetObjectItemCaseSensitive(ch, "new")->valuestring, n,
-                                 sizeof(n)));
-        }
-        reload_hint(c);
-    }
-    goto out;
-
-rollback:
-    if (mysql_query(c->db, "ROLLBACK") != 0) {
-        /* The connection is going away; MySQL rolls back on its own. */
-    }
-out:
-    cJSON_Delete(changes);
-    free(set);
-    return rc;
-}
-
-/* disable (on = 0) / enable (on = 1) */
-static int cmd_enable(struct ctl *c, int argc, char **argv, int on)
-{
-    char *pos[1], *sql, buf[24];
-    struct ctl_row r;
-    int npos, rc;
-
-    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
-    if (rc != 0)
-        return rc;
-    if (npos != 1)
-        return ctl_usage(c, "missing KEY");
-    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
-        return rc;
-    if ((rc = ctl_row_load(c, pos[0], 0, &r)) != 0)
-        return rc;
-    if ((r.row.deleted_at == 0) == on) {
-        if (c->json)
-            ctl_json_print(c, result_json("unchanged", &r));
-        else
-            printf("application '%s' (id %" PRId64 ") is already %s\n", r.key, r.row.id,
-                   on ? "enabled" : "disabled");
-        return 0;
-    }
-    if (on && !r.valid)
-        return ctl_fail(c, CTL_ERROR,
-                        "not enabling it: %s; idpoold would not serve it (fix it first with "
-                        "'idpoolctl apps set %s field=value ...')",
-                        r.error, r.key);
-    /* The state is re-checked in the WHERE clause: a concurrent edit wins cleanly. */
-    sql = ctl_strf(on ? "UPDATE application SET deleted_at = 0 WHERE id = %s AND deleted_at <> 0"
-                      : "UPDATE application SET deleted_at = UNIX_TIMESTAMP() WHERE id = %s AND "
-                        "deleted_at = 0",
-                   ctl_i64(r.row.id, buf));
-    rc = ctl_db_exec(c, sql);
-    free(sql);
-    if (rc != 0)
-        return rc;
-    if ((rc = ctl_row_load(c, pos[0], 0, &r)) != 0)
-        return rc;
-    if (c->json) {
-        ctl_json_print(c, result_json(on ? "enabled" : "disabled", &r));
-        return 0;
-    }
-    printf("%s application '%s' (id %" PRId64 ")%s\n", on ? "enabled" : "disabled", r.key, r.row.id,
-           on ? "" : ": idpoold stops refilling it; IDs already in its pool stay there");
-    reload_hint(c);
-    return 0;
-}
-
 /* ----------------------------------------------------------------- help */
 
-static const char help_apps[] =
+const char ctl_apps_help[] =
     "Usage: %s [global options] apps COMMAND [ARGS]\n"
     "\n"
     "Manage applications: the rows of the MySQL table `application`. Rows are judged by\n"
     "the same rules as idpoold's (a row that breaks one is not served); writes are\n"
     "validated before they are made. idpoold applies changes within its reload interval\n"
-    "(reload-ms) or at once on SIGHUP.\n"
-    "\n"
-    "Commands:\n"
-    "  list                    every application: key, id, type, step, max_pool_size, state\n"
-    "  show KEY                all columns, the values in force, validation, Redis state\n"
-    "  add KEY [options]       add an application (see 'apps add --help')\n"
-    "  set KEY field=value...  change columns of an application (see 'apps set --help')\n"
-    "  disable KEY             soft-delete: deleted_at = now; idpoold stops serving it\n"
-    "  enable KEY              undo disable: deleted_at = 0 (only a valid row)\n"
-    "  grant KEY               a Redis user that may only LPOP and LLEN the application's\n"
-    "                          pool (see 'apps grant --help'); again: a new password\n"
-    "  revoke KEY              delete that Redis user\n"
-    "\n"
-    "Every command takes --json (one JSON document on stdout) and -h, --help.\n";
+    "(reload-ms) or at once on SIGHUP.\n";
 
 static const char help_list[] =
     "Usage: %s [global options] apps list [--json]\n"
@@ -971,29 +234,16 @@ static const char help_show[] =
     "enforces, counters and firing alerts. Exit 1 if KEY does not exist or Redis cannot be\n"
     "read (the MySQL part is still shown).\n";
 
-static const char help_add[] =
+static const char help_add_head[] =
     "Usage: %s [global options] apps add KEY [options]\n"
     "\n"
     "Add an application. The would-be row is checked with idpoold's own rules before it\n"
     "is inserted; an invalid row or an existing key is an error (exit 1) and nothing is\n"
     "written. KEY (entity_key) is 1..64 characters of A-Z a-z 0-9 _ . -\n"
     "\n"
-    "Options (the column in brackets; 0 in a sizing column means its default):\n"
-    "  --name TEXT           description [entity_name]; default empty\n"
-    "  --type TYPE           monotonic (1) or trend (2) [increasing_type]; default monotonic\n"
-    "  --start N             first ID ever handed out [start_offset]; default 1 (IDs are\n"
-    "                        never 0: 0 starts at 1, or at delta when remainder is 0)\n"
-    "  --step N              IDs per refill batch, 1..1000000 [step]; default 1000\n"
-    "  --max-pool N          pool capacity [max_pool_size]; 0 = 60 x max_size_per_second\n"
-    "  --min-percent N       refill below N%% of the pool, 1..99 [min_size_percent]; 0 = 80\n"
-    "  --per-take N          most IDs one take may ask for [max_size_per_times]; 0 = 1000\n"
-    "  --per-second N        most IDs granted per second [max_size_per_second]; 0 = 5000\n"
-    "  --interval MS         check interval [interval]; 0 = idpoold's tick\n"
-    "  --delta N             every ID %% delta == remainder [delta]; default 1\n"
-    "  --remainder N         0 <= remainder < delta [remainder]; default 0\n"
-    "  --increment-max N     monotonic: gap between IDs random in 1..N x delta\n"
-    "                        [increment_max]; default 1\n"
-    "  --json                print the new row as JSON\n"
+    "Options (the column in brackets; 0 in a sizing column means its default):\n";
+
+static const char help_add_tail[] =
     "\n"
     "Rules: max_pool_size >= step; a refill of step must fit above the low-water mark\n"
     "(max_pool_size x (100 - min_size_percent) / 100 >= step); max_size_per_times <=\n"
@@ -1004,6 +254,42 @@ static const char help_add[] =
     "and the output says so).\n"
     "\n"
     "Example: %s apps add order --type trend --step 500 --per-second 2000\n";
+
+/* One option of `apps add --help`: "  --step N              text", '\n' in text continuing it. */
+static void help_option(FILE *out, const char *opt, const char *arg, const char *text)
+{
+    char lhs[64];
+
+    snprintf(lhs, sizeof(lhs), "--%s%s%s", opt, arg[0] ? " " : "", arg);
+    fprintf(out, "  %-21s ", lhs);
+    for (;;) {
+        size_t n = strcspn(text, "\n");
+
+        fprintf(out, "%.*s\n", (int)n, text);
+        if (text[n] == '\0')
+            break;
+        text += n + 1;
+        fprintf(out, "%24s", "");
+    }
+}
+
+/* `apps add --help`: its options are the columns' (APP_COLUMNS' opt and text). */
+static void help_add(FILE *out, const char *prog)
+{
+    fprintf(out, help_add_head, prog);
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = &app_columns[i];
+
+        if (f->opt)
+            help_option(out, f->opt,
+                        f->type == APP_T_NAME   ? "TEXT"
+                        : f->type == APP_T_TYPE ? "TYPE"
+                                                : "N",
+                        f->help);
+    }
+    help_option(out, "json", "", "print the new row as JSON");
+    fprintf(out, help_add_tail, prog);
+}
 
 static const char help_set[] =
     "Usage: %s [global options] apps set KEY field=value... [--force] [--json]\n"
@@ -1071,64 +357,23 @@ static const char help_revoke[] =
     "says so and idpoold deletes the user when it (re)connects. Exit 1 if KEY has no\n"
     "active Redis user.\n";
 
-int ctl_apps_help(FILE *out, const char *prog, const char *sub)
-{
-    static const struct ctl_help helps[] = {{"list", help_list},       {"show", help_show},
-                                            {"add", help_add},         {"set", help_set},
-                                            {"disable", help_disable}, {"enable", help_enable},
-                                            {"grant", help_grant},     {"revoke", help_revoke}};
-
-    return ctl_help_print(out, prog, help_apps, helps, sizeof(helps) / sizeof(helps[0]), sub);
-}
-
-int ctl_apps(struct ctl *c, int argc, char **argv)
-{
-    static const struct {
-        const char *name, *cmd;
-    } subs[] = {{"list", "apps list"},   {"show", "apps show"},       {"add", "apps add"},
-                {"set", "apps set"},     {"disable", "apps disable"}, {"enable", "apps enable"},
-                {"grant", "apps grant"}, {"revoke", "apps revoke"}};
-    const char *sub;
-    int rc = -1;
-
-    c->cmd = "apps";
-    if (argc < 1)
-        return ctl_usage(c,
-                         "missing command: list, show, add, set, disable, enable, grant or revoke");
-    sub = argv[0];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-        ctl_apps_help(stdout, c->prog, argc > 1 && strcmp(sub, "help") == 0 ? argv[1] : NULL);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (strcmp(sub, subs[i].name) == 0)
-            c->cmd = subs[i].cmd;
-    if (strcmp(c->cmd, "apps") == 0)
-        return ctl_usage(
-            c,
-            "unknown command 'apps %.64s' (list, show, add, set, disable, enable, grant, revoke)",
-            sub);
-    argc--;
-    argv++;
-    if (strcmp(sub, "list") == 0)
-        rc = cmd_list(c, argc, argv);
-    else if (strcmp(sub, "show") == 0)
-        rc = cmd_show(c, argc, argv);
-    else if (strcmp(sub, "add") == 0)
-        rc = cmd_add(c, argc, argv);
-    else if (strcmp(sub, "set") == 0)
-        rc = cmd_set(c, argc, argv);
-    else if (strcmp(sub, "disable") == 0)
-        rc = cmd_enable(c, argc, argv, 0);
-    else if (strcmp(sub, "enable") == 0)
-        rc = cmd_enable(c, argc, argv, 1);
-    else if (strcmp(sub, "grant") == 0)
-        rc = ctl_redis_user_grant(c, argc, argv);
-    else if (strcmp(sub, "revoke") == 0)
-        rc = ctl_redis_user_revoke(c, argc, argv);
-    if (rc == CTL_HELP) {
-        ctl_apps_help(stdout, c->prog, sub);
-        return 0;
-    }
-    return rc;
-}
+const struct ctl_cmd ctl_apps_cmds[] = {
+    {"list", "", "every application: key, id, type, step, max_pool_size, state", cmd_list,
+     help_list, NULL, NULL},
+    {"show", "KEY", "all columns, the values in force, validation, Redis state", cmd_show,
+     help_show, NULL, NULL},
+    {"add", "KEY [options]", "add an application, validated first (see 'apps add --help')",
+     ctl_apps_add, NULL, NULL, help_add},
+    {"set", "KEY field=value...", "change columns, validated first (see 'apps set --help')",
+     ctl_apps_set, help_set, NULL, NULL},
+    {"disable", "KEY", "soft-delete: deleted_at = now; idpoold stops serving it", ctl_apps_disable,
+     help_disable, NULL, NULL},
+    {"enable", "KEY", "undo disable: deleted_at = 0 (only a valid row)", ctl_apps_enable,
+     help_enable, NULL, NULL},
+    {"grant", "KEY",
+     "a Redis user that may only LPOP and LLEN the application's pool\n"
+     "(prints its password once; again: a new password)",
+     ctl_redis_user_grant, help_grant, NULL, NULL},
+    {"revoke", "KEY", "delete that Redis user", ctl_redis_user_revoke, help_revoke, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+};

@@ -472,19 +472,3 @@ void ctl_json_offset(cJSON *obj, const char *name, uint64_t v)
 
     ctl_jcheck(cJSON_AddStringToObject(obj, name, ctl_u64(v, buf)));
 }
-
-int ctl_help_print(FILE *out, const char *prog, const char *top, const struct ctl_help *help,
-                   size_t n, const char *sub)
-{
-    if (!sub) {
-        fprintf(out, top, prog);
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(sub, help[i].name) == 0) {
-            fprintf(out, help[i].text, prog, prog);
-            return 0;
-        }
-    }
-    return -1;
-}

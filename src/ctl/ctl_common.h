@@ -108,20 +108,6 @@ int ctl_opts_parse(struct ctl *c, int argc, char **argv, const struct ctl_opt *o
                    void *arg, char **pos, int maxpos, int *npos)
     __attribute__((warn_unused_result));
 
-/* The help text of one subcommand: a format taking the program name twice. */
-struct ctl_help {
-    const char *name;
-    const char *text;
-};
-
-/*
- * A command's help on out: `top` (a format taking the program name) when
- * sub is NULL, else the text of subcommand `sub` in help[0..n). 0, or -1
- * when there is no such subcommand.
- */
-int ctl_help_print(FILE *out, const char *prog, const char *top, const struct ctl_help *help,
-                   size_t n, const char *sub);
-
 /* ---- output ---- */
 
 /* A text table: columns padded to their widest cell, the last one not padded. */

@@ -11,7 +11,7 @@
 #include "keys.h"
 
 /* The daemon's row columns (idpoold's loader reads the same ones), then the audit times. */
-#define ROW_COLUMNS APP_ROW_COLUMNS ", create_time, update_time"
+#define ROW_COLUMNS APP_ROW_COLUMNS APP_TIME_COLUMNS
 
 /* ----------------------------------------------------------------- rows */
 
@@ -54,16 +54,106 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
         struct ctl_row *r = &(*rows)[(*n)++];
 
         app_row_from_text(&r->row, mrow, len);
-        app_copy_col(r->key, sizeof(r->key), mrow[2], len[2]);
-        app_copy_col(r->name, sizeof(r->name), mrow[3], len[3]);
-        app_copy_col(r->create_time, sizeof(r->create_time), mrow[APP_ROW_NCOLUMNS],
-                     len[APP_ROW_NCOLUMNS]);
-        app_copy_col(r->update_time, sizeof(r->update_time), mrow[APP_ROW_NCOLUMNS + 1],
-                     len[APP_ROW_NCOLUMNS + 1]);
+        app_copy_col(r->key, sizeof(r->key), mrow[APP_COL_entity_key], len[APP_COL_entity_key]);
+        app_copy_col(r->name, sizeof(r->name), mrow[APP_COL_entity_name], len[APP_COL_entity_name]);
+        for (int i = APP_ROW_NCOLUMNS; i < APP_NCOLUMNS; i++)
+            app_copy_col(r->time[i - APP_ROW_NCOLUMNS], sizeof(r->time[0]), mrow[i], len[i]);
         row_validate(c, r);
     }
     mysql_free_result(res);
     return 0;
+}
+
+/* ----------------------------------------------------------- rendering */
+
+/*
+ * The i-th column as `apps show` and its JSON list them: the row's own
+ * columns in table order, then its state and audit columns (deleted_at,
+ * then the times MySQL sets).
+ */
+const struct app_column *ctl_row_column(size_t i)
+{
+    static size_t order[APP_NCOLUMNS];
+    static size_t n;
+
+    if (n == 0) {
+        for (size_t k = 0; k < APP_NCOLUMNS; k++)
+            if (k != APP_COL_deleted_at && app_columns[k].type != APP_T_TIME)
+                order[n++] = k;
+        order[n++] = APP_COL_deleted_at;
+        for (size_t k = 0; k < APP_NCOLUMNS; k++)
+            if (app_columns[k].type == APP_T_TIME)
+                order[n++] = k;
+    }
+    return &app_columns[order[i]];
+}
+
+const char *ctl_type_name(int64_t t)
+{
+    return t == APP_MONOTONIC ? "monotonic" : t == APP_TREND ? "trend" : NULL;
+}
+
+const char *ctl_row_in_force(const struct ctl_row *r, const struct app_column *f, char *buf)
+{
+    const char *v = (const char *)&r->cfg + f->cfg_off;
+
+    if (f->set == APP_KEEP)
+        return "";
+    if (f->type == APP_T_NAME)
+        return v;
+    if (f->type == APP_T_TYPE)
+        return ctl_type_name(*(const enum app_type *)(const void *)v);
+    return ctl_u64(*(const uint64_t *)(const void *)v, buf);
+}
+
+const char *ctl_row_text(const struct ctl_row *r, const struct app_column *f, char *buf)
+{
+    if (f->type == APP_T_KEY)
+        return r->key;
+    if (f->type == APP_T_NAME)
+        return r->name;
+    if (f->type == APP_T_TIME)
+        return r->time[(f - app_columns) - APP_ROW_NCOLUMNS];
+    return ctl_i64(app_row_get(&r->row, f), buf);
+}
+
+cJSON *ctl_row_json(const struct ctl_row *r)
+{
+    cJSON *o = ctl_jcheck(cJSON_CreateObject()), *cols, *res;
+    char buf[24];
+
+    ctl_jcheck(cJSON_AddStringToObject(o, "key", r->key));
+    ctl_json_i64(o, "id", r->row.id);
+    ctl_jcheck(cJSON_AddStringToObject(o, "state", ctl_row_state(r)));
+    ctl_jcheck(cJSON_AddBoolToObject(o, "valid", r->valid));
+    if (r->valid)
+        ctl_jcheck(cJSON_AddNullToObject(o, "error"));
+    else
+        ctl_jcheck(cJSON_AddStringToObject(o, "error", r->error));
+    cols = ctl_jcheck(cJSON_AddObjectToObject(o, "columns"));
+    for (size_t i = 0; i < APP_NCOLUMNS; i++)
+        ctl_jcheck(cJSON_AddStringToObject(cols, ctl_row_column(i)->name,
+                                           ctl_row_text(r, ctl_row_column(i), buf)));
+    if (!r->valid) {
+        ctl_jcheck(cJSON_AddNullToObject(o, "resolved"));
+        return o;
+    }
+    res = ctl_jcheck(cJSON_AddObjectToObject(o, "resolved"));
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = ctl_row_column(i);
+        const char *t = ctl_row_in_force(r, f, buf);
+
+        /* Names and offsets are strings (ctl_common.h's JSON rule); a count is a number. */
+        if (f->set == APP_KEEP)
+            continue;
+        if (f->type == APP_T_INT)
+            ctl_json_u64(res, f->name, strtoull(t, NULL, 10));
+        else
+            ctl_jcheck(cJSON_AddStringToObject(res, f->name, t));
+    }
+    ctl_json_u64(res, "low_water", r->cfg.low_water);
+    ctl_jcheck(cJSON_AddBoolToObject(res, "space_warning", r->cfg.space_warning));
+    return o;
 }
 
 /* The one row with this key: 0, or CTL_ERROR (reported, naming the key) when there is none. */
@@ -84,6 +174,22 @@ int ctl_row_load(struct ctl *c, const char *key, int for_update, struct ctl_row 
     *out = rows[0];
     free(rows);
     return 0;
+}
+
+int ctl_row_arg(struct ctl *c, int argc, char **argv, const char **key, struct ctl_row *out)
+{
+    char *pos[1];
+    int npos, rc;
+
+    rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 1, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos != 1)
+        return ctl_usage(c, "missing KEY");
+    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
+        return rc;
+    *key = pos[0];
+    return ctl_row_load(c, pos[0], 0, out);
 }
 
 const char *ctl_row_state(const struct ctl_row *r)

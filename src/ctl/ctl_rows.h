@@ -1,7 +1,8 @@
 /*
- * ctl_rows — what idpoolctl reads: rows of `application` (validated with
- * the daemon's rules) and, per application, the pool and meta in Redis.
- * Shared by `apps` and `status`.
+ * ctl_rows — what idpoolctl reads and shows: rows of `application`
+ * (validated with the daemon's rules, rendered column by column from
+ * app_columns[]) and, per application, the pool and meta in Redis. Shared by
+ * `apps` and `status`.
  */
 #ifndef IDPOOL_CTL_ROWS_H
 #define IDPOOL_CTL_ROWS_H
@@ -15,11 +16,11 @@
 
 /* One row of `application` as idpoolctl sees it. */
 struct ctl_row {
-    struct app_row row;      /* as read (entity_key/entity_name possibly cut) */
-    char key[260];           /* entity_key in full, for display (VARCHAR(64) utf8mb4) */
-    char name[1024];         /* entity_name in full (VARCHAR(255) utf8mb4) */
-    char create_time[32];    /* as MySQL prints it */
-    char update_time[32];    /* as MySQL prints it */
+    struct app_row row; /* as read (entity_key/entity_name possibly cut) */
+    char key[260];      /* entity_key in full, for display (VARCHAR(64) utf8mb4) */
+    char name[1024];    /* entity_name in full (VARCHAR(255) utf8mb4) */
+    /* the TIME columns (create_time, update_time) as MySQL prints them, in APP_COLUMNS order */
+    char time[APP_NCOLUMNS - APP_ROW_NCOLUMNS][32];
     int valid;               /* app_validate() accepted it */
     struct app_cfg cfg;      /* defaults resolved, when valid */
     char error[APP_ERR_MAX]; /* app_validate()'s message, when not */
@@ -39,6 +40,33 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
  * for_update); an unknown key is reported. 0, or an exit code.
  */
 int ctl_row_load(struct ctl *c, const char *key, int for_update, struct ctl_row *out)
+    __attribute__((warn_unused_result));
+
+/*
+ * The i-th column (i < APP_NCOLUMNS) as `apps show` and the JSON of a row
+ * list them: the row's own columns in table order, then its state and
+ * audit columns (deleted_at, then the times MySQL sets).
+ */
+const struct app_column *ctl_row_column(size_t i);
+
+/* A column's stored value as text (buf: 24 bytes); the value in force of a valid row's ("" when
+ * none). */
+const char *ctl_row_text(const struct ctl_row *r, const struct app_column *col, char *buf);
+const char *ctl_row_in_force(const struct ctl_row *r, const struct app_column *col, char *buf);
+
+/* "monotonic", "trend", or NULL for another increasing_type. */
+const char *ctl_type_name(int64_t type);
+
+/* The row as a JSON object (columns, resolved values, validation). */
+cJSON *ctl_row_json(const struct ctl_row *r);
+
+/*
+ * The row of a command whose one argument is KEY (apps show, enable,
+ * disable): argv parsed (only --json and --help), the settings loaded,
+ * MySQL opened and the row read into *out; *key is the argument. 0, or an
+ * exit code (CTL_HELP for --help).
+ */
+int ctl_row_arg(struct ctl *c, int argc, char **argv, const char **key, struct ctl_row *out)
     __attribute__((warn_unused_result));
 
 /* "served", "deleted" or "invalid" (a soft-deleted row is "deleted" even if invalid). */

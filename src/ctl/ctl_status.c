@@ -1,235 +1,124 @@
 /*
  * ctl_status — `idpoolctl status`.
  *
- * status asks the daemon first (GET /v1/apps on http_addr, a tiny blocking
- * HTTP/1.0 client with one overall deadline), because only the daemon knows
+ * status asks the daemon first (GET /v1/apps on http_addr, through libcurl
+ * with one overall deadline), because only the daemon knows
  * the consumption rate and its own alerts. When no daemon answers it reads
  * Redis (LLEN, the alert:* fields of meta) and MySQL (the rows) directly and
  * says so in a footer: status is most needed exactly when the daemon is down.
  * */
 #include "ctl_status.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "app.h"
-#include "clock.h"
 #include "ctl_rows.h"
 
 #define HTTP_TIMEOUT_MS 2000
 #define HTTP_MAX_BODY   (64u << 20)
 
-/* Wait until fd is ready for `events` or the deadline passes. 0, or -1 (errno ETIMEDOUT). */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-    for (;;) {
-        struct pollfd p = {fd, events, 0};
-        int64_t left = deadline - (int64_t)clock_ms();
-        int n;
+/* A reply's body as it arrives. */
+struct body {
+    char *buf; /* heap, NUL-terminated */
+    size_t len;
+    int too_large; /* more than HTTP_MAX_BODY: the transfer was stopped */
+};
 
-        if (left <= 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        n = poll(&p, 1, (int)left);
-        if (n > 0)
-            return 0;
-        if (n == 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        if (errno != EINTR)
-            return -1;
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+    struct body *b = arg;
+    size_t add = size * n;
+    char *nb;
+
+    if (add > HTTP_MAX_BODY - b->len) {
+        b->too_large = 1;
+        return 0; /* stops the transfer: CURLE_WRITE_ERROR */
     }
+    nb = realloc(b->buf, b->len + add + 1);
+    if (!nb)
+        ctl_oom();
+    b->buf = nb;
+    memcpy(b->buf + b->len, data, add);
+    b->len += add;
+    b->buf[b->len] = '\0';
+    return add;
 }
 
-/* Connect to host:port (any address family) before the deadline. fd, or -1 with err. */
-static int http_connect(const char *host, int port, int64_t deadline, char *err, size_t errlen)
+/* What went wrong, in the words idpoolctl has always used where there are some. */
+static void http_error(CURL *h, CURLcode rc, const struct body *b, const char *curl_err, char *err,
+                       size_t errlen)
 {
-    struct addrinfo hints, *res = NULL, *ai;
-    char portstr[8];
-    int fd = -1, gai, last = 0;
+    long os_errno = 0;
 
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    gai = getaddrinfo(host, portstr, &hints, &res);
-    if (gai != 0) {
-        snprintf(err, errlen, "%s", gai_strerror(gai));
-        return -1;
+    if (b->too_large) {
+        snprintf(err, errlen, "reply larger than %u bytes", HTTP_MAX_BODY);
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+        snprintf(err, errlen, "timed out");
+    } else if (rc == CURLE_COULDNT_CONNECT &&
+               curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno) {
+        snprintf(err, errlen, "%s", strerror((int)os_errno));
+    } else if (rc == CURLE_GOT_NOTHING || rc == CURLE_WEIRD_SERVER_REPLY ||
+               rc == CURLE_UNSUPPORTED_PROTOCOL) {
+        snprintf(err, errlen, "not an HTTP reply");
+    } else {
+        snprintf(err, errlen, "%s", curl_err[0] ? curl_err : curl_easy_strerror(rc));
     }
-    for (ai = res; ai; ai = ai->ai_next) {
-        int soerr = 0;
-        socklen_t len = sizeof(soerr);
-
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-        if (fd < 0) {
-            last = errno;
-            continue;
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) == 0 &&
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0)
-            break;
-        last = soerr ? soerr : errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0)
-        snprintf(err, errlen, "%s", strerror(last ? last : ECONNREFUSED));
-    return fd;
-}
-
-/* Decode a chunked body in place. 0, or -1 when malformed. */
-static int dechunk(char *body, size_t *len)
-{
-    size_t in = 0, out = 0;
-
-    for (;;) {
-        char *end;
-        unsigned long n;
-
-        if (in >= *len)
-            return -1;
-        n = strtoul(body + in, &end, 16);
-        if (end == body + in)
-            return -1;
-        end = strstr(end, "\r\n");
-        if (!end)
-            return -1;
-        in = (size_t)(end - body) + 2;
-        if (n == 0)
-            break;
-        if (n > *len - in)
-            return -1;
-        memmove(body + out, body + in, n);
-        out += n;
-        in += n + 2;
-    }
-    body[out] = '\0';
-    *len = out;
-    return 0;
-}
-
-/* The header block (NUL-terminated) says Transfer-Encoding: chunked. */
-static int header_is_chunked(const char *h)
-{
-    for (const char *line = strstr(h, "\r\n"); line; line = strstr(line + 2, "\r\n")) {
-        const char *v = line + 2;
-        if (strncasecmp(v, "transfer-encoding:", 18) != 0)
-            continue;
-        v += 18;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        return strncasecmp(v, "chunked", 7) == 0;
-    }
-    return 0;
 }
 
 /*
- * GET http://host:port/path with an overall timeout. On success (0) *status
- * holds the HTTP status and *body the body (heap, NUL-terminated). -1 with
- * err on any failure to talk HTTP with the server.
+ * GET http://host:port/path with libcurl (no proxy, no redirect, HTTP
+ * only), within one overall timeout. On success (0) *status holds the HTTP
+ * status and *body the body (heap, NUL-terminated). -1 with err on any
+ * failure to talk HTTP with the server.
  */
 static int http_get(const char *host, int port, const char *path, int timeout_ms, int *status,
                     char **body, char *err, size_t errlen)
 {
-    int64_t deadline = (int64_t)clock_ms() + timeout_ms;
-    char req[512], *buf = NULL, *hdr_end, *p;
-    size_t len = 0, cap = 0, sent = 0, reqlen, blen;
-    int fd, rc = -1, chunked;
+    char url[512], curl_err[CURL_ERROR_SIZE] = "";
+    struct body b = {NULL, 0, 0};
+    struct curl_slist *hdrs = NULL;
+    long code = 0;
+    CURLcode rc;
+    CURL *h;
 
     *body = NULL;
-    fd = http_connect(host, port, deadline, err, errlen);
-    if (fd < 0)
+    snprintf(url, sizeof(url), "http://%s%s%s:%d%s", strchr(host, ':') ? "[" : "", host,
+             strchr(host, ':') ? "]" : "", port, path);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(h = curl_easy_init()))
+        ctl_oom();
+    hdrs = curl_slist_append(NULL, "Accept: application/json");
+    if (!hdrs)
+        ctl_oom();
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(h, CURLOPT_PROXY, ""); /* the daemon's own address: never via a proxy */
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "idpoolctl");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
+    rc = curl_easy_perform(h);
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    if (rc != CURLE_OK)
+        http_error(h, rc, &b, curl_err, err, errlen);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
+    curl_global_cleanup();
+    if (rc != CURLE_OK) {
+        free(b.buf);
         return -1;
-    reqlen = (size_t)snprintf(req, sizeof(req),
-                              "GET %s HTTP/1.0\r\nHost: %s%s%s:%d\r\nAccept: application/json\r\n"
-                              "User-Agent: idpoolctl\r\nConnection: close\r\n\r\n",
-                              path, strchr(host, ':') ? "[" : "", host,
-                              strchr(host, ':') ? "]" : "", port);
-    while (sent < reqlen) {
-        ssize_t n = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
-        if (n > 0) {
-            sent += (size_t)n;
-        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLOUT, deadline) < 0)
-                goto io_error;
-        } else {
-            goto io_error;
-        }
     }
-    for (;;) {
-        ssize_t n;
-
-        if (cap - len < 4096) {
-            char *nb;
-            if (cap > HTTP_MAX_BODY) {
-                snprintf(err, errlen, "reply larger than %u bytes", HTTP_MAX_BODY);
-                goto out;
-            }
-            cap = cap ? cap * 2 : 16384;
-            nb = realloc(buf, cap + 1);
-            if (!nb)
-                ctl_oom();
-            buf = nb;
-        }
-        n = recv(fd, buf + len, cap - len, 0);
-        if (n > 0) {
-            len += (size_t)n;
-        } else if (n == 0) {
-            break;
-        } else if (errno == EAGAIN || errno == EINTR) {
-            if (wait_fd(fd, POLLIN, deadline) < 0)
-                goto io_error;
-        } else {
-            goto io_error;
-        }
-    }
-    if (!buf) {
-        snprintf(err, errlen, "empty reply");
-        goto out;
-    }
-    buf[len] = '\0';
-    if (strncmp(buf, "HTTP/1.", 7) != 0 || len < 12 || sscanf(buf + 9, "%3d", status) != 1) {
-        snprintf(err, errlen, "not an HTTP reply");
-        goto out;
-    }
-    hdr_end = strstr(buf, "\r\n\r\n");
-    if (!hdr_end) {
-        snprintf(err, errlen, "truncated HTTP reply");
-        goto out;
-    }
-    *hdr_end = '\0';
-    chunked = header_is_chunked(buf);
-    p = hdr_end + 4;
-    blen = len - (size_t)(p - buf);
-    memmove(buf, p, blen + 1);
-    if (chunked && dechunk(buf, &blen) != 0) {
-        snprintf(err, errlen, "malformed chunked reply");
-        goto out;
-    }
-    rc = 0;
-    *body = buf;
-    buf = NULL;
-    goto out;
-
-io_error:
-    snprintf(err, errlen, "%s", errno == ETIMEDOUT ? "timed out" : strerror(errno));
-out:
-    free(buf);
-    close(fd);
-    return rc;
+    *status = (int)code;
+    *body = b.buf ? b.buf : strdup("");
+    if (!*body)
+        ctl_oom();
+    return 0;
 }
 
 /* ------------------------------------------------------------------ status */
@@ -463,7 +352,6 @@ int ctl_status(struct ctl *c, int argc, char **argv)
     int npos, rc, status = 0;
     cJSON *doc;
 
-    c->cmd = "status";
     rc = ctl_opts_parse(c, argc, argv, NULL, NULL, NULL, pos, 0, &npos);
     if (rc != 0)
         return rc;
@@ -515,17 +403,13 @@ int ctl_status(struct ctl *c, int argc, char **argv)
 
 /* -------------------------------------------------------------------- help */
 
-void ctl_status_help(FILE *out, const char *prog)
-{
-    fprintf(out,
-            "Usage: %s [global options] status [--json]\n"
-            "\n"
-            "What the service is doing, one line per application: KEY, STATE (served, deleted,\n"
-            "INVALID), TYPE, POOL (IDs in the pool), FILL (%% of max_pool_size), RATE/S\n"
-            "(consumption, IDs per second, smoothed) and the ALERTS firing.\n"
-            "\n"
-            "It asks idpoold (GET /v1/apps on --http / IDPOOL_HTTP_ADDR, 2 s timeout). When no\n"
-            "daemon answers it reads Redis and MySQL directly (the rate is then unknown, '?')\n"
-            "and the footer line says so. Exit 1 only when neither source can be read.\n",
-            prog);
-}
+const char ctl_status_help[] =
+    "Usage: %s [global options] status [--json]\n"
+    "\n"
+    "What the service is doing, one line per application: KEY, STATE (served, deleted,\n"
+    "INVALID), TYPE, POOL (IDs in the pool), FILL (%% of max_pool_size), RATE/S\n"
+    "(consumption, IDs per second, smoothed) and the ALERTS firing.\n"
+    "\n"
+    "It asks idpoold (GET /v1/apps on --http / IDPOOL_HTTP_ADDR, 2 s timeout). When no\n"
+    "daemon answers it reads Redis and MySQL directly (the rate is then unknown, '?')\n"
+    "and the footer line says so. Exit 1 only when neither source can be read.\n";

@@ -13,6 +13,7 @@
 /* `idpoolctl status [--json]` (argv after "status"). Returns the exit code. */
 int ctl_status(struct ctl *c, int argc, char **argv);
 
-void ctl_status_help(FILE *out, const char *prog);
+/* Its --help: a format taking the program name. */
+extern const char ctl_status_help[];
 
 #endif

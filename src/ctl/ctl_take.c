@@ -179,7 +179,6 @@ int ctl_take(struct ctl *c, int argc, char **argv)
     int64_t n = 1;
     int npos, rc;
 
-    c->cmd = "take";
     rc = ctl_opts_parse(c, argc, argv, take_opts, on_take_opt, &t, pos, 2, &npos);
     if (rc != 0)
         return rc;
@@ -264,32 +263,28 @@ int ctl_take(struct ctl *c, int argc, char **argv)
     return 0;
 }
 
-void ctl_take_help(FILE *out, const char *prog)
-{
-    fprintf(out,
-            "Usage: %s [global options] take KEY [N] [--env URL]... [--timeout-ms MS]\n"
-            "                                  [--ca-file PEM] [--token-file FILE] [--json]\n"
-            "\n"
-            "Take N IDs (default 1, at most 10000000) of application KEY the way an application\n"
-            "does: through libidpool, from the environments given with --env in preference\n"
-            "order (Redis URLs redis://..., or ID issuers http[s]://host:port), by default\n"
-            "from the configured Redis (--redis, IDPOOL_REDIS_URL). Prints one ID per line.\n"
-            "\n"
-            "An issuer's token: from --token-file FILE (the token alone; a trailing newline is\n"
-            "fine), else from the environment variable IDPOOL_TOKEN; used for every issuer URL\n"
-            "that carries none.\n"
-            "http[s]://TOKEN@host:port works too, but a token on the command line shows in\n"
-            "ps and /proc to every user of the machine.\n"
-            "\n"
-            "The application's limits are enforced where the IDs come from: takes of at most\n"
-            "max_size_per_times (the library comes down to it on IDPOOL_LIMIT), and\n"
-            "max_size_per_second (IDPOOL_RATE is waited out). A dry pool, a pool not yet\n"
-            "re-validated after a Redis restart, or an environment down is waited out too, up\n"
-            "to --timeout-ms (default 2000), moving to the next --env when one cannot supply.\n"
-            "Then it exits 1 with the IDs it got printed and the reason (the last refusal,\n"
-            "naming the environment). --ca-file: the CAs that verify an https issuer.\n"
-            "\n"
-            "The IDs taken are gone from the pool (this is for checks and scripts, not a way to\n"
-            "peek), and up to one take more may be left unused when the command exits: gaps.\n",
-            prog);
-}
+const char ctl_take_help[] =
+    "Usage: %s [global options] take KEY [N] [--env URL]... [--timeout-ms MS]\n"
+    "                                  [--ca-file PEM] [--token-file FILE] [--json]\n"
+    "\n"
+    "Take N IDs (default 1, at most 10000000) of application KEY the way an application\n"
+    "does: through libidpool, from the environments given with --env in preference\n"
+    "order (Redis URLs redis://..., or ID issuers http[s]://host:port), by default\n"
+    "from the configured Redis (--redis, IDPOOL_REDIS_URL). Prints one ID per line.\n"
+    "\n"
+    "An issuer's token: from --token-file FILE (the token alone; a trailing newline is\n"
+    "fine), else from the environment variable IDPOOL_TOKEN; used for every issuer URL\n"
+    "that carries none.\n"
+    "http[s]://TOKEN@host:port works too, but a token on the command line shows in\n"
+    "ps and /proc to every user of the machine.\n"
+    "\n"
+    "The application's limits are enforced where the IDs come from: takes of at most\n"
+    "max_size_per_times (the library comes down to it on IDPOOL_LIMIT), and\n"
+    "max_size_per_second (IDPOOL_RATE is waited out). A dry pool, a pool not yet\n"
+    "re-validated after a Redis restart, or an environment down is waited out too, up\n"
+    "to --timeout-ms (default 2000), moving to the next --env when one cannot supply.\n"
+    "Then it exits 1 with the IDs it got printed and the reason (the last refusal,\n"
+    "naming the environment). --ca-file: the CAs that verify an https issuer.\n"
+    "\n"
+    "The IDs taken are gone from the pool (this is for checks and scripts, not a way to\n"
+    "peek), and up to one take more may be left unused when the command exits: gaps.\n";

@@ -13,6 +13,7 @@
 /* `idpoolctl take KEY [N] [--env URL]... [--timeout-ms MS] [--json]` (argv after "take"). */
 int ctl_take(struct ctl *c, int argc, char **argv);
 
-void ctl_take_help(FILE *out, const char *prog);
+/* Its --help: a format taking the program name. */
+extern const char ctl_take_help[];
 
 #endif

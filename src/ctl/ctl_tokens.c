@@ -761,20 +761,13 @@ int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
 
 /* ----------------------------------------------------------------- help */
 
-static const char help_tokens[] =
+const char ctl_tokens_help[] =
     "Usage: %s [global options] tokens COMMAND [ARGS]\n"
     "\n"
     "Manage the bearer tokens of idpoold's ID API (GET /v1/ids/KEY with 'Authorization:\n"
     "Bearer <token>'): the rows of the MySQL table `api_token`. A token is shown once, when\n"
     "it is added; only its SHA-256 is stored. idpoold picks up changes within its reload\n"
-    "interval (reload-ms) or at once on SIGHUP.\n"
-    "\n"
-    "Commands:\n"
-    "  add NAME --apps KEY[,KEY...]|*  a new token for these applications (or all: *)\n"
-    "  list                            every token: name, applications, created, status\n"
-    "  revoke NAME                     stop accepting a token (the row stays, for audit)\n"
-    "\n"
-    "Every command takes --json (one JSON document on stdout) and -h, --help.\n";
+    "interval (reload-ms) or at once on SIGHUP.\n";
 
 static const char help_add[] =
     "Usage: %s [global options] tokens add NAME --apps KEY[,KEY...]|* [--json]\n"
@@ -811,45 +804,14 @@ static const char help_revoke[] =
     "an unknown NAME is an error (exit 1). --json: {\"result\", \"name\", \"revoked_at\",\n"
     "\"redis\"}.\n";
 
-int ctl_tokens_help(FILE *out, const char *prog, const char *sub)
-{
-    static const struct ctl_help helps[] = {
-        {"add", help_add}, {"list", help_list}, {"revoke", help_revoke}};
-
-    return ctl_help_print(out, prog, help_tokens, helps, sizeof(helps) / sizeof(helps[0]), sub);
-}
-
-int ctl_tokens(struct ctl *c, int argc, char **argv)
-{
-    static const struct {
-        const char *name, *cmd;
-        int (*fn)(struct ctl *, int, char **);
-    } subs[] = {{"add", "tokens add", cmd_add},
-                {"list", "tokens list", cmd_list},
-                {"revoke", "tokens revoke", cmd_revoke}};
-    const char *sub;
-
-    c->cmd = "tokens";
-    if (argc < 1)
-        return ctl_usage(c, "missing command: add, list or revoke");
-    sub = argv[0];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-        if (ctl_tokens_help(stdout, c->prog,
-                            argc > 1 && strcmp(sub, "help") == 0 ? argv[1] : NULL) != 0)
-            return ctl_usage(c, "no help for 'tokens %.64s': no such command", argv[1]);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (strcmp(sub, subs[i].name) == 0) {
-            int rc;
-
-            c->cmd = subs[i].cmd;
-            rc = subs[i].fn(c, argc - 1, argv + 1);
-            if (rc == CTL_HELP) {
-                ctl_tokens_help(stdout, c->prog, sub);
-                return 0;
-            }
-            return rc;
-        }
-    return ctl_usage(c, "unknown command 'tokens %.64s' (add, list, revoke)", sub);
-}
+const struct ctl_cmd ctl_tokens_cmds[] = {
+    {"add", "NAME --apps KEY[,KEY...]|*",
+     "a bearer token of the ID API for these applications\n"
+     "(or all: *), printed once",
+     cmd_add, help_add, NULL, NULL},
+    {"list", "", "every token: name, applications, created, status", cmd_list, help_list, NULL,
+     NULL},
+    {"revoke", "NAME", "stop accepting a token (the row stays, for audit)", cmd_revoke, help_revoke,
+     NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+};

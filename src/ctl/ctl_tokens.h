@@ -10,13 +10,12 @@
 
 #include <stdio.h>
 
+#include "ctl_cmd.h"
 #include "ctl_common.h"
 
-/* `idpoolctl tokens SUBCOMMAND ...` (argv after "tokens"). Returns the exit code. */
-int ctl_tokens(struct ctl *c, int argc, char **argv);
-
-/* --help of `tokens` (sub NULL) or of one subcommand; 0, or -1 for an unknown one. */
-int ctl_tokens_help(FILE *out, const char *prog, const char *sub);
+/* `idpoolctl tokens COMMAND ...`: its commands (ctl_cmd.h) and the preamble of its --help. */
+extern const struct ctl_cmd ctl_tokens_cmds[];
+extern const char ctl_tokens_help[];
 
 /*
  * `apps grant KEY` / `apps revoke KEY` (argv after the subcommand; c->cmd is

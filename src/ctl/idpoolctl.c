@@ -16,6 +16,7 @@
 
 #include "build_config.h"
 #include "ctl_apps.h"
+#include "ctl_cmd.h"
 #include "ctl_common.h"
 #include "ctl_status.h"
 #include "ctl_take.h"
@@ -23,25 +24,32 @@
 
 static const char *const progname = "idpoolctl";
 
-/* The global options of config_usage(), without its daemon-specific preamble. */
-static void global_options_usage(FILE *out)
-{
-    char *text = NULL, *opts;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
+static int cmd_help(struct ctl *c, int argc, char **argv);
 
-    if (!mem)
-        ctl_oom();
-    config_usage(mem, progname);
-    if (fclose(mem) != 0)
-        ctl_oom();
-    /* The option groups start at the first blank line followed by a heading. */
-    opts = strstr(text, "\n\nRedis:");
-    if (!opts)
-        opts = strstr(text, "\n\n");
-    fputs(opts ? opts + 1 : text, out);
-    free(text);
-}
+/* idpoolctl's commands (ctl_cmd.h); apps and tokens are groups of commands. */
+static const struct ctl_cmd commands[] = {
+    {"apps", "COMMAND [ARGS]", NULL, NULL, ctl_apps_help, ctl_apps_cmds, NULL},
+    {"tokens", "COMMAND [ARGS]", NULL, NULL, ctl_tokens_help, ctl_tokens_cmds, NULL},
+    {"status", "",
+     "pools, fill, rate and alerts (from idpoold, or Redis\n"
+     "and MySQL directly when no daemon answers)",
+     ctl_status, ctl_status_help, NULL, NULL},
+    {"take", "KEY [N]", "take N IDs as clients do (libidpool, limits kept)", ctl_take,
+     ctl_take_help, NULL, NULL},
+    {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help,
+     "Usage: %s [global options] help [COMMAND [SUBCOMMAND]]\n"
+     "\n"
+     "idpoolctl's help, or a command's: 'help status', 'help apps', 'help apps add'.\n",
+     NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* The settings idpoolctl uses: the rest of idpoold's are accepted (one config file) and unused. */
+static const char *const settings_used[] = {
+    "redis",     "redis-password", "redis-timeout-ms", "key-prefix",
+    "mysql",     "mysql-password", "mysql-timeout-ms", "tick-ms",
+    "reload-ms", "http",           "config",           NULL,
+};
 
 static void usage(FILE *out)
 {
@@ -52,67 +60,37 @@ static void usage(FILE *out)
             "`application`) that idpoold keeps Redis ID pools for and the credentials of\n"
             "their clients, see what the service is doing, and take IDs the way a client does.\n"
             "\n"
-            "Commands:\n"
-            "  apps list                  every application and whether it is served\n"
-            "  apps show KEY              one application: columns, values in force, Redis\n"
-            "  apps add KEY [options]     add an application (validated first)\n"
-            "  apps set KEY field=value.. change columns (validated first)\n"
-            "  apps disable KEY           soft-delete (deleted_at = now)\n"
-            "  apps enable KEY            undo disable\n"
-            "  apps grant KEY             a Redis user that may only LPOP/LLEN KEY's pool\n"
-            "                             (prints its password once; again: new password)\n"
-            "  apps revoke KEY            delete that Redis user\n"
-            "  tokens add NAME --apps KEY[,KEY...]|*\n"
-            "                             a bearer token of the ID API (printed once)\n"
-            "  tokens list                every token and whether it is active\n"
-            "  tokens revoke NAME         stop accepting a token\n"
-            "  status                     pools, fill, rate and alerts (from idpoold, or Redis\n"
-            "                             and MySQL directly when no daemon answers)\n"
-            "  take KEY [N]               take N IDs as clients do (libidpool, limits kept)\n"
-            "  help [COMMAND]             this help, or a command's ('apps add', 'tokens')\n"
+            "Commands:\n",
+            progname);
+    ctl_cmd_list(out, commands);
+    fprintf(out,
             "\n"
             "Every command takes --json and -h/--help. Exit status: 0 ok, 1 error (unknown\n"
             "application, validation failure, server unreachable or refusing), 2 usage\n"
             "(unknown command or option, missing or malformed argument).\n"
             "\n"
-            "Global options (before the command): the settings idpoold reads, with the same\n"
-            "environment variables and config file (later sources win: defaults < config\n"
-            "file < environment < flags; flags take '--name value' or '--name=value');\n"
-            "idpoolctl uses redis, mysql, http, key-prefix, the timeouts and tick-ms (the\n"
-            "interval of a row whose interval is 0). Passwords never appear in messages.\n"
+            "Global options (before the command): the settings of idpoold that idpoolctl\n"
+            "uses, with the same environment variables and config file (later sources win:\n"
+            "defaults < config file < environment < flags; flags take '--name value' or\n"
+            "'--name=value'); a config file may hold idpoold's other settings too. tick-ms is\n"
+            "the interval of a row whose interval is 0; reload-ms, when idpoold applies a\n"
+            "change. Passwords never appear in messages.\n"
             "\n"
             "Output:\n"
             "  %-28s %s\n",
-            progname, "--json", "machine-readable output: one JSON document on stdout");
-    global_options_usage(out);
+            "--json", "machine-readable output: one JSON document on stdout");
+    config_usage_settings(out, settings_used);
 }
 
-/* `help [COMMAND...]` and `COMMAND --help` for the top-level commands. */
-static int help(struct ctl *c, int argc, char **argv)
+/* `help [COMMAND...]`: idpoolctl's help, or a command's. */
+static int cmd_help(struct ctl *c, int argc, char **argv)
 {
+    c->cmd = NULL; /* a usage error here is about idpoolctl's commands: "Try 'idpoolctl --help'" */
     if (argc == 0) {
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[0], "apps") == 0) {
-        if (ctl_apps_help(stdout, progname, argc > 1 ? argv[1] : NULL) == 0)
-            return 0;
-        return ctl_usage(c, "no help for 'apps %.64s': no such command", argv[1]);
-    }
-    if (strcmp(argv[0], "tokens") == 0) {
-        if (ctl_tokens_help(stdout, progname, argc > 1 ? argv[1] : NULL) == 0)
-            return 0;
-        return ctl_usage(c, "no help for 'tokens %.64s': no such command", argv[1]);
-    }
-    if (strcmp(argv[0], "status") == 0) {
-        ctl_status_help(stdout, progname);
-        return 0;
-    }
-    if (strcmp(argv[0], "take") == 0) {
-        ctl_take_help(stdout, progname);
-        return 0;
-    }
-    return ctl_usage(c, "no help for '%.64s': no such command", argv[0]);
+    return ctl_cmd_help(c, commands, argc, argv);
 }
 
 /*
@@ -155,7 +133,8 @@ static int split_globals(struct ctl *c, int argc, char **argv, int *want_help, i
 static int run(struct ctl *c, int argc, char **argv)
 {
     int want_help = 0, want_version = 0, i, rc;
-    const char *cmd;
+    const struct ctl_cmd *k;
+    char names[128];
 
     i = split_globals(c, argc, argv, &want_help, &want_version);
     if (want_help) {
@@ -172,40 +151,19 @@ static int run(struct ctl *c, int argc, char **argv)
         }
         return 0;
     }
-    if (i >= argc) {
-        /* A bad global option is the more useful thing to report. */
-        if (c->gargc > 1 && (rc = ctl_setup(c)) != 0)
-            return rc;
-        return ctl_usage(c, "missing command (apps, tokens, status, take, help)");
-    }
-    cmd = argv[i];
-    argc -= i + 1;
-    argv += i + 1;
-    if (strcmp(cmd, "apps") == 0)
-        return ctl_apps(c, argc, argv);
-    if (strcmp(cmd, "tokens") == 0)
-        return ctl_tokens(c, argc, argv);
-    if (strcmp(cmd, "status") == 0) {
-        rc = ctl_status(c, argc, argv);
-        if (rc == CTL_HELP)
-            ctl_status_help(stdout, progname);
-        return rc == CTL_HELP ? 0 : rc;
-    }
-    if (strcmp(cmd, "take") == 0) {
-        rc = ctl_take(c, argc, argv);
-        if (rc == CTL_HELP)
-            ctl_take_help(stdout, progname);
-        return rc == CTL_HELP ? 0 : rc;
-    }
-    if (strcmp(cmd, "help") == 0)
-        return help(c, argc, argv);
+    if (i < argc && (k = ctl_cmd_find(commands, argv[i])) != NULL)
+        return ctl_cmd_run(c, k, argc - i - 1, argv + i + 1);
     /*
-     * An unknown option before the command may have swallowed the command as
-     * its value (--bogus apps list): report the option, not "unknown command".
+     * A bad global option is the more useful thing to report; and an unknown
+     * one may have swallowed the command as its value (--bogus apps list).
      */
     if (c->gargc > 1 && (rc = ctl_setup(c)) != 0)
         return rc;
-    return ctl_usage(c, "unknown command '%.64s' (apps, tokens, status, take, help)", cmd);
+    if (i >= argc)
+        return ctl_usage(c, "missing command (%s)",
+                         ctl_cmd_names(commands, ", ", names, sizeof(names)));
+    return ctl_usage(c, "unknown command '%.64s' (%s)", argv[i],
+                     ctl_cmd_names(commands, ", ", names, sizeof(names)));
 }
 
 int main(int argc, char **argv)

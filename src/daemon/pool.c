@@ -232,25 +232,6 @@ struct pool *pools_find(struct pools *reg, const char *key)
 
 /* --- applying rows ------------------------------------------------------- */
 
-static int same_settings(const struct app_cfg *x, const struct app_cfg *y)
-{
-    return x->id == y->id && x->type == y->type && x->start_offset == y->start_offset &&
-           x->step == y->step && x->per_take == y->per_take && x->per_second == y->per_second &&
-           x->min_percent == y->min_percent && x->interval_ms == y->interval_ms &&
-           x->max_pool == y->max_pool && x->delta == y->delta && x->remainder == y->remainder &&
-           x->increment_max == y->increment_max && strcmp(x->name, y->name) == 0;
-}
-
-static void describe(const struct app_cfg *c, char *buf, size_t len)
-{
-    snprintf(buf, len,
-             "%s step=%" PRIu64 " max_pool_size=%" PRIu64 " low_water=%" PRIu64 " delta=%" PRIu64
-             " remainder=%" PRIu64 " increment_max=%" PRIu64 " start_offset=%" PRIu64
-             " interval=%" PRIu64 "ms",
-             c->type == APP_TREND ? "trend" : "monotonic", c->step, c->max_pool, c->low_water,
-             c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms);
-}
-
 static void bad_key_report(struct pools *reg, const struct app_row *row, const char *err)
 {
     struct bad_key *b = NULL, *v;
@@ -371,7 +352,7 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
                  cfg->key, cfg->space_field, cfg->space_base);
     p->space_warned = cfg->space_warning;
     health_row_valid(reg->env.health, p, cfg);
-    describe(cfg, desc, sizeof(desc));
+    app_describe(cfg, desc, sizeof(desc));
     if (!p->live) {
         log_info("app=%s serving: %s", cfg->key, desc);
         p->live = 1;
@@ -381,7 +362,7 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
         p->sched.due_ms = 0;
         return;
     }
-    if (!same_settings(&p->cfg, cfg)) {
+    if (!app_same_settings(&p->cfg, cfg)) {
         log_info("app=%s row changed: %s", cfg->key, desc);
         p->sched.due_ms = p->sched.status_due_ms =
             0; /* look at the pool with the new settings now */

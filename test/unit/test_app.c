@@ -3,6 +3,7 @@
 #include "unit.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #define TICK 100
 
@@ -950,6 +951,137 @@ static void test_row_from_text_name_cut(void)
     CHECK_EQ_U64(strlen(r.entity_name), 255);
 }
 
+/* The column list: the SELECT idpoold sends and what it generates. */
+static void test_columns(void)
+{
+    /* Byte for byte the list idpoold and idpoolctl have always selected. */
+    CHECK(strcmp(APP_ROW_COLUMNS,
+                 "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
+                 "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
+                 "`interval`, max_pool_size, delta, remainder, increment_max, version") == 0);
+    CHECK(strcmp(APP_TIME_COLUMNS, ", create_time, update_time") == 0);
+    CHECK_EQ_U64(APP_ROW_NCOLUMNS, 17);
+    /* app_row_from_text() reads column i of the SELECT into app_columns[i]. */
+    for (int i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *c = &app_columns[i];
+
+        CHECK(c->name && c->sql && strstr(c->sql, c->name));
+        CHECK((c->type == APP_T_TIME) == (i >= APP_ROW_NCOLUMNS)); /* TIME columns last */
+        CHECK(c->type != APP_T_ID || i == 0);
+        CHECK((c->set == APP_KEEP) == (c->why != NULL));
+        CHECK(c->set != APP_KEEP || c->opt == NULL);
+        CHECK((c->opt != NULL) == (c->help != NULL)); /* every option of apps add has its help */
+    }
+    CHECK(app_columns[APP_COL_interval].row_off == offsetof(struct app_row, interval));
+    CHECK(app_columns[APP_COL_max_size_per_times].cfg_off == offsetof(struct app_cfg, per_take));
+    CHECK(strcmp(app_columns[APP_COL_max_pool_size].opt, "max-pool") == 0);
+}
+
+/*
+ * The defaults of the list are sql/schema.sql's: `apps add` starts a row
+ * from them, so a row it adds is the row an INSERT of the key alone makes.
+ */
+static void test_columns_schema(void)
+{
+    const char *root = getenv("IDPOOL_SOURCE_ROOT");
+    char path[4096], text[16384], *table, *end;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/sql/schema.sql", root ? root : "..");
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (!f) {
+        fprintf(stderr, "cannot read %s (set IDPOOL_SOURCE_ROOT)\n", path);
+        return;
+    }
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    table = strstr(text, "CREATE TABLE IF NOT EXISTS `application` (");
+    CHECK(table != NULL);
+    if (!table)
+        return;
+    end = strstr(table, ") ENGINE");
+    CHECK(end != NULL);
+    if (!end)
+        return;
+    *end = '\0';
+    for (int i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *c = &app_columns[i];
+        char col[80], def[48], *line, *eol;
+
+        snprintf(col, sizeof(col), "\n  `%s` ", c->name);
+        line = strstr(table, col);
+        CHECK(line != NULL);
+        if (!line) {
+            fprintf(stderr, "column %s is not in sql/schema.sql\n", c->name);
+            continue;
+        }
+        eol = strchr(line + 1, '\n');
+        if (eol)
+            *eol = '\0';
+        if (c->type == APP_T_INT || c->type == APP_T_OFFSET || c->type == APP_T_TYPE) {
+            snprintf(def, sizeof(def), " DEFAULT %" PRId64 " ", c->def);
+            CHECK_STR_CONTAINS(line, def);
+        }
+        if (eol)
+            *eol = '\n';
+    }
+}
+
+/* A change to any setting an operator sets is a changed row; idpoold's own offsets are not. */
+static void test_same_settings(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg a, b;
+
+    CHECK(validate(&r, &a) == 0);
+    b = a;
+    CHECK(app_same_settings(&a, &b));
+    b.current_offset += 1000;
+    b.version++;
+    b.low_water++; /* derived: follows the columns */
+    CHECK(app_same_settings(&a, &b));
+#define FLIP(m, v)                                                                                 \
+    do {                                                                                           \
+        b = a;                                                                                     \
+        b.m = v;                                                                                   \
+        CHECK(!app_same_settings(&a, &b));                                                         \
+    } while (0)
+    FLIP(id, 4);
+    FLIP(type, APP_TREND);
+    FLIP(start_offset, 5);
+    FLIP(step, 7);
+    FLIP(per_take, 7);
+    FLIP(per_second, 7);
+    FLIP(min_percent, 7);
+    FLIP(interval_ms, 7);
+    FLIP(max_pool, 7);
+    FLIP(delta, 7);
+    FLIP(remainder, 7);
+    FLIP(increment_max, 7);
+#undef FLIP
+    b = a;
+    strcpy(b.name, "other");
+    CHECK(!app_same_settings(&a, &b));
+}
+
+static void test_describe(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+    char buf[256];
+
+    r.increasing_type = APP_TREND;
+    r.step = 500;
+    r.max_size_per_second = 2000;
+    CHECK(validate(&r, &c) == 0);
+    app_describe(&c, buf, sizeof(buf));
+    CHECK(strcmp(buf, "trend step=500 max_pool_size=120000 low_water=96000 delta=1 remainder=0 "
+                      "increment_max=1 start_offset=1 interval=100ms") == 0);
+}
+
 int main(void)
 {
     RUN(test_key_valid);
@@ -978,5 +1110,9 @@ int main(void)
     RUN(test_row_from_text);
     RUN(test_row_from_text_nul);
     RUN(test_row_from_text_name_cut);
+    RUN(test_columns);
+    RUN(test_columns_schema);
+    RUN(test_same_settings);
+    RUN(test_describe);
     return unit_done();
 }

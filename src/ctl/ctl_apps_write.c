@@ -1,0 +1,590 @@
+/*
+ * ctl_apps_write — the commands of `idpoolctl apps` that write rows:
+ *   add      validates the would-be row, then INSERTs it, above the key's
+ *            lease history when a row with the key was deleted before;
+ *   set      in one transaction: reads the row FOR UPDATE, applies the
+ *            edits, validates the result, UPDATEs only the changed columns;
+ *   disable  deleted_at = UNIX_TIMESTAMP(); enable: deleted_at = 0 (only a
+ *            valid row: an invalid one would not be served anyway).
+ * What may be set, and by which option of `apps add`, is the column list's
+ * (app.h's APP_COLUMNS). Strings reach SQL only through
+ * mysql_real_escape_string(); numbers are formatted from parsed integers.
+ */
+#include "ctl_apps_write.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysqld_error.h>
+
+#include "app.h"
+#include "ctl_rows.h"
+
+#define MAX_ASSIGN 64
+
+static const char force_why[] =
+    "current_offset is the durable high-water mark that idpoold itself advances with every "
+    "lease; setting it is never needed (to make IDs start higher, set start_offset; lowering it "
+    "cannot make idpoold reuse IDs, it keeps the highest lease from application_lease and raises "
+    "an offset_regression alert). If you really must, add --force";
+
+/* The columns an operator may set (APP_SET), for messages: "entity_name, ..., increment_max". */
+static const char *settable(void)
+{
+    static char buf[512];
+
+    if (!buf[0])
+        for (size_t i = 0; i < APP_NCOLUMNS; i++)
+            if (app_columns[i].set == APP_SET)
+                snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", buf[0] ? ", " : "",
+                         app_columns[i].name);
+    return buf;
+}
+
+/* Arguments common to the subcommands. */
+struct apps_args {
+    struct app_row row; /* add: the new row */
+    int force;          /* set: --force */
+    const char *name;   /* add: --name */
+    char optname[64];   /* the option being parsed, for messages */
+};
+
+static int opt_int(struct ctl *c, const char *name, const char *value, int64_t *out)
+{
+    if (ctl_parse_i64(value, out) != 0)
+        return ctl_usage(c, "%s: must be a decimal integer (64-bit), got '%.64s'", name, value);
+    return 0;
+}
+
+/* monotonic | trend | a number (an unknown number is for app_validate to reject). */
+static int opt_type(struct ctl *c, const char *name, const char *value, int64_t *out)
+{
+    if (strcmp(value, "monotonic") == 0)
+        *out = APP_MONOTONIC;
+    else if (strcmp(value, "trend") == 0)
+        *out = APP_TREND;
+    else if (ctl_parse_i64(value, out) != 0)
+        return ctl_usage(c, "%s: must be monotonic, trend, 1 or 2, got '%.64s'", name, value);
+    return 0;
+}
+
+/* entity_name: VARCHAR(255) of valid UTF-8. */
+static int check_name(struct ctl *c, const char *name, const char *value)
+{
+    const unsigned char *p = (const unsigned char *)value;
+    size_t chars = 0;
+
+    while (*p) {
+        int n = *p < 0x80             ? 1
+                : (*p & 0xE0) == 0xC0 ? 2
+                : (*p & 0xF0) == 0xE0 ? 3
+                : (*p & 0xF8) == 0xF0 ? 4
+                                      : 0;
+        if (n == 0 || (n == 2 && *p < 0xC2))
+            return ctl_usage(c, "%s: not valid UTF-8", name);
+        for (int i = 1; i < n; i++)
+            if ((p[i] & 0xC0) != 0x80)
+                return ctl_usage(c, "%s: not valid UTF-8", name);
+        p += n;
+        chars++;
+    }
+    if (chars > APP_NAME_MAX)
+        return ctl_usage(c, "%s: at most %d characters, got %zu", name, APP_NAME_MAX, chars);
+    return 0;
+}
+
+enum {
+    O_FORCE = 1,
+    O_COLUMN = 100, /* O_COLUMN + i: the option of `apps add` that sets app_columns[i] */
+};
+
+/* The options of `apps add`: one per column that has one (APP_COLUMNS' opt). */
+static const struct ctl_opt *add_opts(void)
+{
+    static struct ctl_opt opts[APP_NCOLUMNS + 1];
+    static size_t n;
+
+    if (n == 0)
+        for (size_t i = 0; i < APP_NCOLUMNS; i++)
+            if (app_columns[i].opt)
+                opts[n++] = (struct ctl_opt){app_columns[i].opt, 1, O_COLUMN + (int)i};
+    return opts;
+}
+
+static const struct ctl_opt set_opts[] = {
+    {"force", 0, O_FORCE},
+    {NULL, 0, 0},
+};
+
+static int on_add_opt(struct ctl *c, int id, const char *name, const char *value, void *arg)
+{
+    struct apps_args *a = arg;
+    const struct app_column *f;
+
+    snprintf(a->optname, sizeof(a->optname), "--%s", name);
+    if (id == O_FORCE) {
+        a->force = 1;
+        return 0;
+    }
+    f = &app_columns[id - O_COLUMN];
+    if (f->type == APP_T_NAME) {
+        a->name = value;
+        return check_name(c, a->optname, value);
+    }
+    if (f->type == APP_T_TYPE)
+        return opt_type(c, a->optname, value, app_row_num(&a->row, f));
+    return opt_int(c, a->optname, value, app_row_num(&a->row, f));
+}
+
+/* Remind the operator when the change takes effect. */
+static void reload_hint(struct ctl *c)
+{
+    if (!c->json)
+        printf("idpoold applies it within its reload interval (%d ms here) or at once on "
+               "SIGHUP.\n",
+               c->cfg.reload_ms);
+}
+
+/* {"result": ..., "key": ..., "id": ..., "app": {...}} with the row as read back. */
+static cJSON *result_json(const char *result, const struct ctl_row *r)
+{
+    cJSON *o = ctl_jcheck(cJSON_CreateObject());
+
+    ctl_jcheck(cJSON_AddStringToObject(o, "result", result));
+    ctl_jcheck(cJSON_AddStringToObject(o, "key", r->key));
+    ctl_json_i64(o, "id", r->row.id);
+    cJSON_AddItemToObject(o, "app", ctl_row_json(r));
+    return o;
+}
+
+/*
+ * The result of `select` followed by the quoted key, or NULL: the error is
+ * reported, unless it is `tolerated` (then *hit is set, nothing said).
+ */
+static MYSQL_RES *key_select(struct ctl *c, const char *select, const char *key, unsigned tolerated,
+                             int *hit)
+{
+    char *q = ctl_db_quote(c, key), *sql = ctl_strf("%s%s", select, q);
+    MYSQL_RES *res = NULL;
+    int rc = mysql_query(c->db, sql);
+
+    free(q);
+    free(sql);
+    if (rc != 0 && tolerated && mysql_errno(c->db) == tolerated)
+        *hit = 1;
+    else if (rc != 0 || !(res = mysql_store_result(c->db)))
+        ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: error %u: %s", c->cfg.mysql.host,
+                 c->cfg.mysql.port, c->cfg.mysql.db, mysql_errno(c->db), mysql_error(c->db));
+    return res;
+}
+
+/* Is there a row whose key equals `key` the way the unique index compares? */
+static int key_conflict(struct ctl *c, const char *key, int64_t *id, char *existing, size_t len)
+{
+    MYSQL_RES *res =
+        key_select(c, "SELECT id, entity_key FROM application WHERE entity_key = ", key, 0, NULL);
+    MYSQL_ROW row;
+    int rc;
+
+    if (!res)
+        return -1;
+    row = mysql_fetch_row(res);
+    rc = row != NULL;
+    if (row) {
+        *id = row[0] ? strtoll(row[0], NULL, 10) : 0;
+        snprintf(existing, len, "%s", row[1] ? row[1] : "");
+    }
+    mysql_free_result(res);
+    return rc;
+}
+
+/*
+ * The highest hi ever leased under `key`, by any row (rows deleted since
+ * included: application_lease keeps the key), into *hi: 0, or CTL_ERROR. A
+ * schema older than application_lease.entity_key cannot tell: *hi is 0
+ * and a warning says why.
+ */
+static int key_history(struct ctl *c, const char *key, int64_t *hi)
+{
+    int old_schema = 0;
+    MYSQL_RES *res =
+        key_select(c, "SELECT COALESCE(MAX(hi), 0) FROM application_lease WHERE entity_key = ", key,
+                   ER_BAD_FIELD_ERROR, &old_schema);
+    MYSQL_ROW row;
+
+    *hi = 0;
+    if (old_schema) {
+        fprintf(stderr,
+                "%s: %s: warning: application_lease has no column entity_key (the schema is "
+                "older than idpoolctl): the leases of a deleted row with this key cannot be "
+                "found; load sql/schema.sql again\n",
+                c->prog, c->cmd);
+        return 0;
+    }
+    if (!res)
+        return CTL_ERROR;
+    row = mysql_fetch_row(res);
+    if (row && row[0])
+        *hi = strtoll(row[0], NULL, 10);
+    mysql_free_result(res);
+    return 0;
+}
+
+/*
+ * The INSERT of `apps add`: the key, every column that has an option (its
+ * value given or its default), and current_offset at the key's lease
+ * history. Heap.
+ */
+static char *insert_sql(struct ctl *c, const struct apps_args *a, const char *key, int64_t history)
+{
+    char *cols = NULL, *vals = NULL, *q, *sql, buf[24];
+    size_t ncols = 0, nvals = 0;
+    FILE *fc = open_memstream(&cols, &ncols), *fv = open_memstream(&vals, &nvals);
+
+    if (!fc || !fv)
+        ctl_oom();
+    q = ctl_db_quote(c, key);
+    fprintf(fc, "%s", app_columns[APP_COL_entity_key].sql);
+    fprintf(fv, "%s", q);
+    free(q);
+    for (size_t i = 0; i < APP_NCOLUMNS; i++) {
+        const struct app_column *f = &app_columns[i];
+
+        if (!f->opt)
+            continue;
+        fprintf(fc, ", %s", f->sql);
+        if (f->type == APP_T_NAME) {
+            q = ctl_db_quote(c, a->name ? a->name : "");
+            fprintf(fv, ", %s", q);
+            free(q);
+        } else {
+            fprintf(fv, ", %s", ctl_i64(app_row_get(&a->row, f), buf));
+        }
+    }
+    fprintf(fc, ", %s", app_columns[APP_COL_current_offset].sql);
+    fprintf(fv, ", %s", ctl_i64(history, buf));
+    if (fclose(fc) != 0 || fclose(fv) != 0)
+        ctl_oom();
+    sql = ctl_strf("INSERT INTO application (%s) VALUES (%s)", cols, vals);
+    free(cols);
+    free(vals);
+    return sql;
+}
+
+int ctl_apps_add(struct ctl *c, int argc, char **argv)
+{
+    struct apps_args a;
+    struct ctl_row r;
+    struct app_cfg cfg;
+    char err[APP_ERR_MAX], *pos[1], *sql, existing[300], shown[300], buf[24];
+    int64_t id, history;
+    int npos, rc;
+
+    memset(&a, 0, sizeof(a));
+    /* The defaults of the table (sql/schema.sql). */
+    for (size_t i = 0; i < APP_ROW_NCOLUMNS; i++)
+        if (app_columns[i].type != APP_T_KEY && app_columns[i].type != APP_T_NAME)
+            *app_row_num(&a.row, &app_columns[i]) = app_columns[i].def;
+    rc = ctl_opts_parse(c, argc, argv, add_opts(), on_add_opt, &a, pos, 1, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos != 1)
+        return ctl_usage(c, "missing KEY");
+    /* One byte more than allowed, so that app_validate() reports an overlong key. */
+    snprintf(a.row.entity_key, sizeof(a.row.entity_key), "%s", pos[0]);
+    snprintf(a.row.entity_name, sizeof(a.row.entity_name), "%s", a.name ? a.name : "");
+    if ((rc = ctl_setup(c)) != 0)
+        return rc;
+    /* The daemon's rules, before anything is written. */
+    if (app_validate(&a.row, (uint64_t)c->cfg.tick_ms, &cfg, err, sizeof(err)) != 0)
+        return ctl_fail(c, CTL_ERROR, "%s", err);
+    if ((rc = ctl_db_open(c)) != 0)
+        return rc;
+    rc = key_conflict(c, pos[0], &id, existing, sizeof(existing));
+    if (rc < 0)
+        return CTL_ERROR;
+    if (rc > 0) {
+        if (strcmp(existing, pos[0]) == 0)
+            return ctl_fail(c, CTL_ERROR, "application '%s' already exists (id %" PRId64 ")",
+                            pos[0], id);
+        return ctl_fail(c, CTL_ERROR,
+                        "application '%s': entity_key clashes with the existing application '%s' "
+                        "(id %" PRId64 "): keys are unique regardless of case",
+                        pos[0], ctl_printable(existing, shown, sizeof(shown)), id);
+    }
+    /*
+     * The key's lease history outlives its rows: a row added again under a
+     * key that had one starts above it (its current_offset says so; idpoold
+     * would keep above it anyway).
+     */
+    if ((rc = key_history(c, pos[0], &history)) != 0)
+        return rc;
+    sql = insert_sql(c, &a, pos[0], history);
+    if (mysql_query(c->db, sql) != 0) {
+        unsigned e = mysql_errno(c->db);
+        free(sql);
+        if (e == ER_DUP_ENTRY)
+            return ctl_fail(c, CTL_ERROR, "application '%s' already exists", pos[0]);
+        return ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: adding '%s': error %u: %s",
+                        c->cfg.mysql.host, c->cfg.mysql.port, c->cfg.mysql.db, pos[0], e,
+                        mysql_error(c->db));
+    }
+    free(sql);
+    if ((rc = ctl_row_load(c, pos[0], 0, &r)) != 0)
+        return rc;
+    if (c->json) {
+        cJSON *doc = result_json("added", &r);
+        /* The key's lease history (rows deleted earlier): a string, as offsets are; null if none.
+         */
+        if (history > 0)
+            ctl_jcheck(cJSON_AddStringToObject(doc, "history_hi", ctl_i64(history, buf)));
+        else
+            ctl_jcheck(cJSON_AddNullToObject(doc, "history_hi"));
+        ctl_json_print(c, doc);
+        return 0;
+    }
+    printf("added application '%s' (id %" PRId64 "): %s, step %" PRIu64 ", max_pool_size %" PRIu64
+           ", low water %" PRIu64 "\n",
+           r.key, r.row.id, ctl_type_name(r.cfg.type), r.cfg.step, r.cfg.max_pool, r.cfg.low_water);
+    if (history > a.row.start_offset)
+        printf("'%s' starts above the key's lease history, at %" PRId64
+               ": rows deleted earlier leased its IDs below that (current_offset %" PRId64 ")\n",
+               r.key, history, history);
+    else if (history > 0)
+        printf("'%s' had leases below %" PRId64
+               " (rows deleted earlier), all under its start_offset %" PRId64 "\n",
+               r.key, history, a.row.start_offset);
+    reload_hint(c);
+    return 0;
+}
+
+/* One `field=value` of `apps set`, parsed. */
+struct assign {
+    const struct app_column *f;
+    int64_t v;        /* numeric columns */
+    const char *text; /* entity_name */
+};
+
+static int parse_assign(struct ctl *c, const char *arg, int force, struct assign *out)
+{
+    const char *eq = strchr(arg, '=');
+    const struct app_column *f;
+    size_t n;
+
+    if (!eq || eq == arg)
+        return ctl_usage(c, "expected field=value, got '%.64s'", arg);
+    n = (size_t)(eq - arg);
+    f = app_column_find(arg, n);
+    if (!f)
+        return ctl_usage(c, "unknown field '%.*s' (settable: %s)", (int)(n < 64 ? n : 64), arg,
+                         settable());
+    if (f->set == APP_KEEP)
+        return ctl_usage(c, "field '%s' cannot be set: %s", f->name, f->why);
+    if (f->set == APP_FORCE && !force)
+        return ctl_usage(c, "field '%s' refused: %s", f->name, force_why);
+    out->f = f;
+    out->text = eq + 1;
+    if (f->type == APP_T_NAME)
+        return check_name(c, f->name, eq + 1);
+    if (f->type == APP_T_TYPE)
+        return opt_type(c, f->name, eq + 1, &out->v);
+    return opt_int(c, f->name, eq + 1, &out->v);
+}
+
+int ctl_apps_set(struct ctl *c, int argc, char **argv)
+{
+    struct apps_args a;
+    struct assign as[MAX_ASSIGN];
+    struct ctl_row r, nr;
+    struct app_cfg cfg;
+    char *pos[MAX_ASSIGN + 1], err[APP_ERR_MAX], buf[24], obuf[24], *set = NULL, *sql;
+    cJSON *changes = NULL;
+    size_t setlen = 0;
+    FILE *sf;
+    int npos, rc, nas, nchanged = 0;
+    int64_t lowered_from = -1;
+
+    memset(&a, 0, sizeof(a));
+    rc = ctl_opts_parse(c, argc, argv, set_opts, on_add_opt, &a, pos, MAX_ASSIGN + 1, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos < 1)
+        return ctl_usage(c, "missing KEY");
+    if (npos < 2)
+        return ctl_usage(c, "nothing to set: give field=value (settable: %s)", settable());
+    nas = npos - 1;
+    for (int i = 0; i < nas; i++) {
+        if ((rc = parse_assign(c, pos[i + 1], a.force, &as[i])) != 0)
+            return rc;
+        for (int j = 0; j < i; j++)
+            if (as[j].f == as[i].f)
+                return ctl_usage(c, "field '%s' given twice", as[i].f->name);
+    }
+    if ((rc = ctl_setup(c)) != 0 || (rc = ctl_db_open(c)) != 0)
+        return rc;
+
+    /* Read, check and write in one transaction, the row locked throughout. */
+    if ((rc = ctl_db_exec(c, "START TRANSACTION")) != 0)
+        return rc;
+    if ((rc = ctl_row_load(c, pos[0], 1, &r)) != 0)
+        goto rollback;
+    nr = r;
+    sf = open_memstream(&set, &setlen);
+    if (!sf)
+        ctl_oom();
+    changes = ctl_jcheck(cJSON_CreateArray());
+    for (int i = 0; i < nas; i++) {
+        const struct app_column *f = as[i].f;
+        cJSON *ch;
+
+        if (f->type == APP_T_NAME) {
+            char *q;
+            if (strcmp(r.name, as[i].text) == 0)
+                continue;
+            snprintf(nr.row.entity_name, sizeof(nr.row.entity_name), "%s", as[i].text);
+            snprintf(nr.name, sizeof(nr.name), "%s", as[i].text);
+            q = ctl_db_quote(c, as[i].text);
+            fprintf(sf, "%s`%s` = %s", nchanged ? ", " : "", f->name, q);
+            free(q);
+            ch = ctl_jcheck(cJSON_CreateObject());
+            ctl_jcheck(cJSON_AddStringToObject(ch, "field", f->name));
+            ctl_jcheck(cJSON_AddStringToObject(ch, "old", r.name));
+            ctl_jcheck(cJSON_AddStringToObject(ch, "new", as[i].text));
+        } else {
+            int64_t old = app_row_get(&r.row, f);
+            if (old == as[i].v)
+                continue;
+            *app_row_num(&nr.row, f) = as[i].v;
+            if (f->set == APP_FORCE && as[i].v < old)
+                lowered_from = old;
+            fprintf(sf, "%s`%s` = %s", nchanged ? ", " : "", f->name, ctl_i64(as[i].v, buf));
+            ch = ctl_jcheck(cJSON_CreateObject());
+            ctl_jcheck(cJSON_AddStringToObject(ch, "field", f->name));
+            ctl_jcheck(cJSON_AddStringToObject(ch, "old", ctl_i64(old, obuf)));
+            ctl_jcheck(cJSON_AddStringToObject(ch, "new", buf));
+        }
+        cJSON_AddItemToArray(changes, ch);
+        nchanged++;
+    }
+    if (fclose(sf) != 0)
+        ctl_oom();
+
+    /* The daemon's rules on the row as it would be. */
+    if (app_validate(&nr.row, (uint64_t)c->cfg.tick_ms, &cfg, err, sizeof(err)) != 0) {
+        rc = ctl_fail(c, CTL_ERROR, "%s (nothing changed)", err);
+        goto rollback;
+    }
+    if (nchanged == 0) {
+        if ((rc = ctl_db_exec(c, "ROLLBACK")) != 0)
+            goto out;
+        if (c->json) {
+            cJSON *doc = result_json("unchanged", &r);
+            cJSON_AddItemToObject(doc, "changes", changes);
+            changes = NULL;
+            ctl_json_print(c, doc);
+        } else {
+            printf("application '%s' (id %" PRId64 "): no change (the values are already set)\n",
+                   r.key, r.row.id);
+        }
+        goto out;
+    }
+    sql = ctl_strf("UPDATE application SET %s WHERE id = %s", set, ctl_i64(r.row.id, buf));
+    rc = ctl_db_exec(c, sql);
+    free(sql);
+    if (rc != 0)
+        goto rollback;
+    if ((rc = ctl_db_exec(c, "COMMIT")) != 0)
+        goto out;
+    if ((rc = ctl_row_load(c, pos[0], 0, &nr)) != 0)
+        goto out;
+    if (lowered_from >= 0)
+        fprintf(stderr,
+                "%s: %s: warning: current_offset lowered from %" PRId64 " to %" PRId64
+                ": idpoold keeps the highest leased value (no ID is reused) and raises an "
+                "offset_regression alert\n",
+                c->prog, c->cmd, lowered_from, nr.row.current_offset);
+    if (c->json) {
+        cJSON *doc = result_json("updated", &nr);
+        cJSON_AddItemToObject(doc, "changes", changes);
+        changes = NULL;
+        ctl_json_print(c, doc);
+    } else {
+        const cJSON *ch;
+        printf("updated application '%s' (id %" PRId64 "):\n", nr.key, nr.row.id);
+        cJSON_ArrayForEach(ch, changes)
+        {
+            char o[1100], n[1100];
+            printf("  %-20s %s -> %s\n", cJSON_GetObjectItemCaseSensitive(ch, "field")->valuestring,
+                   ctl_printable(cJSON_GetObjectItemCaseSensitive(ch, "old")->valuestring, o,
+                                 sizeof(o)),
+                   ctl_printable(cJSON_GetObjectItemCaseSensitive(ch, "new")->valuestring, n,
+                                 sizeof(n)));
+        }
+        reload_hint(c);
+    }
+    goto out;
+
+rollback:
+    if (mysql_query(c->db, "ROLLBACK") != 0) {
+        /* The connection is going away; MySQL rolls back on its own. */
+    }
+out:
+    cJSON_Delete(changes);
+    free(set);
+    return rc;
+}
+
+/* disable (on = 0) / enable (on = 1) */
+static int set_enabled(struct ctl *c, int argc, char **argv, int on)
+{
+    char *sql, buf[24];
+    const char *key;
+    struct ctl_row r;
+    int rc;
+
+    if ((rc = ctl_row_arg(c, argc, argv, &key, &r)) != 0)
+        return rc;
+    if ((r.row.deleted_at == 0) == on) {
+        if (c->json)
+            ctl_json_print(c, result_json("unchanged", &r));
+        else
+            printf("application '%s' (id %" PRId64 ") is already %s\n", r.key, r.row.id,
+                   on ? "enabled" : "disabled");
+        return 0;
+    }
+    if (on && !r.valid)
+        return ctl_fail(c, CTL_ERROR,
+                        "not enabling it: %s; idpoold would not serve it (fix it first with "
+                        "'idpoolctl apps set %s field=value ...')",
+                        r.error, r.key);
+    /* The state is re-checked in the WHERE clause: a concurrent edit wins cleanly. */
+    sql = ctl_strf(on ? "UPDATE application SET deleted_at = 0 WHERE id = %s AND deleted_at <> 0"
+                      : "UPDATE application SET deleted_at = UNIX_TIMESTAMP() WHERE id = %s AND "
+                        "deleted_at = 0",
+                   ctl_i64(r.row.id, buf));
+    rc = ctl_db_exec(c, sql);
+    free(sql);
+    if (rc != 0)
+        return rc;
+    if ((rc = ctl_row_load(c, key, 0, &r)) != 0)
+        return rc;
+    if (c->json) {
+        ctl_json_print(c, result_json(on ? "enabled" : "disabled", &r));
+        return 0;
+    }
+    printf("%s application '%s' (id %" PRId64 ")%s\n", on ? "enabled" : "disabled", r.key, r.row.id,
+           on ? "" : ": idpoold stops refilling it; IDs already in its pool stay there");
+    reload_hint(c);
+    return 0;
+}
+
+int ctl_apps_disable(struct ctl *c, int argc, char **argv)
+{
+    return set_enabled(c, argc, argv, 0);
+}
+
+int ctl_apps_enable(struct ctl *c, int argc, char **argv)
+{
+    return set_enabled(c, argc, argv, 1);
+}
