@@ -56,12 +56,13 @@ process. (libidpool's child starts empty and works instead.)
 One deadline per call: next() and take(n) wait at most ``timeout`` seconds
 in all, however many times take(n) finds the buffer empty.
 
-The package is split as libidpool is, one module per part of it (keys,
-url, takereply, buffer, failover, env and its transports redisenv and
-issuer, client: docs/architecture.md says what each owns); everything
-named in __all__, and the constants the tests hold against the C ones,
-are imported from here.
+The package is split as libidpool is, one module per part of it
+(docs/architecture.md lists them). Everything in __all__ is imported from
+here, and so are the constants: the outcomes (IDS ... DOWN) and the
+limits and times that the tests hold against libidpool's.
 """
+
+# The constants beside __all__ are imported only to be idpool_client.NAME.
 
 from .buffer import LOW_WATER_MAX, batch_next, low_water_ids, rate_update
 from .client import (
