@@ -13,8 +13,8 @@
  * is the application (keys_app_of). The Lua library (src/idpool.lua) is
  * given its keys by its callers; it only parses them (app_of) and names the
  * alert channel <prefix>:alerts. The Python client mirrors keys_app() in
- * redis_key() (src/python/idpool_client.py; test/unit/test_pykeys.py holds
- * them equal).
+ * redis_key() (src/python/idpool_client/keys.py; test/unit/test_pykeys.py
+ * holds them equal).
  */
 #ifndef IDPOOL_KEYS_H
 #define IDPOOL_KEYS_H

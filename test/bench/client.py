@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The client libraries (libidpool, src/python/idpool_client.py) against the
+"""The client libraries (libidpool, src/python/idpool_client/) against the
 in-process limit of this machine, measured side by side in one run.
 
   python3 test/bench/client.py [--rounds N] [--duration S] [--rate R]

@@ -17,7 +17,7 @@
 #  4. A wrong token, and a token not allowed for the application: the call
 #     fails with "no environment serves this application", and
 #     idpool_app_last_error names the environment and the 401/403.
-#  5. The Python client (src/python/idpool_client.py): the issuer from 3
+#  5. The Python client (src/python/idpool_client/): the issuer from 3
 #     threads (unique, all of B); IDPOOL_LIMIT over HTTP and over Redis
 #     brings its batch down to the row's 300; IDPOOL_RATE (4,000 IDs/s) is
 #     waited out, never a reason to fail over; a wrong token raises

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python client src/python/idpool_client.py across two environments
+# The Python client src/python/idpool_client/ across two environments
 # (issue 12), like t_client.sh for libidpool: two Redis + MariaDB pairs,
 # each with its own idpoold, the application "c1" with delta 2 and
 # remainder 0 (A, preferred) or 1 (B). Two processes of three threads each

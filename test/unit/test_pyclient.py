@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Unit tests of src/python/idpool_client.py without servers: the pure parts
-(key and URL validation, batch rule, reply classification) and the client's
-state machine (failover, failback, refusals, errors, close) driven by a
-scripted fake in place of Redis. PYTHONPATH must hold src/python (meson sets
-it); runs without redis-py too (a stub stands in for it)."""
+"""Unit tests of the Python client (src/python/idpool_client/) without
+servers: the pure parts (key and URL validation, batch rule, reply
+classification) and the client's state machine (failover, failback,
+refusals, errors, close) driven by a scripted fake in place of Redis.
+PYTHONPATH must hold src/python (meson sets it); runs without redis-py
+too (a stub stands in for it)."""
 
 import os
 import subprocess
@@ -357,17 +358,19 @@ class Fake:
         if mode == "ok":
             mode = self.ids(e.index, count)
         if mode == "DOWN":
-            client._env_fail(e, now)  # as the real transports do: e backs off
+            e.fail(now)  # as the real transports do: e backs off
             return m.DOWN, [], None, "connection refused"
         return m.classify_reply(mode, count) + ("scripted",)
 
 
 def fake_client(envs, **kw):
-    if m.redis is None:  # the stub is never called: _take_from is replaced
-        m.redis = types.SimpleNamespace(Redis=None, ResponseError=Exception)
+    if m.redisenv.redis is None:  # the stub is never called: the transport is replaced
+        m.redisenv.redis = types.SimpleNamespace(Redis=None, ResponseError=Exception)
     f = Fake(envs)
     c = m.Client([f"redis://127.0.0.1:{i + 1}/0" for i in range(len(envs))], **kw)
-    c._take_redis = lambda a, e, count, now: f.take_from(c, a, e, count, now)
+    fake = types.SimpleNamespace(take=lambda e, a, count, now: f.take_from(c, a, e, count, now), close=lambda e: None)
+    for e in c._envs:
+        e.ops = fake
     return c, f
 
 

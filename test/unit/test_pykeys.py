@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The key names of the other languages against src/core/keys.c, without
-servers: the Python client's redis_key() (src/python/idpool_client.py; the
-test harness test/lib/harness.py uses it too) and the shell harness'
+servers: the Python client's redis_key() (src/python/idpool_client/keys.py;
+the test harness test/lib/harness.py uses it too) and the shell harness'
 pool_key, meta_key and lock_key (test/integration/lib.sh) name every
 application's pool, meta and lock exactly as keys_app() does, asked through
 idpool-keys (IDPOOL_KEYS, set by meson)."""
