@@ -29,11 +29,11 @@
  *
  * Guarantees: an ID is returned at most once by all clients of all
  * processes together (it left its pool through the Redis Function
- * idpool_take, which never serves a pool not re-validated after a Redis restart, rollback or
- * failover); never a made-up ID. For a monotonic application the IDs one
- * thread gets from one environment increase; order is NOT kept across a
- * failover to another environment, nor between threads. IDs in a buffer
- * when the process exits are gaps.
+ * idpool_take, which never serves a pool not re-validated after a Redis
+ * restart, rollback or failover); never a made-up ID. For a monotonic
+ * application the IDs one thread gets from one environment increase; order
+ * is NOT kept across a failover to another environment, nor between
+ * threads. IDs in a buffer when the process exits are gaps.
  *
  * Thread safety: every function may be called from any thread, except that
  * idpool_client_free() must not run concurrently with other calls on the
