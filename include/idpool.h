@@ -5,27 +5,35 @@
  * (each an independent idpool deployment: its own Redis and MySQL, rows with
  * the same keys and a different `remainder` of the same `delta`, so that
  * their IDs never collide). A background thread keeps a buffer per
- * application filled through `idpool_take`, so `idpool_next()` is a read
+ * application filled from the environments, so `idpool_next()` is a read
  * from memory: no call waits for Redis while the buffer holds IDs.
+ *
+ * Two names not to confuse: `idpool_take` is the Redis Function in the
+ * environment (src/idpool.lua) that the background thread calls, with
+ * FCALL, to bring a batch of IDs into the buffer; `idpool_next()` and
+ * `idpool_next_n()` are this library's calls that hand IDs out of the
+ * buffer to the caller. No function of this header is called idpool_take.
  *
  *   struct idpool_client *c;
  *   char err[256];
  *   const char *envs[] = {"redis://10.0.0.1:6379/0", "redis://10.1.0.1:6379/0"};
  *   if (idpool_client_new(envs, 2, NULL, &c, err, sizeof(err)) != IDPOOL_OK)
  *       die(err);
- *   struct idpool_app *user = idpool_app(c, "user");
+ *   struct idpool_app *user;
+ *   if (idpool_app_get(c, "user", &user) != IDPOOL_OK)
+ *       die("bad key");
  *   uint64_t id;
- *   int rc = idpool_next(user, &id);        // IDPOOL_OK, or an error below
+ *   enum idpool_rc rc = idpool_next(user, &id);  // IDPOOL_OK, or an error below
  *   ...
  *   idpool_client_free(c);
  *
  * Guarantees: an ID is returned at most once by all clients of all
- * processes together (it left its pool through idpool_take, which never
- * serves a pool not re-validated after a Redis restart, rollback or
- * failover); never a made-up ID. For a monotonic application the IDs one
- * thread gets from one environment increase; order is NOT kept across a
- * failover to another environment, nor between threads. IDs in a buffer
- * when the process exits are gaps.
+ * processes together (it left its pool through the Redis Function
+ * idpool_take, which never serves a pool not re-validated after a Redis
+ * restart, rollback or failover); never a made-up ID. For a monotonic
+ * application the IDs one thread gets from one environment increase; order
+ * is NOT kept across a failover to another environment, nor between
+ * threads. IDs in a buffer when the process exits are gaps.
  *
  * Thread safety: every function may be called from any thread, except that
  * idpool_client_free() must not run concurrently with other calls on the
@@ -47,13 +55,18 @@
  *
  * Link with `pkg-config --libs idpool`. Stable ABI within a major version
  * (soname libidpool.so.0): structs given by the caller start with their
- * size, so fields are only ever added at the end.
+ * size, so fields are only ever added at the end. Every function that can
+ * fail returns an enum idpool_rc. (Before release the soname-0 API was
+ * changed once: idpool_app() became idpool_app_get(), idpool_take()
+ * became idpool_next_n() with the buffer before its length; see the
+ * README, "Changes in the C API".)
  */
 #ifndef IDPOOL_H
 #define IDPOOL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,7 +78,7 @@ extern "C" {
 #define IDPOOL_API
 #endif
 
-/* Return codes: 0, or one of these (negative). idpool_strerror() names them. */
+/* What every call that can fail returns: IDPOOL_OK (0), or one of these (negative). */
 enum idpool_rc {
     IDPOOL_OK = 0,
     IDPOOL_EINVAL = -1,    /* a bad argument (NULL, a bad key, n == 0) */
@@ -78,22 +91,27 @@ enum idpool_rc {
 /* Options; start from idpool_options_init(). Zero fields mean the default. */
 struct idpool_options {
     size_t size;            /* sizeof(struct idpool_options), set by idpool_options_init */
-    unsigned timeout_ms;    /* how long one next/take call may wait for IDs, in all (1000) */
+    unsigned timeout_ms;    /* how long one idpool_next/_next_n call may wait, in all (1000) */
     unsigned io_timeout_ms; /* connect and command timeout per environment (500) */
     unsigned failover_ms;   /* an environment that supplies nothing this long is left (500) */
     unsigned failback_ms;   /* how often a more preferred environment is tried again (1000) */
     unsigned target_ms;     /* the buffer aims at this much demand (500) */
-    unsigned min_batch;     /* IDs per take at least (100) */
-    unsigned max_batch;     /* IDs per take at most (1000; also max_size_per_times) */
+    unsigned min_batch;     /* IDs per take from an environment at least (100) */
+    unsigned max_batch;     /* ... at most (1000; also the row's max_size_per_times) */
     const char *key_prefix; /* Redis key prefix ("idpool") */
     unsigned buffer;        /* IDs kept buffered at least, however low the demand (0: a batch) */
     const char *ca_file;    /* https issuers: trusted CAs, PEM (NULL: the system's) */
 };
 
+/*
+ * All defaults, and size set to the caller's sizeof(struct idpool_options):
+ * inline so that a program built against an older header tells a newer
+ * library which fields it has.
+ */
 static inline void idpool_options_init(struct idpool_options *o)
 {
-    struct idpool_options z = {sizeof(struct idpool_options), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    *o = z;
+    memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
 }
 
 struct idpool_client;
@@ -101,7 +119,8 @@ struct idpool_app;
 
 /*
  * A client for environments envs[0..n) in preference order, each either
- *   redis://[[user]:password@]host[:port][/db]   a Redis (FCALL idpool_take), or
+ *   redis://[[user]:password@]host[:port][/db]   a Redis (the background thread
+ *                                                 calls FCALL idpool_take), or
  *   http[s]://TOKEN@host[:port][/prefix]          an ID issuer (idpoold --api,
  *                                                 GET /v1/ids/{key}?count=N with
  *                                                 the token; https verified).
@@ -110,30 +129,34 @@ struct idpool_app;
  * IDPOOL_OK with *out set, or an error with a message in err (naming the
  * environment and what is wrong).
  */
-IDPOOL_API int idpool_client_new(const char *const *envs, size_t n,
-                                 const struct idpool_options *opts, struct idpool_client **out,
-                                 char *err, size_t errlen);
+IDPOOL_API enum idpool_rc idpool_client_new(const char *const *envs, size_t n,
+                                            const struct idpool_options *opts,
+                                            struct idpool_client **out, char *err, size_t errlen);
 
 /* Stop the background thread, close the connections, free everything. NULL is a no-op. */
 IDPOOL_API void idpool_client_free(struct idpool_client *c);
 
 /*
- * The handle of application `key` (created at the first call; the same
- * pointer afterwards), valid until idpool_client_free(). NULL when the key
- * is not a valid application key ([A-Za-z0-9_.-]{1,64}) or out of memory.
+ * The handle of application `key` into *out (created at the first call; the
+ * same pointer afterwards), valid until idpool_client_free(). IDPOOL_OK;
+ * IDPOOL_EINVAL when c or out is NULL or key is not a valid application key
+ * ([A-Za-z0-9_.-]{1,64}); IDPOOL_ENOMEM. *out is set only on IDPOOL_OK.
  */
-IDPOOL_API struct idpool_app *idpool_app(struct idpool_client *c, const char *key);
+IDPOOL_API enum idpool_rc idpool_app_get(struct idpool_client *c, const char *key,
+                                         struct idpool_app **out);
 
 /* One ID into *id. Waits at most timeout_ms when the buffer is empty. */
-IDPOOL_API int idpool_next(struct idpool_app *a, uint64_t *id);
+IDPOOL_API enum idpool_rc idpool_next(struct idpool_app *a, uint64_t *id);
 
 /*
- * Up to n IDs into ids[0..n); *got says how many (all n unless an error is
- * returned, in which case the ones taken so far are in ids[0..*got)).
- * Waits at most timeout_ms in all, however many times the buffer runs
- * empty before n IDs came (IDPOOL_ETIMEDOUT then).
+ * n IDs into ids[0..n), from the buffer (as read(2): the buffer, then its
+ * length). *got says how many: all n unless an error is returned, in which
+ * case the ones handed out so far are in ids[0..*got). Waits at most
+ * timeout_ms in all, however many times the buffer runs empty before n IDs
+ * came (IDPOOL_ETIMEDOUT then). IDPOOL_EINVAL for n == 0 or a NULL pointer.
+ * Not the Redis Function idpool_take: that fills the buffer, this empties it.
  */
-IDPOOL_API int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got);
+IDPOOL_API enum idpool_rc idpool_next_n(struct idpool_app *a, uint64_t *ids, size_t n, size_t *got);
 
 /* Counters of one application (since the client was created; in a forked child, since the fork). */
 struct idpool_stats {
@@ -141,7 +164,8 @@ struct idpool_stats {
     uint64_t blocks;        /* blocks of IDs handed to threads from the buffer */
     uint64_t waits;         /* calls that found the buffer empty and waited */
     uint64_t timeouts;      /* calls that gave up after timeout_ms */
-    uint64_t takes;         /* idpool_take calls that brought IDs */
+    uint64_t takes;         /* takes from an environment (FCALL idpool_take, or an issuer's
+                               GET) that brought IDs into the buffer */
     uint64_t taken;         /* IDs they brought */
     uint64_t refused_epoch; /* IDPOOL_EPOCH replies (pool not yet re-validated) */
     uint64_t refused_rate;  /* IDPOOL_RATE replies */
@@ -165,8 +189,8 @@ IDPOOL_API void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out)
  */
 IDPOOL_API size_t idpool_app_last_error(struct idpool_app *a, char *buf, size_t len);
 
-/* "timed out: no environment supplied IDs in time", ... */
-IDPOOL_API const char *idpool_strerror(int rc);
+/* "timed out: no environment supplied IDs in time", ...; "unknown error" for a value not listed. */
+IDPOOL_API const char *idpool_strerror(enum idpool_rc rc);
 
 #ifdef __cplusplus
 }

@@ -154,7 +154,7 @@ static void stats_json(cJSON *doc, struct idpool_app *a)
 }
 
 /* Why the take came short: the library's error, what the environment said, a hint. */
-static void short_reason(int rc, struct idpool_app *a, char *buf, size_t len)
+static void short_reason(enum idpool_rc rc, struct idpool_app *a, char *buf, size_t len)
 {
     char last[400];
 
@@ -178,6 +178,7 @@ int ctl_take(struct ctl *c, int argc, char **argv)
     size_t got = 0;
     int64_t n = 1;
     int npos, rc;
+    enum idpool_rc lrc; /* libidpool's */
 
     rc = ctl_opts_parse(c, argc, argv, take_opts, on_take_opt, &t, pos, 2, &npos);
     if (rc != 0)
@@ -223,18 +224,17 @@ int ctl_take(struct ctl *c, int argc, char **argv)
     o.max_batch = o.min_batch = n < TAKE_BATCH_MAX ? (unsigned)n : TAKE_BATCH_MAX;
     o.key_prefix = c->cfg.key_prefix;
     o.ca_file = t.ca_file;
-    rc = idpool_client_new(t.envs, t.nenv, &o, &cl, err, sizeof(err));
+    lrc = idpool_client_new(t.envs, t.nenv, &o, &cl, err, sizeof(err));
     for (size_t i = 0; i < t.nenv; i++)
         free_secret(withtok[i]);
-    if (rc != IDPOOL_OK)
+    if (lrc != IDPOOL_OK)
         return ctl_usage(c, "%s", err);
-    a = idpool_app(cl, pos[0]);
     ids = malloc((size_t)n * sizeof(*ids));
-    if (a == NULL || ids == NULL)
+    if (ids == NULL || idpool_app_get(cl, pos[0], &a) != IDPOOL_OK) /* the key is valid */
         ctl_oom();
-    rc = idpool_take(a, (size_t)n, ids, &got);
-    if (rc != IDPOOL_OK)
-        short_reason(rc, a, why, sizeof(why));
+    lrc = idpool_next_n(a, ids, (size_t)n, &got);
+    if (lrc != IDPOOL_OK)
+        short_reason(lrc, a, why, sizeof(why));
     if (c->json) {
         cJSON *doc = ctl_jcheck(cJSON_CreateObject()), *arr;
         char num[24];
@@ -245,7 +245,7 @@ int ctl_take(struct ctl *c, int argc, char **argv)
         for (size_t i = 0; i < got; i++) /* strings: JavaScript loses digits above 2^53 */
             cJSON_AddItemToArray(arr, ctl_jcheck(cJSON_CreateString(ctl_u64(ids[i], num))));
         stats_json(doc, a);
-        if (rc != IDPOOL_OK) {
+        if (lrc != IDPOOL_OK) {
             char msg[1200];
             snprintf(msg, sizeof(msg), "got %zu of %s IDs: %s", got, count, why);
             ctl_jcheck(cJSON_AddStringToObject(doc, "error", msg));
@@ -257,7 +257,7 @@ int ctl_take(struct ctl *c, int argc, char **argv)
     }
     idpool_client_free(cl);
     free(ids);
-    if (rc != IDPOOL_OK)
+    if (lrc != IDPOOL_OK)
         return ctl_fail(c, CTL_ERROR, "application '%s': got %zu of %s IDs: %s", pos[0], got, count,
                         why);
     return 0;

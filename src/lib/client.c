@@ -6,7 +6,8 @@
  *   a thread's block (BLOCK IDs per application, thread-local: the common
  *     path of idpool_next is a load and an increment, no lock);
  *   the application's shared buffer (a ring under the application's lock);
- *   the pool in Redis, through idpool_take, by the background thread only,
+ *   the pool in Redis, through the Redis Function idpool_take (FCALL), by
+ *     the background thread only,
  *     on its own connection per environment (blocking hiredis, timeouts).
  *
  * Environments are tried in preference order, each through its transport
@@ -322,7 +323,8 @@ static int kick(struct idpool_client *c)
  * waits (set here, timeout_ms after the call first waits). Called with
  * a->mu held. IDPOOL_OK with *got >= 1, or an error.
  */
-static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got, struct deadline *dl)
+static enum idpool_rc pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got,
+                               struct deadline *dl)
 {
     struct idpool_client *c = a->c;
     int waited = 0, ask = 0;
@@ -368,12 +370,12 @@ static int pop_wait(struct idpool_app *a, uint64_t *out, size_t n, size_t *got, 
     return IDPOOL_OK;
 }
 
-__attribute__((noinline)) static int next_slow(struct idpool_app *a, uint64_t *id)
+__attribute__((noinline)) static enum idpool_rc next_slow(struct idpool_app *a, uint64_t *id)
 {
     struct tslot *s = tslot_of(a);
     struct deadline dl = {0};
     size_t got;
-    int rc;
+    enum idpool_rc rc;
 
     if (s == NULL)
         return IDPOOL_ENOMEM;
@@ -390,7 +392,7 @@ __attribute__((noinline)) static int next_slow(struct idpool_app *a, uint64_t *i
     return IDPOOL_OK;
 }
 
-int idpool_next(struct idpool_app *a, uint64_t *id)
+enum idpool_rc idpool_next(struct idpool_app *a, uint64_t *id)
 {
     struct tstate *t = tls;
 
@@ -406,11 +408,11 @@ int idpool_next(struct idpool_app *a, uint64_t *id)
     return next_slow(a, id);
 }
 
-int idpool_take(struct idpool_app *a, size_t n, uint64_t *ids, size_t *got)
+enum idpool_rc idpool_next_n(struct idpool_app *a, uint64_t *ids, size_t n, size_t *got)
 {
     struct tslot *s;
     struct deadline dl = {0}; /* one for the whole call, however many waits */
-    int rc = IDPOOL_OK;
+    enum idpool_rc rc = IDPOOL_OK;
 
     if (got)
         *got = 0;
@@ -679,8 +681,9 @@ static void errf(char *err, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-int idpool_client_new(const char *const *envs, size_t n, const struct idpool_options *opts,
-                      struct idpool_client **out, char *err, size_t errlen)
+enum idpool_rc idpool_client_new(const char *const *envs, size_t n,
+                                 const struct idpool_options *opts, struct idpool_client **out,
+                                 char *err, size_t errlen)
 {
     struct idpool_client *c;
     char msg[256];
@@ -756,12 +759,12 @@ nomem:
     return IDPOOL_ENOMEM;
 }
 
-struct idpool_app *idpool_app(struct idpool_client *c, const char *key)
+enum idpool_rc idpool_app_get(struct idpool_client *c, const char *key, struct idpool_app **out)
 {
     struct idpool_app *a;
 
-    if (c == NULL || !app_key_valid(key))
-        return NULL;
+    if (c == NULL || out == NULL || !app_key_valid(key))
+        return IDPOOL_EINVAL;
     pthread_mutex_lock(&c->mu);
     for (a = c->apps; a; a = a->next)
         if (strcmp(a->key, key) == 0)
@@ -790,7 +793,10 @@ struct idpool_app *idpool_app(struct idpool_client *c, const char *key)
         }
     }
     pthread_mutex_unlock(&c->mu);
-    return a;
+    if (a == NULL)
+        return IDPOOL_ENOMEM;
+    *out = a;
+    return IDPOOL_OK;
 }
 
 void idpool_client_free(struct idpool_client *c)
@@ -876,7 +882,7 @@ size_t idpool_app_last_error(struct idpool_app *a, char *buf, size_t len)
     return n;
 }
 
-const char *idpool_strerror(int rc)
+const char *idpool_strerror(enum idpool_rc rc)
 {
     switch (rc) {
     case IDPOOL_OK:

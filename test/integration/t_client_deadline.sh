@@ -4,7 +4,7 @@
 # many times it waited for the background thread. The application "slow"
 # grants at most 20 IDs a second (max_size_per_second), so a take of 100
 # with a 1.5 s timeout gets a few IDs every second, each wait shorter than
-# the timeout, and must give up at 1.5 s: libidpool's idpool_take
+# the timeout, and must give up at 1.5 s: libidpool's idpool_next_n
 # (IDPOOL_ETIMEDOUT) and the Python client's App.take (IdpoolTimeout).
 # Before the fix each wait restarted the deadline: the take waited for all
 # 100 IDs, about 8 s (with a 1 s timeout the last wait may lose the race
@@ -25,12 +25,12 @@ wait_until 15 pool_ge slow 1000 || fail "slow's pool did not fill"
     >"$DIR/c.out" 2>&1 || fail "idpool-clientedge deadline: $(cat "$DIR/c.out")"
 res=$(grep '^clientedge: rc=' "$DIR/c.out") || fail "no result: $(cat "$DIR/c.out")"
 info "$res"
-[[ $res == "clientedge: rc=timed out:"* ]] || fail "idpool_take of 100 at 20 IDs/s did not time out: $res"
+[[ $res == "clientedge: rc=timed out:"* ]] || fail "idpool_next_n of 100 at 20 IDs/s did not time out: $res"
 got=$(sed -n 's/.* got=\([0-9]*\).*/\1/p' <<<"$res")
 ms=$(sed -n 's/.* ms=\([0-9]*\).*/\1/p' <<<"$res")
 assert_gt "$got" 0 "IDs the take got before it gave up (it waited more than once)"
-assert_le "$ms" $((TIMEOUT_MS + SLACK_MS)) "idpool_take's duration, ms (timeout_ms $TIMEOUT_MS)"
-pass "idpool_take: IDPOOL_ETIMEDOUT after $ms ms (timeout_ms $TIMEOUT_MS), $got IDs taken before"
+assert_le "$ms" $((TIMEOUT_MS + SLACK_MS)) "idpool_next_n's duration, ms (timeout_ms $TIMEOUT_MS)"
+pass "idpool_next_n: IDPOOL_ETIMEDOUT after $ms ms (timeout_ms $TIMEOUT_MS), $got IDs taken before"
 
 # --- the Python client -------------------------------------------------------
 export PYTHONPATH=$IDPOOL_SOURCE_ROOT/src/python

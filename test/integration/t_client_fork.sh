@@ -8,7 +8,7 @@
 # once, then forks five more, 20 ms apart, while a second thread of the
 # parent takes IDs as fast as it can (the background thread is busy taking
 # at the forks, on the connection the children inherit). Every child takes 3,000
-# IDs with idpool_next and 3,000 with idpool_take through the inherited
+# IDs with idpool_next and 3,000 with idpool_next_n through the inherited
 # client; the parent 3,000 more. Asserted: idpool-check over every
 # process' pop log finds no ID twice and counts every ID, every child got
 # all its IDs (none timed out), the background thread took IDs while the

@@ -230,7 +230,7 @@ static long nivcsw(void)
 static inline void one_call(struct worker *w, int timed, int counted)
 {
     uint64_t id = 0, t0 = 0;
-    int rc;
+    enum idpool_rc rc;
 
     if (timed)
         t0 = tools_ns();
@@ -591,8 +591,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "idpool-clientbench: %s\n", err);
         return 2;
     }
-    a = idpool_app(c, argv[i]);
-    if (a == NULL) {
+    if (idpool_app_get(c, argv[i], &a) != IDPOOL_OK) {
         fprintf(stderr, "idpool-clientbench: bad application key '%s'\n", argv[i]);
         idpool_client_free(c);
         return 2;

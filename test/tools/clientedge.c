@@ -8,9 +8,9 @@
  * fork: one client of the environments ENV... takes one ID of APP with
  * idpool_next (the thread's block and the shared buffer now hold IDs),
  * then forks child 0 at once; a second thread of the parent then takes IDs
- * with idpool_take as fast as it can (the background thread keeps taking
+ * with idpool_next_n as fast as it can (the background thread keeps taking
  * from Redis) while the parent forks children 1..N-1, 20 ms apart. Every
- * child takes --ids IDs with idpool_next and --ids with idpool_take
+ * child takes --ids IDs with idpool_next and --ids with idpool_next_n
  * (batches of 100) through the inherited client, frees it and exits; the
  * parent then takes --ids more. Every process writes its IDs to a pop log
  * (PREFIX.p0.bin and PREFIX.p1.bin for the parent's threads, PREFIX.cI.bin
@@ -21,7 +21,7 @@
  * status 0 when every process got all its IDs. --ca-file: the CAs that
  * verify an https issuer.
  *
- * deadline: one idpool_take of --count IDs (100) with timeout_ms --timeout-ms
+ * deadline: one idpool_next_n of --count IDs (100) with timeout_ms --timeout-ms
  * (1000); prints
  *   clientedge: rc=<idpool_strerror> got=K ms=<how long the call took>
  * Exit status 0 whatever the call returned (the test judges it).
@@ -93,7 +93,7 @@ static int log_close(struct log *l)
 }
 
 /* An error of app a to stderr: the call's code and what the client last heard. */
-static void report(struct idpool_app *a, const char *who, const char *call, int rc)
+static void report(struct idpool_app *a, const char *who, const char *call, enum idpool_rc rc)
 {
     char last[320];
 
@@ -102,7 +102,7 @@ static void report(struct idpool_app *a, const char *who, const char *call, int 
             last[0] ? last : "none");
 }
 
-/* n IDs with idpool_next, then n with idpool_take (batches of BATCH), into l: 0 or -1. */
+/* n IDs with idpool_next, then n with idpool_next_n (batches of BATCH), into l: 0 or -1. */
 static int take_ids(struct idpool_app *a, struct log *l, uint64_t n, const char *who)
 {
     uint64_t ids[BATCH];
@@ -110,7 +110,7 @@ static int take_ids(struct idpool_app *a, struct log *l, uint64_t n, const char 
     for (uint64_t i = 0; i < n;) {
         uint64_t t0 = tools_ns();
         uint32_t k = 0;
-        int rc = IDPOOL_OK;
+        enum idpool_rc rc = IDPOOL_OK;
 
         while (k < BATCH && i < n && (rc = idpool_next(a, &ids[k])) == IDPOOL_OK) {
             k++;
@@ -124,12 +124,12 @@ static int take_ids(struct idpool_app *a, struct log *l, uint64_t n, const char 
     for (uint64_t i = 0; i < n;) {
         uint64_t t0 = tools_ns();
         size_t got = 0, want = n - i < BATCH ? (size_t)(n - i) : BATCH;
-        int rc = idpool_take(a, want, ids, &got);
+        enum idpool_rc rc = idpool_next_n(a, ids, want, &got);
 
         if (got && log_ids(l, t0, ids, (uint32_t)got) < 0)
             rc = IDPOOL_ENOMEM;
         if (rc != IDPOOL_OK) {
-            report(a, who, "idpool_take", rc);
+            report(a, who, "idpool_next_n", rc);
             return -1;
         }
         i += got;
@@ -154,12 +154,12 @@ static void *drain(void *arg)
     while (!atomic_load(&d->stop)) {
         uint64_t t0 = tools_ns();
         size_t got = 0;
-        int rc = idpool_take(d->a, BATCH, ids, &got);
+        enum idpool_rc rc = idpool_next_n(d->a, ids, BATCH, &got);
 
         if (got && log_ids(&d->l, t0, ids, (uint32_t)got) < 0)
             rc = IDPOOL_ENOMEM;
         if (rc != IDPOOL_OK) {
-            report(d->a, "parent's second thread", "idpool_take", rc);
+            report(d->a, "parent's second thread", "idpool_next_n", rc);
             d->rc = -1;
             break;
         }
@@ -265,8 +265,8 @@ static int cmd_fork(int argc, char **argv)
     prefix = argv[i];
     if (new_client(argv + i + 2, argc - i - 2, 5000, ca_file, &c) < 0)
         return 1;
-    a = idpool_app(c, argv[i + 1]);
-    if (a == NULL || log_open(&l, prefix, "p0", 0) < 0 || log_open(&d.l, prefix, "p1", 1) < 0)
+    if (idpool_app_get(c, argv[i + 1], &a) != IDPOOL_OK || log_open(&l, prefix, "p0", 0) < 0 ||
+        log_open(&d.l, prefix, "p1", 1) < 0)
         return 1;
     t0 = tools_ns();
     rc = idpool_next(a, &id);
@@ -351,7 +351,8 @@ static int cmd_deadline(int argc, char **argv)
     uint64_t *ids, t0;
     struct idpool_client *c;
     struct idpool_app *a;
-    int i, rc;
+    enum idpool_rc rc;
+    int i;
 
     for (i = 0; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
         if (strcmp(argv[i], "--timeout-ms") == 0)
@@ -365,11 +366,10 @@ static int cmd_deadline(int argc, char **argv)
         return usage();
     if (new_client(argv + i + 1, argc - i - 1, timeout_ms, NULL, &c) < 0)
         return 1;
-    a = idpool_app(c, argv[i]);
-    if (a == NULL)
+    if (idpool_app_get(c, argv[i], &a) != IDPOOL_OK)
         return 1;
     t0 = tools_ns();
-    rc = idpool_take(a, count, ids, &got);
+    rc = idpool_next_n(a, ids, count, &got);
     printf("clientedge: rc=%s got=%zu ms=%" PRIu64 "\n", idpool_strerror(rc), got,
            (tools_ns() - t0) / 1000000u);
     idpool_client_free(c);

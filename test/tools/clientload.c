@@ -60,7 +60,7 @@ struct worker {
     struct idpool_app *app;
     uint64_t want, got;
     unsigned take, mod;
-    int rc; /* the first error */
+    enum idpool_rc rc; /* the first error */
     FILE *out;
     uint64_t by_rem[MOD_MAX];
 };
@@ -82,13 +82,13 @@ static void *work(void *arg)
     while (w->got < w->want && !atomic_load_explicit(&stop_now, memory_order_relaxed)) {
         size_t n = 0, room = w->want - w->got < REC_MAX ? (size_t)(w->want - w->got) : REC_MAX;
         uint64_t t0 = tools_ns();
-        int rc = IDPOOL_OK;
+        enum idpool_rc rc = IDPOOL_OK;
 
         if (w->take == 0) {
             while (n < room && (rc = idpool_next(w->app, &buf[n])) == IDPOOL_OK)
                 n++;
         } else {
-            rc = idpool_take(w->app, w->take < room ? w->take : room, buf, &n);
+            rc = idpool_next_n(w->app, buf, w->take < room ? w->take : room, &n);
         }
         if (n && w->out && tools_log_record(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0) {
             w->rc = IDPOOL_ENOMEM;
@@ -259,9 +259,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "idpool-clientload: %s\n", err);
             return 2;
         }
-        a = idpool_app(c, argv[i]);
-        for (int j = 0; a && j < 100; j++) {
-            int rc = idpool_next(a, &id);
+        if (idpool_app_get(c, argv[i], &a) != IDPOOL_OK) {
+            fprintf(stderr, "idpool-clientload: bad application key '%s'\n", argv[i]);
+            return 2;
+        }
+        for (int j = 0; j < 100; j++) {
+            enum idpool_rc rc = idpool_next(a, &id);
             if (rc != IDPOOL_OK) {
                 fprintf(stderr, "idpool-clientload: cycle %lu: %s\n", k, idpool_strerror(rc));
                 return 1;
@@ -287,11 +290,10 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned t = 0; t < threads; t++) {
-        w[t].app = idpool_app(c, argv[i]);
         w[t].want = ids;
         w[t].take = take;
         w[t].mod = mod;
-        if (w[t].app == NULL) {
+        if (idpool_app_get(c, argv[i], &w[t].app) != IDPOOL_OK) {
             fprintf(stderr, "idpool-clientload: bad application key '%s'\n", argv[i]);
             return 2;
         }
