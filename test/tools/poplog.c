@@ -1,38 +1,9 @@
 /* poplog — the pop log's encoding (see poplog.h). */
 #include "poplog.h"
 
-#include <endian.h>
 #include <string.h>
 
 const char *const poplog_kind_names[POPLOG_KINDS] = {"lpop", "take"};
-
-void poplog_put64(unsigned char *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, 8);
-}
-
-void poplog_put32(unsigned char *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, 4);
-}
-
-uint64_t poplog_get64(const unsigned char *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, 8);
-    return le64toh(v);
-}
-
-uint32_t poplog_get32(const unsigned char *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, 4);
-    return le32toh(v);
-}
 
 void poplog_header(unsigned char out[POPLOG_HEADER_LEN], uint32_t consumer, uint32_t kind)
 {

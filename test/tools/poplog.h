@@ -14,8 +14,10 @@
 #ifndef IDPOOL_POPLOG_H
 #define IDPOOL_POPLOG_H
 
+#include <endian.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define POPLOG_MAGIC      "IDPLOG1\n" /* the first 8 bytes */
 #define POPLOG_VERSION    1
@@ -36,11 +38,34 @@ void poplog_header(unsigned char out[POPLOG_HEADER_LEN], uint32_t consumer, uint
 void poplog_record(unsigned char out[POPLOG_RECORD_LEN], uint64_t t_send, uint64_t t_recv,
                    uint32_t count);
 
-/* Little-endian u64 and u32 into p, and back. */
-void poplog_put64(unsigned char *p, uint64_t v);
-void poplog_put32(unsigned char *p, uint32_t v);
-uint64_t poplog_get64(const unsigned char *p);
-uint32_t poplog_get32(const unsigned char *p);
+/* Little-endian u64 and u32 into p, and back (inline: once per ID on hot paths). */
+static inline void poplog_put64(unsigned char *p, uint64_t v)
+{
+    v = htole64(v);
+    memcpy(p, &v, 8);
+}
+
+static inline void poplog_put32(unsigned char *p, uint32_t v)
+{
+    v = htole32(v);
+    memcpy(p, &v, 4);
+}
+
+static inline uint64_t poplog_get64(const unsigned char *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, 8);
+    return le64toh(v);
+}
+
+static inline uint32_t poplog_get32(const unsigned char *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+    return le32toh(v);
+}
 
 /* A new pop log at path with its header (stdio). NULL on an error (errno set). */
 FILE *poplog_open(const char *path, uint32_t consumer, uint32_t kind);
