@@ -267,22 +267,6 @@ int grow(void *p, size_t *cap, size_t need, size_t sz)
     return 0;
 }
 
-bool in_window(const struct opts *o, uint64_t t)
-{
-    return o->has_exposure && t >= o->exp_from && t <= o->exp_to;
-}
-
-double ms(uint64_t ns)
-{
-    return (double)ns / 1e6;
-}
-
-/* Milliseconds of t after the reference time (negative before it). */
-double rel_ms(uint64_t t, uint64_t t0)
-{
-    return t >= t0 ? (double)(t - t0) / 1e6 : -((double)(t0 - t) / 1e6);
-}
-
 void add_example(struct example *ex, size_t *n, const char *fmt, ...)
 {
     va_list ap;
@@ -293,12 +277,6 @@ void add_example(struct example *ex, size_t *n, const char *fmt, ...)
     vsnprintf(ex[*n].text, sizeof ex[*n].text, fmt, ap);
     va_end(ap);
     (*n)++;
-}
-
-/* Where a record is: a byte offset in a log, a line of a --list. */
-const char *unit(const struct logfile *lf)
-{
-    return lf->is_list ? "line" : "byte";
 }
 
 /* The reference time of relative timings: --t0-ns, the first pop, or the first alert. */

@@ -225,11 +225,31 @@ typedef void (*record_fn)(struct check *c, uint32_t file, uint64_t offset, uint6
 __attribute__((warn_unused_result)) int grow(void *p, size_t *cap, size_t need, size_t sz);
 void add_example(struct example *ex, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-bool in_window(const struct opts *o, uint64_t t);
-double ms(uint64_t ns);
-double rel_ms(uint64_t t, uint64_t t0);
-const char *unit(const struct logfile *lf);
 uint64_t t0_of(const struct check *c);
+
+/* t (ns) lies inside the --exposure window. */
+static inline bool in_window(const struct opts *o, uint64_t t)
+{
+    return o->has_exposure && t >= o->exp_from && t <= o->exp_to;
+}
+
+/* Nanoseconds as milliseconds. */
+static inline double ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+/* Milliseconds of t after the reference time (negative before it). */
+static inline double rel_ms(uint64_t t, uint64_t t0)
+{
+    return t >= t0 ? (double)(t - t0) / 1e6 : -((double)(t0 - t) / 1e6);
+}
+
+/* Where a record is: a byte offset in a log, a line of a --list. */
+static inline const char *unit(const struct logfile *lf)
+{
+    return lf->is_list ? "line" : "byte";
+}
 
 /* check_read.c */
 __attribute__((warn_unused_result)) int parse_u64(const char *s, uint64_t *out);
