@@ -52,26 +52,20 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "hist.h"
 #include "idpool.h"
 #include "tools.h"
 
 #define THREADS_MAX 64
 #define CPUS_MAX    64
-#define HSUB_BITS   5 /* log-linear histogram: 2^HSUB_BITS buckets per power of two */
-#define HSUB        (1u << HSUB_BITS)
-#define HBUCKETS    ((64 - HSUB_BITS + 1) * HSUB)
+#define HSUB_BITS   5        /* latencies (ns): 2^HSUB_BITS buckets per power of two, */
+#define HLIN_BITS   6        /* exact below 2^HLIN_BITS */
 #define TICK_NS     1000000u /* a paced thread's calls are made every millisecond */
 #define BLOCK       256      /* libidpool's IDs per thread block (src/lib/client.c) */
 #define FILL_S      300      /* the buffer must fill within this */
 #define CALIBRATE   1000000u /* empty timed calls of the clock calibration */
 
 enum phase { P_WAIT, P_WARMUP, P_MEASURE, P_STOP };
-
-/* Latencies in ns: exact below 2 x HSUB, then HSUB buckets per power of two. */
-struct hist {
-    uint64_t n[HBUCKETS];
-    uint64_t max;
-};
 
 /* One measuring thread. */
 struct worker {
@@ -98,81 +92,6 @@ static void sleep_ns(uint64_t d)
     struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
 
     nanosleep(&ts, NULL);
-}
-
-/* --- histogram -------------------------------------------------------- */
-
-static unsigned hist_index(uint64_t v)
-{
-    unsigned e;
-
-    if (v < 2 * HSUB)
-        return (unsigned)v;
-    e = 63u - (unsigned)__builtin_clzll(v); /* >= HSUB_BITS + 1 */
-    return (e - HSUB_BITS + 1) * HSUB + (unsigned)(v >> (e - HSUB_BITS)) - HSUB;
-}
-
-/* The largest value that falls into bucket i. */
-static uint64_t hist_upper(unsigned i)
-{
-    unsigned e;
-
-    if (i < 2 * HSUB)
-        return i;
-    e = i / HSUB + HSUB_BITS - 1;
-    return (((uint64_t)(i % HSUB + HSUB) + 1) << (e - HSUB_BITS)) - 1;
-}
-
-static inline void hist_add(struct hist *h, uint64_t v)
-{
-    h->n[hist_index(v)]++;
-    if (v > h->max)
-        h->max = v;
-}
-
-static void hist_merge(struct hist *into, const struct hist *h)
-{
-    for (unsigned i = 0; i < HBUCKETS; i++)
-        into->n[i] += h->n[i];
-    if (h->max > into->max)
-        into->max = h->max;
-}
-
-static uint64_t hist_total(const struct hist *h)
-{
-    uint64_t t = 0;
-
-    for (unsigned i = 0; i < HBUCKETS; i++)
-        t += h->n[i];
-    return t;
-}
-
-/* The smallest bucket bound below which at least fraction q of the values lie. */
-static uint64_t hist_pct(const struct hist *h, double q)
-{
-    uint64_t total = hist_total(h), want, seen = 0;
-
-    if (total == 0)
-        return 0;
-    want = (uint64_t)((double)total * q);
-    if (want == 0)
-        want = 1;
-    for (unsigned i = 0; i < HBUCKETS; i++) {
-        seen += h->n[i];
-        if (seen >= want)
-            return hist_upper(i) < h->max ? hist_upper(i) : h->max;
-    }
-    return h->max;
-}
-
-/* Values at or above v. */
-static uint64_t hist_above(const struct hist *h, uint64_t v)
-{
-    uint64_t k = 0;
-
-    for (unsigned i = hist_index(v); i < HBUCKETS; i++)
-        k += h->n[i];
-    return k;
 }
 
 /* --- threads ---------------------------------------------------------- */
@@ -423,9 +342,9 @@ static int write_hist(const char *path, const struct hist *h)
 
     if (f == NULL)
         return -1;
-    for (unsigned i = 0; i < HBUCKETS; i++)
+    for (unsigned i = 0; i < h->nbuckets; i++)
         if (h->n[i])
-            fprintf(f, "%" PRIu64 " %" PRIu64 "\n", hist_upper(i), h->n[i]);
+            fprintf(f, "%" PRIu64 " %" PRIu64 "\n", hist_hi(h, i), h->n[i]);
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -433,7 +352,8 @@ static int sustained(struct idpool_app *a, unsigned threads, double secs, double
                      double rate, int timed, const int *cpus, int ncpus, const char *hist_path)
 {
     struct worker *w = calloc(threads, sizeof(*w));
-    struct hist *all = calloc(1, sizeof(*all)), *timer = calloc(1, sizeof(*timer));
+    struct hist *all = hist_new(HLIN_BITS, HSUB_BITS, 64);
+    struct hist *timer = hist_new(HLIN_BITS, HSUB_BITS, 64);
     struct idpool_stats s0, s1;
     long preempted = 0;
     uint64_t calls = 0, errors = 0, start = UINT64_MAX, end = 0, deadline;
@@ -455,8 +375,8 @@ static int sustained(struct idpool_app *a, unsigned threads, double secs, double
         w[t].cpu = cpu_of(cpus, ncpus, t);
         w[t].rate = rate / threads;
         w[t].timed = timed;
-        w[t].h = calloc(1, sizeof(struct hist));
-        w[t].timer = calloc(1, sizeof(struct hist));
+        w[t].h = hist_new(HLIN_BITS, HSUB_BITS, 64);
+        w[t].timer = hist_new(HLIN_BITS, HSUB_BITS, 64);
         if (w[t].h == NULL || w[t].timer == NULL)
             return 2;
         pthread_create(&w[t].th, NULL, sustained_thread, &w[t]);
@@ -496,8 +416,9 @@ static int sustained(struct idpool_app *a, unsigned threads, double secs, double
         printf(" p50_ns=%" PRIu64 " p99_ns=%" PRIu64 " p999_ns=%" PRIu64 " p9999_ns=%" PRIu64
                " max_ns=%" PRIu64 " over_1us=%" PRIu64 " over_100us=%" PRIu64
                " timer_p50_ns=%" PRIu64,
-               hist_pct(all, 0.5), hist_pct(all, 0.99), hist_pct(all, 0.999), hist_pct(all, 0.9999),
-               all->max, hist_above(all, 1000), hist_above(all, 100000), hist_pct(timer, 0.5));
+               hist_quantile(all, 0.5), hist_quantile(all, 0.99), hist_quantile(all, 0.999),
+               hist_quantile(all, 0.9999), all->max, hist_above(all, 1000), hist_above(all, 100000),
+               hist_quantile(timer, 0.5));
     printf("\n");
     if (hist_path && timed && write_hist(hist_path, all) < 0) {
         perror(hist_path);

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "idpool.h"
+#include "poplog.h"
 #include "tools.h"
 
 #define CHILDREN_MAX 64
@@ -75,7 +76,7 @@ static int log_open(struct log *l, const char *prefix, const char *who, uint32_t
 
     snprintf(path, sizeof(path), "%s.%s.bin", prefix, who);
     l->n = 0;
-    l->f = tools_log_open(path, consumer);
+    l->f = poplog_open(path, consumer, POPLOG_TAKE);
     if (l->f == NULL)
         perror(path);
     return l->f ? 0 : -1;
@@ -84,7 +85,7 @@ static int log_open(struct log *l, const char *prefix, const char *who, uint32_t
 static int log_ids(struct log *l, uint64_t t0, const uint64_t *ids, uint32_t n)
 {
     l->n += n;
-    return tools_log_record(l->f, t0, tools_ns(), ids, n);
+    return poplog_write(l->f, t0, tools_ns(), ids, n);
 }
 
 static int log_close(struct log *l)

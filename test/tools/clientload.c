@@ -14,8 +14,8 @@
  * T threads take N IDs each from application APP through one client made
  * of the environments ENV... (preference order): with idpool_next, or with
  * idpool_take in batches of K. With --record PREFIX, thread i writes the
- * pop log PREFIX.i.bin that idpool-check reads (test/tools/check.c; client
- * kind 1, idpool_take; with idpool_next, up to 1024 consecutive IDs make
+ * pop log PREFIX.i.bin that idpool-check reads (test/tools/poplog.h; client
+ * kind POPLOG_TAKE; with idpool_next, up to 1024 consecutive IDs make
  * one record). Prints one line of counters at the end (ids, IDs by
  * remainder modulo --mod M, the client's stats, seconds). Exit status 0
  * when every thread got all its IDs, 1 otherwise.
@@ -49,6 +49,7 @@
 #include <time.h>
 
 #include "idpool.h"
+#include "poplog.h"
 #include "tools.h"
 
 #define REC_MAX     1024
@@ -90,7 +91,7 @@ static void *work(void *arg)
         } else {
             rc = idpool_next_n(w->app, buf, w->take < room ? w->take : room, &n);
         }
-        if (n && w->out && tools_log_record(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0) {
+        if (n && w->out && poplog_write(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0) {
             w->rc = IDPOOL_ENOMEM;
             break;
         }
@@ -301,7 +302,7 @@ int main(int argc, char **argv)
             char path[4096];
 
             snprintf(path, sizeof(path), "%s.%u.bin", prefix, t);
-            w[t].out = tools_log_open(path, t);
+            w[t].out = poplog_open(path, t, POPLOG_TAKE);
             if (w[t].out == NULL) {
                 perror(path);
                 return 2;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # idpool-check against small hand-made pop logs: each case writes logs with
-# a python3 generator (struct.pack, the format in test/tools/check.c), runs
+# a python3 generator (struct.pack, the format in test/tools/poplog.h), runs
 # the checker and asserts its exit status and the counts of its last line.
 #
 #   t_check.sh                  run the cases ($IDPOOL_CHECK or build/test/idpool-check)
