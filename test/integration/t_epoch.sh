@@ -24,7 +24,6 @@
 #     typo'd pool key: IDPOOL_BADARG, nothing popped, no underflow counted.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 HELPER=$(dirname "$0")/helper.py

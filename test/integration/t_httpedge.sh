@@ -18,7 +18,6 @@
 #      refilled, and the log stays short (no flood of accept errors).
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 # slow N PORT SECONDS OUT: N slowloris clients for at most SECONDS; OUT gets

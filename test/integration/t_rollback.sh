@@ -21,7 +21,6 @@
 #     MySQL job returns.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 take() { rcli FCALL idpool_take 2 "$(pool_key "$1")" "$(meta_key "$1")" "$2" 2>&1 | sed '/^$/d'; }
