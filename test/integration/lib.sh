@@ -35,8 +35,11 @@ IDPOOL_CHECK=${IDPOOL_CHECK:-$IDPOOL_BUILD/test/idpool-check}
 IDPOOL_KEY_PREFIX=${IDPOOL_KEY_PREFIX:-idpool}
 PYTHON=${IDPOOL_PYTHON:-/usr/bin/python3}
 SERVERS=$IDPOOL_SOURCE_ROOT/scripts/servers.sh
-# The tests' Python imports check() (and the rest of the harness) from test/lib.
+# The tests' Python imports check() (and the rest of the harness) from test/lib;
+# "$PYTHON" "$HARNESS_PY" SUBCOMMAND runs its helpers (hammer, subscribe,
+# webhook, events, summary: see its doc).
 PYTHONPATH=$IDPOOL_SOURCE_ROOT/test/lib${PYTHONPATH:+:$PYTHONPATH}
+export HARNESS_PY=$IDPOOL_SOURCE_ROOT/test/lib/harness.py
 export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOLCTL IDPOOL_LOAD IDPOOL_CHECK PYTHON PYTHONPATH
 
 declare -A DAEMON_PID=()    # name -> pid of a running daemon
