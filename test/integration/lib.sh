@@ -754,6 +754,19 @@ ctl_expect() {
     ctl_run "$@"
     [[ $RC == "$code" ]] || fail "idpoolctl $*: exit status $RC, expected $code; stderr: $ERR; stdout: $(head -c 2000 "$DIR/out")"
 }
+# ctl_helps "CMD [SUB]"...: `idpoolctl CMD [SUB] --help` and `idpoolctl help
+# CMD [SUB]` both exit 0 with the command's usage line.
+ctl_helps() {
+    local cmd
+    for cmd in "$@"; do
+        # shellcheck disable=SC2086 # word splitting wanted
+        ctl_expect 0 $cmd --help
+        out_has "^Usage: idpoolctl \\[global options\\] $cmd"
+        # shellcheck disable=SC2086
+        ctl_expect 0 help $cmd
+        out_has "^Usage: idpoolctl \\[global options\\] $cmd"
+    done
+}
 # err_has ERE / err_lacks ERE / out_has ERE / out_lacks ERE: the last run's
 # stderr / stdout matches (does not match).
 err_has() { grep -qE -- "$1" "$DIR/err" || fail "stderr does not match '$1': $ERR"; }

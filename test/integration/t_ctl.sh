@@ -41,15 +41,8 @@ ctl_expect 0 --version
 out_has '^idpoolctl [0-9]+\.[0-9]+'
 ctl_expect 0 help
 out_has '^Usage: idpoolctl'
-for cmd in "apps" "apps list" "apps show" "apps add" "apps set" "apps disable" "apps enable" \
-    "status" "take"; do
-    # shellcheck disable=SC2086 # word splitting wanted
-    ctl_expect 0 $cmd --help
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-    # shellcheck disable=SC2086
-    ctl_expect 0 help $cmd
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-done
+ctl_helps "apps" "apps list" "apps show" "apps add" "apps set" "apps disable" "apps enable" \
+    "status" "take"
 ctl_expect 0 apps add --help
 out_has '--per-take N'
 out_has '--increment-max N'

@@ -72,14 +72,7 @@ out_has '^  tokens list'
 out_has '^  tokens revoke NAME'
 out_has '^  apps grant KEY'
 out_has '^  apps revoke KEY'
-for cmd in "tokens" "tokens add" "tokens list" "tokens revoke" "apps grant" "apps revoke"; do
-    # shellcheck disable=SC2086 # word splitting wanted
-    ctl_expect 0 $cmd --help
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-    # shellcheck disable=SC2086
-    ctl_expect 0 help $cmd
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-done
+ctl_helps "tokens" "tokens add" "tokens list" "tokens revoke" "apps grant" "apps revoke"
 ctl_expect 0 apps --help
 out_has '^  grant KEY'
 out_has '^  revoke KEY'
