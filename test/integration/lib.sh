@@ -139,6 +139,8 @@ reap() {
 
 # require_built NAME PATH: the binary PATH (NAME) is built, else a failure.
 require_built() { [[ -x $2 ]] || fail "$1 not built: $2"; }
+# require_redis_py: $PYTHON imports python3-redis, else a failure.
+require_redis_py() { "$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"; }
 
 # ---------------------------------------------------------- set up/down ---
 

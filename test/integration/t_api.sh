@@ -43,7 +43,7 @@
 source "$(dirname "$0")/lib.sh"
 setup
 require_built idpoolctl "$IDPOOLCTL"
-"$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"
+require_redis_py
 command -v openssl >/dev/null 2>&1 || skip "openssl is not installed"
 T_START=$(now_us)
 

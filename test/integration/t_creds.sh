@@ -33,7 +33,7 @@
 source "$(dirname "$0")/lib.sh"
 setup
 require_built idpoolctl "$IDPOOLCTL"
-"$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"
+require_redis_py
 PARTS=" ${CREDS_PARTS:-a b c d e f} "
 want() { [[ $PARTS == *" $1 "* ]]; }
 

@@ -15,7 +15,7 @@
 source "$(dirname "$0")/lib.sh"
 setup
 require_built idpoolctl "$IDPOOLCTL"
-"$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"
+require_redis_py
 DEAD_PORT=$(free_port) # nothing listens here
 
 sha256() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
