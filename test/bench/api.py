@@ -28,7 +28,7 @@ Defaults: 3 rounds, 10 s windows, 64 connections. Needs nginx and wrk
 (apt-get install nginx-light wrk); idpoold and idpoolctl from --build
 (default build/; IDPOOLD and IDPOOLCTL name the binaries instead).
 Standalone it starts its own servers (test/lib/harness.py, scripts/servers.sh)
-and writes measure.txt, info.txt and results.md (benchlib.api_report) to
+and writes measure.txt, info.txt and results.md (results.api_report) to
 --out (default bench-results/api-<UTC time>/); the last line printed is
   bench: api_rps=X api_ratio=Y
 """
@@ -47,7 +47,7 @@ ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 sys.path.insert(0, HERE)
 
-import benchlib  # noqa: E402
+import results  # noqa: E402
 import harness  # noqa: E402
 import standalone  # noqa: E402
 from harness import cpu_pct, cpu_ticks  # noqa: E402
@@ -449,7 +449,7 @@ def main(argv):
     return standalone.main(
         argv, "api", __doc__, dict(rounds=ROUNDS, duration=DURATION, conns=CONNS),
         {"idpoold": ("IDPOOLD", "idpoold"), "idpoolctl": ("IDPOOLCTL", "idpoolctl")},
-        lambda ctx, o: ApiBench(ctx, o["rounds"], o["duration"], o["conns"], o["pin"]).run(), benchlib.api_report,
+        lambda ctx, o: ApiBench(ctx, o["rounds"], o["duration"], o["conns"], o["pin"]).run(), results.api_report,
         check=tools_problem)
 
 

@@ -67,7 +67,7 @@ IDPOOL_CLIENTBENCH (section 8's tool; default from --build), IDPOOL_PYTHON
 IDs/s, default 500000), BENCH_CLIENT_PIN=0 (section 8 unpinned).
 
 Orchestration in this file; numbers, plot data and results.md in
-benchlib.py; servers, applications and daemons through the test harness'
+results.py; servers, applications and daemons through the test harness'
 helpers (test/lib/harness.py, which calls scripts/servers.sh).
 """
 import glob
@@ -87,7 +87,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 sys.path.insert(0, HERE)
 
 import api  # noqa: E402
-import benchlib  # noqa: E402
+import results  # noqa: E402
 import client  # noqa: E402
 import harness  # noqa: E402
 from harness import cpu_pct, cpu_ticks, pool_key, meta_key, rss_mib  # noqa: E402
@@ -255,10 +255,10 @@ class Bench:
         raise Fatal(msg)
 
     def measure(self, name, value):
-        benchlib.write_measure(self.out, name, value)
+        results.write_measure(self.out, name, value)
 
     def info(self, key, value):
-        benchlib.write_info(self.out, key, value)
+        results.write_info(self.out, key, value)
 
     def raw(self, name):
         return os.path.join(self.out, "raw", name)
@@ -434,7 +434,7 @@ class Bench:
         self.work = tempfile.mkdtemp(prefix="idpool-bench.", dir=os.environ.get("TMPDIR") or "/tmp")
         self.h = harness.Harness(self.work)
 
-        machine = benchlib.machine()
+        machine = results.machine()
         redis_v = first_line_of(["redis-server", "--version"], r" v=(\S+)")
         mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
         maria_v = first_line_of([mariadbd, "--version"], r" Ver ([^ -]+)")
@@ -566,7 +566,7 @@ class Bench:
             say("  run %d: push %s, pop1 %s, pop100 %s -> ceiling %s IDs/s; INCRBY 1 %s, INCRBY 100 %s IDs/s"
                 % (run, push, pop1, pop100, comb, i1, i100))
         self.R("UNLINK", ck, cc)
-        med = benchlib.median_of(os.path.join(self.out, "measure.txt"), "ceiling.combined")
+        med = results.median_of(os.path.join(self.out, "measure.txt"), "ceiling.combined")
         self.ceiling_ids = int(float("%.2f" % med[0]))
 
     # ---------------------------------------- 1b. the fenced push path
@@ -590,7 +590,7 @@ class Bench:
             self.sampler_stop()
             have = self.llen(app)
             fenced = self.app_fenced(app, self.raw("fenced.%d.json" % run))
-            fr = benchlib.fillrate(llen_file, have)
+            fr = results.fillrate(llen_file, have)
             if fr is None:
                 self.die("no fill rate from %s" % llen_file)
             rate, ms = calc0(fr[0]), calc0(fr[1])
@@ -625,7 +625,7 @@ class Bench:
         self.e2e_ids += self.kvi(name, "ids")
         first = last = None
         third = (end - start) / 3
-        for t, n in benchlib.read_pairs(self.raw("ramp.llen")):
+        for t, n in results.read_pairs(self.raw("ramp.llen")):
             if start <= t <= end:
                 if t < start + third and (first is None or n < first):
                     first = n
@@ -721,7 +721,7 @@ class Bench:
                 say("  confirm %d: %s IDs/s, %s empty pops; CPU idpoold %s %%, redis %s %%"
                     % (run, self.kv(name, "ids_per_s"), self.kv(name, "empties"), dc, rc))
         self.sampler_stop()
-        benchlib.ramp(self.out, t0, self.raw("ramp.llen"), self.raw("ramp.steps"))
+        results.ramp(self.out, t0, self.raw("ramp.llen"), self.raw("ramp.steps"))
 
     # -------------------------------------------- 3. latency under refill
 
@@ -792,7 +792,7 @@ class Bench:
                 self.wait_settled("e2e", self.e2e_low)
                 during("flat", run, pool_key("e2e"))
         for cond in ("idle", "drain", "refill", "flat"):
-            benchlib.ccdf(os.path.join(self.out, "lat-%s.ccdf" % cond),
+            results.ccdf(os.path.join(self.out, "lat-%s.ccdf" % cond),
                           sorted(glob.glob(self.raw("lat.%s.*.hist" % cond))))
         leases1 = self.h.leases_of("e2e")
         fenced = self.app_fenced("e2e", self.raw("e2e-app.json"))
@@ -1051,11 +1051,11 @@ class Bench:
                          pin=os.environ.get("BENCH_API_PIN", "1") != "0", say=say).run()
         except api.Failed as e:
             self.die("section 7: %s" % e)
-        r = benchlib.Report(self.out)
-        rps, rat = benchlib.api_values(r)
+        r = results.Report(self.out)
+        rps, rat = results.api_values(r)
         say("  medians: issuer %s req/s, nginx %s req/s -> api_ratio %s; count=%d: %s IDs/s"
-            % (benchlib.f0(rps), benchlib.f0(r.med("api.nginx.rps")), benchlib.f2(rat), api.BATCH,
-               benchlib.f0(r.med("api.batch.ids_per_s"))))
+            % (results.f0(rps), results.f0(r.med("api.nginx.rps")), results.f2(rat), api.BATCH,
+               results.f0(r.med("api.batch.ids_per_s"))))
 
     # ------------------------------------------ 8. the client libraries
 
@@ -1081,14 +1081,14 @@ class Bench:
                                pin=os.environ.get("BENCH_CLIENT_PIN", "1") != "0", say=say).run()
         except client.Failed as e:
             self.die("section 8: %s" % e)
-        r = benchlib.Report(self.out)
-        ids, rat = benchlib.client_values(r)
+        r = results.Report(self.out)
+        ids, rat = results.client_values(r)
         say("  medians: idpool_next %s calls/s, atomic %s -> client_ratio %s; 2 threads %s calls/s; Python %s "
             "calls/s (ratio %s); paced %s IDs/s with buffer: %s calls waited"
-            % (benchlib.f0(ids), benchlib.f0(r.med("client.t1.atomic_per_s")), benchlib.f2(rat),
-               benchlib.f0(r.med("client.t2.next_per_s")), benchlib.f0(r.med("client.py.next_per_s")),
-               benchlib.f2(r.med("client.py.ratio")), os.environ.get("BENCH_CLIENT_RATE") or client.RATE,
-               benchlib.f0(r.total("client.paced_buf.waits"))))
+            % (results.f0(ids), results.f0(r.med("client.t1.atomic_per_s")), results.f2(rat),
+               results.f0(r.med("client.t2.next_per_s")), results.f0(r.med("client.py.next_per_s")),
+               results.f2(r.med("client.py.ratio")), os.environ.get("BENCH_CLIENT_RATE") or client.RATE,
+               results.f0(r.total("client.paced_buf.waits"))))
 
     # ------------------------------------------------- plots, report
 
@@ -1103,7 +1103,7 @@ class Bench:
         with open("/proc/loadavg") as f:
             self.info("load_end", " ".join(f.read().split()[:3]))
         say("done in %d s; results: %s/results.md, ramp.png, latency.png" % (elapsed, self.out))
-        print(benchlib.report(self.out), flush=True)
+        print(results.report(self.out), flush=True)
 
     def report_client(self):
         """--client-only: results.md of section 8 alone."""
@@ -1112,7 +1112,7 @@ class Bench:
         with open("/proc/loadavg") as f:
             self.info("load_end", " ".join(f.read().split()[:3]))
         say("done in %d s; results: %s/results.md" % (elapsed, self.out))
-        print(benchlib.client_report(self.out), flush=True)
+        print(results.client_report(self.out), flush=True)
 
     def report_api(self):
         """--api-only: results.md of section 7 alone."""
@@ -1121,7 +1121,7 @@ class Bench:
         with open("/proc/loadavg") as f:
             self.info("load_end", " ".join(f.read().split()[:3]))
         say("done in %d s; results: %s/results.md" % (elapsed, self.out))
-        print(benchlib.api_report(self.out), flush=True)
+        print(results.api_report(self.out), flush=True)
 
     def run(self):
         self.setup()

@@ -44,7 +44,7 @@ and a python3 with redis-py for the Python part (IDPOOL_PYTHON, else
 /usr/bin/python3 or this interpreter, the first that imports redis; the
 part is left out with a warning when none does).
 Standalone it starts its own servers (test/lib/harness.py, scripts/servers.sh)
-and writes measure.txt, info.txt and results.md (benchlib.client_report) to
+and writes measure.txt, info.txt and results.md (results.client_report) to
 --out (default bench-results/client-<UTC time>/); the last line printed is
   bench: client_ids_per_s=X client_ratio=Y
 """
@@ -59,7 +59,7 @@ ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 sys.path.insert(0, HERE)
 
-import benchlib  # noqa: E402
+import results  # noqa: E402
 import harness  # noqa: E402
 import standalone  # noqa: E402
 from harness import cpu_pct, cpu_ticks  # noqa: E402
@@ -388,7 +388,7 @@ def main(argv):
         argv, "client", __doc__, dict(rounds=ROUNDS, duration=DURATION, rate=RATE, calls=CALLS),
         {"idpoold": ("IDPOOLD", "idpoold"), "clientbench": ("IDPOOL_CLIENTBENCH", "test/idpool-clientbench")},
         lambda ctx, o: ClientBench(ctx, o["rounds"], o["duration"], o["rate"], o["calls"], o["pin"]).run(),
-        benchlib.client_report)
+        results.client_report)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 # Latency distribution of single-ID LPOP: idle vs. while another pool is drained and refilled.
 #   gnuplot -e "dir='RESULTS_DIR'" test/bench/latency.gp   -> RESULTS_DIR/latency.png
-# Data written by benchlib.py ccdf: lat-<condition>.ccdf "latency_us fraction_slower";
+# Data written by results.py ccdf: lat-<condition>.ccdf "latency_us fraction_slower";
 # a condition that was not measured has an empty file and is left out.
 if (!exists("dir")) dir = "."
 set terminal pngcairo size 1000,650 font ",10"

@@ -1,6 +1,6 @@
 # Pool length and consumption over time during the end-to-end load ramp.
 #   gnuplot -e "dir='RESULTS_DIR'" test/bench/ramp.gp   -> RESULTS_DIR/ramp.png
-# Data written by benchlib.py ramp: ramp-llen.dat "t_s len",
+# Data written by results.py ramp: ramp-llen.dat "t_s len",
 # ramp-cons.dat "t_s ids_per_s empties_per_s target" (a blank line between steps).
 if (!exists("dir")) dir = "."
 set terminal pngcairo size 1200,700 font ",10"

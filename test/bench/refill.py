@@ -26,18 +26,13 @@ ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 sys.path.insert(0, HERE)
 
-import benchlib  # noqa: E402
+import results  # noqa: E402
 import harness  # noqa: E402
 
 
 def num(x):
     """A median as awk prints it: integers whole, else 6 significant digits."""
     return "%d" % x if float(x).is_integer() else "%.6g" % x
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
 
 
 def main(argv):
@@ -57,7 +52,7 @@ def main(argv):
     try:
         h.start_servers()
         print("bench-refill: pool=%d drain=%d runs=%d cpu=%dx %s"
-              % (pool, drain, runs, len(os.sched_getaffinity(0)), cpu_model()), flush=True)
+              % (pool, drain, runs, len(os.sched_getaffinity(0)), results.cpu_model()), flush=True)
         fills, writes_all = [], []
         for run in range(1, runs + 1):
             key = "bench%d" % run
@@ -101,7 +96,7 @@ def main(argv):
             fills.append(fill)
             writes_all.append(float(writes))
         print("median: fill %.0f IDs/s pushed by idpoold; %s MySQL writes per million IDs"
-              % (benchlib.median(fills), num(benchlib.median(writes_all))))
+              % (results.median(fills), num(results.median(writes_all))))
         return 0
     finally:
         h.stop_all()

@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 
-import benchlib  # noqa: E402
+import results  # noqa: E402
 import harness  # noqa: E402
 
 
@@ -41,10 +41,10 @@ class Standalone:
             open(os.path.join(out, f), "w").close()
 
     def measure(self, name, value):
-        benchlib.write_measure(self.out, name, value)
+        results.write_measure(self.out, name, value)
 
     def info(self, key, value):
-        benchlib.write_info(self.out, key, value)
+        results.write_info(self.out, key, value)
 
     def say(self, text):
         print("bench: " + text, flush=True)
@@ -94,7 +94,7 @@ def main(argv, name, doc, ints, bins, run, report, check=None):
         build_binaries(build, bins)
         ctx.info("command", "python3 test/bench/%s.py %s" % (name, " ".join(argv[1:])))
         ctx.info("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
-        ctx.info("machine", benchlib.machine())
+        ctx.info("machine", results.machine())
         with open("/proc/loadavg") as f:
             ctx.info("load_start", " ".join(f.read().split()[:3]))
         ctx.h.start_servers()

@@ -33,7 +33,7 @@ ROOT = os.path.realpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 sys.path.insert(0, HERE)
 
-import benchlib  # noqa: E402
+import results  # noqa: E402
 import harness  # noqa: E402
 
 BENCH_LUA = """#!lua name=idpool_bench
@@ -133,15 +133,15 @@ def main(argv):
             lpop.append(lp)
             floor.append(fl)
             take.append(tk)
-        ml, mf, mt = (benchlib.median(v) for v in (lpop, floor, take))
+        ml, mf, mt = (results.median(v) for v in (lpop, floor, take))
         print("median (batch %d): LPOP %.0f, LPOP-in-a-function %.0f, idpool_take %.0f IDs/s; take/LPOP %.2f, "
               "take/function-floor %.2f" % (batch, ml, mf, mt, mt / ml, mt / mf))
         if base:
-            mb = benchlib.median(base)
-            ct, cb = benchlib.median(cpu["idpool_take"]), benchlib.median(cpu["base_take"])
+            mb = results.median(base)
+            ct, cb = results.median(cpu["idpool_take"]), results.median(cpu["base_take"])
             print("median (batch %d): baseline take %.0f IDs/s; idpool_take/baseline %.3f (median of the "
                   "runs' own ratios %.3f); Redis time per take %.2f us, baseline %.2f us, baseline/now %.3f"
-                  % (batch, mb, mt / mb, benchlib.median([t / b for t, b in zip(take, base)]), ct, cb,
+                  % (batch, mb, mt / mb, results.median([t / b for t, b in zip(take, base)]), ct, cb,
                      cb / ct))
         return 0
     except (Failed, harness.HarnessError) as e:

@@ -26,32 +26,27 @@
 # process the scenario started, and the servers, and removes $DIR
 # (CHAOS_KEEP=1 or KEEP=1 keeps it).
 #
-# This file sources test/integration/lib.sh (setup, add_app, set_app,
-# app_col, start_daemon, kill_daemon, signal_daemon, daemon_alive, wait_until,
-# rcli, sql, redis_stop/kill/start, mysql_stop/kill/start, free_port,
-# log_has, pool_key, meta_key, lock_key, llen, pool_ge, proc_alive ...) and
-# test/integration/lib_fault.sh (log_count, lease_dump, pool_dump, probe,
-# redis_server_pid ...). Python helpers that talk to Redis (lockflip.py, the
-# rollback watcher of rollback.py) run
-# with lib.sh's $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3, which has
-# python3-redis).
+# This file sources the tests' one shell library, test/integration/lib.sh
+# (setup, add_app, app_params, start_daemon, kill_daemon, wait_until, rcli,
+# sql, redis_stop/kill/start, free_port, log_has, log_count, pool_key,
+# pool_ge, lease_dump, probe, proc_alive, reap ...), and adds only what is
+# the chaos suite's own: profiles, rows, recorded consumers, check_app.
+# Python helpers that talk to Redis (lockflip.py, the rollback watcher of
+# rollback.py) run with lib.sh's $PYTHON (IDPOOL_PYTHON, default
+# /usr/bin/python3, which has python3-redis).
 
 CHAOS_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 IDPOOL_SOURCE_ROOT=${IDPOOL_SOURCE_ROOT:-$(cd "$CHAOS_LIB_DIR/../.." && pwd)}
 # The build whose binaries run (scripts/chaos.sh --build DIR sets it).
 CHAOS_BUILD=${CHAOS_BUILD:-$IDPOOL_SOURCE_ROOT/build}
 [[ $CHAOS_BUILD == /* ]] || CHAOS_BUILD=$IDPOOL_SOURCE_ROOT/$CHAOS_BUILD
-IDPOOLD=${IDPOOLD:-$CHAOS_BUILD/idpoold}
-IDPOOLCTL=${IDPOOLCTL:-$CHAOS_BUILD/idpoolctl}
-IDPOOL_LOAD=${IDPOOL_LOAD:-$CHAOS_BUILD/test/idpool-load}
-IDPOOL_CHECK=${IDPOOL_CHECK:-$CHAOS_BUILD/test/idpool-check}
-export IDPOOLD IDPOOLCTL IDPOOL_LOAD IDPOOL_CHECK CHAOS_BUILD
+# lib.sh takes the binaries (IDPOOLD, IDPOOL_LOAD ...) from IDPOOL_BUILD.
+IDPOOL_BUILD=$CHAOS_BUILD
+export CHAOS_BUILD
 [[ ${CHAOS_KEEP:-0} == 1 ]] && export KEEP=1
 
 # shellcheck source=../integration/lib.sh
 source "$IDPOOL_SOURCE_ROOT/test/integration/lib.sh"
-# shellcheck source=../integration/lib_fault.sh
-source "$IDPOOL_SOURCE_ROOT/test/integration/lib_fault.sh"
 
 # ------------------------------------------------------------- profiles ---
 # CHAOS_IDS    IDs the consumers should pop per scenario (consumers_wait)
@@ -228,11 +223,9 @@ crash_daemon() {
 wait_daemon_exit() {
     local name=$1 pid st=0
     pid=${DAEMON_PID[$name]:?no daemon $name}
-    wait_until "$2" eval "! proc_alive $pid" || return 1
+    wait_until "$2" proc_gone "$pid" || return 1
     wait "$pid" 2>/dev/null || st=$?
-    DAEMON_STATUS[$name]=$st
-    unset "DAEMON_PID[$name]"
-    info "$name (pid $pid) exited by itself, status $st"
+    daemon_reaped "$name" "$pid" "$st" "exited by itself"
 }
 
 # wait_daemon_stopped NAME TIMEOUT_S: until the daemon is stopped (state T),
@@ -291,25 +284,71 @@ logs_count() {
     echo "$t"
 }
 
-# --------------------------------------------------------- applications ---
+# ---------------------------------------- refill-stage faults (01, 02) ---
+# A victim daemon's fault hook fires at a stage of a refill (IDPOOL_FAULT,
+# src/daemon/fault.c) while the healthy daemons b and c serve `main`:
+#   serve_main COL=VAL...               # main served, sampled, two consumers
+#   each_stage HOOK ODD_TYPE INCREMENT_MAX on_stage
+# where on_stage STAGE KEY X T0_NS checks what the scenario proves.
 
-# app_params APP: P_TYPE (monotonic|trend), P_START, P_DELTA, P_REM, P_MAX
-# (max_pool_size), P_LOW (low-water mark) from the row, defaults applied;
-# P_START is at least 1 (no ID is ever 0, whatever start_offset says).
-app_params() {
-    local t pct mps
-    read -r t P_START P_DELTA P_REM P_MAX pct mps < <(sql "SELECT increasing_type,
-        start_offset, delta, remainder, max_pool_size, min_size_percent, max_size_per_second
-        FROM application WHERE entity_key = $(sql_value "$1")")
-    [[ -n ${t:-} ]] || fail "app_params: no application $1"
-    P_TYPE=monotonic
-    ((t == 2)) && P_TYPE=trend
-    ((P_START < 1)) && P_START=1
-    ((pct == 0)) && pct=80
-    ((mps == 0)) && mps=5000
-    ((P_MAX == 0)) && P_MAX=$((60 * mps))
-    P_LOW=$((P_MAX * pct / 100))
+# serve_main COL=VAL...: application `main` (step 200, pool CHAOS_POOL, low
+# water 50 %, and the columns given) served by the healthy daemons b and c
+# (a long --reload-ms: they learn of a later application only by SIGHUP),
+# filled to its low water, its length sampled and two consumers popping it;
+# APPS=(main).
+serve_main() {
+    add_app main step=200 max_pool_size="$CHAOS_POOL" min_size_percent=50 "$@"
+    APPS=(main)
+    chaos_daemon b --reload-ms 600000
+    chaos_daemon c --reload-ms 600000
+    wait_until 10 pool_ge main $((CHAOS_POOL / 2)) || fail "main never filled"
+    sampler_start main
+    consumers_start main 2
 }
+
+# each_stage HOOK ODD_TYPE INCREMENT_MAX FN: STAGES, the refill stages a
+# fault hook fires at (locked, reserved, pushing), CHAOS_ROUNDS times over;
+# round R (from 1) of stage STAGE: stage_victim STAGE<R> x<R> STAGE HOOK TYPE
+# INCREMENT_MAX (TYPE: ODD_TYPE in odd rounds, the other in even ones), then
+# FN STAGE KEY X T0_NS, T0 being when the victim was seen hit.
+each_stage() {
+    local hook=$1 odd=$2 incr=$3 fn=$4 i r=0 stage type
+    STAGES=()
+    for ((i = 0; i < CHAOS_ROUNDS; i++)); do STAGES+=(locked reserved pushing); done
+    for stage in "${STAGES[@]}"; do
+        r=$((r + 1))
+        type=$odd
+        ((r % 2)) || type=$((3 - odd))
+        stage_victim "$stage$r" "x$r" "$stage" "$hook" "$type" "$incr" || continue
+        "$fn" "$stage" "$stage$r" "x$r" "$(now_ns)"
+    done
+}
+
+# stage_victim KEY X STAGE HOOK TYPE INCREMENT_MAX: a fresh application KEY
+# (increasing_type TYPE, step 200, pool 4000, low water 50 %) that only the
+# victim daemon X knows at first, started with IDPOOL_FAULT=STAGE:HOOK; waits
+# at most 15 s until the hook stopped it (stop) or ended it (kill). 1 (a
+# failure recorded, X stopped) if it did not.
+stage_victim() {
+    local key=$1 x=$2 stage=$3 hook=$4
+    # (|| fail: a caller's `|| continue` would keep set -e from stopping here)
+    add_app "$key" increasing_type="$5" step=200 max_pool_size=4000 min_size_percent=50 \
+        increment_max="$6" || fail "application $key not added"
+    APPS+=("$key")
+    IDPOOL_FAULT=$stage:$hook chaos_daemon "$x"
+    if [[ $hook == stop ]]; then
+        wait_daemon_stopped "$x" 15 && return 0
+        failure "$stage: $x never stopped itself"
+    else
+        wait_daemon_exit "$x" 15 && return 0
+        failure "$stage: $x never killed itself"
+    fi
+    daemons_stop "$x"
+    return 1
+}
+
+# fault_fired NAME STAGE:HOOK: daemon NAME logged that its fault hook fired.
+fault_fired() { log_has "$1" "fault injection: IDPOOL_FAULT=$2 fires now"; }
 
 # ------------------------------------------------- consumers and helpers ---
 
@@ -343,12 +382,10 @@ bg_stop() {
     pid=${BG_PID[$name]:-}
     [[ -n $pid ]] || return 0
     touch "${BG_STOP[$name]}"
-    if ! wait_until "$timeout" eval "! proc_alive $pid" >/dev/null 2>&1; then
+    if ! wait_until "$timeout" proc_gone "$pid" >/dev/null 2>&1; then
         info "$name (pid $pid) ignored its stop file; SIGTERM"
         kill -TERM "$pid" 2>/dev/null || true
-        if ! wait_until 5 eval "! proc_alive $pid" >/dev/null 2>&1; then
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
+        reap "$pid" 5 || true
     fi
     BG_STATUS=0
     wait "$pid" 2>/dev/null || BG_STATUS=$?
@@ -521,9 +558,7 @@ check_app() {
     local app=$1 st=0 args=() logs=() f kv line
     shift
     app_params "$app"
-    sql "SELECT l.lo, l.hi FROM application_lease l JOIN application a
-         ON a.id = l.application_id WHERE a.entity_key = $(sql_value "$app")
-         ORDER BY l.lo" | tr '\t' ' ' >"$DIR/$app.leases"
+    lease_ranges "$app"
     if [[ -n ${LEASE_EXCLUDE[$app]:-} && -s ${LEASE_EXCLUDE[$app]} ]]; then
         # Ranges that must never be served (say, a commit with an unknown
         # outcome): left out, so an ID from them counts as unleased.
@@ -544,15 +579,48 @@ check_app() {
         args+=(--low-water "$P_LOW" --llen "$DIR/$app.llen")
     fi
     "$IDPOOL_CHECK" "${args[@]}" "$@" "${logs[@]}" >"$DIR/$app.check" 2>&1 || st=$?
-    line=$(grep '^check: ' "$DIR/$app.check" | tail -n 1)
+    line=$(check_summary "$DIR/$app.check")
     info "$app: $line (status $st)"
     CHECK=()
     for kv in ${line#check: }; do
-        [[ $kv == *=* ]] || continue
-        CHECK[${kv%%=*}]=${kv#*=}
-        [[ ${kv#*=} =~ ^[0-9]+$ ]] &&
-            CHECK_SUM[${kv%%=*}]=$((${CHECK_SUM[${kv%%=*}]:-0} + ${kv#*=}))
+        # shellcheck disable=SC2034 # CHECK is for the scenarios
+        [[ $kv == *=* ]] && CHECK[${kv%%=*}]=${kv#*=}
     done
+    check_sum "$line"
+    check_verdict "$app" "$st" "$line"
+    return 0
+}
+
+# lease_ranges APP: APP's leases as idpool-check --leases reads them ("lo hi"
+# lines, by lo) in $DIR/APP.leases.
+lease_ranges() {
+    lease_dump "$1" "$DIR/$1.leases.tsv"
+    cut -f 1,2 "$DIR/$1.leases.tsv" | tr '\t' ' ' >"$DIR/$1.leases"
+}
+
+# check_summary REPORT: the last "check: key=value ..." line of an
+# idpool-check report (status 1 if none).
+check_summary() { grep '^check: ' "$1" | tail -n 1; }
+
+# check_sum LINE [KEY...]: adds the numeric values of a check_summary LINE
+# (only the KEYs given, if any) to CHECK_SUM.
+check_sum() {
+    local line=$1 kv k v
+    shift
+    for kv in ${line#check: }; do
+        [[ $kv == *=* ]] || continue
+        k=${kv%%=*} v=${kv#*=}
+        (($# == 0)) || [[ " $* " == *" $k "* ]] || continue
+        [[ $v =~ ^[0-9]+$ ]] && CHECK_SUM[$k]=$((${CHECK_SUM[$k]:-0} + v))
+    done
+    return 0
+}
+
+# check_verdict APP STATUS LINE: idpool-check's exit STATUS on APP (report
+# $DIR/APP.check, summary LINE) as failures: 1 found violations, more an error,
+# and a missing summary.
+check_verdict() {
+    local app=$1 st=$2 line=$3
     case $st in
     0) ;;
     1) failure "$app: idpool-check found violations: $line" ;;
@@ -561,7 +629,6 @@ check_app() {
         ;;
     esac
     [[ -n $line ]] || failure "$app: idpool-check printed no summary"
-    return 0
 }
 
 # apps_csv: the scenario's applications "${APPS[@]}" joined by commas (for
@@ -588,48 +655,44 @@ finish_apps() {
 # ------------------------------------------------------------------ row ---
 
 # sanitizer_reports: daemon logs with an ASan/UBSan report or an internal
-# error (a broken invariant of the code, e.g. a state change the refill cycle
-# does not allow), as failures.
+# error (reported_logs), as failures.
 sanitizer_reports() {
     local n
-    for n in "${DAEMON_NAMES[@]}"; do
-        if grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:|internal error:' \
-            "$DIR/$n.log" 2>/dev/null; then
-            failure "sanitizer report or internal error in $n.log"
-        fi
+    for n in $(reported_logs); do
+        failure "sanitizer report or internal error in $n.log"
     done
 }
 
 # print_row [key=val...]: the result row (see row).
 print_row() {
-    local -A v=()
+    local -A col=()
     local k kv ev res=ok order
     for k in ids duplicates arith unleased gaps empty_pops exposed exposed_lpop exposed_take; do
-        v[$k]=${CHECK_SUM[$k]:-0}
+        col[$k]=${CHECK_SUM[$k]:-0}
     done
     order=$((${CHECK_SUM[order]:-0} + ${CHECK_SUM[cross_order]:-0}))
-    v[order]=$order
-    v[unleased]=$((${CHECK_SUM[unleased]:-0} + ${CHECK_SUM[lease_overlaps]:-0}))
-    v[recovery_ms]=${RECOVERY_MS:--}
+    col[order]=$order
+    col[unleased]=$((${CHECK_SUM[unleased]:-0} + ${CHECK_SUM[lease_overlaps]:-0}))
+    col[recovery_ms]=${RECOVERY_MS:--}
     ev=$(
         IFS=,
         echo "${EVIDENCE[*]}"
     )
-    v[fault]=${ev:-none}
+    col[fault]=${ev:-none}
     local extra=()
     for kv in "$@"; do
         k=${kv%%=*}
-        if [[ -v "v[$k]" ]]; then v[$k]=${kv#*=}; else extra+=("$kv"); fi
+        if [[ -v "col[$k]" ]]; then col[$k]=${kv#*=}; else extra+=("$kv"); fi
     done
     ((${#FAILURES[@]} == 0)) || res=FAIL
     printf 'chaos: %s %s ids=%s duplicates=%s order=%s arith=%s unleased=%s gaps=%s' \
-        "$CHAOS_NUM" "$CHAOS_NAME" "${v[ids]}" "${v[duplicates]}" "${v[order]}" "${v[arith]}" \
-        "${v[unleased]}" "${v[gaps]}"
+        "$CHAOS_NUM" "$CHAOS_NAME" "${col[ids]}" "${col[duplicates]}" "${col[order]}" "${col[arith]}" \
+        "${col[unleased]}" "${col[gaps]}"
     printf ' empty_pops=%s exposed=%s exposed_lpop=%s exposed_take=%s recovery_ms=%s' \
-        "${v[empty_pops]}" "${v[exposed]}" "${v[exposed_lpop]}" "${v[exposed_take]}" \
-        "${v[recovery_ms]}"
+        "${col[empty_pops]}" "${col[exposed]}" "${col[exposed_lpop]}" "${col[exposed_take]}" \
+        "${col[recovery_ms]}"
     ((${#extra[@]} == 0)) || printf ' %s' "${extra[@]}"
-    printf ' secs=%s fault=%s result=%s\n' "$(($(ms_since "$CHAOS_T0") / 1000))" "${v[fault]}" "$res"
+    printf ' secs=%s fault=%s result=%s\n' "$(($(ms_since "$CHAOS_T0") / 1000))" "${col[fault]}" "$res"
     for k in "${FAILURES[@]}"; do
         printf 'chaos:   %s FAIL: %s\n' "$CHAOS_NUM" "$k"
     done
@@ -763,9 +826,7 @@ save_old() {
 check_rollback() {
     local app=$1 from=$2 to=$3 f n left=0 line st=0 kv logs=() mlogs=()
     app_params "$app"
-    sql "SELECT l.lo, l.hi FROM application_lease l JOIN application a
-         ON a.id = l.application_id WHERE a.entity_key = $(sql_value "$app")
-         ORDER BY l.lo" | tr '\t' ' ' >"$DIR/$app.leases"
+    lease_ranges "$app"
     mkdir -p "$DIR/m.$app"
     for f in "$DIR/$app".c*.bin; do
         [[ -e $f ]] || continue
@@ -781,21 +842,11 @@ check_rollback() {
     # U A L, exposure
     "$IDPOOL_CHECK" --type trend "${common[@]}" --exposure "$from:$to" "${logs[@]}" \
         >"$DIR/$app.check" 2>&1 || st=$?
-    line=$(grep '^check: ' "$DIR/$app.check" | tail -n 1)
+    line=$(check_summary "$DIR/$app.check")
     info "$app: U A L: $line (status $st)"
-    for kv in ${line#check: }; do
-        case ${kv%%=*} in
-        ids | duplicates | arith | unleased | lease_overlaps | gaps | empty_pops | exposed | exposed_lpop | exposed_take)
-            CHECK_SUM[${kv%%=*}]=$((${CHECK_SUM[${kv%%=*}]:-0} + ${kv#*=}))
-            ;;
-        esac
-    done
-    case $st in
-    0) ;;
-    1) failure "$app: idpool-check found violations: $line" ;;
-    *) failure "$app: idpool-check failed (status $st): $(tail -n 3 "$DIR/$app.check" | tr '\n' ' ')" ;;
-    esac
-    [[ -n $line ]] || failure "$app: idpool-check printed no summary"
+    check_sum "$line" ids duplicates arith unleased lease_overlaps gaps empty_pops exposed exposed_lpop \
+        exposed_take
+    check_verdict "$app" "$st" "$line"
     # M, outside the window
     st=0
     info "$app: M checked without the $left records sent inside the window"
@@ -803,12 +854,12 @@ check_rollback() {
     # (its whole log was checked above).
     "$IDPOOL_CHECK" --type monotonic --allow-empty "${common[@]}" "${mlogs[@]}" >"$DIR/$app.mcheck" 2>&1 ||
         st=$?
-    line=$(grep '^check: ' "$DIR/$app.mcheck" | tail -n 1)
+    line=$(check_summary "$DIR/$app.mcheck")
     info "$app: M outside the window: $line (status $st)"
+    check_sum "$line" order cross_order
     for kv in ${line#check: }; do
         case ${kv%%=*} in
         order | cross_order)
-            CHECK_SUM[${kv%%=*}]=$((${CHECK_SUM[${kv%%=*}]:-0} + ${kv#*=}))
             ((${kv#*=} == 0)) || failure "$app: M violated outside the exposure window: $line"
             ;;
         esac

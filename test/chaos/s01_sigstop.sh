@@ -38,36 +38,13 @@ fenced_all() {
 }
 fenced_ge() { (($(fenced_all "$1") >= $2)); }
 
-add_app main step=200 max_pool_size=$CHAOS_POOL min_size_percent=50 increment_max=5 \
-    delta=7 remainder=3 start_offset=1000000
-APPS=(main)
-chaos_daemon b --reload-ms 600000
-chaos_daemon c --reload-ms 600000
-wait_until 10 pool_ge main $((CHAOS_POOL / 2)) || fail "main never filled"
-sampler_start main
-consumers_start main 2
+serve_main increment_max=5 delta=7 remainder=3 start_offset=1000000
 
-STAGES=()
-for ((i = 0; i < CHAOS_ROUNDS; i++)); do STAGES+=(locked reserved pushing); done
-r=0
-for stage in "${STAGES[@]}"; do
-    r=$((r + 1))
-    key=$stage$r
-    type=1
-    ((r % 2)) || type=2
-    add_app "$key" increasing_type=$type step=200 max_pool_size=4000 min_size_percent=50 \
-        increment_max=3
-    APPS+=("$key")
-    x=x$r
-    IDPOOL_FAULT=$stage:stop chaos_daemon "$x"
-    if ! wait_daemon_stopped "$x" 15; then
-        failure "$stage: $x never stopped itself"
-        daemons_stop "$x"
-        continue
-    fi
-    t0=$(now_ns)
-    log_has "$x" "fault injection: IDPOOL_FAULT=$stage:stop fires now" ||
-        failure "$stage: $x stopped but did not log the fault"
+# on_stage STAGE KEY X T0_NS: X froze itself at STAGE; b and c take KEY over
+# while it is stopped; once continued, its pushes are fenced off.
+on_stage() {
+    local stage=$1 key=$2 x=$3 t0=$4
+    fault_fired "$x" "$stage:stop" || failure "$stage: $x stopped but did not log the fault"
     consumers_start "$key" 1 --rate 50
     signal_daemon b HUP
     signal_daemon c HUP
@@ -81,7 +58,8 @@ for stage in "${STAGES[@]}"; do
     fi
     sleep 0.5
     daemons_stop "$x"
-done
+}
+each_stage stop 1 3 on_stage
 
 consumers_wait "$(apps_csv)" "$CHAOS_IDS"
 finish_apps

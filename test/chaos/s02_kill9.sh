@@ -29,37 +29,15 @@ chaos_setup
 TTL=500
 CHAOS_DAEMON_ARGS+=(--lock-ttl-ms "$TTL")
 
-add_app main step=200 max_pool_size=$CHAOS_POOL min_size_percent=50 increment_max=4 \
-    delta=3 remainder=2 start_offset=1000
-APPS=(main)
-chaos_daemon b --reload-ms 600000
-chaos_daemon c --reload-ms 600000
-wait_until 10 pool_ge main $((CHAOS_POOL / 2)) || fail "main never filled"
-sampler_start main
-consumers_start main 2
+serve_main increment_max=4 delta=3 remainder=2 start_offset=1000
 
-STAGES=()
-for ((i = 0; i < CHAOS_ROUNDS; i++)); do STAGES+=(locked reserved pushing); done
-r=0
+# on_stage STAGE KEY X T0_NS: X died of its fault hook at STAGE; the others
+# take KEY over; X is restarted without the fault.
 died=0
-for stage in "${STAGES[@]}"; do
-    r=$((r + 1))
-    key=$stage$r
-    type=2
-    ((r % 2)) || type=1
-    add_app "$key" increasing_type=$type step=200 max_pool_size=4000 min_size_percent=50 \
-        increment_max=2
-    APPS+=("$key")
-    x=x$r
-    IDPOOL_FAULT=$stage:kill chaos_daemon "$x"
-    if ! wait_daemon_exit "$x" 15; then
-        failure "$stage: $x never killed itself"
-        daemons_stop "$x"
-        continue
-    fi
-    t0=$(now_ns)
+on_stage() {
+    local stage=$1 key=$2 x=$3 t0=$4 st n
     st=${DAEMON_STATUS[$x]}
-    if [[ $st == 137 ]] && log_has "$x" "fault injection: IDPOOL_FAULT=$stage:kill fires now"; then
+    if [[ $st == 137 ]] && fault_fired "$x" "$stage:kill"; then
         died=$((died + 1))
     else
         failure "$stage: $x exited with status $st, not by its fault hook"
@@ -75,7 +53,8 @@ for stage in "${STAGES[@]}"; do
     # stage's application only by SIGHUP (after that stage's victim).
     chaos_daemon "$x" --reload-ms 600000
     sleep 1
-done
+}
+each_stage kill 2 2 on_stage
 fault_landed "stage_kills=$died/${#STAGES[@]}" "((died == ${#STAGES[@]}))"
 
 # Random kill -9 of b or c under load, restart; then both at once.

@@ -1,5 +1,7 @@
 # shellcheck shell=bash
-# Harness for the integration tests test/integration/t_*.sh. Each test:
+# The test suites' one shell library: the integration tests
+# test/integration/t_*.sh source it, and so does the chaos suite's
+# test/chaos/lib.sh, which adds only what is the chaos suite's own. Each test:
 #
 #   #!/usr/bin/env bash
 #   source "$(dirname "$0")/lib.sh"
@@ -11,22 +13,34 @@
 #   stop_daemon a               # fails unless it exits 0 within 10 s
 #   pass "user pool filled and drained"
 #
-# meson sets IDPOOLD, IDPOOL_LOAD, IDPOOL_CHECK and IDPOOL_SOURCE_ROOT; run
-# by hand they default to build/. Python helpers that talk to Redis run with
-# $PYTHON (IDPOOL_PYTHON, default /usr/bin/python3: Debian's interpreter,
-# which has python3-redis). KEEP=1 keeps $DIR. Every wait here is bounded.
+# Its parts: messages and asserts; waits and processes; servers up and down;
+# daemons; Redis and MySQL (rcli, sql, add_app ...); key names and IDs (pop,
+# check_pops ...); the fault tests' consumers and checks (consumer_start,
+# check_ids, lease_dump, probe ...); idpoolctl runs (ctl_expect, out_has ...).
+# The Python side of the same helpers is test/lib/harness.py.
+#
+# meson sets IDPOOLD, IDPOOLCTL, IDPOOL_LOAD, IDPOOL_CHECK and
+# IDPOOL_SOURCE_ROOT; run by hand they default to the build directory
+# IDPOOL_BUILD (build/). Python helpers that talk to Redis run with $PYTHON
+# (IDPOOL_PYTHON, default /usr/bin/python3: Debian's interpreter, which has
+# python3-redis). KEEP=1 keeps $DIR. Every wait here is bounded.
 set -euo pipefail
 
 IDPOOL_SOURCE_ROOT=${IDPOOL_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-IDPOOLD=${IDPOOLD:-$IDPOOL_SOURCE_ROOT/build/idpoold}
-IDPOOL_LOAD=${IDPOOL_LOAD:-$IDPOOL_SOURCE_ROOT/build/test/idpool-load}
-IDPOOL_CHECK=${IDPOOL_CHECK:-$IDPOOL_SOURCE_ROOT/build/test/idpool-check}
+IDPOOL_BUILD=${IDPOOL_BUILD:-$IDPOOL_SOURCE_ROOT/build}
+IDPOOLD=${IDPOOLD:-$IDPOOL_BUILD/idpoold}
+IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_BUILD/idpoolctl}
+IDPOOL_LOAD=${IDPOOL_LOAD:-$IDPOOL_BUILD/test/idpool-load}
+IDPOOL_CHECK=${IDPOOL_CHECK:-$IDPOOL_BUILD/test/idpool-check}
 IDPOOL_KEY_PREFIX=${IDPOOL_KEY_PREFIX:-idpool}
 PYTHON=${IDPOOL_PYTHON:-/usr/bin/python3}
 SERVERS=$IDPOOL_SOURCE_ROOT/scripts/servers.sh
-# The tests' Python imports check() (and the rest of the harness) from test/lib.
+# The tests' Python imports check() (and the rest of the harness) from test/lib;
+# "$PYTHON" "$HARNESS_PY" SUBCOMMAND runs its helpers (hammer, subscribe,
+# webhook, events, summary: see its doc).
 PYTHONPATH=$IDPOOL_SOURCE_ROOT/test/lib${PYTHONPATH:+:$PYTHONPATH}
-export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOL_LOAD IDPOOL_CHECK PYTHON PYTHONPATH
+export HARNESS_PY=$IDPOOL_SOURCE_ROOT/test/lib/harness.py
+export IDPOOL_SOURCE_ROOT IDPOOLD IDPOOLCTL IDPOOL_LOAD IDPOOL_CHECK PYTHON PYTHONPATH
 
 declare -A DAEMON_PID=()    # name -> pid of a running daemon
 declare -A DAEMON_STATUS=() # name -> exit status once stopped
@@ -95,21 +109,38 @@ to_us() { # seconds, maybe fractional -> microseconds
     echo $((10#${s:-0} * 1000000 + 10#$frac))
 }
 
+# proc_state PID: the process' state letter (R, S, T, Z ...); 1 if none.
+proc_state() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    echo "${stat%% *}"
+}
 # True if PID is a live process (zombies count as dead).
 proc_alive() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} != Z ]]
+    local st
+    st=$(proc_state "$1") && [[ $st != Z ]]
 }
-
+# True if PID is gone (or a zombie): for wait_until.
+proc_gone() { ! proc_alive "$1"; }
 # True if PID is stopped (SIGSTOP, state T).
 proc_stopped() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    [[ ${stat%% *} == T ]]
+    local st
+    st=$(proc_state "$1") && [[ $st == T ]]
 }
+
+# reap PID TIMEOUT_S: waits at most TIMEOUT for PID (a child) to end, else
+# SIGKILLs it; 1 if it had to.
+reap() {
+    wait_until "$2" proc_gone "$1" >/dev/null 2>&1 && return 0
+    kill -KILL "$1" 2>/dev/null || true
+    return 1
+}
+
+# require_built NAME PATH: the binary PATH (NAME) is built, else a failure.
+require_built() { [[ -x $2 ]] || fail "$1 not built: $2"; }
+# require_redis_py: $PYTHON imports python3-redis, else a failure.
+require_redis_py() { "$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"; }
 
 # ---------------------------------------------------------- set up/down ---
 
@@ -148,17 +179,12 @@ cleanup() {
         kill -TERM "$pid" 2>/dev/null
         kill -CONT "$pid" 2>/dev/null
     done
-    for pid in $(jobs -p); do
-        wait_until 5 eval "! proc_alive $pid" >/dev/null 2>&1 || kill -KILL "$pid" 2>/dev/null
-    done
+    for pid in $(jobs -p); do reap "$pid" 5; done
     # A sanitizer report, or a broken invariant of the code (internal error), in any
     # daemon log fails the test.
-    for name in "${DAEMON_NAMES[@]}"; do
-        if grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:|internal error:' \
-            "$DIR/$name.log" 2>/dev/null; then
-            printf 'FAIL: sanitizer report or internal error in %s.log\n' "$name" >&2
-            ((rc == 0 || rc == 77)) && rc=1
-        fi
+    for name in $(reported_logs); do
+        printf 'FAIL: sanitizer report or internal error in %s.log\n' "$name" >&2
+        ((rc == 0 || rc == 77)) && rc=1
     done
     if ((rc != 0 && rc != 77)); then
         for name in "${DAEMON_NAMES[@]}"; do
@@ -180,6 +206,18 @@ cleanup() {
     exit "$rc"
 }
 
+# reported_logs: the names of the daemons whose log holds a sanitizer
+# (ASan/UBSan) report or an internal error (a broken invariant of the code,
+# e.g. a state change the refill cycle does not allow).
+reported_logs() {
+    local name
+    for name in "${DAEMON_NAMES[@]}"; do
+        grep -qE 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:|internal error:' \
+            "$DIR/$name.log" 2>/dev/null && echo "$name"
+    done
+    return 0
+}
+
 # env_b: a second pair of servers (environment B, for the client
 # libraries' failover) in $DIR/b, stopped by cleanup; sets B_REDIS, B_MYSQL,
 # B_REDIS_PORT and B_MYSQL_PORT. sql_b runs SQL there, as sql does in A.
@@ -191,9 +229,7 @@ env_b() {
     B_REDIS_PORT=$(sed -n 's/^export REDIS_PORT=//p' "$DIR/b/env")
     B_MYSQL_PORT=$(sed -n 's/^export MYSQL_PORT=//p' "$DIR/b/env")
 }
-sql_b() {
-    mariadb --no-defaults -h 127.0.0.1 -P "$B_MYSQL_PORT" -u root idpool -N -B -r -e "$1"
-}
+sql_b() { sql_at "$B_MYSQL_PORT" "$1"; }
 
 # two_environments KEY: environment B beside A (env_b; A_REDIS is A's URL),
 # application KEY in both with delta 2 (remainder 0 in A, 1 in B: their IDs
@@ -218,7 +254,7 @@ two_environments() {
 start_daemon() {
     local name=$1
     shift
-    [[ -x $IDPOOLD ]] || fail "idpoold not built: $IDPOOLD"
+    require_built idpoold "$IDPOOLD"
     [[ -z ${DAEMON_PID[$name]:-} ]] || fail "daemon $name is already running"
     "$IDPOOLD" --redis "$IDPOOL_REDIS_URL" --mysql "$IDPOOL_MYSQL_URL" \
         --http '' --log-level debug "$@" </dev/null >>"$DIR/$name.log" 2>&1 &
@@ -254,34 +290,37 @@ kill_daemon() {
     # stopped. A stray SIGCONT while an ASan build exits cancels the SIGSTOP
     # LeakSanitizer's ptrace attach waits for, and the exit hangs for good.
     if proc_stopped "$pid"; then kill -CONT "$pid" 2>/dev/null || true; fi
-    if ! wait_until "$timeout" eval "! proc_alive $pid" 2>/dev/null; then
-        info "$name (pid $pid) still running ${timeout}s after SIG$sig; killing it"
-        kill -KILL "$pid" 2>/dev/null || true
+    if reap "$pid" "$timeout"; then
+        wait "$pid" 2>/dev/null || st=$?
+    else
+        info "$name (pid $pid) still running ${timeout}s after SIG$sig; killed it"
+        wait "$pid" 2>/dev/null || true
         st=timeout
     fi
-    if [[ $st == timeout ]]; then
-        wait "$pid" 2>/dev/null || true
-    else
-        wait "$pid" 2>/dev/null || st=$?
-    fi
-    DAEMON_STATUS[$name]=$st
-    unset "DAEMON_PID[$name]"
-    info "$name (pid $pid) gone after SIG$sig, status $st"
+    daemon_reaped "$name" "$pid" "$st" "gone after SIG$sig"
+}
+
+# daemon_reaped NAME PID STATUS WHAT: daemon NAME (PID, reaped) ended with
+# STATUS: recorded in DAEMON_STATUS[NAME] and noted ("NAME (pid PID) WHAT").
+daemon_reaped() {
+    DAEMON_STATUS[$1]=$3
+    unset "DAEMON_PID[$1]"
+    info "$1 (pid $2) $4, status $3"
 }
 
 # -------------------------------------------------------------- servers ---
 
 rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
 
-# sql "STATEMENTS": runs them in database idpool; tab-separated, no header,
-# values raw (no \\ escaping).
-sql() {
-    mariadb --no-defaults -h 127.0.0.1 -P "$MYSQL_PORT" -u root idpool -N -B -r -e "$1"
-}
+# mariadb_at PORT [ARGS...]: the mariadb client on database idpool of the
+# loopback MariaDB at PORT.
+mariadb_at() { mariadb --no-defaults -h 127.0.0.1 -P "$1" -u root idpool "${@:2}"; }
+# sql_at PORT "STATEMENTS": runs them there; tab-separated, no header,
+# values raw (no \\ escaping). sql (environment A) and sql_b (B) are it.
+sql_at() { mariadb_at "$1" -N -B -r -e "$2"; }
+sql() { sql_at "$MYSQL_PORT" "$1"; }
 # sql_file FILE: feeds a file to database idpool.
-sql_file() {
-    mariadb --no-defaults -h 127.0.0.1 -P "$MYSQL_PORT" -u root idpool <"$1"
-}
+sql_file() { mariadb_at "$MYSQL_PORT" <"$1"; }
 
 # Quotes a value for SQL: integers and NULL as they are, others as strings.
 sql_value() {
@@ -315,6 +354,25 @@ set_app() {
         set+="${set:+, }\`${kv%%=*}\` = $(sql_value "${kv#*=}")"
     done
     sql "UPDATE application SET $set WHERE entity_key = $(sql_value "$key")"
+}
+
+# app_params APP: P_TYPE (monotonic|trend), P_START, P_DELTA, P_REM, P_MAX
+# (max_pool_size), P_LOW (low-water mark) from the row, defaults applied;
+# P_START is at least 1 (no ID is ever 0, whatever start_offset says).
+# shellcheck disable=SC2034 # the P_ variables are for the callers
+app_params() {
+    local t pct mps
+    read -r t P_START P_DELTA P_REM P_MAX pct mps < <(sql "SELECT increasing_type,
+        start_offset, delta, remainder, max_pool_size, min_size_percent, max_size_per_second
+        FROM application WHERE entity_key = $(sql_value "$1")")
+    [[ -n ${t:-} ]] || fail "app_params: no application $1"
+    P_TYPE=monotonic
+    ((t == 2)) && P_TYPE=trend
+    ((P_START < 1)) && P_START=1
+    ((pct == 0)) && pct=80
+    ((mps == 0)) && mps=5000
+    ((P_MAX == 0)) && P_MAX=$((60 * mps))
+    P_LOW=$((P_MAX * pct / 100))
 }
 
 # app_col KEY COLUMN: one column of an application row.
@@ -455,3 +513,271 @@ assert_increasing() {
 
 # count_ids FILE: number of IDs in a text dump.
 count_ids() { wc -l <"$1" | tr -d ' '; }
+
+# --------------------------------------------------------- fault tests ---
+# The fault tests (t_kill9, t_flushall, t_fence, t_redis_restart,
+# t_mysql_outage ...) and the chaos suite: consumer_start/consumer_stop run a
+# background client that keeps popping one pool into numbered chunk files,
+# so one consumer's IDs can be checked in the order it received them
+# (check_increasing) across faults; check_ids checks U, A and L over any set
+# of dumps against application_lease.
+
+declare -A CONSUMER_PID=() # name -> pid of a running consumer
+
+# consumer_start NAME KEY [IDS_PER_CHUNK [SLEEP_S]]: pops KEY's pool in the
+# background (idpool-load, LPOP batches of 100, at most 400 ms a chunk) into
+# the pop logs $DIR/NAME.c/NNNNNN.0.bin, each also as text in NNNNNN.txt
+# (idpool-check --dump), until consumer_stop. SLEEP_S between chunks slows
+# it down (0: as fast as it can).
+# Errors (Redis down, timeouts) only make it retry after a short pause. A
+# stopped consumer can be started again: its chunks continue the sequence.
+# Bounded: it gives up by itself after CONSUMER_MAX_S (120) seconds.
+consumer_start() {
+    local name=$1 key=$2 chunk=${3:-1000} pause=${4:-0}
+    [[ -z ${CONSUMER_PID[$name]:-} ]] || fail "consumer $name is already running"
+    mkdir -p "$DIR/$name.c"
+    rm -f "$DIR/$name.stop"
+    (
+        set +e
+        i=$(find "$DIR/$name.c" -name '*.txt' | wc -l)
+        end=$(($(now_us) + ${CONSUMER_MAX_S:-120} * 1000000))
+        while [[ ! -e $DIR/$name.stop ]] && (($(now_us) < end)); do
+            printf -v f '%s/%s.c/%06d' "$DIR" "$name" "$i"
+            "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$key")" \
+                --count "$chunk" --batch 100 --duration 0.4 --timeout-ms 400 \
+                --record "$f" >/dev/null 2>>"$DIR/$name.err"
+            "$IDPOOL_CHECK" --allow-empty --dump "$f.txt" "$f.0.bin" >/dev/null 2>>"$DIR/$name.err"
+            i=$((i + 1))
+            if [[ ! -s $f.txt ]]; then
+                sleep 0.05 # empty pool or Redis down: do not spin
+            elif [[ $pause != 0 ]]; then
+                sleep "$pause"
+            fi
+        done
+    ) &
+    CONSUMER_PID[$name]=$!
+    info "consumer $name started on $key (pid $!)"
+}
+
+# consumer_stop NAME: stops the consumer (bounded wait) and writes every ID
+# it popped so far, in order, to $DIR/NAME.txt.
+consumer_stop() {
+    local name=$1 pid
+    pid=${CONSUMER_PID[$name]:?no consumer $name}
+    touch "$DIR/$name.stop"
+    reap "$pid" 5 || info "consumer $name (pid $pid) did not stop; killed it"
+    wait "$pid" 2>/dev/null || true
+    unset "CONSUMER_PID[$name]"
+    consumer_collect "$name"
+    info "consumer $name stopped: $(count_ids "$DIR/$name.txt") IDs so far"
+}
+
+# consumer_collect NAME: $DIR/NAME.txt = all chunks so far, in order.
+consumer_collect() {
+    local name=$1
+    find "$DIR/$name.c" -name '*.txt' -print0 | sort -z |
+        xargs -0 -r cat -- >"$DIR/$name.txt"
+}
+
+# consumer_chunks NAME: how many chunk files it has written (a phase mark;
+# meaningful while it is stopped).
+consumer_chunks() { find "$DIR/$1.c" -name '*.txt' | wc -l | tr -d ' '; }
+
+# consumer_since NAME MARK OUT: the IDs of chunks MARK.. (a phase) to OUT.
+consumer_since() {
+    local name=$1 mark=$2 out=$3
+    find "$DIR/$name.c" -name '*.txt' -print0 | sort -z |
+        tail -z -n +"$((mark + 1))" | xargs -0 -r cat -- >"$out"
+}
+
+# consumer_count NAME: IDs popped so far (approximate while it runs).
+consumer_count() { find "$DIR/$1.c" -name '*.txt' -print0 | xargs -0 -r cat -- | wc -l | tr -d ' '; }
+
+# consumer_ge NAME N: it has popped at least N IDs (for wait_until).
+consumer_ge() { (($(consumer_count "$1") >= $2)); }
+
+# pool_dump KEY FILE: the pool's current content, head first.
+pool_dump() { rcli LRANGE "$(pool_key "$1")" 0 -1 >"$2"; }
+
+# low_water KEY: the application's low-water mark (app_params' P_LOW).
+low_water() {
+    app_params "$1"
+    echo "$P_LOW"
+}
+
+# max_id FILE... / min_id FILE...: largest / smallest ID (empty if none).
+max_id() { cat -- "$@" | sort -n | tail -n 1; }
+min_id() { cat -- "$@" | sort -n | sed -n 1p; }
+
+# check_increasing FILE [WHAT]: one consumer's IDs are strictly increasing.
+check_increasing() {
+    local err
+    err=$(LC_ALL=C sort -n -u -c -- "$1" 2>&1) ||
+        fail "${2:-$1}: not strictly increasing: $err"
+}
+
+# check_above LOW_FILES... -- HIGH_FILES...: every ID of the second group is
+# above every ID of the first (monotonic across a fault).
+check_above() {
+    local lo=() hi=() seen=0 a b f
+    for f in "$@"; do
+        if [[ $f == -- ]]; then
+            seen=1
+        elif ((seen)); then
+            hi+=("$f")
+        else
+            lo+=("$f")
+        fi
+    done
+    a=$(max_id "${lo[@]}")
+    b=$(min_id "${hi[@]}")
+    [[ -n $a && -n $b ]] || fail "check_above: an empty group (${lo[*]} -- ${hi[*]})"
+    ((b > a)) || fail "IDs went backwards: $b (in ${hi[*]}) is not above $a (in ${lo[*]})"
+}
+
+# lease_dump KEY OUT [WHERE]: "lo hi instance" of KEY's leases, by lo.
+lease_dump() {
+    sql "SELECT l.lo, l.hi, l.instance FROM application_lease l
+         JOIN application a ON a.id = l.application_id
+         WHERE a.entity_key = $(sql_value "$1") ${3:+AND ($3)} ORDER BY l.lo" >"$2"
+}
+
+# check_ids KEY FILE...: idpool-check over all the text dumps together:
+#   U  no ID occurs twice;
+#   A  max(start_offset, 1) <= ID < 2^63 (never 0) and ID % delta == remainder;
+#   L  every ID lies in exactly one range of KEY's application_lease (the
+#      ranges must not overlap, and none may be empty).
+check_ids() {
+    local key=$1 f lists=() empty start
+    shift
+    lease_dump "$key" "$DIR/leases.$key.txt"
+    empty=$(awk -F'\t' '$2 <= $1 { print "[" $1 "," $2 ")" }' "$DIR/leases.$key.txt" | head -n 3)
+    [[ -z $empty ]] || fail "$key: L: empty leases $empty"
+    for f in "$@"; do lists+=(--list "$f"); done
+    start=$(app_col "$key" start_offset)
+    check_pops "$DIR/check_ids.$key" --start-offset "$((start > 1 ? start : 1))" \
+        --delta "$(app_col "$key" delta)" --remainder "$(app_col "$key" remainder)" \
+        --leases "$DIR/leases.$key.txt" "${lists[@]}" || fail "$key: U/A/L"
+    info "$key: U/A/L $(tail -n 1 "$DIR/check_ids.$key")"
+    check_leases_upward "$key"
+}
+
+# check_leases_upward KEY: in the order they were recorded, every lease
+# starts at or above the end of every earlier one (reservations only move
+# up: a lost compare-and-set retries from a fresh read).
+check_leases_upward() {
+    local bad
+    bad=$(sql "SELECT l.id, l.lo, l.hi FROM application_lease l
+               JOIN application a ON a.id = l.application_id
+               WHERE a.entity_key = $(sql_value "$1") ORDER BY l.id" |
+        python3 -c 'import sys
+top = None
+for line in sys.stdin:
+    i, lo, hi = map(int, line.split())
+    if top is not None and lo < top:
+        print(f"lease #{i} [{lo},{hi}) starts below {top}, the end of an earlier one")
+        break
+    top = hi if top is None else max(top, hi)')
+    [[ -z $bad ]] || fail "$1: $bad"
+}
+
+# ids_in_leases FILE LEASES_FILE: prints the IDs of FILE that lie in one of
+# the "lo hi ..." ranges (e.g. a lease_dump restricted to one instance).
+ids_in_leases() {
+    python3 - "$1" "$2" <<'EOF'
+import sys
+with open(sys.argv[2]) as f:
+    leases = sorted((int(l.split()[0]), int(l.split()[1])) for l in f if l.strip())
+with open(sys.argv[1]) as f:
+    ids = sorted(int(x) for x in f.read().split())
+j = 0
+for x in ids:
+    while j < len(leases) and leases[j][1] <= x:
+        j += 1
+    if j < len(leases) and leases[j][0] <= x:
+        print(x)
+EOF
+}
+
+# log_count NAME ERE: how many lines of the daemon's log match.
+log_count() { grep -cE -- "$2" "$DIR/$1.log" 2>/dev/null || true; }
+
+# assert_alive NAME...: the daemons are still running.
+assert_alive() {
+    local n
+    for n in "$@"; do
+        daemon_alive "$n" || fail "daemon $n died (log: $(tail -n 3 "$DIR/$n.log" | tr '\n' '|'))"
+    done
+}
+
+# redis_server_pid: pid of the running redis-server.
+redis_server_pid() { tr -dc 0-9 <"$DIR/redis.pid"; }
+
+# probe SRC APP TIMEOUT_S WHAT: loads a copy of the Redis dir SRC in a
+# throwaway redis-server (WHAT names it if it does not load within
+# TIMEOUT_S); APP's pool to $DIR/probe.pool, meta's epoch and next to
+# PROBE_EPOCH and PROBE_NEXT.
+probe() {
+    local port pid app=$2
+    rm -rf "$DIR/probe"
+    cp -a "$1" "$DIR/probe"
+    port=$(free_port)
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$DIR/probe" --save '' \
+        --appendonly yes --daemonize no --logfile "$DIR/probe.log" </dev/null &
+    pid=$!
+    wait_until "$3" eval "[[ \$(redis-cli -p $port PING 2>/dev/null) == PONG ]]" ||
+        fail "$4 does not load: $(tail -n 5 "$DIR/probe.log")"
+    redis-cli -p "$port" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
+    # shellcheck disable=SC2034 # read by the callers
+    PROBE_EPOCH=$(redis-cli -p "$port" HGET "$(meta_key "$app")" epoch)
+    # shellcheck disable=SC2034 # read by the callers
+    PROBE_NEXT=$(redis-cli -p "$port" HGET "$(meta_key "$app")" next)
+    redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    reap "$pid" 5 || true
+    wait "$pid" 2>/dev/null || true
+    rm -rf "$DIR/probe"
+}
+
+# ------------------------------------------------------------ idpoolctl ---
+# The idpoolctl tests (t_ctl, t_tokens, t_creds): one run's output in files,
+# then checks of its exit status, stderr and stdout.
+
+# ctl_run ARGS...: runs idpoolctl; stdout in $DIR/out, stderr in $DIR/err and
+# $ERR, exit status in $RC.
+ctl_run() {
+    RC=0
+    "$IDPOOLCTL" "$@" >"$DIR/out" 2>"$DIR/err" || RC=$?
+    ERR=$(<"$DIR/err")
+}
+# ctl_expect CODE ARGS...: runs idpoolctl, which must exit with CODE.
+ctl_expect() {
+    local code=$1
+    shift
+    ctl_run "$@"
+    [[ $RC == "$code" ]] || fail "idpoolctl $*: exit status $RC, expected $code; stderr: $ERR; stdout: $(head -c 2000 "$DIR/out")"
+}
+# ctl_helps "CMD [SUB]"...: `idpoolctl CMD [SUB] --help` and `idpoolctl help
+# CMD [SUB]` both exit 0 with the command's usage line.
+ctl_helps() {
+    local cmd
+    for cmd in "$@"; do
+        # shellcheck disable=SC2086 # word splitting wanted
+        ctl_expect 0 $cmd --help
+        out_has "^Usage: idpoolctl \\[global options\\] $cmd"
+        # shellcheck disable=SC2086
+        ctl_expect 0 help $cmd
+        out_has "^Usage: idpoolctl \\[global options\\] $cmd"
+    done
+}
+# err_has ERE / err_lacks ERE / out_has ERE / out_lacks ERE: the last run's
+# stderr / stdout matches (does not match).
+err_has() { grep -qE -- "$1" "$DIR/err" || fail "stderr does not match '$1': $ERR"; }
+err_lacks() { ! grep -qE -- "$1" "$DIR/err" || fail "stderr matches '$1': $ERR"; }
+out_has() { grep -qE -- "$1" "$DIR/out" || fail "stdout does not match '$1': $(head -c 3000 "$DIR/out")"; }
+out_lacks() { ! grep -qE -- "$1" "$DIR/out" || fail "stdout matches '$1'"; }
+# jget PYEXPR: evaluates a Python expression on the JSON document d on stdout.
+jget() {
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(eval(sys.argv[2]))' "$DIR/out" "$1"
+}

@@ -27,7 +27,6 @@
 # webhook and in the logs: the three channels agree.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-HELPER=$(dirname "$0")/helper.py
 setup
 
 PUBSUB=$DIR/pubsub.events # one JSON event per line
@@ -35,8 +34,8 @@ HOOK=$DIR/hook.events     # bodies of the accepted webhook POSTs
 ATTEMPTS=$DIR/hook.attempts
 echo 0 >"$DIR/hook.fail" # the receiver answers 500 while this is > 0
 touch "$PUBSUB" "$HOOK" "$ATTEMPTS"
-"$PYTHON" "$HELPER" webhook "$DIR/hook.port" "$HOOK" "$ATTEMPTS" "$DIR/hook.fail" 2>"$DIR/hook.err" &
-"$PYTHON" "$HELPER" subscribe "$REDIS_PORT" idpool:alerts "$PUBSUB" "$DIR/pubsub.ready" 2>"$DIR/sub.err" &
+"$PYTHON" "$HARNESS_PY" webhook "$DIR/hook.port" "$HOOK" "$ATTEMPTS" "$DIR/hook.fail" 2>"$DIR/hook.err" &
+"$PYTHON" "$HARNESS_PY" subscribe "$REDIS_PORT" idpool:alerts "$PUBSUB" "$DIR/pubsub.ready" 2>"$DIR/sub.err" &
 wait_until 5 test -s "$DIR/hook.port" || fail "webhook receiver did not start: $(cat "$DIR/hook.err")"
 wait_until 5 test -e "$DIR/pubsub.ready" || fail "subscriber did not start: $(cat "$DIR/sub.err")"
 # A hook token in the query string: sent with every POST, never logged.
@@ -46,8 +45,8 @@ DFLAGS=(--tick-ms 50 --reload-ms 300 --alert-webhook "$HOOK_URL" --alert-resolve
 
 take() { rcli FCALL idpool_take 2 "$(pool_key "$1")" "$(meta_key "$1")" "$2" | sed '/^$/d'; }
 # n_pubsub / n_hook APP KIND STATE: events of that kind so far.
-n_pubsub() { "$PYTHON" "$HELPER" events "$PUBSUB" app="$1" alert="$2" state="$3" || fail "bad event on pub/sub"; }
-n_hook() { "$PYTHON" "$HELPER" events "$HOOK" app="$1" alert="$2" state="$3" || fail "bad event on the webhook"; }
+n_pubsub() { "$PYTHON" "$HARNESS_PY" events "$PUBSUB" app="$1" alert="$2" state="$3" || fail "bad event on pub/sub"; }
+n_hook() { "$PYTHON" "$HARNESS_PY" events "$HOOK" app="$1" alert="$2" state="$3" || fail "bad event on the webhook"; }
 # n_log APP KIND STATE: log lines of that transition, all daemons together.
 n_log() {
     local n
@@ -274,8 +273,8 @@ pass "an alert firing when Redis lost its state (FLUSHALL) resolves on pub/sub t
 
 # --- every alert that fired: once firing, once resolved, on every channel ------------------------
 sleep 1
-"$PYTHON" "$HELPER" summary "$PUBSUB" >"$DIR/sum.pubsub"
-"$PYTHON" "$HELPER" summary "$HOOK" >"$DIR/sum.hook"
+"$PYTHON" "$HARNESS_PY" summary "$PUBSUB" >"$DIR/sum.pubsub"
+"$PYTHON" "$HARNESS_PY" summary "$HOOK" >"$DIR/sum.hook"
 for n in "${DAEMON_NAMES[@]}"; do
     sed -nE 's/^.*alert ([a-z_]+) (firing|resolved) app=([^:]+): .*$/\3 \1 \2/p' "$DIR/$n.log"
 done | sort | uniq -c | awk '{print $2, $3, $4, $1}' >"$DIR/sum.log"

@@ -41,10 +41,9 @@
 # All IDs handed out by the API are unique per application.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
 setup
-[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
-"$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"
+require_built idpoolctl "$IDPOOLCTL"
+require_redis_py
 command -v openssl >/dev/null 2>&1 || skip "openssl is not installed"
 T_START=$(now_us)
 

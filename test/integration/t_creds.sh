@@ -31,23 +31,13 @@
 # are set up all the same), to show each one failing on older code.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
 setup
-[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
-"$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"
+require_built idpoolctl "$IDPOOLCTL"
+require_redis_py
 PARTS=" ${CREDS_PARTS:-a b c d e f} "
 want() { [[ $PARTS == *" $1 "* ]]; }
 
 ctl() { "$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" "$@"; }
-# expect CODE ARGS...: idpoolctl (settings from the environment) exits CODE;
-# stdout in $DIR/out, stderr in $DIR/err.
-expect() {
-    local code=$1 rc=0
-    shift
-    "$IDPOOLCTL" "$@" >"$DIR/out" 2>"$DIR/err" || rc=$?
-    [[ $rc == "$code" ]] || fail "idpoolctl $*: exit status $rc, expected $code; stderr: $(head -c 2000 "$DIR/err")"
-}
-err_has() { grep -qE -- "$1" "$DIR/err" || fail "stderr does not match '$1': $(head -c 2000 "$DIR/err")"; }
 new_token() {
     ctl --json tokens add "$1" --apps "$2" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])'
 }
@@ -132,13 +122,13 @@ COMMON=(--tick-ms 50 --reload-ms 300)
 if want b; then
     DB3="redis://127.0.0.1:$REDIS_PORT/3"
     export IDPOOL_MYSQL_URL
-    expect 1 --redis "$DB3" apps grant user
+    ctl_expect 1 --redis "$DB3" apps grant user
     err_has "database is 3, not 0"
     err_has "every database of this Redis"
     err_has "--allow-any-db"
     assert_eq 0 "$(sql "SELECT COUNT(*) FROM redis_user")" "redis_user rows after the refused grant"
     assert_eq "" "$(rcli ACL GETUSER idpool:user)" "idpool:user in Redis after the refused grant"
-    expect 0 --redis "$DB3" apps grant user --allow-any-db
+    ctl_expect 0 --redis "$DB3" apps grant user --allow-any-db
     pw=$(sed -n 's/^password: //p' "$DIR/out")
     grep -qF -- "-n 3 --user idpool:user" "$DIR/out" || fail "the example lacks -n 3: $(cat "$DIR/out")"
     # Why: the user of db 3 pops the pool of the same key in db 0.
@@ -208,23 +198,23 @@ fi
 # ------------------------------------------------------ e: take's token ---
 if want e; then
     export IDPOOL_MYSQL_URL IDPOOL_REDIS_URL
-    IDPOOL_TOKEN=$T expect 0 take user 3 --env "http://127.0.0.1:$API_PORT"
+    IDPOOL_TOKEN=$T ctl_expect 0 take user 3 --env "http://127.0.0.1:$API_PORT"
     assert_eq 3 "$(grep -cxE '[1-9][0-9]*' "$DIR/out")" "IDs from take with IDPOOL_TOKEN"
     printf '%s\n' "$T" >"$DIR/token"
     chmod 600 "$DIR/token"
-    IDPOOL_TOKEN=idp_wrong expect 0 take user 2 --env "http://127.0.0.1:$API_PORT" --token-file "$DIR/token"
+    IDPOOL_TOKEN=idp_wrong ctl_expect 0 take user 2 --env "http://127.0.0.1:$API_PORT" --token-file "$DIR/token"
     assert_eq 2 "$(grep -cxE '[1-9][0-9]*' "$DIR/out")" "IDs from take with --token-file (over IDPOOL_TOKEN)"
     # A token in the URL is still used as it is.
-    IDPOOL_TOKEN=idp_wrong expect 0 take user 1 --env "http://$T@127.0.0.1:$API_PORT"
-    expect 2 take user 1 --env "http://127.0.0.1:$API_PORT"
+    IDPOOL_TOKEN=idp_wrong ctl_expect 0 take user 1 --env "http://$T@127.0.0.1:$API_PORT"
+    ctl_expect 2 take user 1 --env "http://127.0.0.1:$API_PORT"
     err_has "an issuer needs a token: set IDPOOL_TOKEN or give --token-file"
     printf 'idp_sec ret\n' >"$DIR/badtoken"
-    expect 2 take user 1 --env "http://127.0.0.1:$API_PORT" --token-file "$DIR/badtoken"
+    ctl_expect 2 take user 1 --env "http://127.0.0.1:$API_PORT" --token-file "$DIR/badtoken"
     err_has "token holds characters other than"
     ! grep -q 'sec ret' "$DIR/err" || fail "the bad token file's content is in the error"
-    expect 2 take user 1 --env "http://127.0.0.1:$API_PORT" --token-file "$DIR/nosuch"
+    ctl_expect 2 take user 1 --env "http://127.0.0.1:$API_PORT" --token-file "$DIR/nosuch"
     err_has "--token-file .*nosuch"
-    expect 0 take --help
+    ctl_expect 0 take --help
     grep -q 'IDPOOL_TOKEN' "$DIR/out" || fail "take --help does not name IDPOOL_TOKEN"
     pass "e: take reads an issuer's token from IDPOOL_TOKEN or --token-file; none is a usage error naming both"
 fi
@@ -294,7 +284,7 @@ if want d; then
     assert_eq 1 "$(rcli SISMEMBER idpool:revoked-tokens "$(sha256 "$T2")")" "t2's hash in idpool:revoked-tokens"
     mysql_start
     export IDPOOL_MYSQL_URL
-    expect 0 --redis "redis://127.0.0.1:$(free_port)/0" tokens revoke t
+    ctl_expect 0 --redis "redis://127.0.0.1:$(free_port)/0" tokens revoke t
     err_has "warning: .*revoked in MySQL; an issuer that cannot read MySQL keeps accepting it until it can"
     pass "d: tokens revoke reaches an issuer that cannot read MySQL (through Redis); Redis down: a warning with the bound"
 fi

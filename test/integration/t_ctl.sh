@@ -9,9 +9,8 @@
 # Redis + MySQL when no daemon answers.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
 setup
-[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
+require_built idpoolctl "$IDPOOLCTL"
 
 # idpoolctl finds the servers the way idpoold does: IDPOOL_REDIS_URL and
 # IDPOOL_MYSQL_URL come from setup; nothing listens on the HTTP port until
@@ -20,65 +19,34 @@ HTTP_PORT=$(free_port)
 export IDPOOL_HTTP_ADDR=127.0.0.1:$HTTP_PORT
 DEAD_PORT=$(free_port) # nothing listens here
 
-# ctl ARGS...: runs idpoolctl; stdout in $DIR/out, stderr in $DIR/err and $ERR,
-# exit status in $RC.
-ctl() {
-    RC=0
-    "$IDPOOLCTL" "$@" >"$DIR/out" 2>"$DIR/err" || RC=$?
-    ERR=$(<"$DIR/err")
-}
-# expect CODE ARGS...: runs idpoolctl, which must exit with CODE.
-expect() {
-    local code=$1
-    shift
-    ctl "$@"
-    [[ $RC == "$code" ]] || fail "idpoolctl $*: exit status $RC, expected $code; stderr: $ERR; stdout: $(head -c 2000 "$DIR/out")"
-}
-# err_has ERE / out_has ERE: the last run's stderr / stdout matches.
-err_has() { grep -qE -- "$1" "$DIR/err" || fail "stderr does not match '$1': $ERR"; }
-out_has() { grep -qE -- "$1" "$DIR/out" || fail "stdout does not match '$1': $(head -c 3000 "$DIR/out")"; }
-out_lacks() { ! grep -qE -- "$1" "$DIR/out" || fail "stdout matches '$1'"; }
 # one_line_err: the error is a single line (connection problems).
 one_line_err() { assert_eq 1 "$(wc -l <"$DIR/err" | tr -d ' ')" "lines on stderr ($ERR)"; }
 # json_ok: stdout is one valid JSON document.
 json_ok() { python3 -m json.tool "$DIR/out" >/dev/null || fail "stdout is not valid JSON: $(head -c 2000 "$DIR/out")"; }
-# jget PYEXPR: evaluates a Python expression on the JSON document d on stdout.
-jget() {
-    python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-print(eval(sys.argv[2]))' "$DIR/out" "$1"
-}
 # usage_err ARGS... ERE: idpoolctl ARGS exits 2 (usage) with a message matching ERE.
 usage_err() {
     local re=${*: -1}
-    expect 2 "${@:1:$#-1}"
+    ctl_expect 2 "${@:1:$#-1}"
     err_has "$re"
 }
 
 # ----------------------------------------------------------------- help ---
-expect 0 --help
+ctl_expect 0 --help
 out_has '^Usage: idpoolctl \[global options\] COMMAND'
 out_has 'apps add KEY'
 out_has '--redis URL'
 out_has 'IDPOOL_MYSQL_URL'
 out_has '--json'
-expect 0 --version
+ctl_expect 0 --version
 out_has '^idpoolctl [0-9]+\.[0-9]+'
-expect 0 help
+ctl_expect 0 help
 out_has '^Usage: idpoolctl'
-for cmd in "apps" "apps list" "apps show" "apps add" "apps set" "apps disable" "apps enable" \
-    "status" "take"; do
-    # shellcheck disable=SC2086 # word splitting wanted
-    expect 0 $cmd --help
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-    # shellcheck disable=SC2086
-    expect 0 help $cmd
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-done
-expect 0 apps add --help
+ctl_helps "apps" "apps list" "apps show" "apps add" "apps set" "apps disable" "apps enable" \
+    "status" "take"
+ctl_expect 0 apps add --help
 out_has '--per-take N'
 out_has '--increment-max N'
-expect 0 apps set --help
+ctl_expect 0 apps set --help
 out_has 'current_offset'
 out_has '--force'
 pass "--help for idpoolctl and every command, --version"
@@ -117,20 +85,20 @@ usage_err take x abc "N: .*'abc'"
 usage_err take x 1 2 "unexpected argument '2'"
 usage_err status extra "unexpected argument 'extra'"
 # --json: stdout is a JSON document even for a usage error.
-expect 2 --json frob
+ctl_expect 2 --json frob
 json_ok
 assert_eq 2 "$(jget 'd["exit_code"]')" "exit_code in the --json error"
 pass "usage errors exit 2 and name the command, option, field or value"
 
 # ------------------------------------------------------------- apps add ---
-expect 0 apps list
+ctl_expect 0 apps list
 out_has '^KEY +ID +TYPE +STEP +MAX_POOL +STATE'
-expect 0 --json apps list
+ctl_expect 0 --json apps list
 json_ok
 assert_eq 0 "$(jget 'len(d["apps"])')" "apps in an empty table"
 
 # user: pool 1000 (low water 800), takes of at most 10 IDs.
-expect 0 apps add user --name "Users" --step 100 --max-pool 1000 --per-take 10 --per-second 100000
+ctl_expect 0 apps add user --name "Users" --step 100 --max-pool 1000 --per-take 10 --per-second 100000
 out_has "added application 'user' \\(id [0-9]+\\)"
 assert_eq 100 "$(app_col user step)" "user step"
 assert_eq 1000 "$(app_col user max_pool_size)" "user max_pool_size"
@@ -139,7 +107,7 @@ assert_eq 100000 "$(app_col user max_size_per_second)" "user max_size_per_second
 assert_eq Users "$(app_col user entity_name)" "user entity_name"
 assert_eq 1 "$(app_col user increasing_type)" "user increasing_type"
 
-expect 0 --json apps add order --type trend --start 1000 --step 50 --max-pool 500 \
+ctl_expect 0 --json apps add order --type trend --start 1000 --step 50 --max-pool 500 \
     --min-percent 50 --per-take 20 --per-second 300 --interval 50 --delta 3 --remainder 1 \
     --increment-max 4 --name "Orders, 'quoted' \"name\" \\ ok"
 json_ok
@@ -159,23 +127,23 @@ done
 assert_eq "Orders, 'quoted' \"name\" \\ ok" "$(app_col order entity_name)" "order entity_name (escaping)"
 
 # Duplicates, and rows the daemon would refuse: exit 1, nothing written.
-expect 1 apps add user
+ctl_expect 1 apps add user
 err_has "application 'user' already exists \\(id [0-9]+\\)"
-expect 1 apps add USER
+ctl_expect 1 apps add USER
 err_has "application 'USER'.*'user'"
-expect 1 apps add neg --step -5
+ctl_expect 1 apps add neg --step -5
 err_has "application 'neg'.*step: must be 1\\.\\.1000000"
-expect 1 apps add fit --step 1000 --max-pool 1100
+ctl_expect 1 apps add fit --step 1000 --max-pool 1100
 err_has "application 'fit'.*max_pool_size: must be >= 5000"
-expect 1 apps add rem --delta 4 --remainder 4
+ctl_expect 1 apps add rem --delta 4 --remainder 4
 err_has "application 'rem'.*remainder: must be"
-expect 1 apps add taker --per-take 7000 --max-pool 6000
+ctl_expect 1 apps add taker --per-take 7000 --max-pool 6000
 err_has "application 'taker'.*max_size_per_times: must be <= max_pool_size"
-expect 1 apps add 'a b'
+ctl_expect 1 apps add 'a b'
 err_has "entity_key: must match"
-expect 1 apps add 'k{x}'
+ctl_expect 1 apps add 'k{x}'
 err_has "entity_key: must match"
-expect 1 --json apps add neg --type 3
+ctl_expect 1 --json apps add neg --type 3
 json_ok
 err_has "application 'neg'.*increasing_type: must be 1 \\(monotonic\\) or 2 \\(trend\\), got 3"
 assert_eq 1 "$(jget 'd["exit_code"]')" "exit_code in the --json error"
@@ -186,18 +154,18 @@ pass "apps add: writes valid rows (strings escaped), refuses invalid rows and du
 
 # ------------------------------------------------------- list and show ---
 add_app b_step step=-5 # written behind idpoolctl's back: invalid
-expect 0 apps list
+ctl_expect 0 apps list
 out_has '^user +[0-9]+ +monotonic +100 +1000 +served$'
 out_has '^order +[0-9]+ +trend +50 +500 +served$'
 out_has "^b_step +[0-9]+ +monotonic +-5 +0 +INVALID: step: must be 1\\.\\.1000000"
-expect 0 --json apps list
+ctl_expect 0 --json apps list
 json_ok
 assert_eq 3 "$(jget 'len(d["apps"])')" "apps listed"
 assert_eq "invalid step" "$(jget '" ".join([a["state"] + " " + a["error"].split(": ")[1] for a in d["apps"] if a["key"] == "b_step"])')" \
     "b_step in --json list"
 assert_eq "served" "$(jget '[a["state"] for a in d["apps"] if a["key"] == "user"][0]')" "user state"
 
-expect 0 apps show user
+ctl_expect 0 apps show user
 out_has '^application: +user \(id [0-9]+\)'
 out_has '^state: +served'
 out_has '^validation: +ok'
@@ -206,32 +174,32 @@ out_has '^  max_size_per_second +100000 +100000$'
 out_has '^  min_size_percent +0 +80 \(low water 800\)'
 out_has '^  pool key +idpool:\{user\}:pool'
 out_has '^  pool length +0 '
-expect 0 apps show b_step
+ctl_expect 0 apps show b_step
 out_has '^state: +INVALID'
 out_has "^validation: +application 'b_step' \\(id [0-9]+\\): step: must be"
-expect 0 --json apps show order
+ctl_expect 0 --json apps show order
 json_ok
 assert_eq "idpool:{order}:pool" "$(jget 'd["redis"]["pool_key"]')" "--json show pool key"
 assert_eq 0 "$(jget 'd["redis"]["pool_length"]')" "--json show pool length"
 assert_eq int "$(jget 'type(d["redis"]["pool_length"]).__name__')" "--json show: pool length as a number"
-expect 1 apps show nokey
+ctl_expect 1 apps show nokey
 err_has "no application 'nokey'"
-expect 1 --json apps show nokey
+ctl_expect 1 --json apps show nokey
 json_ok
 pass "apps list and apps show: states, reasons, resolved values, Redis"
 
 # ---------------------------------------------- no daemon: status, take ---
-expect 0 status
+ctl_expect 0 status
 out_has '^KEY +STATE +TYPE +POOL +FILL +RATE/S +ALERTS'
 out_has '^user +served +monotonic +0 +0\.0% +\? +- *$'
 out_has '^b_step +INVALID'
 out_has "^-- no idpoold answered at http://127\\.0\\.0\\.1:$HTTP_PORT .*Redis and MySQL directly"
-expect 0 --json status
+ctl_expect 0 --json status
 json_ok
 assert_eq direct "$(jget 'd["source"]')" "status source without a daemon"
 assert_eq None "$(jget '[a["rate_ids_per_s"] for a in d["apps"] if a["key"] == "user"][0]')" "rate without a daemon"
 # No daemon ever ran against this Redis: the function library is not loaded.
-expect 1 take user 1 --timeout-ms 500
+ctl_expect 1 take user 1 --timeout-ms 500
 err_has "application 'user': got 0 of 1 IDs: timed out.*Function not found.*no idpool_take function"
 pass "status and take without a daemon"
 
@@ -241,113 +209,113 @@ wait_until 10 pool_ge user 1000 || fail "user pool never filled"
 wait_until 10 pool_ge order 500 || fail "order pool never filled"
 
 # A row added with idpoolctl is served without a restart.
-expect 0 apps add late --step 100 --max-pool 500 --per-take 10
+ctl_expect 0 apps add late --step 100 --max-pool 500 --per-take 10
 wait_until 5 pool_ge late 500 || fail "late (added by idpoolctl) was not served"
 pass "apps add: idpoold serves the new application within the reload interval"
 
 # set: the change reaches MySQL and the daemon applies it.
-expect 0 apps set late max_pool_size=1000 entity_name="late one"
+ctl_expect 0 apps set late max_pool_size=1000 entity_name="late one"
 out_has '^  max_pool_size +500 -> 1000$'
 assert_eq 1000 "$(app_col late max_pool_size)" "late max_pool_size"
 assert_eq "late one" "$(app_col late entity_name)" "late entity_name"
 wait_until 5 pool_ge late 1000 || fail "late pool did not grow to the new max_pool_size"
-expect 0 --json apps set late increasing_type=trend step=200
+ctl_expect 0 --json apps set late increasing_type=trend step=200
 json_ok
 assert_eq updated "$(jget 'd["result"]')" "--json set result"
 assert_eq "increasing_type:1:2 step:100:200" \
     "$(jget '" ".join(c["field"] + ":" + c["old"] + ":" + c["new"] for c in d["changes"])')" "--json set changes"
 assert_eq 2 "$(app_col late increasing_type)" "late increasing_type"
 wait_until 3 log_has a 'app=late row changed: trend step=200' || fail "daemon did not apply the edit"
-expect 0 apps set late increasing_type=monotonic
+ctl_expect 0 apps set late increasing_type=monotonic
 assert_eq 1 "$(app_col late increasing_type)" "late increasing_type back"
-expect 0 apps set late step=200
+ctl_expect 0 apps set late step=200
 out_has 'no change'
 # An edit that breaks a rule is refused, naming the key and the field; nothing changes.
-expect 1 apps set late step=1000
+ctl_expect 1 apps set late step=1000
 err_has "application 'late' \\(id [0-9]+\\): max_pool_size: must be"
 err_has "nothing changed"
 assert_eq 200 "$(app_col late step)" "late step after a refused edit"
-expect 1 apps set late min_size_percent=100
+ctl_expect 1 apps set late min_size_percent=100
 err_has "application 'late'.*min_size_percent: must be 1\\.\\.99"
-expect 1 apps set nokey step=10
+ctl_expect 1 apps set nokey step=10
 err_has "no application 'nokey'"
 # current_offset only with --force.
 off=$(app_col late current_offset)
-expect 0 apps set late --force current_offset=$((off + 1000000))
+ctl_expect 0 apps set late --force current_offset=$((off + 1000000))
 assert_eq $((off + 1000000)) "$(app_col late current_offset)" "late current_offset with --force"
 pass "apps set: applied and served, invalid results refused, current_offset only with --force"
 
 # disable / enable.
-expect 0 apps disable late
+ctl_expect 0 apps disable late
 out_has "disabled application 'late'"
 assert_ne 0 "$(app_col late deleted_at)" "late deleted_at after disable"
-expect 0 apps disable late
+ctl_expect 0 apps disable late
 out_has 'already disabled'
-expect 0 apps list
+ctl_expect 0 apps list
 out_has '^late +[0-9]+ +monotonic +200 +1000 +deleted$'
 wait_until 3 log_has a 'app=late soft-deleted' || fail "daemon did not see the soft delete"
 rcli LPOP "$(pool_key late)" 500 >/dev/null
 sleep 0.5
 assert_eq 500 "$(llen late)" "late pool while disabled (no refill)"
-expect 0 --json apps enable late
+ctl_expect 0 --json apps enable late
 json_ok
 assert_eq enabled "$(jget 'd["result"]')" "--json enable result"
 assert_eq 0 "$(app_col late deleted_at)" "late deleted_at after enable"
 # 500 left, low water 800: refilled by whole steps of 200 to at least 800.
 wait_until 5 pool_ge late 800 || fail "late not refilled after enable"
-expect 0 apps enable late
+ctl_expect 0 apps enable late
 out_has 'already enabled'
 # An invalid row is not enabled.
 add_app b_off step=-5 deleted_at=1
-expect 1 apps enable b_off
+ctl_expect 1 apps enable b_off
 err_has "application 'b_off' \\(id [0-9]+\\): step: must be"
 assert_eq 1 "$(app_col b_off deleted_at)" "b_off stays disabled"
-expect 1 apps disable nokey
+ctl_expect 1 apps disable nokey
 err_has "no application 'nokey'"
-expect 1 apps enable nokey
+ctl_expect 1 apps enable nokey
 err_has "no application 'nokey'"
 pass "apps disable / enable stop and resume refills"
 
 # take: through idpool_take, with the limits idpoold syncs into meta.
 wait_until 5 eval "[[ \$(rcli HGET '$(meta_key user)' per_take) == 10 ]]" ||
     fail "idpoold did not sync user's limits into meta"
-expect 0 take user 5
+ctl_expect 0 take user 5
 assert_eq 5 "$(wc -l <"$DIR/out" | tr -d ' ')" "IDs printed by take user 5"
 grep -qvE '^[0-9]+$' "$DIR/out" && fail "take printed something else than IDs: $(<"$DIR/out")"
 assert_increasing "$DIR/out"
 cp "$DIR/out" "$DIR/take1.txt"
-expect 0 take user
+ctl_expect 0 take user
 assert_eq 1 "$(wc -l <"$DIR/out" | tr -d ' ')" "IDs printed by take user"
 assert_gt "$(<"$DIR/out")" "$(tail -n 1 "$DIR/take1.txt")" "take user after take user 5"
-expect 0 --json take user 10
+ctl_expect 0 --json take user 10
 json_ok
 assert_eq 10 "$(jget 'len(d["ids"])')" "--json take: IDs"
 assert_eq True "$(jget 'all(isinstance(i, str) and i.isdigit() for i in d["ids"])')" "--json take: IDs as strings"
 assert_eq True "$(jget 'all(int(a) < int(b) for a, b in zip(d["ids"], d["ids"][1:]))')" "--json take: increasing"
 # Above max_size_per_times (10) libidpool takes 10 at a time (IDPOOL_LIMIT
 # brings its batch down): 25 IDs in at least 3 takes.
-expect 0 --json take user 25
+ctl_expect 0 --json take user 25
 json_ok
 assert_eq 25 "$(jget 'len(d["ids"])')" "--json take 25: IDs"
 assert_eq True "$(jget 'all(int(a) < int(b) for a, b in zip(d["ids"], d["ids"][1:]))')" "--json take 25: increasing"
 assert_ge "$(jget 'd["client"]["takes"]')" 3 "takes of at most 10 for 25 IDs"
-expect 1 take nokey 1 --timeout-ms 500
+ctl_expect 1 take nokey 1 --timeout-ms 500
 err_has "application 'nokey': got 0 of 1 IDs: no environment serves this application.*IDPOOL_NOAPP"
-expect 2 take user 1 --env ftp://x
+ctl_expect 2 take user 1 --env ftp://x
 err_has "environment 0: unsupported scheme 'ftp://'"
-expect 2 take user 1 --timeout-ms 0
+ctl_expect 2 take user 1 --timeout-ms 0
 err_has "--timeout-ms: must be an integer in 1\.\.3600000, got '0'"
 pass "take: increasing IDs from a monotonic app through libidpool, several takes above max_size_per_times, errors"
 
 # status from the daemon's /v1/apps.
 wait_until 5 eval "'$IDPOOLCTL' --json status 2>/dev/null | grep -q '\"source\":[[:space:]]*\"daemon\"'" ||
     fail "status never read the daemon's /v1/apps"
-expect 0 status
+ctl_expect 0 status
 out_has "^-- from idpoold at http://127\\.0\\.0\\.1:$HTTP_PORT/v1/apps"
 out_has '^user +served +monotonic +[0-9]+ +[0-9.]+% +[0-9.]+ '
 out_has '^order +served +trend '
 out_has '^b_step +INVALID'
-expect 0 --json status
+ctl_expect 0 --json status
 json_ok
 assert_eq daemon "$(jget 'd["source"]')" "status source with a daemon"
 assert_eq True "$(jget '[a["rate_ids_per_s"] is not None and a["pool_length"] is not None for a in d["apps"] if a["key"] == "user"][0]')" \
@@ -355,32 +323,32 @@ assert_eq True "$(jget '[a["rate_ids_per_s"] is not None and a["pool_length"] is
 pass "status reads idpoold's /v1/apps"
 
 stop_daemon a
-expect 0 status
+ctl_expect 0 status
 out_has "^-- no idpoold answered at http://127\\.0\\.0\\.1:$HTTP_PORT .*directly"
 out_has '^user +served +monotonic +[0-9]+ '
-expect 0 --http '' status
+ctl_expect 0 --http '' status
 out_has "^-- .*HTTP address is disabled"
 pass "status falls back to Redis and MySQL when the daemon is gone"
 
 # ---------------------------------------------------- unreachable servers ---
-expect 1 --redis "redis://:topsecret@127.0.0.1:$DEAD_PORT/0" take user --timeout-ms 300
+ctl_expect 1 --redis "redis://:topsecret@127.0.0.1:$DEAD_PORT/0" take user --timeout-ms 300
 err_has "environment 0 \\(127\\.0\\.0\\.1:$DEAD_PORT: cannot connect: Connection refused\\)"
 one_line_err
 [[ $ERR != *topsecret* ]] || fail "a password was printed: $ERR"
-expect 1 --mysql "mysql://root:topsecret@127.0.0.1:$DEAD_PORT/idpool" apps list
+ctl_expect 1 --mysql "mysql://root:topsecret@127.0.0.1:$DEAD_PORT/idpool" apps list
 err_has "cannot connect to MySQL at 127\\.0\\.0\\.1:$DEAD_PORT/idpool"
 one_line_err
 [[ $ERR != *topsecret* ]] || fail "a password was printed: $ERR"
-expect 1 --mysql "mysql://root:topsecret@127.0.0.1:$MYSQL_PORT/idpool" apps show user
+ctl_expect 1 --mysql "mysql://root:topsecret@127.0.0.1:$MYSQL_PORT/idpool" apps show user
 err_has "MySQL at 127\\.0\\.0\\.1:$MYSQL_PORT/idpool"
 [[ $ERR != *topsecret* ]] || fail "a password was printed: $ERR"
-expect 1 --json --redis "redis://127.0.0.1:$DEAD_PORT/0" apps show user
+ctl_expect 1 --json --redis "redis://127.0.0.1:$DEAD_PORT/0" apps show user
 json_ok
 assert_eq user "$(jget 'd["key"]')" "show prints the MySQL part when Redis is down"
 err_has "Redis at 127\\.0\\.0\\.1:$DEAD_PORT"
-expect 1 --redis "redis://127.0.0.1:$DEAD_PORT/0" status
+ctl_expect 1 --redis "redis://127.0.0.1:$DEAD_PORT/0" status
 err_has "Redis at 127\\.0\\.0\\.1:$DEAD_PORT"
-expect 1 --mysql "mysql://root@127.0.0.1:$DEAD_PORT/idpool" apps add x2
+ctl_expect 1 --mysql "mysql://root@127.0.0.1:$DEAD_PORT/idpool" apps add x2
 err_has "MySQL at 127\\.0\\.0\\.1:$DEAD_PORT"
 pass "unreachable servers: exit 1, one line naming the server, no password"
 
@@ -393,29 +361,29 @@ http = 127.0.0.1:$DEAD_PORT
 EOF
 (
     unset IDPOOL_REDIS_URL IDPOOL_MYSQL_URL IDPOOL_HTTP_ADDR
-    expect 0 --config "$DIR/ctl.conf" apps list
+    ctl_expect 0 --config "$DIR/ctl.conf" apps list
     out_has '^user '
-    IDPOOL_CONFIG=$DIR/ctl.conf expect 0 status
+    IDPOOL_CONFIG=$DIR/ctl.conf ctl_expect 0 status
     out_has "^-- no idpoold answered at http://127\\.0\\.0\\.1:$DEAD_PORT"
-    IDPOOL_KEY_PREFIX=other IDPOOL_CONFIG=$DIR/ctl.conf expect 0 apps show user
+    IDPOOL_KEY_PREFIX=other IDPOOL_CONFIG=$DIR/ctl.conf ctl_expect 0 apps show user
     out_has '^  pool key +other:\{user\}:pool'
-    expect 0 --config "$DIR/ctl.conf" --key-prefix=p2 apps show user
+    ctl_expect 0 --config "$DIR/ctl.conf" --key-prefix=p2 apps show user
     out_has '^  pool key +p2:\{user\}:pool'
 ) || exit 1
 # A bad setting is a usage error (2, with "Try ...") wherever it comes from, as for idpoold.
 printf 'tick-ms = abc\n' >"$DIR/bad.conf"
-IDPOOL_TICK_MS=abc expect 2 apps list
+IDPOOL_TICK_MS=abc ctl_expect 2 apps list
 err_has "^idpoolctl: IDPOOL_TICK_MS: must be an integer"
 err_has "^Try 'idpoolctl --help'"
-IDPOOL_CONFIG=/nonexistent expect 2 apps list
+IDPOOL_CONFIG=/nonexistent ctl_expect 2 apps list
 err_has "^idpoolctl: IDPOOL_CONFIG: cannot read /nonexistent"
 err_has "^Try 'idpoolctl --help'"
-IDPOOL_LOG_LEVEL=bogus expect 2 status
+IDPOOL_LOG_LEVEL=bogus ctl_expect 2 status
 err_has "^Try 'idpoolctl --help'"
-IDPOOL_CONFIG=$DIR/bad.conf expect 2 apps list
+IDPOOL_CONFIG=$DIR/bad.conf ctl_expect 2 apps list
 err_has "bad\.conf:1"
 err_has "^Try 'idpoolctl --help'"
-expect 2 --tick-ms abc apps list
+ctl_expect 2 --tick-ms abc apps list
 err_has "^Try 'idpoolctl --help'"
 pass "config file, environment and flags as for idpoold"
 

@@ -24,10 +24,8 @@
 #     typo'd pool key: IDPOOL_BADARG, nothing popped, no underflow counted.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
-HELPER=$(dirname "$0")/helper.py
 KEY=ep
 add_app $KEY step=100 max_pool_size=2000 min_size_percent=50 max_size_per_times=1000 \
     max_size_per_second=100000000
@@ -43,8 +41,8 @@ meta_epoch() {
     [[ -n $e ]] || e=$(redis-cli -p "$1" HGET "$META" run_id)
     echo "$e"
 }
-# hammer PORT SECONDS OUT: idpool_take of 100, back to back (helper.py).
-hammer() { "$PYTHON" "$HELPER" hammer "$1" "$POOL" "$META" 100 "$2" "$3"; }
+# hammer PORT SECONDS OUT: idpool_take of 100, back to back (harness.py).
+hammer() { "$PYTHON" "$HARNESS_PY" hammer "$1" "$POOL" "$META" 100 "$2" "$3"; }
 granted_ids() { awk '$3 == "granted" && $4 > 0 { print $5 }' "$1" | tr ',' '\n'; }
 refusals() { grep -c ' error IDPOOL_EPOCH' "$1" || true; }
 # none_of HANDED OUT WHAT: no ID of HANDED is in OUT.

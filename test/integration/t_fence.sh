@@ -15,7 +15,6 @@
 # one consumer's IDs must stay unique and strictly increasing throughout.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 TTL=500

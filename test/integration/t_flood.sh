@@ -15,10 +15,9 @@
 #      and a take with a token is answered within 100 ms.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
 FLOOD=$(dirname "$0")/flood.py
 setup
-[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
+require_built idpoolctl "$IDPOOLCTL"
 # 2,000 client sockets here, up to 1,088 in the daemon (which inherits this).
 hard=$(ulimit -Hn)
 [[ $hard == unlimited ]] || ((hard >= 4500)) || fail "the hard file limit ($hard) is below the 4500 descriptors this test needs"

@@ -14,7 +14,6 @@
 # and over the whole run U, A and L hold, and leases were reserved upwards.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 COMMON=(--tick-ms 100 --lock-ttl-ms 500 --reload-ms 1000)

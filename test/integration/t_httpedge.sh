@@ -18,7 +18,6 @@
 #      refilled, and the log stays short (no flood of accept errors).
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 # slow N PORT SECONDS OUT: N slowloris clients for at most SECONDS; OUT gets
@@ -219,6 +218,7 @@ log_has b 'http: the file limit \(64 descriptors\) leaves room for 32 connection
 slow 80 "$P" 8 "$DIR/slow2" &
 SLOW=$!
 sleep 1
+# shellcheck disable=SC2034 # read by the eval below
 n_rec=$(log_count b 'redis: connected to .*, recovered')
 rcli CLIENT KILL TYPE normal >/dev/null # the daemon's connections (and ours)
 wait_until 5 eval '(($(log_count b "redis: connected to .*, recovered") > n_rec))' ||

@@ -13,7 +13,6 @@
 # the lock expires by its TTL and a restarted daemon refills the pool.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 TTL=500

@@ -21,7 +21,6 @@
 # (5) A Redis user that may not run FUNCTION LOAD is told so.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 LUA=$IDPOOL_SOURCE_ROOT/src/idpool.lua

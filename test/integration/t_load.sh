@@ -9,8 +9,7 @@
 #     twice or one that was not in the list.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-IDPOOL_LOAD=${IDPOOL_LOAD:-$IDPOOL_SOURCE_ROOT/build/test/idpool-load}
-[[ -x $IDPOOL_LOAD ]] || fail "idpool-load not built: $IDPOOL_LOAD"
+require_built idpool-load "$IDPOOL_LOAD"
 setup
 
 load() { "$IDPOOL_LOAD" --port "$REDIS_PORT" "$@"; }

@@ -16,7 +16,6 @@
 # IDs strictly increasing, U, A, L.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 KEY=mo

@@ -27,9 +27,8 @@
 # starts above the history, written before it and after.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
 setup
-[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
+require_built idpoolctl "$IDPOOLCTL"
 
 COMMON=(--tick-ms 50 --reload-ms 300 --lock-ttl-ms 500)
 KEY=re

@@ -17,7 +17,6 @@
 # Throughout: one consumer's IDs strictly increasing; U, A, L over all.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 KEY=rr

@@ -21,7 +21,6 @@
 #     MySQL job returns.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
 setup
 
 take() { rcli FCALL idpool_take 2 "$(pool_key "$1")" "$(meta_key "$1")" "$2" 2>&1 | sed '/^$/d'; }
@@ -30,7 +29,7 @@ snapshot() { # NAME: a copy of Redis' data now
     wait_until 10 eval '[[ $(rcli INFO persistence | tr -d "\r" | sed -n "s/^aof_rewrite_in_progress://p") == 0 ]]' ||
         fail "AOF rewrite did not finish"
     sleep 1.2 # appendfsync everysec
-    rm -rf "$DIR/$1"
+    rm -rf "${DIR:?}/${1:?}"
     cp -a "$DIR/redis" "$DIR/$1"
 }
 restore() { # NAME: Redis restarted from that copy

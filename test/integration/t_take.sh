@@ -19,7 +19,6 @@
 # of 100, with redis-benchmark on big prefilled pools.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-HELPER=$(dirname "$0")/helper.py
 setup
 
 # take KEY COUNT: the raw redis-cli output of idpool_take (one ID per line,
@@ -118,7 +117,7 @@ pass "unknown, soft-deleted and invalid applications -> IDPOOL_NOAPP; a fixed ro
 t0=$(now_us)
 pids=()
 for c in 50 7 3 1; do
-    "$PYTHON" "$HELPER" hammer "$REDIS_PORT" "$(pool_key rl)" "$(meta_key rl)" "$c" 2.6 "$DIR/rate.$c" &
+    "$PYTHON" "$HARNESS_PY" hammer "$REDIS_PORT" "$(pool_key rl)" "$(meta_key rl)" "$c" 2.6 "$DIR/rate.$c" &
     pids+=($!)
 done
 for p in "${pids[@]}"; do

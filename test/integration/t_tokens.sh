@@ -13,36 +13,11 @@
 # No idpoold is started: these commands touch MySQL and Redis only.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
 setup
-[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
-"$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-redis is missing for $PYTHON"
+require_built idpoolctl "$IDPOOLCTL"
+require_redis_py
 DEAD_PORT=$(free_port) # nothing listens here
 
-# ctl ARGS...: runs idpoolctl; stdout in $DIR/out, stderr in $DIR/err and $ERR,
-# exit status in $RC.
-ctl() {
-    RC=0
-    "$IDPOOLCTL" "$@" >"$DIR/out" 2>"$DIR/err" || RC=$?
-    ERR=$(<"$DIR/err")
-}
-# expect CODE ARGS...: runs idpoolctl, which must exit with CODE.
-expect() {
-    local code=$1
-    shift
-    ctl "$@"
-    [[ $RC == "$code" ]] || fail "idpoolctl $*: exit status $RC, expected $code; stderr: $ERR; stdout: $(head -c 2000 "$DIR/out")"
-}
-err_has() { grep -qE -- "$1" "$DIR/err" || fail "stderr does not match '$1': $ERR"; }
-err_lacks() { ! grep -qE -- "$1" "$DIR/err" || fail "stderr matches '$1': $ERR"; }
-out_has() { grep -qE -- "$1" "$DIR/out" || fail "stdout does not match '$1': $(head -c 3000 "$DIR/out")"; }
-out_lacks() { ! grep -qE -- "$1" "$DIR/out" || fail "stdout matches '$1'"; }
-# jget PYEXPR: evaluates a Python expression on the JSON document d on stdout.
-jget() {
-    python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-print(eval(sys.argv[2]))' "$DIR/out" "$1"
-}
 sha256() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 # dump: every table of the database, as mysqldump writes it, in $DIR/dump.sql.
 dump() {
@@ -91,36 +66,29 @@ as_user() {
 }
 
 # ----------------------------------------------------------------- help ---
-expect 0 --help
+ctl_expect 0 --help
 out_has '^  tokens add NAME --apps KEY\[,KEY\.\.\.\]\|\*'
 out_has '^  tokens list'
 out_has '^  tokens revoke NAME'
 out_has '^  apps grant KEY'
 out_has '^  apps revoke KEY'
-for cmd in "tokens" "tokens add" "tokens list" "tokens revoke" "apps grant" "apps revoke"; do
-    # shellcheck disable=SC2086 # word splitting wanted
-    expect 0 $cmd --help
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-    # shellcheck disable=SC2086
-    expect 0 help $cmd
-    out_has "^Usage: idpoolctl \\[global options\\] $cmd"
-done
-expect 0 apps --help
+ctl_helps "tokens" "tokens add" "tokens list" "tokens revoke" "apps grant" "apps revoke"
+ctl_expect 0 apps --help
 out_has '^  grant KEY'
 out_has '^  revoke KEY'
-expect 2 tokens
+ctl_expect 2 tokens
 err_has "missing command"
-expect 2 tokens frob
+ctl_expect 2 tokens frob
 err_has "unknown command 'tokens frob'"
 pass "--help of tokens, tokens add/list/revoke, apps grant/revoke; usage listed"
 
 # ----------------------------------------------------------- tokens add ---
-expect 0 apps add user
-expect 0 apps add order
-expect 0 apps add old
-expect 0 apps disable old
+ctl_expect 0 apps add user
+ctl_expect 0 apps add order
+ctl_expect 0 apps add old
+ctl_expect 0 apps disable old
 
-expect 0 tokens add t1 --apps user,order,user
+ctl_expect 0 tokens add t1 --apps user,order,user
 out_has "^token t1 for apps: user,order$"
 assert_eq 1 "$(grep -cE '^idp_[A-Za-z0-9_-]{43}$' "$DIR/out")" "token lines in the output"
 tok1=$(grep -E '^idp_' "$DIR/out")
@@ -131,7 +99,7 @@ assert_eq "$hash1" "$(sql "SELECT token_sha256 FROM api_token WHERE name = 't1'"
 assert_eq "user,order" "$(sql "SELECT apps FROM api_token WHERE name = 't1'")" "t1's apps (duplicate collapsed)"
 assert_eq NULL "$(sql "SELECT IFNULL(revoked_at, 'NULL') FROM api_token WHERE name = 't1'")" "t1 revoked_at"
 
-expect 0 --json tokens add t2 --apps '*'
+ctl_expect 0 --json tokens add t2 --apps '*'
 tok2=$(jget 'd["token"]')
 [[ $tok2 =~ ^idp_[A-Za-z0-9_-]{43}$ ]] || fail "--json token: '$tok2'"
 assert_eq "t2 ['*'] str" "$(jget '" ".join([d["name"], str(d["apps"]), type(d["token"]).__name__])')" \
@@ -139,7 +107,7 @@ assert_eq "t2 ['*'] str" "$(jget '" ".join([d["name"], str(d["apps"]), type(d["t
 assert_eq '*' "$(sql "SELECT apps FROM api_token WHERE name = 't2'")" "t2's apps"
 assert_eq "$(sha256 "$tok2")" "$(sql "SELECT token_sha256 FROM api_token WHERE name = 't2'")" \
     "t2's stored hash"
-expect 0 tokens add t3.disabled-app_ok --apps old
+ctl_expect 0 tokens add t3.disabled-app_ok --apps old
 out_has "^token t3.disabled-app_ok for apps: old$"
 
 dump
@@ -152,34 +120,34 @@ pass "tokens add: idp_ token printed once, MySQL holds its SHA-256 and never the
 rows=$(sql "SELECT COUNT(*) FROM api_token")
 long=$(printf 'n%.0s' {1..65})
 for bad in 'a b' 'x/y' "$long" 'tök' '' '*'; do
-    expect 2 tokens add "$bad" --apps user
+    ctl_expect 2 tokens add "$bad" --apps user
     err_has "token '.*': NAME must be 1\\.\\.64 characters of A-Z a-z 0-9 _ \\. -"
 done
-expect 2 tokens add 'a b' --apps user
+ctl_expect 2 tokens add 'a b' --apps user
 err_has "token 'a b': NAME"
-expect 2 tokens add
+ctl_expect 2 tokens add
 err_has "missing NAME"
-expect 2 tokens add t4
+ctl_expect 2 tokens add t4
 err_has "missing --apps"
-expect 2 tokens add t4 --apps ''
+ctl_expect 2 tokens add t4 --apps ''
 err_has "--apps: empty application key"
-expect 2 tokens add t4 --apps 'user,,order'
+ctl_expect 2 tokens add t4 --apps 'user,,order'
 err_has "--apps: empty application key in 'user,,order'"
-expect 2 tokens add t4 --apps 'user,*'
+ctl_expect 2 tokens add t4 --apps 'user,*'
 err_has "'\\*'.*stands alone"
-expect 2 tokens add t4 --apps 'us er'
+ctl_expect 2 tokens add t4 --apps 'us er'
 err_has "--apps: 'us er' is not an application key"
-expect 2 tokens add t4 --apps user --apps order
+ctl_expect 2 tokens add t4 --apps user --apps order
 err_has "--apps given twice"
-expect 1 tokens add t4 --apps user,nosuch
+ctl_expect 1 tokens add t4 --apps user,nosuch
 err_has "no application 'nosuch' \\(add it with 'idpoolctl apps add nosuch'\\)"
-expect 1 tokens add t4 --apps USER
+ctl_expect 1 tokens add t4 --apps USER
 err_has "no application 'USER'"
-expect 1 --json tokens add t4 --apps nosuch
+ctl_expect 1 --json tokens add t4 --apps nosuch
 assert_eq 1 "$(jget 'd["exit_code"]')" "exit_code in the --json error"
-expect 1 tokens add t1 --apps order
+ctl_expect 1 tokens add t1 --apps order
 err_has "token 't1' exists; revoke it first or choose another name"
-expect 1 tokens add T1 --apps order
+ctl_expect 1 tokens add T1 --apps order
 err_has "token 'T1' exists as 't1'"
 assert_eq "$rows" "$(sql "SELECT COUNT(*) FROM api_token")" "rows after refused adds"
 assert_eq "$hash1" "$(sql "SELECT token_sha256 FROM api_token WHERE name = 't1'")" \
@@ -187,13 +155,13 @@ assert_eq "$hash1" "$(sql "SELECT token_sha256 FROM api_token WHERE name = 't1'"
 pass "tokens add: bad NAME or key exit 2, unknown application and active name exit 1, nothing written"
 
 # ---------------------------------------------------------- tokens list ---
-expect 0 tokens list
+ctl_expect 0 tokens list
 out_has '^NAME +APPS +CREATED +STATUS$'
 out_has '^t1 +user,order +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ +active$'
 out_has '^t2 +\* +[0-9-]+ [0-9:.]+ +active$'
 out_lacks '[0-9a-f]{64}'
 out_lacks 'idp_'
-expect 0 --json tokens list
+ctl_expect 0 --json tokens list
 assert_eq "t1 t2 t3.disabled-app_ok" "$(jget '" ".join(t["name"] for t in d)')" "--json list names"
 assert_eq "['user', 'order']" "$(jget 'd[0]["apps"]')" "--json list: t1's apps"
 assert_eq "list dict str list str NoneType bool True" \
@@ -203,27 +171,27 @@ out_lacks '[0-9a-f]{64}'
 out_lacks 'hash|sha256'
 
 # -------------------------------------------------------- tokens revoke ---
-expect 0 tokens revoke t1
+ctl_expect 0 tokens revoke t1
 out_has "^revoked token 't1' \\(at [0-9-]+ [0-9:.]+\\).*reload interval.*SIGHUP"
 assert_eq 1 "$(sql "SELECT revoked_at IS NOT NULL FROM api_token WHERE name = 't1'")" "t1 revoked"
 revoked_at=$(sql "SELECT revoked_at FROM api_token WHERE name = 't1'")
-expect 0 tokens revoke t1
+ctl_expect 0 tokens revoke t1
 out_has "^token 't1' is already revoked"
 assert_eq "$revoked_at" "$(sql "SELECT revoked_at FROM api_token WHERE name = 't1'")" \
     "revoked_at after a second revoke"
-expect 0 --json tokens revoke t1
+ctl_expect 0 --json tokens revoke t1
 assert_eq "unchanged t1 str" "$(jget '" ".join([d["result"], d["name"], type(d["revoked_at"]).__name__])')" \
     "--json revoke again"
-expect 1 tokens revoke nosuch
+ctl_expect 1 tokens revoke nosuch
 err_has "no token 'nosuch'"
-expect 2 tokens revoke 'a b'
+ctl_expect 2 tokens revoke 'a b'
 err_has "token 'a b': NAME"
-expect 2 tokens revoke
+ctl_expect 2 tokens revoke
 err_has "missing NAME"
-expect 0 tokens list
+ctl_expect 0 tokens list
 out_has "^t1 +user,order +[0-9-]+ [0-9:.]+ +revoked at [0-9-]+ [0-9:.]+$"
 out_has '^t2 .* active$'
-expect 0 --json tokens list
+ctl_expect 0 --json tokens list
 assert_eq "False str True NoneType" \
     "$(jget '" ".join(str(x) for x in (d[0]["active"], type(d[0]["revoked_at"]).__name__, d[1]["active"], type(d[1]["revoked_at"]).__name__))')" \
     "--json list: t1 revoked, t2 active"
@@ -231,7 +199,7 @@ pass "tokens list (active / revoked at, --json types, never a hash); revoke, aga
 
 # A revoked token's name is reused: its row is replaced.
 id1=$(sql "SELECT id FROM api_token WHERE name = 't1'")
-expect 0 tokens add t1 --apps order
+ctl_expect 0 tokens add t1 --apps order
 out_has "^token t1 for apps: order \\(replaces the revoked token of that name\\)$"
 tok1b=$(grep -E '^idp_' "$DIR/out")
 assert_ne "$tok1" "$tok1b" "t1's new token"
@@ -246,7 +214,7 @@ rcli RPUSH 'idpool:{user}:pool' 1 2 3 4 5 6 >/dev/null
 rcli RPUSH 'idpool:{order}:pool' 7 8 9 >/dev/null
 rcli HSET 'idpool:{user}:meta' next 7 >/dev/null
 
-expect 0 apps grant user
+ctl_expect 0 apps grant user
 out_has "^granted Redis user 'idpool:user' for application 'user'$"
 pw1=$(sed -n 's/^password: //p' "$DIR/out")
 [[ $pw1 =~ ^idp_[A-Za-z0-9_-]{43}$ ]] || fail "grant: password '$pw1'"
@@ -294,7 +262,7 @@ assert_eq redis-cli "${example[0]}" "the example's command"
 assert_eq "4 5 6" "$("${example[@]}" 2>/dev/null | tr '\n' ' ' | sed 's/ $//')" "the example's LPOP"
 
 # A second grant rotates the password.
-expect 0 --json apps grant user
+ctl_expect 0 --json apps grant user
 assert_eq "idpool:user user str True True" \
     "$(jget '" ".join(str(x) for x in (d["user"], d["key"], type(d["password"]).__name__, d["applied"], d["rotated"]))')" \
     "--json grant document"
@@ -304,7 +272,7 @@ assert_eq "$(sha256 "$pw2")" "$(sql "SELECT password_sha256 FROM redis_user WHER
     "user's hash after rotation"
 as_user idpool:user "$pw1" <<<'LLEN idpool:{user}:pool => WRONGPASS'
 as_user idpool:user "$pw2" <<<'LLEN idpool:{user}:pool => 0'
-expect 0 apps grant order
+ctl_expect 0 apps grant order
 out_has "^granted Redis user 'idpool:order'"
 pw_order=$(sed -n 's/^password: //p' "$DIR/out")
 as_user idpool:order "$pw_order" <<'EOF'
@@ -314,11 +282,11 @@ EOF
 as_user idpool:order "$pw2" <<<'LLEN idpool:{order}:pool => WRONGPASS'
 pass "apps grant again: the old password fails AUTH, the new one works; users are per application"
 
-expect 1 apps grant nosuch
+ctl_expect 1 apps grant nosuch
 err_has "no application 'nosuch'"
-expect 2 apps grant 'a*'
+ctl_expect 2 apps grant 'a*'
 err_has "KEY: 'a\\*' is not an application key"
-expect 2 apps grant
+ctl_expect 2 apps grant
 err_has "missing KEY"
 assert_eq 0 "$(sql "SELECT COUNT(*) FROM redis_user WHERE entity_key NOT IN ('user', 'order')")" \
     "redis_user rows of refused grants"
@@ -345,18 +313,18 @@ assert_eq "" "$(rcli ACL GETUSER idpool:user)" "ACL GETUSER idpool:user after re
 as_user idpool:user "$pw2" <<<'LLEN idpool:{user}:pool => WRONGPASS'
 assert_eq 1 "$(sql "SELECT revoked_at IS NOT NULL FROM redis_user WHERE entity_key = 'user'")" \
     "user's redis_user row revoked"
-expect 1 apps revoke user
+ctl_expect 1 apps revoke user
 err_has "application 'user' has no Redis user \\(grant one with 'idpoolctl apps grant user'\\)"
-expect 1 apps revoke old
+ctl_expect 1 apps revoke old
 err_has "application 'old' has no Redis user"
-expect 0 --json apps revoke order
+ctl_expect 0 --json apps revoke order
 assert_eq "idpool:order order True" "$(jget '" ".join(str(x) for x in (d["user"], d["key"], d["applied"]))')" \
     "--json revoke document"
 as_user idpool:order "$pw_order" <<<'LLEN idpool:{order}:pool => WRONGPASS'
 pass "apps revoke: user deleted (GETUSER nil, AUTH fails, connection closed); without a grant exit 1"
 
 # ------------------------------------------------- Redis down or refusing ---
-expect 0 --redis "redis://127.0.0.1:$DEAD_PORT/0" apps grant old
+ctl_expect 0 --redis "redis://127.0.0.1:$DEAD_PORT/0" apps grant old
 err_has "warning: .*stored in MySQL.*idpoold applies it"
 err_has "cannot connect to Redis at 127\\.0\\.0\\.1:$DEAD_PORT"
 pw_old=$(sed -n 's/^password: //p' "$DIR/out")
@@ -364,17 +332,17 @@ assert_eq "$(sha256 "$pw_old") NULL" \
     "$(sql "SELECT password_sha256, IFNULL(revoked_at, 'NULL') FROM redis_user WHERE entity_key = 'old'" | tr '\t' ' ')" \
     "old's row stored with Redis down"
 assert_eq "" "$(rcli ACL GETUSER idpool:old)" "idpool:old in Redis"
-expect 0 --json --redis "redis://127.0.0.1:$DEAD_PORT/0" apps grant old
+ctl_expect 0 --json --redis "redis://127.0.0.1:$DEAD_PORT/0" apps grant old
 assert_eq "False True" "$(jget '" ".join(str(x) for x in (d["applied"], "Connection refused" in d["redis_error"]))')" \
     "--json grant with Redis down"
-expect 0 --redis "redis://127.0.0.1:$DEAD_PORT/0" apps revoke old
+ctl_expect 0 --redis "redis://127.0.0.1:$DEAD_PORT/0" apps revoke old
 err_has "warning: .*revoked in MySQL.*idpoold deletes it"
 assert_eq 1 "$(sql "SELECT revoked_at IS NOT NULL FROM redis_user WHERE entity_key = 'old'")" \
     "old's row revoked with Redis down"
 
 # A Redis login without ACL rights: the grant is stored, Redis refuses (NOPERM).
 rcli ACL SETUSER limited on '>limitedpw' '~*' '&*' +@all -@admin >/dev/null
-expect 0 --redis "redis://limited:limitedpw@127.0.0.1:$REDIS_PORT/0" apps grant order
+ctl_expect 0 --redis "redis://limited:limitedpw@127.0.0.1:$REDIS_PORT/0" apps grant order
 err_has "warning: Redis at 127\\.0\\.0\\.1:$REDIS_PORT: ACL SETUSER refused: NOPERM.*stored in MySQL"
 err_lacks limitedpw
 out_has "not yet in Redis"
@@ -386,7 +354,7 @@ assert_eq "" "$(rcli ACL GETUSER idpool:order)" "idpool:order in Redis after the
 
 # Redis stopped: the same.
 redis_stop
-expect 0 apps grant user
+ctl_expect 0 apps grant user
 err_has "warning: .*idpoold applies it"
 assert_eq "$(sha256 "$(sed -n 's/^password: //p' "$DIR/out")")" \
     "$(sql "SELECT password_sha256 FROM redis_user WHERE entity_key = 'user' AND revoked_at IS NULL")" \

@@ -10,10 +10,8 @@
 # lower bound 1 (A: every ID >= max(start_offset, 1)) and the leases (L).
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_fault.sh"
-IDPOOLCTL=${IDPOOLCTL:-$IDPOOL_SOURCE_ROOT/build/idpoolctl}
 setup
-[[ -x $IDPOOLCTL ]] || fail "idpoolctl not built: $IDPOOLCTL"
+require_built idpoolctl "$IDPOOLCTL"
 
 ROW=(step=100 max_pool_size=1000 min_size_percent=50)
 add_app z_raw "${ROW[@]}"

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Number crunching of the benchmark (test/bench/bench.py; standard library
-only): what bench.py measured into numbers, plot data and the report.
+"""The benchmark's results (test/bench/bench.py and its sections; standard
+library only): what was measured into numbers, plot data and the report.
+Only the benchmark's own: servers, daemons, waits, processes and key names
+come from the tests' one Python library, test/lib/harness.py.
 Measurements are lines "NAME VALUE" in a file (measure.txt), one line per
 run of a repeated measurement; facts about the run are "key value..." lines
 in info.txt.
@@ -13,12 +15,13 @@ in info.txt.
     api_report(outdir)                -> results.md of the ID API section alone
     client_report(outdir)             -> results.md of the client section alone
     machine()                         -> "2 x CPU model, 24 GiB, Linux ..., OS"
+    cpu_model()                       -> the CPU model
 
 Run by hand, it renders results.md of a results directory again:
 
-    benchlib.py report OUTDIR
-    benchlib.py api-report OUTDIR     (a run of the ID API section alone)
-    benchlib.py client-report OUTDIR  (a run of the client section alone)
+    results.py report OUTDIR
+    results.py api-report OUTDIR     (a run of the ID API section alone)
+    results.py client-report OUTDIR  (a run of the client section alone)
 """
 import math
 import os
@@ -172,13 +175,17 @@ def ccdf(out, hists):
             f.write("%g %.9g\n" % (lat, max(rest, 0.5 / total)))
 
 
+def cpu_model():
+    """The CPU model of this machine (/proc/cpuinfo's first "model name")."""
+    with open("/proc/cpuinfo") as f:
+        return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+
+
 def machine():
     """CPUs, model, memory, kernel and OS of this machine, on one line."""
-    with open("/proc/cpuinfo") as f:
-        cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
     with open("/proc/meminfo") as f:
         mem_gib = "%.0f" % (int(next(ln for ln in f if ln.startswith("MemTotal:")).split()[1]) / 1048576)
-    m = "%d x %s, %s GiB, %s %s" % (len(os.sched_getaffinity(0)), cpu_model, mem_gib, platform.system(),
+    m = "%d x %s, %s GiB, %s %s" % (len(os.sched_getaffinity(0)), cpu_model(), mem_gib, platform.system(),
                                     platform.release())
     try:
         with open("/etc/os-release") as f:
