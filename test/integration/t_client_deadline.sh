@@ -44,7 +44,7 @@ url, timeout_ms = sys.argv[1], int(sys.argv[2])
 with m.Client([url], timeout=timeout_ms / 1000) as c:
     t0 = time.monotonic()
     try:
-        ids = c.app("slow").take(100)
+        ids = c.app("slow").next_n(100)
         sys.exit(f"take of 100 at 20 IDs/s returned {len(ids)} IDs")
     except m.IdpoolTimeout as e:
         print(f"IdpoolTimeout got={len(e.ids)} ms={(time.monotonic() - t0) * 1000:.0f}")

@@ -107,7 +107,7 @@ def child(w):
     out = []
     for name, call in (
         ("next", app.next),
-        ("take", lambda: app.take(5)),
+        ("next_n", lambda: app.next_n(5)),
         ("app", lambda: c.app("fk")),
     ):
         try:
@@ -173,7 +173,7 @@ drained = []
 
 def drain():
     while not stop.is_set():
-        drained.extend(app.take(100))
+        drained.extend(app.next_n(100))
 
 
 d = threading.Thread(target=drain, daemon=True)  # a failed check exits at once
@@ -182,7 +182,7 @@ fork_holding(app._cv, "the application's lock")
 fork_holding(c._cv, "the client's lock")
 stop.set()
 d.join()
-more = app.take(500)
+more = app.next_n(500)
 ids = [*seen, *drained, *more]
 if len(set(ids)) != len(ids):
     sys.exit("the parent got an ID twice")

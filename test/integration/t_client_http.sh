@@ -137,7 +137,7 @@ with m.Client([b_http]) as c:
     out, lock = [], threading.Lock()
     def work():
         a = c.app("h1")
-        mine = [a.next() for _ in range(20000)] + a.take(10000)
+        mine = [a.next() for _ in range(20000)] + a.next_n(10000)
         with lock:
             out.extend(mine)
     ts = [threading.Thread(target=work) for _ in range(3)]
@@ -151,7 +151,7 @@ with m.Client([b_http]) as c:
 for url in (b_http, b_url):
     with m.Client([url], min_batch=1000, max_batch=1000) as c:
         a = c.app("h2")
-        ids = a.take(3000)
+        ids = a.next_n(3000)
         st = a.stats()
         check(len(set(ids)) == 3000 and st["batch"] <= 300, f"LIMIT over {url.split(':')[0]}: {st}")
         print(f"limit over {url.split(':')[0]}: batch {st['batch']} (max_size_per_times 300)")
@@ -161,7 +161,7 @@ for url in (b_http, b_url):
     with m.Client([url, a_url], timeout=5.0, min_batch=1000, max_batch=1000) as c:
         a = c.app("h3")
         t0 = time.monotonic()
-        ids = a.take(12000)
+        ids = a.next_n(12000)
         dt = time.monotonic() - t0
         st = a.stats()
         check(len(set(ids)) == 12000, "duplicates under the rate limit")
@@ -183,15 +183,15 @@ with m.Client([wrong], timeout=3.0) as c:
 # client waits (refused_epoch), then gets IDs once the refiller re-validated.
 with m.Client([a_url], timeout=15.0) as c:
     a = c.app("h1")
-    before = set(a.take(5000))
+    before = set(a.next_n(5000))
     open(stop_flag, "w").close()  # the script stops daemon a, restarts Redis
     deadline = time.monotonic() + 20
     while not os.path.exists(restarted) and time.monotonic() < deadline:
         time.sleep(0.05)
     check(os.path.exists(restarted), "the script did not restart Redis")
     for _ in range(3):  # drain the buffer filled before the restart
-        a.take(1000)
-    after = a.take(5000)
+        a.next_n(1000)
+    after = a.next_n(5000)
     st = a.stats()
     check(not before & set(after), "an ID twice across the restart")
     check(st["refused_epoch"] > 0, f"no IDPOOL_EPOCH seen: {st}")
@@ -234,7 +234,7 @@ import idpool_client as m
 from harness import check
 url, ca = sys.argv[1:]
 with m.Client([url], ca_file=ca) as c:
-    ids = c.app("h1").take(5000)
+    ids = c.app("h1").next_n(5000)
     check(len(set(ids)) == 5000 and all(i % 2 for i in ids), "https IDs")
 with m.Client([url], timeout=1.0) as c:
     try:

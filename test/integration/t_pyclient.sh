@@ -48,7 +48,7 @@ def work(t):
             if i % 2:
                 ids.append(app.next())
             else:
-                ids.extend(app.take(min(97, per - len(ids))))
+                ids.extend(app.next_n(min(97, per - len(ids))))
             i += 1
             if i % 50 == 0:  # pace: `per` IDs over `secs`
                 ahead = len(ids) / per * secs - (time.monotonic() - t0)

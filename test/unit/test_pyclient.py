@@ -381,8 +381,9 @@ class StateMachine(unittest.TestCase):
             a = c.app("user")
             self.assertIs(c.app("user"), a)
             self.assertIsNot(c.app("other"), a)
-            got = [a.next() for _ in range(500)] + a.take(1500)
+            got = [a.next() for _ in range(500)] + a.next_n(1500)
             self.assertEqual(len(got), 2000)
+            self.assertEqual(a.take, a.next_n)  # the name before idpool_next_n
             self.assertEqual(len(set(got)), 2000)
             st = a.stats()
             for k in ("takes", "taken", "waits", "timeouts", "refused_epoch", "refused_rate", "empty",
@@ -399,7 +400,7 @@ class StateMachine(unittest.TestCase):
 
         def work():
             a = c.app("t")
-            mine = [a.next() for _ in range(3000)] + a.take(2000)
+            mine = [a.next() for _ in range(3000)] + a.next_n(2000)
             with lock:
                 out.extend(mine)
 
@@ -427,12 +428,12 @@ class StateMachine(unittest.TestCase):
             f.envs[0] = "ok"  # A is back: taken back within failback
             deadline = time.monotonic() + 3
             while a.stats()["env"] != 0 and time.monotonic() < deadline:
-                a.take(50)
+                a.next_n(50)
                 time.sleep(0.01)
             st = a.stats()
             self.assertEqual(st["env"], 0)
             self.assertGreaterEqual(st["failbacks"], 1)
-            ids = a.take(5000)
+            ids = a.next_n(5000)
             self.assertTrue(any(1000000 <= i < 2000000 for i in ids))
 
     def test_failover_when_dry(self):
@@ -485,7 +486,7 @@ class StateMachine(unittest.TestCase):
         c, f = fake_client([env], min_batch=100, max_batch=1000)
         with c:
             a = c.app("u")
-            ids = a.take(5000)
+            ids = a.next_n(5000)
             self.assertEqual(len(set(ids)), 5000)
             self.assertLessEqual(a.stats()["batch"], 150)
             self.assertTrue(any(n > 150 for n in seen))
@@ -502,7 +503,7 @@ class StateMachine(unittest.TestCase):
                 a.next()
             self.assertLess(time.monotonic() - t0, 1.0)
             with self.assertRaises(m.IdpoolError):
-                a.take(3)
+                a.next_n(3)
 
     def test_all_down_does_not_spin(self):
         c, f = fake_client(["DOWN", "DOWN"], timeout=0.5)
@@ -539,7 +540,7 @@ class StateMachine(unittest.TestCase):
             a = c.app("u")
             t0 = time.monotonic()
             with self.assertRaises(m.IdpoolTimeout) as cm:
-                a.take(10)
+                a.next_n(10)
             dt = time.monotonic() - t0
             self.assertGreaterEqual(dt, 0.29)
             self.assertLess(dt, 1.0)
@@ -583,7 +584,7 @@ class StateMachine(unittest.TestCase):
         with self.assertRaises(m.IdpoolClosed):
             a.next()
         with self.assertRaises(m.IdpoolClosed):
-            a.take(1)
+            a.next_n(1)
 
     @unittest.skipUnless(hasattr(os, "fork"), "no fork")
     def test_fork_closes_inherited_clients(self):
@@ -611,7 +612,7 @@ class StateMachine(unittest.TestCase):
             a = c.app("u")
             for n in (0, -1, 1.5, True, "3"):
                 with self.assertRaises(ValueError):
-                    a.take(n)
+                    a.next_n(n)
             with self.assertRaisesRegex(ValueError, "application key"):
                 c.app("bad key")
 

@@ -20,7 +20,7 @@ Usage::
     with Client(["redis://10.0.0.1:6379/0", "redis://10.1.0.1:6379/0"]) as c:
         user = c.app("user")          # the same object for the same key
         uid = user.next()             # one ID (an int)
-        ids = user.take(100)          # a list of 100 IDs
+        ids = user.next_n(100)        # a list of 100 IDs
         print(user.stats())           # counters, like idpool_stats
         print(user.last_error())      # what the last refusal or failure said
 

@@ -182,11 +182,11 @@ class App:
             q = self._tls.q = collections.deque()
         return q
 
-    def take(self, n):
-        """A list of n IDs. On an error the exception's `ids` attribute holds
-        the IDs taken so far (they are gaps if not used)."""
+    def next_n(self, n):
+        """A list of n IDs (idpool_next_n). On an error the exception's `ids`
+        attribute holds the IDs taken so far (they are gaps if not used)."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"take: n must be an integer >= 1, got {n!r}")
+            raise ValueError(f"next_n: n must be an integer >= 1, got {n!r}")
         if self._c._closed:
             raise IdpoolClosed("the client is closed")
         q = self._block()
@@ -202,6 +202,10 @@ class App:
                 e.ids = got
                 raise
         return got
+
+    # The name before the C API's idpool_take() became idpool_next_n() (the
+    # Redis function idpool_take fills the buffer; this hands IDs out of it).
+    take = next_n
 
     def last_error(self):
         """What this application's last refusal or failure said, naming the
