@@ -217,9 +217,14 @@ static int hostport_split(const char *s, size_t n, int default_port, bool show_p
         }
         if (close + 1 < end) {
             if (close[1] != ':') {
-                text_err(err, errlen, "expected ':PORT' after ']', got '%.*s'",
-                         (int)((size_t)(end - close - 1) < 32 ? (size_t)(end - close - 1) : 32),
-                         close + 1);
+                if (show_port)
+                    text_err(err, errlen, "expected ':PORT' after ']', got '%.*s'",
+                             (int)((size_t)(end - close - 1) < 32 ? (size_t)(end - close - 1) : 32),
+                             close + 1);
+                else /* as a bad port: with no '@' it may be part of a password */
+                    text_err(err, errlen,
+                             "expected ':PORT' after ']' (what follows is not shown: "
+                             "with no '@' before the host it may be a password)");
                 return -1;
             }
             p = close + 2;

@@ -400,6 +400,9 @@ static void test_redis_url_errors(void)
     redis_bad("redis://[zz::1]:1", "bad IPv6 address 'zz::1'");
     redis_bad("redis://[]:1", "bad IPv6 address");
     redis_bad("redis://[::1]x", "expected ':PORT' after ']'");
+    /* With no '@', what follows ']' may be a password ("user:password", host forgotten). */
+    redis_bad("redis://[::1]x:topsecret", "expected ':PORT' after ']' (what follows is not shown");
+    redis_bad("redis://u:p@[::1]x", "expected ':PORT' after ']', got 'x'");
     redis_bad("redis://ho!st", "bad host name 'ho!st'");
     redis_bad("redis://:topsecret%zz@h", "bad percent-escape in the password");
     redis_bad("redis://:topsecret%4@h", "bad percent-escape");

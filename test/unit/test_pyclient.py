@@ -87,6 +87,18 @@ class Urls(unittest.TestCase):
             self.assertIn(msg, str(cm.exception), u)
         with self.assertRaises(ValueError):
             m.parse_url(None)
+        # With no '@', "user:password" with the host forgotten reads as
+        # host:port: the port is not shown (url.c does the same).
+        for u in ("redis://admin:topsecret", "redis://[::1]:topsecret/0",
+                  "http://idp_x@h", "https://tok:topsecret"):
+            try:
+                (m.parse_url if u.startswith("redis") else m.parse_issuer_url)(u)
+            except ValueError as e:
+                self.assertNotIn("topsecret", str(e), u)
+        with self.assertRaisesRegex(ValueError, r"port must be an integer in 1\.\.65535 \(not shown"):
+            m.parse_url("redis://admin:topsecret")
+        with self.assertRaisesRegex(ValueError, r"got 'x'"):
+            m.parse_url("redis://u:p@h:x")
 
     def test_client_names_the_environment_and_hides_the_password(self):
         with self.assertRaises(ValueError) as cm:

@@ -44,7 +44,7 @@ def parse_url(url):
             username = urllib.parse.unquote(user, errors="strict")
         if colon and pw:
             password = urllib.parse.unquote(pw, errors="strict")
-    host, port = _hostport(hostport, 6379)
+    host, port = _hostport(hostport, 6379, show_port=bool(at))
     db = 0
     if path:
         if not path.isdigit() or int(path) > REDIS_DB_MAX:
@@ -92,12 +92,15 @@ def parse_issuer_url(url):
     if not _PREFIX_OK.fullmatch(path):
         bad = re.search(r"[^A-Za-z0-9/\-._~!$&'()*+,;=:]", path).group()
         raise ValueError(f"the path prefix may not contain {bad!r} (only letters, digits and /-._~!$&'()*+,;=:)")
-    host, port = _hostport(hostport, 443 if tls else 80)
+    host, port = _hostport(hostport, 443 if tls else 80, show_port=bool(at))
     return {"host": host, "port": port, "tls": tls, "token": token, "prefix": "/" + path if path else ""}
 
 
-def _hostport(hostport, default_port):
-    """(host, port) of host[:port] or [v6][:port]; ValueError when bad."""
+def _hostport(hostport, default_port, show_port):
+    """(host, port) of host[:port] or [v6][:port]; ValueError when bad. A
+    bad port is shown only when show_port: with no '@' before the host,
+    "user:password" with the host forgotten reads as host:port (url.c's
+    hostport_split)."""
     if hostport.startswith("["):
         host, close, tail = hostport[1:].partition("]")
         if not close or not host:
@@ -113,6 +116,9 @@ def _hostport(hostport, default_port):
     port = default_port
     if has_port:
         if not portstr.isdigit() or not 1 <= int(portstr) <= 65535:
+            if not show_port:
+                raise ValueError("port must be an integer in 1..65535 (not shown: with no '@' "
+                                 "before the host it may be a password)")
             raise ValueError(f"port must be an integer in 1..65535, got {portstr[:16]!r}")
         port = int(portstr)
     return host, port
