@@ -9,7 +9,8 @@
 #           the design brief §3
 #   config  config_load: config files, command lines, environment, and every
 #           setting given through each source
-#   url     redis://, mysql://, http:// (webhook) and http[s]:// (issuer)
+#   url     redis://, redis-sentinel://, mysql://, http:// (webhook) and
+#           http[s]:// (issuer)
 #           URLs and HOST:PORT: no crash, round-trips, never a password or
 #           token in an error message
 #   apireq  the ID API's request parts (path, count query or form body,

@@ -22,12 +22,26 @@
 # SERVERS_START_TIMEOUT / SERVERS_STOP_TIMEOUT (seconds, default 30 / 20),
 # SERVERS_REDIS_ARGS: more redis-server arguments, split at spaces (e.g.
 # "--cluster-enabled yes"; its nodes.conf goes to DIR/redis).
+#
+# A Sentinel set: SERVERS_SENTINEL=1 makes `start DIR` also start two
+# replicas of that Redis (replica1, replica2) and three sentinels
+# (sentinel1..3, quorum 2, down-after-milliseconds SERVERS_SENTINEL_DOWN_MS,
+# default 1000) monitoring it as master "idpool", and wait until every
+# sentinel knows both replicas and the two other sentinels. DIR/env then
+# also has IDPOOL_REDIS_SENTINEL_URL, SENTINEL_MASTER and the ports
+# REPLICA1_PORT, REPLICA2_PORT, SENTINEL1_PORT..SENTINEL3_PORT. Each member
+# can be named alone: `stop|kill|start DIR replica1` ... `sentinel3`;
+# `redis` is the server started as the primary (after a failover it may be
+# a replica), `set` all five members; with SERVERS_SENTINEL=1, `start DIR
+# redis` starts the primary and its set.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCHEMA=$ROOT/sql/schema.sql
 START_TIMEOUT=${SERVERS_START_TIMEOUT:-30}
 STOP_TIMEOUT=${SERVERS_STOP_TIMEOUT:-20}
+SENTINEL_MASTER=idpool
+SENTINEL_MEMBERS=(replica1 replica2 sentinel1 sentinel2 sentinel3)
 # Bump when the template recipe below changes, to invalidate old caches.
 TEMPLATE_RECIPE=1
 
@@ -116,12 +130,23 @@ setup_paths() {
     REDIS_LOG=$DIR/redis.log
     MYSQL_PIDFILE=$DIR/mysql.pid
     MYSQL_LOG=$DIR/mysql.err
-    REDIS_PORT='' MYSQL_PORT='' MYSQL_SOCKET=''
+    REDIS_PORT='' MYSQL_PORT='' MYSQL_SOCKET='' SENTINEL_SET=0
+    local m var
+    for m in "${SENTINEL_MEMBERS[@]}"; do
+        var=${m^^}_PORT
+        printf -v "$var" %s ''
+    done
     if [[ -r $ENV_FILE ]]; then
         REDIS_PORT=$(sed -n 's/^export REDIS_PORT=//p' "$ENV_FILE")
         MYSQL_PORT=$(sed -n 's/^export MYSQL_PORT=//p' "$ENV_FILE")
         MYSQL_SOCKET=$(sed -n 's/^export MYSQL_SOCKET=//p' "$ENV_FILE")
+        for m in "${SENTINEL_MEMBERS[@]}"; do
+            var=${m^^}_PORT
+            printf -v "$var" %s "$(sed -n "s/^export $var=//p" "$ENV_FILE")"
+        done
+        [[ -z $SENTINEL1_PORT ]] || SENTINEL_SET=1
     fi
+    [[ ${SERVERS_SENTINEL:-0} != 1 ]] || SENTINEL_SET=1
     if [[ -z $MYSQL_SOCKET ]]; then
         # sun_path holds 108 bytes: fall back to a short path for deep DIRs.
         MYSQL_SOCKET=$DIR/mysql.sock
@@ -141,6 +166,18 @@ export MYSQL_PORT=$MYSQL_PORT
 export MYSQL_SOCKET=$MYSQL_SOCKET
 export SERVERS_DIR=$DIR
 EOF
+    if ((SENTINEL_SET)); then
+        local m var
+        for m in "${SENTINEL_MEMBERS[@]}"; do
+            var=${m^^}_PORT
+            echo "export $var=${!var}" >>"$tmp"
+        done
+        {
+            echo "export SENTINEL_MASTER=$SENTINEL_MASTER"
+            printf 'export IDPOOL_REDIS_SENTINEL_URL=redis-sentinel://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s/0#%s\n' \
+                "$SENTINEL1_PORT" "$SENTINEL2_PORT" "$SENTINEL3_PORT" "$SENTINEL_MASTER"
+        } >>"$tmp"
+    fi
     mv -f "$tmp" "$ENV_FILE"
 }
 
@@ -173,16 +210,123 @@ start_redis() {
         return 0
     fi
     choose_port REDIS_PORT
-    mkdir -p "$DIR/redis"
-    # shellcheck disable=SC2086 # SERVERS_REDIS_ARGS is a list of arguments
-    pid=$(launch "$REDIS_LOG" "$REDIS_SERVER" \
-        --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DIR/redis" \
-        --save '' --appendonly yes --appendfsync everysec \
-        --maxmemory-policy noeviction --daemonize no \
-        --enable-debug-command local \
-        --pidfile "$REDIS_PIDFILE" --logfile "$REDIS_LOG" ${SERVERS_REDIS_ARGS:-})
+    redis_args "$REDIS_PORT" redis
+    pid=$(launch "$REDIS_LOG" "$REDIS_SERVER" "${REDIS_ARGS[@]}")
     echo "$pid" >"$REDIS_PIDFILE"
     REDIS_STARTED=$pid
+}
+
+# REDIS_ARGS: the arguments of a data server (the primary or a replica)
+# named NAME on PORT; its data in DIR/NAME.
+redis_args() {
+    local port=$1 name=$2
+    mkdir -p "$DIR/$name"
+    REDIS_ARGS=(--port "$port" --bind 127.0.0.1 --dir "$DIR/$name"
+        --save '' --appendonly yes --appendfsync everysec
+        --maxmemory-policy noeviction --daemonize no
+        --enable-debug-command local
+        --pidfile "$DIR/$name.pid" --logfile "$DIR/$name.log")
+    # shellcheck disable=SC2206 # SERVERS_REDIS_ARGS is a list of arguments
+    REDIS_ARGS+=(${SERVERS_REDIS_ARGS:-})
+}
+
+# ------------------------------------------------------------- sentinel ---
+
+# Starts set member NAME (replica1, replica2, sentinel1..3) unless it runs.
+start_member() {
+    local name=$1 var pid conf
+    var=${name^^}_PORT
+    pid=$(pid_of "$DIR/$name.pid")
+    if alive "$pid" redis-server; then
+        say "$name already running (pid $pid, port ${!var})"
+        return 0
+    fi
+    choose_port "$var"
+    case $name in
+    replica*)
+        redis_args "${!var}" "$name"
+        pid=$(launch "$DIR/$name.log" "$REDIS_SERVER" "${REDIS_ARGS[@]}" \
+            --replicaof 127.0.0.1 "$REDIS_PORT")
+        ;;
+    sentinel*)
+        # Sentinel rewrites its file with what it learns: written once, then kept.
+        conf=$DIR/$name.conf
+        mkdir -p "$DIR/$name"
+        if [[ ! -e $conf ]]; then
+            cat >"$conf" <<CONF
+port ${!var}
+bind 127.0.0.1
+daemonize no
+dir $DIR/$name
+pidfile $DIR/$name.pid
+logfile $DIR/$name.log
+sentinel monitor $SENTINEL_MASTER 127.0.0.1 $REDIS_PORT 2
+sentinel down-after-milliseconds $SENTINEL_MASTER ${SERVERS_SENTINEL_DOWN_MS:-1000}
+sentinel failover-timeout $SENTINEL_MASTER 10000
+sentinel parallel-syncs $SENTINEL_MASTER 1
+sentinel myid $(sentinel_id "$name")
+CONF
+            # What they would find out in ~10 s (replicas from INFO, sentinels
+            # from hello messages), told at once.
+            local r s
+            for r in replica1 replica2; do
+                var=${r^^}_PORT
+                echo "sentinel known-replica $SENTINEL_MASTER 127.0.0.1 ${!var}" >>"$conf"
+            done
+            for s in sentinel1 sentinel2 sentinel3; do
+                [[ $s != "$name" ]] || continue
+                var=${s^^}_PORT
+                echo "sentinel known-sentinel $SENTINEL_MASTER 127.0.0.1 ${!var} $(sentinel_id "$s")" >>"$conf"
+            done
+            var=${name^^}_PORT
+        else
+            sed -i "s/^port .*/port ${!var}/" "$conf"
+        fi
+        pid=$(launch "$DIR/$name.log" "$REDIS_SERVER" "$conf" --sentinel)
+        ;;
+    esac
+    echo "$pid" >"$DIR/$name.pid"
+    STARTED_MEMBERS+=("$name:$pid")
+}
+
+# A sentinel's run id (40 hex digits), fixed by DIR and its name.
+sentinel_id() { printf '%s/%s' "$DIR" "$1" | sha1sum | cut -c1-40; }
+
+member_cli() { # NAME ARGS...
+    local var=${1^^}_PORT
+    shift
+    "$REDIS_CLI" -h 127.0.0.1 -p "${!var}" "$@"
+}
+
+# Every member just started answers; when the whole set was started, every
+# sentinel knows the master, both replicas and the two other sentinels.
+wait_members() {
+    local deadline=$(($(now) + START_TIMEOUT * 1000000)) entry name pid ok m
+    for entry in "${STARTED_MEMBERS[@]}"; do
+        name=${entry%%:*} pid=${entry#*:}
+        until [[ $(member_cli "$name" ping 2>/dev/null) == PONG ]]; do
+            if ! starting "$pid"; then
+                log_tail "$DIR/$name.log"
+                die "$name exited during start-up"
+            fi
+            (($(now) < deadline)) || die "$name not answering after ${START_TIMEOUT}s"
+            sleep 0.05
+        done
+    done
+    [[ -z $ONLY || $ONLY == set || $ONLY == redis ]] || return 0
+    while :; do
+        ok=1
+        for m in sentinel1 sentinel2 sentinel3; do
+            [[ $(member_cli "$m" SENTINEL replicas "$SENTINEL_MASTER" 2>/dev/null | grep -c '^ip$') == 2 &&
+                $(member_cli "$m" SENTINEL sentinels "$SENTINEL_MASTER" 2>/dev/null | grep -c '^ip$') == 2 ]] || ok=0
+        done
+        ((ok)) && return 0
+        if (($(now) >= deadline)); then
+            log_tail "$DIR/sentinel1.log"
+            die "the sentinels did not find both replicas and each other in ${START_TIMEOUT}s"
+        fi
+        sleep 0.1
+    done
 }
 
 wait_redis() {
@@ -346,10 +490,18 @@ choose_port() {
     fi
     local p
     p=$(free_port)
-    while [[ $p == "$REDIS_PORT" || $p == "$MYSQL_PORT" ]]; do
+    while [[ " $REDIS_PORT $MYSQL_PORT $(member_ports) " == *" $p "* ]]; do
         p=$(free_port)
     done
     printf -v "$var" %s "$p"
+}
+
+member_ports() {
+    local m var
+    for m in "${SENTINEL_MEMBERS[@]}"; do
+        var=${m^^}_PORT
+        printf '%s ' "${!var}"
+    done
 }
 
 # Stops the server in PIDFILE: SIGNAL, bounded wait, then KILL.
@@ -377,7 +529,13 @@ stop_one() {
     rm -f "$pidfile"
 }
 
-wants() { [[ -z $ONLY || $ONLY == "$1" ]]; }
+# Whether this command is for server $1. The set's members go with `set`,
+# and with `redis` when SERVERS_SENTINEL=1 (start DIR redis: the primary and its set).
+wants() {
+    [[ -z $ONLY || $ONLY == "$1" ]] && return 0
+    [[ $1 == replica* || $1 == sentinel* ]] || return 1
+    [[ $ONLY == set || ($ONLY == redis && ${SERVERS_SENTINEL:-0} == 1) ]]
+}
 
 cmd_start() {
     local t0 redis_up=0 mysql_up=0
@@ -388,7 +546,7 @@ cmd_start() {
     INSTALL_DB=$(find_bin mariadb-install-db mysql_install_db) || die "mariadb-install-db not found"
     MYSQL=$(find_bin mariadb mysql) || die "mariadb client not found (apt-get install mariadb-client)"
     mysqld_common
-    REDIS_STARTED='' MYSQL_STARTED=''
+    REDIS_STARTED='' MYSQL_STARTED='' STARTED_MEMBERS=()
     # Both start in parallel; then wait for each.
     if wants redis; then start_redis; fi
     if wants mysql; then start_mysql; fi
@@ -396,12 +554,31 @@ cmd_start() {
     if [[ -n $REDIS_STARTED ]]; then wait_redis; redis_up=1; fi
     if [[ -n $MYSQL_STARTED ]]; then wait_mysql; mysql_up=1; fi
     if wants mysql; then load_schema; fi
+    if ((SENTINEL_SET)); then
+        local m
+        [[ -n $REDIS_PORT ]] || die "the Sentinel set needs the primary: start DIR redis first"
+        # Every port first: each sentinel's file names the others.
+        for m in "${SENTINEL_MEMBERS[@]}"; do
+            if wants "$m"; then choose_port "${m^^}_PORT"; fi
+        done
+        for m in "${SENTINEL_MEMBERS[@]}"; do
+            if wants "$m"; then start_member "$m"; fi
+        done
+        write_env
+        wait_members
+    fi
     say "ready in $((($(now) - t0) / 1000)) ms (started: redis=$redis_up mysql=$mysql_up) in $DIR"
     cat "$ENV_FILE"
 }
 
 cmd_stop() {
     local sig=$1
+    local m
+    for m in "${SENTINEL_MEMBERS[@]}"; do
+        if wants "$m"; then
+            stop_one "$DIR/$m.pid" redis-server "$sig" # a sentinel is redis-server --sentinel
+        fi
+    done
     if wants redis; then stop_one "$REDIS_PIDFILE" redis-server "$sig"; fi
     if wants mysql; then stop_one "$MYSQL_PIDFILE" mariadbd "$sig"; fi
 }
@@ -422,6 +599,19 @@ cmd_status() {
         echo "mysql: stopped"
         rc=3
     fi
+    if ((SENTINEL_SET)); then
+        local m var
+        for m in "${SENTINEL_MEMBERS[@]}"; do
+            var=${m^^}_PORT
+            pid=$(pid_of "$DIR/$m.pid")
+            if alive "$pid" redis-server; then
+                echo "$m: running, pid $pid, port ${!var}"
+            else
+                echo "$m: stopped"
+                rc=3
+            fi
+        done
+    fi
     return "$rc"
 }
 
@@ -430,7 +620,7 @@ main() {
     local cmd=$1
     setup_paths "$2"
     ONLY=${3:-}
-    case $ONLY in '' | redis | mysql) ;; *) usage ;; esac
+    case $ONLY in '' | redis | mysql | set | replica[12] | sentinel[123]) ;; *) usage ;; esac
     case $cmd in
     start) cmd_start ;;
     stop) cmd_stop TERM ;;

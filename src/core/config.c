@@ -367,6 +367,12 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
 
         if (redis_url_parse(value, &u, msg, sizeof(msg)) < 0)
             return fail(ld, id, "%s", msg);
+        if (u.kind == REDIS_SENTINEL) { /* parsed, not yet followed: the node layer comes first */
+            redis_url_free(&u);
+            return fail(ld, id,
+                        "redis-sentinel:// is not supported by this version yet; give the "
+                        "primary as redis://HOST:PORT");
+        }
         if (replace_str(ld, id, &cfg->redis_url, value) < 0) {
             redis_url_free(&u);
             return -1;

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REDIS_DEFAULT_PORT 6379
-#define MYSQL_DEFAULT_PORT 3306
-#define REDIS_DB_MAX       1000000
-#define MYSQL_DB_MAX       64
-#define HOSTNAME_MAX       253
+#define REDIS_DEFAULT_PORT    6379
+#define SENTINEL_DEFAULT_PORT 26379
+#define SENTINEL_NAME_MAX     64
+#define MYSQL_DEFAULT_PORT    3306
+#define REDIS_DB_MAX          1000000
+#define MYSQL_DB_MAX          64
+#define HOSTNAME_MAX          253
 /* ---------------------------------------------------------------- URLs */
 
 /* The pieces of scheme://[userinfo@]hostport[/path], pointing into the URL. */
@@ -31,9 +33,14 @@ struct url_parts {
     bool has_path;    /* a '/' follows the host */
     const char *path; /* after the '/' */
     size_t path_len;
-    const char *query; /* '?...' (allow_query only), NULL if none */
+    const char *query; /* '?...' (URL_QUERY only), NULL if none */
     size_t query_len;
+    const char *fragment; /* after '#' (URL_FRAGMENT only), NULL if none */
+    size_t fragment_len;
 };
+
+/* What url_split accepts after the path. */
+enum { URL_QUERY = 1, URL_FRAGMENT = 2 };
 
 /*
  * Check the scheme against the accepted ones and return what follows "://".
@@ -61,9 +68,10 @@ static const char *url_scheme(const char *s, const char *const *schemes, const c
  * Split the part after "scheme://" into userinfo, host[:port] and path.
  * Following RFC 3986 the authority ends at the first '/', '?' or '#', and the
  * last '@' in it ends the userinfo (so a raw '@' in a password works).
- * Fragments are rejected, and query strings unless allow_query.
+ * Query strings are rejected unless allow has URL_QUERY, fragments unless
+ * it has URL_FRAGMENT.
  */
-static int url_split(const char *rest, bool allow_query, struct url_parts *p, char *err,
+static int url_split(const char *rest, unsigned allow, struct url_parts *p, char *err,
                      size_t errlen)
 {
     size_t alen = strcspn(rest, "/?#");
@@ -106,7 +114,7 @@ static int url_split(const char *rest, bool allow_query, struct url_parts *p, ch
             return -1;
         }
     }
-    if (*after == '?' && allow_query) {
+    if (*after == '?' && (allow & URL_QUERY)) {
         p->query = after;
         p->query_len = strcspn(after, "#");
         after += p->query_len;
@@ -115,7 +123,10 @@ static int url_split(const char *rest, bool allow_query, struct url_parts *p, ch
                  p->has_userinfo ? " (percent-encode '?' in a password as %3F)" : "");
         return -1;
     }
-    if (*after == '#') {
+    if (*after == '#' && (allow & URL_FRAGMENT)) {
+        p->fragment = after + 1;
+        p->fragment_len = strlen(p->fragment);
+    } else if (*after == '#') {
         text_err(err, errlen,
                  "fragments ('#...') are not supported (percent-encode '#' in a password as %%23)");
         return -1;
@@ -315,7 +326,7 @@ int webhook_url_parse(const char *s, struct webhook_url *out, char *err, size_t 
         return -1;
     }
     rest = url_scheme(s, schemes, "http://host[:port][/path][?query]", err, errlen);
-    if (rest == NULL || url_split(rest, true, &p, err, errlen) < 0)
+    if (rest == NULL || url_split(rest, URL_QUERY, &p, err, errlen) < 0)
         return -1;
     if (p.has_userinfo) {
         text_err(err, errlen, "user:password@ is not supported in the webhook URL");
@@ -360,7 +371,7 @@ int issuer_url_parse(const char *s, struct issuer_url *out, char *err, size_t er
 
     memset(out, 0, sizeof(*out));
     rest = url_scheme(s, schemes, expect, err, errlen);
-    if (rest == NULL || url_split(rest, false, &p, err, errlen) < 0)
+    if (rest == NULL || url_split(rest, 0, &p, err, errlen) < 0)
         return -1;
     out->tls = rest - s == 8; /* "https://" */
     if (p.has_userinfo) {
@@ -435,17 +446,166 @@ void redis_url_free(struct redis_url *u)
     free(u->host);
     free(u->user);
     free(u->password);
+    for (size_t i = 0; i < u->nsentinels; i++)
+        free(u->sentinels[i].host);
+    free(u->sentinels);
+    free(u->master);
+    free(u->sentinel_user);
+    free(u->sentinel_password);
     memset(u, 0, sizeof(*u));
+}
+
+/* A Sentinel master's name: 1..64 of A-Z a-z 0-9 _ . - */
+static bool master_name_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > SENTINEL_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
+            return false;
+    return true;
+}
+
+/* Set *name to the master's name n bytes at s, given as `how`; a second, different one is an error.
+ */
+static int master_set(struct redis_url *out, const char *s, size_t n, const char *how, char *err,
+                      size_t errlen)
+{
+    if (!master_name_valid(s, n)) {
+        text_err(err, errlen,
+                 "the master's name (%s) must be 1..%d characters of A-Z a-z 0-9 _ . -, got "
+                 "'%.*s'",
+                 how, SENTINEL_NAME_MAX, (int)(n < 80 ? n : 80), s);
+        return -1;
+    }
+    if (out->master) {
+        if (strlen(out->master) == n && memcmp(out->master, s, n) == 0)
+            return 0;
+        text_err(err, errlen, "the master's name is given twice, differently: '%s' and '%.*s' (%s)",
+                 out->master, (int)n, s, how);
+        return -1;
+    }
+    out->master = strndup(s, n);
+    if (out->master == NULL) {
+        text_err(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The query of a redis-sentinel:// URL (q points at '?'): master=NAME,
+ * sentinelMasterId=NAME, sentinel_user=U, sentinel_password=PW, each once.
+ * A password is never echoed.
+ */
+static int sentinel_query(struct redis_url *out, const char *q, size_t qlen, char *err,
+                          size_t errlen)
+{
+    const char *end = q + qlen, *c = q + 1;
+
+    while (c < end) {
+        const char *amp = memchr(c, '&', (size_t)(end - c)), *eq;
+        size_t len = amp ? (size_t)(amp - c) : (size_t)(end - c), klen;
+        char **dst = NULL;
+        const char *what = NULL;
+
+        eq = memchr(c, '=', len);
+        klen = eq ? (size_t)(eq - c) : len;
+        if (len == 0) {
+            c += 1;
+            continue;
+        }
+        if (!eq) {
+            text_err(err, errlen, "parameter '%.*s' has no '=VALUE'", (int)(klen < 40 ? klen : 40),
+                     c);
+            return -1;
+        }
+        if (klen == 6 && memcmp(c, "master", 6) == 0) {
+            if (master_set(out, eq + 1, len - klen - 1, "master=", err, errlen) < 0)
+                return -1;
+        } else if (klen == 16 && memcmp(c, "sentinelMasterId", 16) == 0) {
+            if (master_set(out, eq + 1, len - klen - 1, "sentinelMasterId=", err, errlen) < 0)
+                return -1;
+        } else if (klen == 13 && memcmp(c, "sentinel_user", 13) == 0) {
+            dst = &out->sentinel_user;
+            what = "sentinel_user";
+        } else if (klen == 17 && memcmp(c, "sentinel_password", 17) == 0) {
+            dst = &out->sentinel_password;
+            what = "sentinel_password";
+        } else {
+            text_err(err, errlen,
+                     "unknown parameter '%.*s' (expected master, sentinelMasterId, "
+                     "sentinel_user, sentinel_password)",
+                     (int)(klen < 40 ? klen : 40), c);
+            return -1;
+        }
+        if (dst) {
+            if (*dst) {
+                text_err(err, errlen, "parameter %s given twice", what);
+                return -1;
+            }
+            if (len - klen - 1 > 0 &&
+                (*dst = pct_decode(eq + 1, len - klen - 1, what, err, errlen)) == NULL)
+                return -1;
+        }
+        c += len + (amp ? 1 : 0);
+    }
+    return 0;
+}
+
+/* The comma-separated sentinels of a redis-sentinel:// URL's authority. */
+static int sentinel_hosts(struct redis_url *out, const struct url_parts *p, char *err,
+                          size_t errlen)
+{
+    const char *c = p->hostport, *end = p->hostport + p->hostport_len;
+
+    for (;;) {
+        const char *comma = memchr(c, ',', (size_t)(end - c));
+        size_t n = comma ? (size_t)(comma - c) : (size_t)(end - c);
+        struct redis_hostport *h;
+
+        if (out->nsentinels == REDIS_SENTINELS_MAX) {
+            text_err(err, errlen, "more than %d sentinels", REDIS_SENTINELS_MAX);
+            return -1;
+        }
+        if (!out->sentinels &&
+            !(out->sentinels = calloc(REDIS_SENTINELS_MAX, sizeof(*out->sentinels)))) {
+            text_err(err, errlen, "out of memory");
+            return -1;
+        }
+        h = &out->sentinels[out->nsentinels];
+        if (hostport_split(c, n, SENTINEL_DEFAULT_PORT, p->has_userinfo, &h->host, &h->port, err,
+                           errlen) < 0)
+            return -1;
+        out->nsentinels++;
+        for (size_t i = 0; i + 1 < out->nsentinels; i++) {
+            if (out->sentinels[i].port == h->port &&
+                strcasecmp(out->sentinels[i].host, h->host) == 0) {
+                char hp[HOSTPORT_STR_MAX];
+                text_err(err, errlen, "sentinel %s is listed twice",
+                         hostport_str(hp, sizeof(hp), h->host, h->port));
+                return -1;
+            }
+        }
+        if (!comma)
+            return 0;
+        c = comma + 1;
+    }
 }
 
 /*
  * redis://[[user]:password@]host[:port][/db]. ":pw@" is a password alone
  * (classic AUTH), "user:pw@" an ACL user; "user@" leaves the password to the
- * redis-password setting. An empty password counts as none.
+ * redis-password setting. An empty password counts as none. Or
+ * redis-sentinel://, the same with a list of sentinels for the host and the
+ * master's name (url.h).
  */
 int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
 {
-    static const char *const schemes[] = {"redis", NULL};
+    static const char *const schemes[] = {"redis", "redis-sentinel", NULL};
+    static const char *const expect =
+        "redis://[[user]:password@]host[:port][/db] or "
+        "redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master";
     struct url_parts p;
     const char *rest;
     long long db;
@@ -455,9 +615,14 @@ int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errl
         text_err(err, errlen, "rediss:// (TLS) is not supported, use redis://");
         return -1;
     }
-    rest = url_scheme(s, schemes, "redis://[[user]:password@]host[:port][/db]", err, errlen);
-    if (rest == NULL || url_split(rest, false, &p, err, errlen) < 0)
+    rest = url_scheme(s, schemes, expect, err, errlen);
+    if (rest == NULL)
         return -1;
+    out->kind =
+        rest - s == (ptrdiff_t)strlen("redis-sentinel://") ? REDIS_SENTINEL : REDIS_STANDALONE;
+    if (url_split(rest, out->kind == REDIS_SENTINEL ? URL_QUERY | URL_FRAGMENT : 0, &p, err,
+                  errlen) < 0)
+        goto fail; /* out is left empty on every error, kind included */
     if (p.has_userinfo && p.user_len > 0) {
         out->user = pct_decode(p.user, p.user_len, "user", err, errlen);
         if (out->user == NULL)
@@ -476,9 +641,29 @@ int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errl
         }
         out->db = (int)db;
     }
-    if (hostport_split(p.hostport, p.hostport_len, REDIS_DEFAULT_PORT, p.has_userinfo, &out->host,
-                       &out->port, err, errlen) < 0)
+    if (out->kind == REDIS_STANDALONE) {
+        if (hostport_split(p.hostport, p.hostport_len, REDIS_DEFAULT_PORT, p.has_userinfo,
+                           &out->host, &out->port, err, errlen) < 0)
+            goto fail;
+        return 0;
+    }
+    if (sentinel_hosts(out, &p, err, errlen) < 0)
         goto fail;
+    if (p.fragment && master_set(out, p.fragment, p.fragment_len, "#", err, errlen) < 0)
+        goto fail;
+    if (p.query && sentinel_query(out, p.query, p.query_len, err, errlen) < 0)
+        goto fail;
+    if (!out->master) {
+        text_err(err, errlen,
+                 "a redis-sentinel:// URL needs the master's name (#NAME or ?master=NAME)");
+        goto fail;
+    }
+    out->host = strdup(out->sentinels[0].host);
+    out->port = out->sentinels[0].port;
+    if (out->host == NULL) {
+        text_err(err, errlen, "out of memory");
+        goto fail;
+    }
     return 0;
 
 fail:
@@ -518,7 +703,7 @@ int mysql_url_parse(const char *s, struct mysql_url *out, char *err, size_t errl
 
     memset(out, 0, sizeof(*out));
     rest = url_scheme(s, schemes, "mysql://[user[:password]@]host[:port][/db]", err, errlen);
-    if (rest == NULL || url_split(rest, false, &p, err, errlen) < 0)
+    if (rest == NULL || url_split(rest, 0, &p, err, errlen) < 0)
         return -1;
     if (p.has_userinfo && p.user_len > 0) {
         out->user = pct_decode(p.user, p.user_len, "user", err, errlen);

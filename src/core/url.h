@@ -8,13 +8,42 @@
 
 #include <stddef.h>
 
-/* redis://[user][:password@]host[:port][/db]; host may be [v6addr]. */
+/* A Redis deployment: one server, or a primary found through Sentinel. */
+enum redis_kind {
+    REDIS_STANDALONE, /* redis://: the server itself */
+    REDIS_SENTINEL,   /* redis-sentinel://: the primary the sentinels name */
+};
+
+/* The most sentinels a redis-sentinel:// URL may list. */
+#define REDIS_SENTINELS_MAX 16
+
+/* host:port of one server; host is heap, without brackets. */
+struct redis_hostport {
+    char *host;
+    int port;
+};
+
+/*
+ * redis://[[user]:password@]host[:port][/db], or
+ * redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db][?params][#master]
+ * (params: master=NAME, sentinelMasterId=NAME as lettuce writes it,
+ * sentinel_user=U, sentinel_password=PW); a host may be [v6addr]. The
+ * userinfo is the data server's (as in redis://); sentinels get their own
+ * credentials only from sentinel_user/sentinel_password.
+ */
 struct redis_url {
-    char *host;     /* heap; without brackets */
-    int port;       /* default 6379 */
+    enum redis_kind kind;
+    char *host;     /* heap; without brackets. Sentinel: the first sentinel */
+    int port;       /* default 6379; Sentinel: the first sentinel's (default 26379) */
     char *user;     /* heap or NULL (ACL user) */
     char *password; /* heap or NULL; percent-decoded */
     int db;         /* default 0 */
+    /* REDIS_SENTINEL only (else NULL, 0): */
+    struct redis_hostport *sentinels; /* heap: every sentinel, in the URL's order */
+    size_t nsentinels;
+    char *master;            /* heap: the primary's name as the sentinels know it */
+    char *sentinel_user;     /* heap or NULL; percent-decoded */
+    char *sentinel_password; /* heap or NULL; percent-decoded */
 };
 
 /* mysql://user[:password]@host[:port]/db; host may be [v6addr]. */

@@ -24,13 +24,15 @@
  * (percent-encoded) parses to the same fields.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <strings.h>
 
 #include "config.h"
 #include "fuzz.h"
 
 #define MARKER "Pw0SeCrEt"
 
-static const void *const zero_struct[8]; /* large enough for every url struct */
+static const void *const zero_struct[16]; /* large enough for every url struct */
 
 /*
  * An error message: terminated inside the buffer and non-empty. (It may
@@ -122,6 +124,81 @@ static int str_eq(const char *a, const char *b)
     return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
 }
 
+/*
+ * A parsed redis-sentinel:// URL: 1..16 sentinels, distinct, valid; the
+ * first is host:port; a master's name of 1..64 of A-Z a-z 0-9 _ . -;
+ * rebuilt (the sentinels, /db, ?sentinel_user=..&sentinel_password=..,
+ * #master), it parses the same.
+ */
+static void check_sentinel(struct redis_url *u)
+{
+    struct redis_url v;
+    char err[CONFIG_ERR_MAX], url[REBUILT_MAX];
+    size_t len = 0, n;
+    const char *sep = "?";
+
+    CHECK(u->nsentinels >= 1 && u->nsentinels <= REDIS_SENTINELS_MAX);
+    for (size_t i = 0; i < u->nsentinels; i++) {
+        check_host(u->sentinels[i].host);
+        CHECK(u->sentinels[i].port >= 1 && u->sentinels[i].port <= 65535);
+        for (size_t j = 0; j < i; j++)
+            CHECK(u->sentinels[i].port != u->sentinels[j].port ||
+                  strcasecmp(u->sentinels[i].host, u->sentinels[j].host) != 0);
+    }
+    CHECK(str_eq(u->host, u->sentinels[0].host) && u->port == u->sentinels[0].port);
+    CHECK(u->master != NULL);
+    n = strlen(u->master);
+    CHECK(n >= 1 && n <= 64);
+    for (size_t i = 0; i < n; i++)
+        CHECK(isalnum((unsigned char)u->master[i]) || strchr("_.-", u->master[i]));
+    CHECK(u->sentinel_user == NULL || u->sentinel_user[0] != '\0');
+    CHECK(u->sentinel_password == NULL || u->sentinel_password[0] != '\0');
+
+    put(url, sizeof(url), &len, "redis-sentinel://");
+    if (u->user || u->password) {
+        if (u->user)
+            put_enc(url, sizeof(url), &len, u->user);
+        if (u->password) {
+            put(url, sizeof(url), &len, ":");
+            put_enc(url, sizeof(url), &len, u->password);
+        }
+        put(url, sizeof(url), &len, "@");
+    }
+    for (size_t i = 0; i < u->nsentinels; i++) {
+        if (i > 0)
+            put(url, sizeof(url), &len, ",");
+        put_hostport(url, sizeof(url), &len, u->sentinels[i].host, u->sentinels[i].port);
+    }
+    len += (size_t)snprintf(url + len, sizeof(url) - len, "/%d", u->db);
+    if (u->sentinel_user) {
+        put(url, sizeof(url), &len, "?sentinel_user=");
+        put_enc(url, sizeof(url), &len, u->sentinel_user);
+        sep = "&";
+    }
+    if (u->sentinel_password) {
+        put(url, sizeof(url), &len, sep);
+        put(url, sizeof(url), &len, "sentinel_password=");
+        put_enc(url, sizeof(url), &len, u->sentinel_password);
+    }
+    put(url, sizeof(url), &len, "#");
+    put(url, sizeof(url), &len, u->master);
+    if (redis_url_parse(url, &v, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
+        CHECK(!"rebuilt redis-sentinel URL parses");
+    }
+    CHECK(v.kind == REDIS_SENTINEL && v.nsentinels == u->nsentinels && v.db == u->db);
+    for (size_t i = 0; i < u->nsentinels; i++)
+        CHECK(str_eq(u->sentinels[i].host, v.sentinels[i].host) &&
+              u->sentinels[i].port == v.sentinels[i].port);
+    CHECK(str_eq(u->user, v.user) && str_eq(u->password, v.password));
+    CHECK(str_eq(u->sentinel_user, v.sentinel_user) &&
+          str_eq(u->sentinel_password, v.sentinel_password));
+    CHECK(str_eq(u->master, v.master));
+    redis_url_free(&v);
+    redis_url_free(u);
+    CHECK(memcmp(u, zero_struct, sizeof(*u)) == 0);
+}
+
 static void check_redis(const char *s)
 {
     struct redis_url u, v;
@@ -138,6 +215,13 @@ static void check_redis(const char *s)
     CHECK(u.db >= 0 && u.db <= 1000000);
     CHECK(u.user == NULL || u.user[0] != '\0');
     CHECK(u.password == NULL || u.password[0] != '\0'); /* empty counts as none */
+    if (u.kind == REDIS_SENTINEL) {
+        check_sentinel(&u);
+        return;
+    }
+    CHECK(u.kind == REDIS_STANDALONE);
+    CHECK(u.sentinels == NULL && u.nsentinels == 0 && u.master == NULL);
+    CHECK(u.sentinel_user == NULL && u.sentinel_password == NULL);
 
     /* redis://[user][:password@]host:port/db, rebuilt, parses the same. */
     put(url, sizeof(url), &len, "redis://");
@@ -332,8 +416,9 @@ static size_t count_marker(const char *s)
  */
 static void check_secret(struct fz *f)
 {
-    static const char *const schemes[] = {"redis", "REDIS", "rediss", "mysql",  "MySQL", "mariadb",
-                                          "http",  "https", "",       "redis:", "HTTPS"};
+    static const char *const schemes[] = {"redis", "REDIS",   "rediss", "mysql",
+                                          "MySQL", "mariadb", "http",   "https",
+                                          "",      "redis:",  "HTTPS",  "redis-sentinel"};
     char err[CONFIG_ERR_MAX], *url, *user, *pw1, *pw2, *hp, *path;
     uint8_t kind = fz_u8(f) % 4, flags = fz_u8(f);
     int has_path = flags & 1, no_host = flags & 2; /* no_host: "@host" forgotten */
@@ -354,8 +439,14 @@ static void check_secret(struct fz *f)
     userinfo_clean(user, no_host);
     userinfo_clean(pw1, no_host);
     userinfo_clean(pw2, no_host);
-    if (no_host && user[0] == '[') /* a user name, not an [IPv6] literal the ']' would end */
-        user[0] = '_';
+    /*
+     * A user name, not an [IPv6] literal the ']' would end (at the start, or
+     * after a ',' in a redis-sentinel:// list): its text is echoed as a
+     * bad address, and with no '@' the password would be inside it.
+     */
+    for (char *c = user; no_host && *c; c++)
+        if (*c == '[')
+            *c = '_';
     hp = fz_str(f, 300, NULL);
     path = fz_str(f, 300, NULL);
     n = strlen(scheme) + strlen(user) + strlen(pw1) + strlen(pw2) + strlen(hp) + strlen(path) + 64;

@@ -179,6 +179,9 @@ def url_seeds():
         (0, "redis://127.0.0.1:6379/0"), (0, "redis://:pw@host:6380/2"),
         (0, "redis://user:p%40ss@[::1]:6379/1"), (0, "REDIS://localhost"),
         (0, "redis://u@h/"), (0, "rediss://h"),
+        (0, "redis-sentinel://s1,[::1]:26380,s3/2#mymaster"),
+        (0, "redis-sentinel://u:p@s?master=m&sentinel_user=su&sentinel_password=p%23w"),
+        (0, "redis-sentinel://s?sentinelMasterId=m#m"), (0, "redis-sentinel://s1,s1#m"),
         (1, "mysql://root@127.0.0.1:3306/idpool"), (1, "mariadb://u:p@[::1]/db_1"),
         (1, "mysql://h"), (1, "mysql://u:p@h:1/d?x"),
         (2, "http://127.0.0.1:8080/hook"), (2, "http://[::1]/a/b"), (2, "http://h:80"),
@@ -205,6 +208,7 @@ def url_seeds():
         (3, 1, 7, "", "idp_", "x", "h:8443", "api/"),
         (3, 5, 6, "", "tok", "%41", "[::1]", "a b"),
         (3, 2, 7, "idp", "", "", "", "api"),
+        (0, 1, 11, "u", "pw", "x", "s1,s2:26380", "0#m"),
     ]
     for i, (kind, has_path, scheme, *pieces) in enumerate(secret):
         seeds["seed-secret-%d" % i] = bytes([4, kind, has_path, scheme]) + b"".join(

@@ -402,6 +402,7 @@ static void test_redis_url_errors(void)
     redis_bad("redis://[::1]x", "expected ':PORT' after ']'");
     /* With no '@', what follows ']' may be a password ("user:password", host forgotten). */
     redis_bad("redis://[::1]x:topsecret", "expected ':PORT' after ']' (what follows is not shown");
+    redis_bad("redis-sentinel://s1,[::]_u:topsecret", "expected ':PORT' after ']' (what follows");
     redis_bad("redis://u:p@[::1]x", "expected ':PORT' after ']', got 'x'");
     redis_bad("redis://ho!st", "bad host name 'ho!st'");
     redis_bad("redis://:topsecret%zz@h", "bad percent-escape in the password");
@@ -410,6 +411,89 @@ static void test_redis_url_errors(void)
     redis_bad("redis://us%00er:topsecret@h", "bad percent-escape in the user");
     redis_bad("redis://:top secret@h", "space or control character");
     redis_bad("redis://h\n", "space or control character");
+}
+
+/* redis-sentinel:// URLs: the sentinels, the master's name, the two sets of credentials. */
+static void test_sentinel_urls(void)
+{
+    struct redis_url u;
+    char e[CONFIG_ERR_MAX] = "";
+
+    CHECK(redis_url_parse("redis://h", &u, e, sizeof(e)) == 0);
+    CHECK(u.kind == REDIS_STANDALONE && u.sentinels == NULL && u.nsentinels == 0 && !u.master);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("redis-sentinel://s1#mymaster", &u, e, sizeof(e)) == 0);
+    CHECK(u.kind == REDIS_SENTINEL);
+    CHECK_EQ_U64(u.nsentinels, 1);
+    CHECK(strcmp(u.sentinels[0].host, "s1") == 0);
+    CHECK_EQ_U64(u.sentinels[0].port, 26379);
+    CHECK(strcmp(u.host, "s1") == 0); /* the first sentinel, for anyone not reading kind */
+    CHECK_EQ_U64(u.port, 26379);
+    CHECK(strcmp(u.master, "mymaster") == 0);
+    CHECK(u.user == NULL && u.password == NULL && u.db == 0);
+    CHECK(u.sentinel_user == NULL && u.sentinel_password == NULL);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("REDIS-SENTINEL://app:pw@10.0.0.1:5000,[::1],s-3.example:26380/3"
+                          "?sentinel_user=sen&sentinel_password=p%23w#m.1_x-y",
+                          &u, e, sizeof(e)) == 0);
+    CHECK_EQ_U64(u.nsentinels, 3);
+    CHECK(strcmp(u.sentinels[0].host, "10.0.0.1") == 0);
+    CHECK_EQ_U64(u.sentinels[0].port, 5000);
+    CHECK(strcmp(u.sentinels[1].host, "::1") == 0);
+    CHECK_EQ_U64(u.sentinels[1].port, 26379);
+    CHECK(strcmp(u.sentinels[2].host, "s-3.example") == 0);
+    CHECK_EQ_U64(u.sentinels[2].port, 26380);
+    CHECK(strcmp(u.user, "app") == 0 && strcmp(u.password, "pw") == 0);
+    CHECK_EQ_U64(u.db, 3);
+    CHECK(strcmp(u.sentinel_user, "sen") == 0 && strcmp(u.sentinel_password, "p#w") == 0);
+    CHECK(strcmp(u.master, "m.1_x-y") == 0);
+    redis_url_free(&u);
+
+    /* ?master= (the issue's form), lettuce's sentinelMasterId=, and the same name twice. */
+    CHECK(redis_url_parse("redis-sentinel://s?master=a", &u, e, sizeof(e)) == 0);
+    CHECK(strcmp(u.master, "a") == 0);
+    redis_url_free(&u);
+    CHECK(redis_url_parse("redis-sentinel://s/0?sentinelMasterId=b&&master=b#b", &u, e,
+                          sizeof(e)) == 0);
+    CHECK(strcmp(u.master, "b") == 0);
+    redis_url_free(&u);
+    /* An empty sentinel_password counts as none. */
+    CHECK(redis_url_parse("redis-sentinel://s?sentinel_password=#m", &u, e, sizeof(e)) == 0);
+    CHECK(u.sentinel_password == NULL);
+    redis_url_free(&u);
+
+    /* Sixteen sentinels are allowed. */
+    CHECK(redis_url_parse("redis-sentinel://a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,a12,a13,a14,a15,"
+                          "a16#m",
+                          &u, e, sizeof(e)) == 0);
+    CHECK_EQ_U64(u.nsentinels, 16);
+    CHECK(strcmp(u.sentinels[15].host, "a16") == 0);
+    redis_url_free(&u);
+
+    redis_bad("redis-sentinel://s", "needs the master's name (#NAME or ?master=NAME)");
+    redis_bad("redis-sentinel://:topsecret@s/0", "needs the master's name");
+    redis_bad("redis-sentinel://s#", "the master's name (#) must be 1..64 characters");
+    redis_bad("redis-sentinel://s#a b", "space or control character");
+    redis_bad("redis-sentinel://s#a/b", "the master's name (#) must be");
+    redis_bad("redis-sentinel://s?master=a#b", "given twice, differently: 'b' and 'a'");
+    redis_bad("redis-sentinel://s?master=a&sentinelMasterId=c", "given twice, differently");
+    redis_bad("redis-sentinel://s?mastr=a", "unknown parameter 'mastr' (expected master,");
+    redis_bad("redis-sentinel://s?master#m", "parameter 'master' has no '=VALUE'");
+    redis_bad("redis-sentinel://s?sentinel_password=topsecret&sentinel_password=x#m",
+              "parameter sentinel_password given twice");
+    redis_bad("redis-sentinel://s?sentinel_password=topsecret%zz#m",
+              "bad percent-escape in the sentinel_password");
+    redis_bad("redis-sentinel://s1,s1:26379#m", "sentinel s1:26379 is listed twice");
+    redis_bad("redis-sentinel://S1:7,s1:7#m", "listed twice");
+    redis_bad("redis-sentinel://s1,,s2#m", "missing host");
+    redis_bad("redis-sentinel://s1,#m", "missing host");
+    redis_bad("redis-sentinel://s1:0#m", "port must be an integer in 1..65535");
+    redis_bad("redis-sentinel://a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,a12,a13,a14,a15,a16,a17#m",
+              "more than 16 sentinels");
+    redis_bad("redis-sentinel://s/x#m", "database must be an integer");
+    redis_bad("sentinel://s#m", "unsupported scheme 'sentinel://', expected redis://");
 }
 
 static void test_mysql_urls(void)
@@ -571,6 +655,9 @@ static void test_url_errors_in_config(void)
     char path[64], want[128];
 
     expect_error(NULL, ARGV("--redis", "rediss://h"), "--redis: rediss:// (TLS) is not supported");
+    expect_error(NULL, ARGV("--redis", "redis-sentinel://:topsecret@s1,s2#m"),
+                 "--redis: redis-sentinel:// is not supported by this version yet");
+    CHECK(strstr(err, "topsecret") == NULL);
     expect_error(ENV({"IDPOOL_MYSQL_URL", "mysql://h:0"}), no_args,
                  "IDPOOL_MYSQL_URL: port must be an integer in 1..65535");
     write_tmp(path, "\nredis = redis://:topsecret@h:x\n");
@@ -1295,6 +1382,7 @@ int main(void)
     RUN(test_config_path_sources);
     RUN(test_redis_url_forms);
     RUN(test_redis_url_errors);
+    RUN(test_sentinel_urls);
     RUN(test_mysql_urls);
     RUN(test_hostport);
     RUN(test_http_addr);
