@@ -55,11 +55,10 @@ static void on_node_state(struct node *n, int ready, void *arg)
 {
     struct daemon *d = arg;
 
-    (void)n;
     if (d->refill)
         refill_redis_state(d->refill, ready);
     if (d->access)
-        access_redis_state(d->access, ready);
+        access_node_state(d->access, n, ready);
 }
 
 /* The status views: the refill loop's, with the ID API's counters added. */
@@ -265,19 +264,15 @@ int main(int argc, char **argv)
                         on_node_state, &d);
     if (!d.map)
         die("cannot set up the Redis connections");
-    {
-        struct node *n = nodemap_for_key(d.map, ""); /* one node: its connections, for now */
-
-        d.alerts = alerts_new(d.base, &d.cfg, n->main);
-        if (!d.alerts)
-            die("cannot set up alerting");
-        d.refill = refill_new(d.base, &d.cfg, n->main, n->push, d.store, d.alerts);
-        if (!d.refill)
-            die("cannot set up the refill loop");
-        d.access = access_new(d.base, &d.cfg, d.store, n->main);
-        if (!d.access)
-            die("cannot set up the API tokens and Redis users");
-    }
+    d.alerts = alerts_new(d.base, &d.cfg, d.map);
+    if (!d.alerts)
+        die("cannot set up alerting");
+    d.refill = refill_new(d.base, &d.cfg, d.map, d.store, d.alerts);
+    if (!d.refill)
+        die("cannot set up the refill loop");
+    d.access = access_new(d.base, &d.cfg, d.store, d.map);
+    if (!d.access)
+        die("cannot set up the API tokens and Redis users");
     d.api = api_new(d.base, &d.cfg, refill_pools(d.refill), d.access, d.map);
     if (!d.api)
         die("cannot start the ID API on %s", d.cfg.api_addr);

@@ -135,6 +135,19 @@ struct node *nodemap_for_key(struct nodemap *m, const char *key)
     return m->ops->for_key(m, key);
 }
 
+/* Every node of a standalone map is a primary (a Cluster map will skip its replicas here). */
+struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev)
+{
+    size_t i = prev ? prev->id + 1 : 0;
+
+    return i < m->nnodes ? m->nodes[i] : NULL;
+}
+
+int node_ready(const struct node *n)
+{
+    return rds_ready(n->main);
+}
+
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms)
 {
     for (size_t i = 0; i < m->nnodes; i++) {

@@ -43,6 +43,10 @@ void nodemap_free(struct nodemap *m);
 
 /* The node that serves key (a pool, meta, lock or any other key); never NULL. */
 struct node *nodemap_for_key(struct nodemap *m, const char *key);
+/* Every primary in turn: the first after prev (NULL: the first one); NULL after the last. */
+struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev);
+/* Its main connection is ready (connected, handshake done, validated on a writer). */
+int node_ready(const struct node *n);
 /* Change every connection's command timeout (config reload). */
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms);
 
