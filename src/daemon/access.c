@@ -421,7 +421,7 @@ struct access *access_new(struct event_base *base, const struct config *cfg, str
     a->store = store;
     a->map = map;
     a->db = cfg->redis.db;
-    a->api = cfg->api_addr != NULL && cfg->api_addr[0] != '\0';
+    a->api = config_api_on(cfg);
     a->prefix = strdup(cfg->key_prefix);
     a->timer = event_new(base, -1, EV_PERSIST, on_timer, a);
     if (a->prefix)

@@ -650,7 +650,7 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
     a->prefix = strdup(cfg->key_prefix);
     if (a->prefix == NULL)
         goto fail;
-    if (cfg->api_addr == NULL || cfg->api_addr[0] == '\0')
+    if (!config_api_on(cfg))
         o.host = NULL;
     o.arg = a;
     a->srv = apihttp_new(base, &o);

@@ -258,10 +258,10 @@ int main(int argc, char **argv)
     d.store = store_new(d.base, &d.cfg);
     if (!d.store)
         die("cannot start the MySQL worker");
-    d.map = nodemap_new(d.base, &d.cfg,
-                        (d.cfg.refill ? NODEMAP_WRITER : 0) |
-                            (d.cfg.api_addr && d.cfg.api_addr[0] ? NODEMAP_API : 0),
-                        on_node_state, &d);
+    d.map =
+        nodemap_new(d.base, &d.cfg,
+                    (d.cfg.refill ? NODEMAP_WRITER : 0) | (config_api_on(&d.cfg) ? NODEMAP_API : 0),
+                    on_node_state, &d);
     if (!d.map)
         die("cannot set up the Redis connections");
     d.alerts = alerts_new(d.base, &d.cfg, d.map);
