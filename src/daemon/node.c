@@ -4,7 +4,6 @@
  * one serves a key. Standalone, here: the one node of redis://.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "node.h"
 #include "rds.h"
