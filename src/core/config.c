@@ -727,9 +727,9 @@ static int finish(struct loader *ld)
         return fail(ld, cfg->api_tls_cert ? S_API_TLS_CERT : S_API_TLS_KEY,
                     "TLS for the API needs both api-tls-cert and api-tls-key (%s is not set)",
                     cfg->api_tls_cert ? "api-tls-key" : "api-tls-cert");
-    if (cfg->api_tls_cert && (cfg->api_addr == NULL || cfg->api_addr[0] == '\0'))
+    if (cfg->api_tls_cert && !config_api_on(cfg))
         return fail(ld, S_API_TLS_CERT, "set, but the API is off (set api / IDPOOL_API_ADDR)");
-    if (!cfg->refill && (cfg->api_addr == NULL || cfg->api_addr[0] == '\0'))
+    if (!cfg->refill && !config_api_on(cfg))
         return fail(ld, S_REFILL,
                     "off with the API off too: this instance would do nothing (set api / "
                     "IDPOOL_API_ADDR for an issuer-only instance)");
@@ -811,6 +811,11 @@ out:
     if (r != CONFIG_OK)
         config_free(out);
     return r;
+}
+
+int config_api_on(const struct config *cfg)
+{
+    return cfg->api_addr != NULL && cfg->api_addr[0] != '\0';
 }
 
 void config_free(struct config *cfg)

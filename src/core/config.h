@@ -78,6 +78,9 @@ enum config_result config_load(struct config *out, int argc, char *const argv[],
 
 void config_free(struct config *cfg);
 
+/* The ID API is on: api_addr is set. */
+int config_api_on(const struct config *cfg);
+
 /* The --help text. */
 void config_usage(FILE *out, const char *progname);
 

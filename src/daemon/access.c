@@ -9,13 +9,25 @@
 #include "acluser.h"
 #include "keys.h"
 #include "log.h"
+#include "node.h"
 #include "rds.h"
 #include "store.h"
 #include "token.h"
 
+/* The Redis users as applied on one node (ACL users are per server). */
+struct access_node {
+    struct access *a;
+    struct node *n;
+    uint64_t
+        applied_sum; /* digest of the users last applied (0 = not applied on this connection) */
+    int applying;    /* ACL commands in flight */
+};
+
 struct access {
     struct store *store;
-    struct rds *rds;
+    struct nodemap *map;
+    struct access_node **nodes; /* by node id, made when first needed */
+    size_t nnodes;
     char *prefix;        /* key prefix: user names and patterns */
     int db;              /* Redis database: users may SELECT it when not 0 */
     int api;             /* the ID API is on: revocations are read from Redis too */
@@ -23,9 +35,6 @@ struct access {
     int loading;         /* a store_auth job is in flight */
     int loaded;          /* a load has succeeded */
     struct store_auth *auth;
-    uint64_t
-        applied_sum; /* digest of the users last applied (0 = not applied on this connection) */
-    int applying;    /* ACL commands in flight */
     int warned_tokens, warned_grants, warned_acl, warned_revoked; /* said once */
     char last_err[STORE_ERR_MAX];
     char revoked_key[KEYS_MAX];          /* the Redis set of revoked token hashes */
@@ -37,7 +46,7 @@ struct access {
 
 /* One user's ACL GETUSER in flight: what is about to be set, to see whether it changes. */
 struct user_check {
-    struct access *a;
+    struct access_node *an;
     char name[ACLUSER_NAME_MAX];
     char hash[TOKEN_HASH_LEN + 1];
 };
@@ -59,9 +68,11 @@ static uint64_t grants_digest(const struct store_auth *au)
 }
 
 /* Say once why Redis refused an ACL or CLIENT command, with the rights that are missing. */
-static void acl_refused(struct access *a, const char *what, const char *err)
+static void acl_refused(struct access_node *an, const char *what, const char *err)
 {
-    a->applied_sum = 0;
+    struct access *a = an->a;
+
+    an->applied_sum = 0;
     if (a->warned_acl)
         return;
     a->warned_acl = 1;
@@ -74,29 +85,29 @@ static void acl_refused(struct access *a, const char *what, const char *err)
 
 static void on_acl_reply(struct rds *r, redisReply *reply, void *arg)
 {
-    struct access *a = arg;
+    struct access_node *an = arg;
 
     (void)r;
-    a->applying--;
+    an->applying--;
     if (reply == NULL) {
-        a->applied_sum = 0; /* the connection went: apply again when it is back */
+        an->applied_sum = 0; /* the connection went: apply again when it is back */
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR)
-        acl_refused(a, "ACL SETUSER/DELUSER", reply->str);
+        acl_refused(an, "ACL SETUSER/DELUSER", reply->str);
 }
 
 static void on_kill(struct rds *r, redisReply *reply, void *arg)
 {
     struct user_check *uc = arg;
-    struct access *a = uc->a;
+    struct access_node *an = uc->an;
 
     (void)r;
-    a->applying--;
+    an->applying--;
     if (reply == NULL)
-        a->applied_sum = 0;
+        an->applied_sum = 0;
     else if (reply->type == REDIS_REPLY_ERROR)
-        acl_refused(a, "CLIENT KILL USER", reply->str);
+        acl_refused(an, "CLIENT KILL USER", reply->str);
     else if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
         log_info("redis: closed %lld connection(s) of Redis user %s: its password changed",
                  reply->integer, uc->name);
@@ -134,25 +145,26 @@ static int password_changed(const redisReply *reply, const char *hash)
 static void on_getuser(struct rds *r, redisReply *reply, void *arg)
 {
     struct user_check *uc = arg;
-    struct access *a = uc->a;
+    struct access_node *an = uc->an;
 
     (void)r;
-    a->applying--;
+    an->applying--;
     if (reply == NULL) {
-        a->applied_sum = 0;
+        an->applied_sum = 0;
     } else if (reply->type == REDIS_REPLY_ERROR) {
-        acl_refused(a, "ACL GETUSER", reply->str);
+        acl_refused(an, "ACL GETUSER", reply->str);
     } else if (password_changed(reply, uc->hash) &&
-               rds_command(a->rds, on_kill, uc, "CLIENT KILL USER %s", uc->name) == 0) {
-        a->applying++;
+               rds_command(an->n->main, on_kill, uc, "CLIENT KILL USER %s", uc->name) == 0) {
+        an->applying++;
         return; /* uc goes with on_kill */
     }
     free(uc);
 }
 
-/* ACL GETUSER then ACL SETUSER of one granted user; 0, or -1 when Redis is not ready. */
-static int apply_user(struct access *a, const struct store_grant *g)
+/* ACL GETUSER then ACL SETUSER of one granted user on a node; 0, or -1 when it is not ready. */
+static int apply_user(struct access_node *an, const struct store_grant *g)
 {
+    struct access *a = an->a;
     char space[2 * ACLUSER_NAME_MAX + 80];
     const char *argv[ACLUSER_ARGC_MAX];
     struct user_check *uc = calloc(1, sizeof(*uc));
@@ -160,35 +172,37 @@ static int apply_user(struct access *a, const struct store_grant *g)
 
     if (uc == NULL)
         return -1;
-    uc->a = a;
+    uc->an = an;
     acluser_name(a->prefix, g->key, uc->name, sizeof(uc->name));
     snprintf(uc->hash, sizeof(uc->hash), "%s", g->hash);
-    if (rds_command(a->rds, on_getuser, uc, "ACL GETUSER %s", uc->name) < 0) {
+    if (rds_command(an->n->main, on_getuser, uc, "ACL GETUSER %s", uc->name) < 0) {
         free(uc);
         return -1;
     }
-    a->applying++;
+    an->applying++;
     argc = acluser_setuser(a->prefix, g->key, g->hash, a->db, space, argv);
-    if (rds_command_argv(a->rds, on_acl_reply, a, argc, argv, NULL) < 0)
+    if (rds_command_argv(an->n->main, on_acl_reply, an, argc, argv, NULL) < 0)
         return -1;
-    a->applying++;
+    an->applying++;
     return 0;
 }
 
 /*
- * Send ACL SETUSER (or DELUSER when revoked) for every row: idempotent, so
- * any number of daemons may do it. Only when Redis is ready and the rows
- * changed since the last complete application on this connection.
+ * Send ACL SETUSER (or DELUSER when revoked) for every row to one node:
+ * idempotent, so any number of daemons may do it. Only when the node is
+ * ready and the rows changed since the last complete application on its
+ * connection.
  */
-static void apply_users(struct access *a)
+static void apply_node(struct access_node *an)
 {
+    struct access *a = an->a;
     uint64_t sum;
     size_t set = 0, del = 0;
 
-    if (!a->auth || !rds_ready(a->rds) || a->applying)
+    if (!a->auth || !node_ready(an->n) || an->applying)
         return;
     sum = grants_digest(a->auth);
-    if (sum == a->applied_sum)
+    if (sum == an->applied_sum)
         return;
     for (size_t i = 0; i < a->auth->ngrants; i++) {
         const struct store_grant *g = &a->auth->grants[i];
@@ -196,21 +210,52 @@ static void apply_users(struct access *a)
 
         if (g->revoked) {
             acluser_name(a->prefix, g->key, name, sizeof(name));
-            if (rds_command(a->rds, on_acl_reply, a, "ACL DELUSER %s", name) < 0)
+            if (rds_command(an->n->main, on_acl_reply, an, "ACL DELUSER %s", name) < 0)
                 return; /* not ready any more: applied again on the next connection */
-            a->applying++;
+            an->applying++;
             del++;
         } else {
-            if (apply_user(a, g) < 0)
+            if (apply_user(an, g) < 0)
                 return;
             set++;
         }
     }
-    a->applied_sum = sum;
+    an->applied_sum = sum;
     if (set || del) {
         a->warned_acl = 0;
         log_info("redis: applied %zu Redis user(s) of direct clients, deleted %zu revoked", set,
                  del);
+    }
+}
+
+/* What access knows of node n, made when first needed; NULL when out of memory. */
+static struct access_node *node_of(struct access *a, struct node *n)
+{
+    if (n->id >= a->nnodes) {
+        struct access_node **p = realloc(a->nodes, (n->id + 1) * sizeof(*p));
+
+        if (p == NULL)
+            return NULL;
+        memset(p + a->nnodes, 0, (n->id + 1 - a->nnodes) * sizeof(*p));
+        a->nodes = p;
+        a->nnodes = n->id + 1;
+    }
+    if (a->nodes[n->id] == NULL && (a->nodes[n->id] = calloc(1, sizeof(**a->nodes))) != NULL) {
+        a->nodes[n->id]->a = a;
+        a->nodes[n->id]->n = n;
+    }
+    return a->nodes[n->id];
+}
+
+/* The users on every primary (ACL users are not replicated). */
+static void apply_users(struct access *a)
+{
+    for (struct node *n = nodemap_next_primary(a->map, NULL); n;
+         n = nodemap_next_primary(a->map, n)) {
+        struct access_node *an = node_of(a, n);
+
+        if (an)
+            apply_node(an);
     }
 }
 
@@ -293,9 +338,12 @@ static void on_revoked(struct rds *r, redisReply *reply, void *arg)
 /* Read the revoked tokens from Redis (an issuer only; one read in flight). */
 static void poll_revoked(struct access *a)
 {
-    if (!a->api || a->polling || a->freeing || !rds_ready(a->rds))
+    struct node *n;
+
+    if (!a->api || a->polling || a->freeing)
         return;
-    if (rds_command(a->rds, on_revoked, a, "SMEMBERS %s", a->revoked_key) == 0)
+    n = nodemap_for_key(a->map, a->revoked_key);
+    if (node_ready(n) && rds_command(n->main, on_revoked, a, "SMEMBERS %s", a->revoked_key) == 0)
         a->polling = 1;
 }
 
@@ -364,16 +412,16 @@ void access_configure(struct access *a, const struct config *cfg)
 }
 
 struct access *access_new(struct event_base *base, const struct config *cfg, struct store *store,
-                          struct rds *rds)
+                          struct nodemap *map)
 {
     struct access *a = calloc(1, sizeof(*a));
 
     if (a == NULL)
         return NULL;
     a->store = store;
-    a->rds = rds;
+    a->map = map;
     a->db = cfg->redis.db;
-    a->api = cfg->api_addr != NULL && cfg->api_addr[0] != '\0';
+    a->api = config_api_on(cfg);
     a->prefix = strdup(cfg->key_prefix);
     a->timer = event_new(base, -1, EV_PERSIST, on_timer, a);
     if (a->prefix)
@@ -395,17 +443,25 @@ void access_free(struct access *a)
     if (a->timer)
         event_free(a->timer);
     store_auth_free(a->auth);
+    for (size_t i = 0; i < a->nnodes; i++)
+        free(a->nodes[i]);
+    free(a->nodes);
     free(a->revoked);
     free(a->prefix);
     free(a);
 }
 
-void access_redis_state(struct access *a, int ready)
+void access_node_state(struct access *a, struct node *n, int ready)
 {
-    a->applied_sum = 0;
-    a->polling = 0; /* a lost connection answered it with NULL */
+    struct access_node *an = node_of(a, n);
+
+    if (an)
+        an->applied_sum = 0;
+    if (n == nodemap_for_key(a->map, a->revoked_key))
+        a->polling = 0; /* a lost connection answered it with NULL */
     if (ready) {
-        apply_users(a);
+        if (an)
+            apply_node(an);
         poll_revoked(a);
     }
 }

@@ -8,14 +8,14 @@
  *                "<prefix>:revoked-tokens" (keys.h) is read at every reload
  *                too: a token revoked there is refused even while MySQL
  *                cannot be read; such hashes are kept for the process' life.
- *   Redis users  (redis_user) applied to Redis (ACL SETUSER, or DELUSER for
- *                a revoked one; acluser.h) on every (re)connect of the main
- *                connection and whenever the rows change, so that a
- *                restarted Redis gets its users back. A user whose password
- *                Redis holds differently (ACL GETUSER before the SETUSER)
- *                has its connections closed (CLIENT KILL USER): a rotation
- *                ends the sessions of the old password, an unchanged user
- *                keeps its connections.
+ *   Redis users  (redis_user) applied to every primary node (ACL SETUSER,
+ *                or DELUSER for a revoked one; acluser.h) on every
+ *                (re)connect of its main connection and whenever the rows
+ *                change, so that a restarted Redis gets its users back. A
+ *                user whose password Redis holds differently (ACL GETUSER
+ *                before the SETUSER) has its connections closed (CLIENT
+ *                KILL USER): a rotation ends the sessions of the old
+ *                password, an unchanged user keeps its connections.
  *
  * Tokens and passwords are never logged: only token names and user names.
  */
@@ -29,19 +29,21 @@
 #include "config.h"
 
 struct access;
-struct rds;
+struct node;
+struct nodemap;
 struct store;
 
+/* Users are applied on every primary of map; revocations read from the node of their set. */
 struct access *access_new(struct event_base *base, const struct config *cfg, struct store *store,
-                          struct rds *rds);
+                          struct nodemap *map);
 void access_free(struct access *a);
 
 /* Re-read tokens and users now (SIGHUP); the reload interval from cfg (config reload). */
 void access_reload(struct access *a);
 void access_configure(struct access *a, const struct config *cfg);
 
-/* The main Redis connection became ready (1) or was lost (0). */
-void access_redis_state(struct access *a, int ready);
+/* A node's main connection became ready (1) or was lost (0). */
+void access_node_state(struct access *a, struct node *n, int ready);
 
 /*
  * The name of the active token whose SHA-256 matches the n bytes at tok,

@@ -13,6 +13,8 @@
 
 #include "clock.h"
 #include "log.h"
+#include "node.h"
+#include "rds.h"
 #include "url.h"
 
 #define HOOK_QUEUE_MAX   1000 /* events kept for the webhook; the oldest is dropped */
@@ -41,7 +43,7 @@ struct notified {
 
 struct alerts {
     struct event_base *base;
-    struct rds *rds;
+    struct nodemap *map; /* idpool_alert on the meta's node */
     char *instance;
     struct webhook_url hook; /* host NULL: no webhook */
     struct evhttp_connection *conn;
@@ -367,9 +369,10 @@ static void emit(struct alerts *al, const char *app, const char *meta_key, enum 
                  int firing, const char *message, const char *extra_json, int quiet)
 {
     char *event = event_json(al, app, kind, firing, message, extra_json);
+    struct node *n = meta_key ? nodemap_for_key(al->map, meta_key) : NULL;
     struct emit_ctx *c;
 
-    if (meta_key && rds_ready(al->rds) && (c = calloc(1, sizeof(*c)))) {
+    if (n && node_ready(n) && (c = calloc(1, sizeof(*c)))) {
         c->al = al;
         c->kind = kind;
         c->firing = firing;
@@ -378,7 +381,7 @@ static void emit(struct alerts *al, const char *app, const char *meta_key, enum 
         c->message = strdup(message);
         c->event = event;
         if (c->app && c->message &&
-            rds_command(al->rds, on_alert_reply, c, "FCALL idpool_alert 1 %s %s %s %s %s", meta_key,
+            rds_command(n->main, on_alert_reply, c, "FCALL idpool_alert 1 %s %s %s %s %s", meta_key,
                         alert_name(kind), firing ? "firing" : "resolved", message,
                         extra_json ? extra_json : "") == 0)
             return;
@@ -412,14 +415,14 @@ unsigned long alerts_webhook_dropped(const struct alerts *al)
     return al->dropped;
 }
 
-struct alerts *alerts_new(struct event_base *base, const struct config *cfg, struct rds *rds)
+struct alerts *alerts_new(struct event_base *base, const struct config *cfg, struct nodemap *map)
 {
     struct alerts *al = calloc(1, sizeof(*al));
 
     if (!al)
         return NULL;
     al->base = base;
-    al->rds = rds;
+    al->map = map;
     al->instance = strdup(cfg->instance);
     al->hook_ev = evtimer_new(base, on_hook_timer, al);
     if (cfg->webhook.host) {

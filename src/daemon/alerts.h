@@ -11,11 +11,12 @@
 
 #include "alert.h"
 #include "config.h"
-#include "rds.h"
 
 struct alerts;
+struct nodemap;
 
-struct alerts *alerts_new(struct event_base *base, const struct config *cfg, struct rds *rds);
+/* idpool_alert goes to the node of the application's meta in map. */
+struct alerts *alerts_new(struct event_base *base, const struct config *cfg, struct nodemap *map);
 /* Drops undelivered webhook calls (logged) and frees. */
 void alerts_free(struct alerts *al);
 

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "pool.h"
 #include "takereply.h"
+#include "node.h"
 #include "rds.h"
 
 #define API_MAX_BODY  1024 /* bytes: a POST body is at most "count=N" */
@@ -68,7 +69,7 @@ struct api_app {
 
 struct api {
     struct apihttp *srv;
-    struct rds *rds; /* "redis-api": takes only */
+    struct nodemap *map; /* takes go to the pool's node's "redis-api" connection */
     struct pools *pools;
     struct access *access;
     char *prefix;
@@ -435,7 +436,7 @@ static void take(struct api_app *x)
     argv[5] = count;
     for (int i = 0; i < 6; i++)
         len[i] = strlen(argv[i]);
-    if (rds_command_argv(a->rds, on_take, x, 6, argv, len) < 0) {
+    if (rds_command_argv(nodemap_for_key(a->map, x->k_pool)->api, on_take, x, 6, argv, len) < 0) {
         hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
         drain(x);
         return;
@@ -622,7 +623,7 @@ static void on_request(struct apihttp_req *req, void *arg)
 /* --- lifecycle ------------------------------------------------------------ */
 
 struct api *api_new(struct event_base *base, const struct config *cfg, struct pools *pools,
-                    struct access *access)
+                    struct access *access, struct nodemap *map)
 {
     struct api *a = calloc(1, sizeof(*a));
     struct apihttp_opts o = {
@@ -644,18 +645,13 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
         return NULL;
     a->pools = pools;
     a->access = access;
+    a->map = map;
     a->buffer = cfg->api_buffer;
     a->prefix = strdup(cfg->key_prefix);
     if (a->prefix == NULL)
         goto fail;
-    if (cfg->api_addr == NULL || cfg->api_addr[0] == '\0') {
+    if (!config_api_on(cfg))
         o.host = NULL;
-    } else {
-        a->rds = rds_new(base, cfg, 0, NULL, NULL);
-        if (a->rds == NULL)
-            goto fail;
-        rds_set_name(a->rds, "redis-api");
-    }
     o.arg = a;
     a->srv = apihttp_new(base, &o);
     if (a->srv == NULL)
@@ -666,9 +662,9 @@ fail:
     return NULL;
 }
 
-void api_free(struct api *a)
+void api_stop(struct api *a)
 {
-    if (a == NULL)
+    if (a == NULL || a->stopping)
         return;
     /* Waiting requests are answered first: their connections go next. */
     for (size_t b = 0; b < API_BUCKETS; b++) {
@@ -683,9 +679,16 @@ void api_free(struct api *a)
             x->want = 0;
         }
     }
-    a->stopping = 1;
+    a->stopping = 1; /* on_take ignores the NULL replies nodemap_free gives */
     apihttp_free(a->srv);
-    rds_free(a->rds); /* on_take sees NULL replies: stopping */
+    a->srv = NULL;
+}
+
+void api_free(struct api *a)
+{
+    if (a == NULL)
+        return;
+    api_stop(a);
     for (size_t b = 0; b < API_BUCKETS; b++) {
         struct api_app *x = a->apps[b];
         while (x) {

@@ -39,6 +39,7 @@
 #include "status.h"
 
 struct access;
+struct nodemap;
 struct pools;
 
 struct api;
@@ -69,11 +70,19 @@ struct api_stats {
 
 /*
  * Serve on cfg->api_host:cfg->api_port (nowhere when api_addr is empty).
- * Rows come from `pools`, tokens from `access`. NULL with an error logged.
+ * Rows come from `pools`, tokens from `access`; takes go to the "redis-api"
+ * connection of the key's node in `map` (made with NODEMAP_API when
+ * api_addr is set). NULL with an error logged.
  */
 struct api *api_new(struct event_base *base, const struct config *cfg, struct pools *pools,
-                    struct access *access) __attribute__((warn_unused_result));
-/* Answer every waiting request (503), close the listener and the connection; NULL ok. */
+                    struct access *access, struct nodemap *map) __attribute__((warn_unused_result));
+/*
+ * Answer every waiting request (503) and close the listener and its
+ * connections; takes still in flight are answered NULL (by nodemap_free)
+ * and ignored. Before the map is freed; NULL ok.
+ */
+void api_stop(struct api *a);
+/* api_stop, then free the applications; after the map; NULL ok. */
 void api_free(struct api *a);
 
 /* api-buffer (config reload). */

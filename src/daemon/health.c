@@ -12,24 +12,24 @@
 #include "clock.h"
 #include "log.h"
 #include "pool.h"
-#include "rds.h"
+#include "node.h"
 #include "store.h"
 
 struct health {
     struct alerts *alerts;
-    struct rds *rds; /* is Redis reachable (else an alert is synced later) */
-    int stall_ms;    /* 'stalled' after this long without IDs for a needy pool */
-    int resolve_ms;  /* an alert resolves after its condition is clear this long */
+    struct nodemap *map; /* is the meta's node reachable (else an alert is synced later) */
+    int stall_ms;        /* 'stalled' after this long without IDs for a needy pool */
+    int resolve_ms;      /* an alert resolves after its condition is clear this long */
 };
 
-struct health *health_new(struct alerts *alerts, struct rds *rds, int stall_ms, int resolve_ms)
+struct health *health_new(struct alerts *alerts, struct nodemap *map, int stall_ms, int resolve_ms)
 {
     struct health *h = calloc(1, sizeof(*h));
 
     if (!h)
         return NULL;
     h->alerts = alerts;
-    h->rds = rds;
+    h->map = map;
     health_configure(h, stall_ms, resolve_ms);
     return h;
 }
@@ -141,7 +141,7 @@ static void observe(struct health *h, struct pool *p, enum alert_kind kind, int 
         resolve_message(p, kind, msg, sizeof(msg));
     free(ph->msg[kind]);
     ph->msg[kind] = ch == ALERT_FIRE ? strdup(msg) : NULL;
-    if (ch == ALERT_FIRE && !rds_ready(h->rds))
+    if (ch == ALERT_FIRE && !node_ready(nodemap_for_key(h->map, p->k_meta)))
         ph->unsynced |= 1u << kind;
     else
         ph->unsynced &= ~(1u << kind);

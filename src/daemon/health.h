@@ -20,11 +20,12 @@
 struct alerts;
 struct app_cfg;
 struct health;
+struct nodemap;
 struct pool;
-struct rds;
 struct store_lease;
 
-struct health *health_new(struct alerts *alerts, struct rds *rds, int stall_ms, int resolve_ms);
+/* map: is the node of a pool's meta reachable (else a firing alert is synced later). */
+struct health *health_new(struct alerts *alerts, struct nodemap *map, int stall_ms, int resolve_ms);
 void health_free(struct health *h);
 void health_configure(struct health *h, int stall_ms, int resolve_ms);
 /* Free what a pool's health holds (messages). */

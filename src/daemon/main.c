@@ -1,7 +1,7 @@
 /*
  * idpoold — keeps every application's Redis ID pool topped up.
  *
- * Boot: parse config -> open stores (MySQL worker, Redis connection) ->
+ * Boot: parse config -> open stores (MySQL worker, Redis node map) ->
  * refill loop -> signals -> event loop -> teardown.
  */
 #include <signal.h>
@@ -21,7 +21,7 @@
 #include "fault.h"
 #include "http.h"
 #include "log.h"
-#include "rds.h"
+#include "node.h"
 #include "refill.h"
 #include "store.h"
 #include "url.h"
@@ -34,8 +34,7 @@ struct daemon {
     int argc;          /* kept for SIGHUP re-parsing */
     char **argv;
     struct store *store;
-    struct rds *rds;  /* main Redis connection */
-    struct rds *prds; /* the push connection */
+    struct nodemap *map; /* the Redis nodes and their connections */
     struct alerts *alerts;
     struct refill *refill;
     struct statushttp *http;
@@ -52,15 +51,14 @@ static const char *env_get(const char *name)
     return getenv(name);
 }
 
-static void on_redis_state(struct rds *r, int ready, void *arg)
+static void on_node_state(struct node *n, int ready, void *arg)
 {
     struct daemon *d = arg;
 
-    (void)r;
     if (d->refill)
         refill_redis_state(d->refill, ready);
     if (d->access)
-        access_redis_state(d->access, ready);
+        access_node_state(d->access, n, ready);
 }
 
 /* The status views: the refill loop's, with the ID API's counters added. */
@@ -188,8 +186,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
                    nc.mysql.password ? nc.mysql.password : "") != 0)
             log_warn("reload: a password changed; the new one is used after a restart");
         log_set_level(nc.log_level);
-        rds_set_timeout(d->rds, nc.redis_timeout_ms);
-        rds_set_timeout(d->prds, nc.redis_timeout_ms);
+        nodemap_set_timeout(d->map, nc.redis_timeout_ms);
         refill_configure(d->refill, &nc);
         access_configure(d->access, &nc);
         api_configure(d->api, &nc);
@@ -261,21 +258,22 @@ int main(int argc, char **argv)
     d.store = store_new(d.base, &d.cfg);
     if (!d.store)
         die("cannot start the MySQL worker");
-    /* a refiller's connections validate the server and write under its epoch */
-    d.rds = rds_new(d.base, &d.cfg, RDS_MAIN | (d.cfg.refill ? RDS_WRITER : 0), on_redis_state, &d);
-    d.prds = rds_new(d.base, &d.cfg, d.cfg.refill ? RDS_WRITER : 0, NULL, NULL);
-    if (!d.rds || !d.prds)
+    d.map =
+        nodemap_new(d.base, &d.cfg,
+                    (d.cfg.refill ? NODEMAP_WRITER : 0) | (config_api_on(&d.cfg) ? NODEMAP_API : 0),
+                    on_node_state, &d);
+    if (!d.map)
         die("cannot set up the Redis connections");
-    d.alerts = alerts_new(d.base, &d.cfg, d.rds);
+    d.alerts = alerts_new(d.base, &d.cfg, d.map);
     if (!d.alerts)
         die("cannot set up alerting");
-    d.refill = refill_new(d.base, &d.cfg, d.rds, d.prds, d.store, d.alerts);
+    d.refill = refill_new(d.base, &d.cfg, d.map, d.store, d.alerts);
     if (!d.refill)
         die("cannot set up the refill loop");
-    d.access = access_new(d.base, &d.cfg, d.store, d.rds);
+    d.access = access_new(d.base, &d.cfg, d.store, d.map);
     if (!d.access)
         die("cannot set up the API tokens and Redis users");
-    d.api = api_new(d.base, &d.cfg, refill_pools(d.refill), d.access);
+    d.api = api_new(d.base, &d.cfg, refill_pools(d.refill), d.access, d.map);
     if (!d.api)
         die("cannot start the ID API on %s", d.cfg.api_addr);
     {
@@ -296,11 +294,15 @@ int main(int argc, char **argv)
 
     event_base_dispatch(d.base);
 
-    /* Teardown: Redis first (pending callbacks see NULL replies), then MySQL. */
-    api_free(d.api);
+    /*
+     * Teardown: the issuer stops (waiting requests answered, its server
+     * closed), then Redis (pending callbacks see NULL replies, the API's
+     * too, while its applications still exist), then MySQL.
+     */
+    api_stop(d.api);
     statushttp_free(d.http);
-    rds_free(d.rds);
-    rds_free(d.prds);
+    nodemap_free(d.map);
+    api_free(d.api);
     store_free(d.store);
     refill_free(d.refill);
     access_free(d.access);

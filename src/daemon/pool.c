@@ -11,6 +11,7 @@
 #include "health.h"
 #include "keys.h"
 #include "log.h"
+#include "node.h"
 #include "rds.h"
 #include "store.h"
 
@@ -126,16 +127,16 @@ static void on_side_call(struct rds *r, redisReply *reply, void *arg)
 
 void pool_limits(struct pool *p, const char *per_take, const char *per_second)
 {
-    struct rds *rds = p->reg->env.rds;
+    struct node *n = nodemap_for_key(p->reg->env.map, p->k_meta);
     int rc;
 
-    if (!rds_ready(rds))
+    if (!node_ready(n))
         return;
     if (per_take)
-        rc = rds_command(rds, on_side_call, p, "HSET %s per_take %s per_second %s", p->k_meta,
+        rc = rds_command(n->main, on_side_call, p, "HSET %s per_take %s per_second %s", p->k_meta,
                          per_take, per_second);
     else
-        rc = rds_command(rds, on_side_call, p, "HDEL %s per_take per_second", p->k_meta);
+        rc = rds_command(n->main, on_side_call, p, "HDEL %s per_take per_second", p->k_meta);
     if (rc == 0)
         p->side_calls++;
 }

@@ -31,7 +31,7 @@
 
 struct health;
 struct pools;
-struct rds;
+struct nodemap;
 struct sched;
 struct store;
 
@@ -115,8 +115,8 @@ struct pool {
 struct pools_env {
     struct store *store;
     struct health *health;
-    struct rds *rds; /* the main connection: side calls (limits) */
-    int tick_ms;     /* default check interval of rows with interval = 0 */
+    struct nodemap *map; /* side calls (limits) on the main connection of the meta's node */
+    int tick_ms;         /* default check interval of rows with interval = 0 */
     /* A pool went idle (slots, pending stop); called by pool_set_state. */
     void (*on_idle)(struct pool *p, void *arg);
     /* The rows were (re)loaded or failed to load. */

@@ -1,5 +1,5 @@
 /*
- * rds — one Redis connection of the daemon, which has three, each told
+ * rds — one Redis connection of a node (node.h), which has three, each told
  * apart by its flags: the main one (RDS_MAIN: checks, locks, leases, the
  * library; a writer when refilling), the pushes' ("redis-push": a writer
  * when refilling) and the ID API's ("redis-api": takes only). Each is

@@ -26,8 +26,10 @@
 #include "health.h"
 #include "lease.h"
 #include "log.h"
+#include "node.h"
 #include "pool.h"
 #include "push.h"
+#include "rds.h"
 #include "resp.h"
 #include "scheduler.h"
 
@@ -586,10 +588,12 @@ void refill_shutdown(struct refill *rf, void (*done)(void *), void *arg)
     maybe_stopped(rf);
 }
 
-struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
-                          struct rds *prds, struct store *store, struct alerts *alerts)
+struct refill *refill_new(struct event_base *base, const struct config *cfg, struct nodemap *map,
+                          struct store *store, struct alerts *alerts)
 {
     struct refill *rf = calloc(1, sizeof(*rf));
+    /* the checks, refills and pushes still run on the one node's connections */
+    struct rds *rds = nodemap_for_key(map, "")->main, *prds = nodemap_for_key(map, "")->push;
 
     if (!rf)
         return NULL;
@@ -603,14 +607,14 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     rf->push_chunk = (size_t)cfg->push_chunk;
     rng_seed_os(&rf->rng);
     rf->stop_ev = event_new(base, -1, 0, on_stopped, rf);
-    rf->health = health_new(alerts, rds, cfg->stall_ms, cfg->alert_resolve_ms);
+    rf->health = health_new(alerts, map, cfg->stall_ms, cfg->alert_resolve_ms);
     rf->pusher = pusher_new(prds, cfg->lock_ttl_ms);
     if (!rf->instance || !rf->stop_ev || !rf->health || !rf->pusher)
         goto fail;
     {
         struct pools_env env = {.store = store,
                                 .health = rf->health,
-                                .rds = rds,
+                                .map = map,
                                 .tick_ms = cfg->tick_ms,
                                 .on_idle = on_idle,
                                 .on_loaded = on_loaded,

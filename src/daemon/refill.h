@@ -14,16 +14,16 @@
 
 #include "alerts.h"
 #include "config.h"
-#include "rds.h"
 #include "status.h"
 #include "store.h"
 
+struct nodemap;
 struct pools;
 struct refill;
 
-/* rds: checks, locks, leases; prds: the pushes (a connection of their own). */
-struct refill *refill_new(struct event_base *base, const struct config *cfg, struct rds *rds,
-                          struct rds *prds, struct store *store, struct alerts *alerts);
+/* map: the Redis nodes (checks, locks, leases on a node's main connection; pushes on its own). */
+struct refill *refill_new(struct event_base *base, const struct config *cfg, struct nodemap *map,
+                          struct store *store, struct alerts *alerts);
 void refill_free(struct refill *rf);
 
 /* The registry of pools (the ID API looks rows up in it). */

@@ -1335,6 +1335,7 @@ static void test_api_settings(void)
     /* Off by default; refill on. */
     CHECK_EQ_U64((uint64_t)load(&cfg, NULL, no_args), (uint64_t)CONFIG_OK);
     CHECK(strcmp(cfg.api_addr, "") == 0);
+    CHECK(!config_api_on(&cfg));
     CHECK(cfg.api_host == NULL);
     CHECK_EQ_U64((uint64_t)cfg.refill, 1);
     CHECK_EQ_U64((uint64_t)cfg.api_buffer, 1000);
@@ -1347,6 +1348,7 @@ static void test_api_settings(void)
                  (uint64_t)CONFIG_OK);
     CHECK(strcmp(cfg.api_host, "::1") == 0);
     CHECK_EQ_U64((uint64_t)cfg.api_port, 9472);
+    CHECK(config_api_on(&cfg));
     CHECK_EQ_U64((uint64_t)cfg.refill, 0);
     config_free(&cfg);
     CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_API_ADDR", "127.0.0.1:1"}), no_args),

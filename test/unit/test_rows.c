@@ -1,8 +1,8 @@
 /*
  * Unit tests of the daemon's row application (daemon/pool.c: on_load,
  * row_apply): the registry fed rows as store_load would deliver them, with
- * stand-ins for MySQL (the load is captured and answered here), Redis (the
- * limits written to or removed from meta are recorded) and health (its
+ * stand-ins for MySQL (the load is captured and answered here), Redis (a
+ * map of one node; the limits written to or removed from meta are recorded) and health (its
  * calls are counted). New, unchanged, changed (now, or when the refill in
  * flight ends), soft-deleted, invalid and fixed, removed, and rows whose key
  * cannot name a pool; a failed load keeps what was loaded.
@@ -13,6 +13,7 @@
 
 #include "health.h"
 #include "log.h"
+#include "node.h"
 #include "pool.h"
 #include "rds.h"
 #include "store.h"
@@ -34,10 +35,20 @@ int store_load(struct store *s, store_load_fn *fn, void *arg)
     return 0;
 }
 
-int rds_ready(const struct rds *r)
+/* One node, always ready, whose main connection is never dereferenced. */
+static int fake_rds;
+static struct node fake_node = {.main = (struct rds *)&fake_rds};
+
+struct node *nodemap_for_key(struct nodemap *m, const char *key)
 {
-    (void)r;
-    return 1;
+    (void)m;
+    (void)key;
+    return &fake_node;
+}
+
+int node_ready(const struct node *n)
+{
+    return n == &fake_node;
 }
 
 /* A side call is recorded; answer_side_calls() answers them later. */
@@ -49,7 +60,7 @@ int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...
 {
     va_list ap;
 
-    (void)r;
+    CHECK(r == fake_node.main);
     va_start(ap, fmt);
     vsnprintf(last_cmd, sizeof(last_cmd), fmt, ap);
     va_end(ap);
@@ -142,11 +153,11 @@ static void load(struct pools *reg, const struct app_row *rows, size_t n)
 
 static struct pools *registry(void)
 {
-    static int fake; /* the store, health and Redis are never dereferenced */
+    static int fake; /* the store, health and node map are never dereferenced */
     struct pools_env env = {
         .store = (struct store *)&fake,
         .health = (struct health *)&fake,
-        .rds = (struct rds *)&fake,
+        .map = (struct nodemap *)&fake,
         .tick_ms = 100,
         .on_loaded = on_loaded,
     };

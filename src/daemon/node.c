@@ -1,0 +1,159 @@
+/*
+ * node — the node maps. Each kind of map is a row of kinds[] (seatd's
+ * impls[], libidpool's transports[]) that makes its nodes and says which
+ * one serves a key. Standalone, here: the one node of redis://.
+ */
+#include <stdlib.h>
+
+#include "node.h"
+#include "rds.h"
+
+/* One kind of node map. */
+struct nodemap_ops {
+    const char *kind; /* "standalone" */
+    /* Make the map's nodes and start connecting; 0, or -1. */
+    int (*open)(struct nodemap *m, const struct config *cfg);
+    struct node *(*for_key)(struct nodemap *m, const char *key);
+};
+
+struct nodemap {
+    const struct nodemap_ops *ops;
+    struct event_base *base;
+    unsigned flags;      /* NODEMAP_WRITER, NODEMAP_API */
+    struct node **nodes; /* by node id */
+    size_t nnodes;
+    node_state_fn *on_state; /* the owner's */
+    void *arg;
+};
+
+static void on_main_state(struct rds *r, int ready, void *arg)
+{
+    struct node *n = arg;
+
+    (void)r;
+    if (n->map->on_state)
+        n->map->on_state(n, ready, n->map->arg);
+}
+
+static void node_free(struct node *n)
+{
+    if (n == NULL)
+        return;
+    /* the API's first: its takes fail while the issuer is stopping */
+    rds_free(n->api);
+    rds_free(n->main);
+    rds_free(n->push);
+    free(n);
+}
+
+/*
+ * A node on cfg's Redis server, with its connections made in the order of
+ * their names in the log: "redis", "redis-push", then "redis-api".
+ */
+static struct node *node_add(struct nodemap *m, const struct config *cfg)
+{
+    struct node **nodes = realloc(m->nodes, (m->nnodes + 1) * sizeof(*nodes));
+    struct node *n;
+    unsigned writer = (m->flags & NODEMAP_WRITER) ? RDS_WRITER : 0;
+
+    if (nodes == NULL)
+        return NULL;
+    m->nodes = nodes;
+    n = calloc(1, sizeof(*n));
+    if (n == NULL)
+        return NULL;
+    n->map = m;
+    n->id = (unsigned)m->nnodes;
+    /* a refiller's connections validate the server and write under its epoch */
+    n->main = rds_new(m->base, cfg, RDS_MAIN | writer, on_main_state, n);
+    n->push = rds_new(m->base, cfg, writer, NULL, NULL);
+    if (n->main && n->push && (m->flags & NODEMAP_API)) {
+        n->api = rds_new(m->base, cfg, 0, NULL, NULL);
+        if (n->api)
+            rds_set_name(n->api, "redis-api");
+    }
+    if (!n->main || !n->push || (!n->api && (m->flags & NODEMAP_API))) {
+        node_free(n);
+        return NULL;
+    }
+    m->nodes[m->nnodes++] = n;
+    return n;
+}
+
+/* --- standalone: redis://, one node ------------------------------------- */
+
+static int standalone_open(struct nodemap *m, const struct config *cfg)
+{
+    return node_add(m, cfg) ? 0 : -1;
+}
+
+/* The one node, without hashing the key: the check path pays nothing for the map. */
+static struct node *standalone_for_key(struct nodemap *m, const char *key)
+{
+    (void)key;
+    return m->nodes[0];
+}
+
+static const struct nodemap_ops kinds[] = {
+    {"standalone", standalone_open, standalone_for_key},
+};
+
+/* --- the map ------------------------------------------------------------- */
+
+struct nodemap *nodemap_new(struct event_base *base, const struct config *cfg, unsigned flags,
+                            node_state_fn *on_state, void *arg)
+{
+    struct nodemap *m = calloc(1, sizeof(*m));
+
+    if (m == NULL)
+        return NULL;
+    m->ops = &kinds[0];
+    m->base = base;
+    m->flags = flags;
+    m->on_state = on_state;
+    m->arg = arg;
+    if (m->ops->open(m, cfg) < 0) {
+        nodemap_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void nodemap_free(struct nodemap *m)
+{
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->nnodes; i++)
+        node_free(m->nodes[i]);
+    free(m->nodes);
+    free(m);
+}
+
+struct node *nodemap_for_key(struct nodemap *m, const char *key)
+{
+    return m->ops->for_key(m, key);
+}
+
+/* Every node of a standalone map is a primary (a Cluster map will skip its replicas here). */
+struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev)
+{
+    size_t i = prev ? prev->id + 1 : 0;
+
+    return i < m->nnodes ? m->nodes[i] : NULL;
+}
+
+int node_ready(const struct node *n)
+{
+    return rds_ready(n->main);
+}
+
+void nodemap_set_timeout(struct nodemap *m, int timeout_ms)
+{
+    for (size_t i = 0; i < m->nnodes; i++) {
+        struct node *n = m->nodes[i];
+        rds_set_timeout(n->main, timeout_ms);
+        rds_set_timeout(n->push, timeout_ms);
+        if (n->api)
+            rds_set_timeout(n->api, timeout_ms);
+    }
+}

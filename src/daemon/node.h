@@ -1,0 +1,53 @@
+/*
+ * node — the daemon's Redis side above one connection. A node is one Redis
+ * server with the daemon's connections to it (rds.h): the main one
+ * ("redis": checks, locks, leases, the library, ACL users), the pushes'
+ * ("redis-push") and, with the ID API on, the API's takes ("redis-api").
+ * Each connection keeps its own handshake, validation and epoch.
+ *
+ * A node map answers "which node serves this key". Modules hold the map,
+ * never a connection. Standalone (redis://) is a map of one node; another
+ * kind of map (Sentinel, Cluster) is a new row of kinds[] in node.c.
+ */
+#ifndef IDPOOL_NODE_H
+#define IDPOOL_NODE_H
+
+#include <event2/event.h>
+
+#include "config.h"
+
+struct nodemap;
+struct rds;
+
+enum {
+    NODEMAP_WRITER = 1, /* refill = on: main and push validate and follow the epoch */
+    NODEMAP_API = 2,    /* api-addr set: each node gets a "redis-api" connection */
+};
+
+struct node {
+    struct nodemap *map; /* owner */
+    unsigned id;         /* index in the map; never reused while the map lives */
+    struct rds *main;    /* "redis": checks, locks, leases, sweep, library, ACL users */
+    struct rds *push;    /* "redis-push": the fenced pushes */
+    struct rds *api;     /* "redis-api": the ID API's takes; NULL when the API is off */
+};
+
+/* A node's main connection became ready (ready = 1) or was lost (0). */
+typedef void node_state_fn(struct node *n, int ready, void *arg);
+
+/* flags: NODEMAP_WRITER, NODEMAP_API. Connects at once; NULL when out of memory. */
+struct nodemap *nodemap_new(struct event_base *base, const struct config *cfg, unsigned flags,
+                            node_state_fn *on_state, void *arg) __attribute__((warn_unused_result));
+/* Drops every connection (pending callbacks get NULL replies) and frees; NULL ok. */
+void nodemap_free(struct nodemap *m);
+
+/* The node that serves key (a pool, meta, lock or any other key); never NULL. */
+struct node *nodemap_for_key(struct nodemap *m, const char *key);
+/* Every primary in turn: the first after prev (NULL: the first one); NULL after the last. */
+struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev);
+/* Its main connection is ready (connected, handshake done, validated on a writer). */
+int node_ready(const struct node *n);
+/* Change every connection's command timeout (config reload). */
+void nodemap_set_timeout(struct nodemap *m, int timeout_ms);
+
+#endif
