@@ -100,9 +100,12 @@ struct setting {
 static const struct setting settings[S_COUNT] = {
     [S_REDIS] = {"redis", NULL, "IDPOOL_REDIS_URL", "Redis", "URL", "redis://127.0.0.1:6379/0",
                  NULL,
-                 "Redis server: redis://[[user]:password@]host[:port][/db]\n"
-                 "host may be [IPv6]; percent-encode special characters (%40 for @)\n"
-                 "in user and password; rediss:// (TLS) is not supported",
+                 "Redis server: redis://[[user]:password@]host[:port][/db], or the\n"
+                 "primary the sentinels name: redis-sentinel://[[user]:password@]\n"
+                 "host[:port][,host[:port]...][/db]#master (port 26379 by default;\n"
+                 "?master=NAME, sentinel_user=, sentinel_password= for the sentinels'\n"
+                 "own credentials); host may be [IPv6]; percent-encode special\n"
+                 "characters (%40 for @); rediss:// (TLS) is not supported",
                  K_REDIS_URL, FROM_ALL, 0, 0, 0},
     [S_REDIS_PASSWORD] = {"redis-password", NULL, "IDPOOL_REDIS_PASSWORD", "Redis", NULL, NULL,
                           "none",
@@ -367,12 +370,6 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
 
         if (redis_url_parse(value, &u, msg, sizeof(msg)) < 0)
             return fail(ld, id, "%s", msg);
-        if (u.kind == REDIS_SENTINEL) { /* parsed, not yet followed: the node layer comes first */
-            redis_url_free(&u);
-            return fail(ld, id,
-                        "redis-sentinel:// is not supported by this version yet; give the "
-                        "primary as redis://HOST:PORT");
-        }
         if (replace_str(ld, id, &cfg->redis_url, value) < 0) {
             redis_url_free(&u);
             return -1;

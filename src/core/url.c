@@ -300,6 +300,22 @@ const char *hostport_str(char *buf, size_t len, const char *host, int port)
     return buf;
 }
 
+const char *redis_url_where(char *buf, size_t len, const struct redis_url *u)
+{
+    char hp[HOSTPORT_STR_MAX];
+    size_t n;
+
+    if (u->kind != REDIS_SENTINEL)
+        return hostport_str(buf, len, u->host, u->port);
+    n = (size_t)snprintf(buf, len, "master '%s' via sentinel%s ", u->master,
+                         u->nsentinels == 1 ? "" : "s");
+    for (size_t i = 0; i < u->nsentinels && n < len; i++)
+        n += (size_t)snprintf(
+            buf + n, len - n, "%s%s", i ? "," : "",
+            hostport_str(hp, sizeof(hp), u->sentinels[i].host, u->sentinels[i].port));
+    return buf;
+}
+
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
 {
     const char *sep = strstr(s, "://");

@@ -92,6 +92,11 @@ void issuer_url_free(struct issuer_url *u);
 /* "host:port", or "[v6]:port" when host is an IPv6 address, for messages; returns buf. */
 #define HOSTPORT_STR_MAX 280
 const char *hostport_str(char *buf, size_t len, const char *host, int port);
+/*
+ * Where a redis_url points, for logs (no credentials): "host:port", or
+ * "master 'NAME' via sentinels h1:p1,h2:p2"; returns buf (truncated to len).
+ */
+const char *redis_url_where(char *buf, size_t len, const struct redis_url *u);
 
 /* "host:port" or "[v6]:port"; host is heap-allocated. */
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)

@@ -229,14 +229,14 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    char rhp[HOSTPORT_STR_MAX], mhp[HOSTPORT_STR_MAX];
+    char rhp[REDIS_SENTINELS_MAX * HOSTPORT_STR_MAX + 64], mhp[HOSTPORT_STR_MAX];
 
     log_info("idpoold %s starting: redis %s db %d, mysql %s@%s/%s, key prefix '%s', "
              "tick %d ms, lock ttl %d ms, reload %d ms, instance %s%s",
-             IDPOOL_VERSION, hostport_str(rhp, sizeof(rhp), d.cfg.redis.host, d.cfg.redis.port),
-             d.cfg.redis.db, d.cfg.mysql.user,
-             hostport_str(mhp, sizeof(mhp), d.cfg.mysql.host, d.cfg.mysql.port), d.cfg.mysql.db,
-             d.cfg.key_prefix, d.cfg.tick_ms, d.cfg.lock_ttl_ms, d.cfg.reload_ms, d.cfg.instance,
+             IDPOOL_VERSION, redis_url_where(rhp, sizeof(rhp), &d.cfg.redis), d.cfg.redis.db,
+             d.cfg.mysql.user, hostport_str(mhp, sizeof(mhp), d.cfg.mysql.host, d.cfg.mysql.port),
+             d.cfg.mysql.db, d.cfg.key_prefix, d.cfg.tick_ms, d.cfg.lock_ttl_ms, d.cfg.reload_ms,
+             d.cfg.instance,
              d.cfg.refill ? "" : "; issuer only (refill off: no pool is checked or refilled)");
 
     /*

@@ -1,30 +1,13 @@
 /*
  * node — the node maps. Each kind of map is a row of kinds[] (seatd's
  * impls[], libidpool's transports[]) that makes its nodes and says which
- * one serves a key. Standalone, here: the one node of redis://.
+ * one serves a key. Standalone, here: the one node of redis://; Sentinel
+ * in node_sentinel.c.
  */
 #include <stdlib.h>
 
-#include "node.h"
+#include "node_int.h"
 #include "rds.h"
-
-/* One kind of node map. */
-struct nodemap_ops {
-    const char *kind; /* "standalone" */
-    /* Make the map's nodes and start connecting; 0, or -1. */
-    int (*open)(struct nodemap *m, const struct config *cfg);
-    struct node *(*for_key)(struct nodemap *m, const char *key);
-};
-
-struct nodemap {
-    const struct nodemap_ops *ops;
-    struct event_base *base;
-    unsigned flags;      /* NODEMAP_WRITER, NODEMAP_API */
-    struct node **nodes; /* by node id */
-    size_t nnodes;
-    node_state_fn *on_state; /* the owner's */
-    void *arg;
-};
 
 static void on_main_state(struct rds *r, int ready, void *arg)
 {
@@ -46,11 +29,7 @@ static void node_free(struct node *n)
     free(n);
 }
 
-/*
- * A node on cfg's Redis server, with its connections made in the order of
- * their names in the log: "redis", "redis-push", then "redis-api".
- */
-static struct node *node_add(struct nodemap *m, const struct config *cfg)
+struct node *node_add(struct nodemap *m, const struct config *cfg)
 {
     struct node **nodes = realloc(m->nodes, (m->nnodes + 1) * sizeof(*nodes));
     struct node *n;
@@ -94,8 +73,13 @@ static struct node *standalone_for_key(struct nodemap *m, const char *key)
     return m->nodes[0];
 }
 
-static const struct nodemap_ops kinds[] = {
-    {"standalone", standalone_open, standalone_for_key},
+static const struct nodemap_ops standalone_map_ops = {
+    REDIS_STANDALONE, "standalone", standalone_open, standalone_for_key, NULL,
+};
+
+static const struct nodemap_ops *const kinds[] = {
+    &standalone_map_ops,
+    &sentinel_map_ops,
 };
 
 /* --- the map ------------------------------------------------------------- */
@@ -107,7 +91,13 @@ struct nodemap *nodemap_new(struct event_base *base, const struct config *cfg, u
 
     if (m == NULL)
         return NULL;
-    m->ops = &kinds[0];
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (kinds[i]->kind == cfg->redis.kind)
+            m->ops = kinds[i];
+    if (m->ops == NULL) { /* config.c accepts no other kind */
+        free(m);
+        return NULL;
+    }
     m->base = base;
     m->flags = flags;
     m->on_state = on_state;
@@ -123,6 +113,8 @@ void nodemap_free(struct nodemap *m)
 {
     if (m == NULL)
         return;
+    if (m->ops->close)
+        m->ops->close(m);
     for (size_t i = 0; i < m->nnodes; i++)
         node_free(m->nodes[i]);
     free(m->nodes);

@@ -22,6 +22,7 @@
 
 enum rds_conn {
     RDS_DOWN,       /* no connection; a reconnect is scheduled */
+    RDS_RESOLVING,  /* waiting for the target to name an address (rds_retarget) */
     RDS_CONNECTING, /* TCP connect in progress */
     RDS_HANDSHAKE,  /* AUTH/SELECT/INFO/FUNCTION LOAD in flight */
     RDS_READY,      /* commands accepted */
@@ -48,6 +49,9 @@ struct rds {
     char epoch[RDS_EPOCH_MAX]; /* writers: what idpool_validate answered ("" = none) */
     const char *stale;         /* writers: why the epoch is no longer the validated one */
     int lib_raced;             /* a load without REPLACE found the library there */
+    int promoted;              /* INFO: master_replid2 is set (a replica promoted) */
+    int lib_fresh;             /* this handshake loaded the library (its state is new) */
+    int epoch_probed;          /* this handshake read the library's epoch (hs_epoch) */
     uint64_t role_check_ms;    /* last INFO replication probe sent (0 = none in flight) */
     int role_probe;            /* a probe is in flight */
     int ever_ready;            /* was ready at least once */
@@ -58,7 +62,11 @@ struct rds {
     struct rds_stats stats;    /* for /metrics */
     struct event *retry_ev;    /* reconnect timer */
     struct event *watch_ev;    /* persistent timeout watchdog */
-    rds_state_fn *on_state;    /* owner notification */
+    struct event *retarget_ev; /* rds_retarget's work, outside any reply callback */
+    uint64_t lost_ms;          /* when the last connection was lost (0: never connected) */
+    rds_target_fn *target;     /* where to connect now; NULL: host and port above */
+    void *target_arg;
+    rds_state_fn *on_state; /* owner notification */
     void *arg;
 };
 
@@ -105,6 +113,7 @@ static void rds_lost(struct rds *r, const char *why)
     r->stale = NULL;
     r->role_probe = 0;
     r->in_multi = 0;
+    r->lost_ms = clock_ms();
     r->failures++;
     r->stats.errors++;
     if (was_ready)
@@ -130,6 +139,40 @@ static void rds_drop(struct rds *r, const char *why)
     redisAsyncFree(ac);
 }
 
+/* Why a connection to a server that became a replica is dropped (on_watch). */
+static const char demoted_why[] = "READONLY: the server is a replica now";
+
+/* An error reply on a ready connection: what it says about the server. */
+static void reply_error(struct rds *r, const redisReply *reply)
+{
+    /*
+     * The library was flushed or deleted under us: load it again (and say so).
+     * Only on the main connection: the push connection's transactions would
+     * swallow the check (queued inside MULTI).
+     */
+    if ((r->flags & RDS_MAIN) && !r->lib_loading &&
+        r->progress_ms - r->lib_checked_ms >= LIB_CHECK_MS &&
+        strncmp(reply->str, "ERR Function not found", 22) == 0) {
+        if (r->lib_newer == 0)
+            log_warn("%s: a function of the idpool library is missing (FUNCTION FLUSH or "
+                     "DELETE?): %s; loading it again",
+                     r->name, reply->str);
+        r->lib_checked_ms = r->progress_ms;
+        if (lib_check(r, 0) != 0)
+            r->lib_loading = 0;
+    }
+    /* The library's state is new since we validated: validate again (on_watch). */
+    if ((r->flags & RDS_WRITER) && strncmp(reply->str, "IDPOOL_UNVALIDATED", 18) == 0)
+        r->stale = "a write was refused: the epoch is no longer the validated one";
+    /*
+     * The server was demoted (a failover): every connection drops it
+     * (on_watch, never inside a MULTI), and the reconnect looks for the
+     * primary again, through the sentinels when they name it.
+     */
+    if (strncmp(reply->str, "READONLY", 8) == 0)
+        r->stale = demoted_why;
+}
+
 static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     struct rds_cb *cb = privdata;
@@ -138,27 +181,8 @@ static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
     (void)ac;
     r->outstanding--;
     r->progress_ms = clock_ms();
-    /*
-     * The library was flushed or deleted under us: load it again (and say so).
-     * Only on the main connection: the push connection's transactions would
-     * swallow the check (queued inside MULTI).
-     */
-    if ((r->flags & RDS_MAIN) && reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR &&
-        r->state == RDS_READY && !r->lib_loading &&
-        r->progress_ms - r->lib_checked_ms >= LIB_CHECK_MS &&
-        strncmp(((redisReply *)reply)->str, "ERR Function not found", 22) == 0) {
-        if (r->lib_newer == 0)
-            log_warn("%s: a function of the idpool library is missing (FUNCTION FLUSH or "
-                     "DELETE?): %s; loading it again",
-                     r->name, ((redisReply *)reply)->str);
-        r->lib_checked_ms = r->progress_ms;
-        if (lib_check(r, 0) != 0)
-            r->lib_loading = 0;
-    }
-    /* The library's state is new since we validated: validate again (on_watch). */
-    if ((r->flags & RDS_WRITER) && reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR &&
-        r->state == RDS_READY && strncmp(((redisReply *)reply)->str, "IDPOOL_UNVALIDATED", 18) == 0)
-        r->stale = "a write was refused: the epoch is no longer the validated one";
+    if (reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR && r->state == RDS_READY)
+        reply_error(r, reply);
     if (cb->fn)
         cb->fn(r, reply, cb->arg);
     free(cb);
@@ -299,12 +323,18 @@ static const char *info_epoch(const redisReply *reply, char *epoch, size_t size,
 static void hs_info(struct rds *r, redisReply *reply, void *arg)
 {
     const char *err;
+    char replid2[48];
 
     (void)arg;
     if (r->state != RDS_HANDSHAKE || !reply)
         return;
-    if ((err = info_epoch(reply, r->server_id, sizeof(r->server_id), 1)) != NULL)
+    if ((err = info_epoch(reply, r->server_id, sizeof(r->server_id), 1)) != NULL) {
         rds_drop(r, err);
+        return;
+    }
+    /* a server that never was a replica has no second replication id: all zeros */
+    r->promoted = info_field(reply->str, "master_replid2", replid2, sizeof(replid2)) == 0 &&
+                  strspn(replid2, "0") != strlen(replid2);
 }
 
 /*
@@ -434,6 +464,7 @@ static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
         return;
     }
     r->lib_raced = 0;
+    r->lib_fresh = handshake;
     if (!handshake)
         log_warn("%s: the idpool function library (version %d) was loaded again", r->name,
                  IDPOOL_LIB_VERSION);
@@ -526,6 +557,58 @@ static void hs_validated(struct rds *r, redisReply *reply, void *arg)
 }
 
 /*
+ * A promoted replica's replicas may hold an epoch of their own: a former
+ * primary demoted and resynced partially keeps its library's state, with
+ * the epoch it was validated under. Promoted back before the sweep of its
+ * successor, it would serve takes from pools written under that epoch,
+ * which the successor may have handed out since. So the first writer to
+ * validate a promoted server resets the library's state everywhere:
+ * FUNCTION LOAD replicates, and a replica loading it forgets its epoch.
+ * Only when the library holds no epoch of this server yet (else another
+ * daemon did it) and is ours (a newer one is never replaced); only on the
+ * main connection, the push connection waiting until it is done.
+ */
+static void hs_epoch_reset(struct rds *r, redisReply *reply, void *arg)
+{
+    char hp[HOSTPORT_STR_MAX];
+    static const char lib[] = IDPOOL_LUA_SOURCE;
+    const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", lib};
+    size_t len[] = {8, 4, 7, sizeof(lib) - 1}, base = strlen(r->server_id);
+
+    (void)arg;
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    r->epoch_probed = 1;
+    if (reply->type == REDIS_REPLY_ERROR ||
+        (reply->type == REDIS_REPLY_STRING && reply->len > base &&
+         strncmp(reply->str, r->server_id, base) == 0 && reply->str[base] == ':')) {
+        hs_validate(r); /* an error is idpool_validate's to report */
+        return;
+    }
+    if (r->lib_newer) {
+        log_warn("%s: %s was promoted, but a newer idpool library (version %lld) is loaded: "
+                 "this daemon does not reload it, so its replicas keep their epochs until a "
+                 "daemon of that version does",
+                 r->name, hostport_str(hp, sizeof(hp), r->host, r->port), r->lib_newer);
+        hs_validate(r);
+        return;
+    }
+    if (!(r->flags & RDS_MAIN)) {
+        rds_drop(r, "the promoted server's replicas may hold an epoch: waiting for the main "
+                    "connection to reset the library");
+        return;
+    }
+    log_info("%s: %s was promoted: loading the idpool library again so that its replicas "
+             "forget their epochs",
+             r->name, hostport_str(hp, sizeof(hp), r->host, r->port));
+    r->lib_loading = 1;
+    if (rds_send(r, lib_loaded, r, 4, argv, len) != 0) {
+        r->lib_loading = 0;
+        rds_drop(r, "cannot queue FUNCTION LOAD");
+    }
+}
+
+/*
  * A writer validates the server: after INFO said, on this connection, that
  * it is a primary (hs_info drops a replica, and its reply came before the
  * library's), it asks idpool_validate for the epoch its writes carry. The
@@ -543,6 +626,13 @@ static void hs_validate(struct rds *r)
     }
     if (!r->server_id[0]) {
         rds_drop(r, "no run_id:master_replid from INFO before idpool_validate");
+        return;
+    }
+    if (r->promoted && !r->lib_fresh && !r->epoch_probed) {
+        const char *probe[] = {"FCALL_RO", "idpool_validated", "0"};
+        size_t plen[] = {8, 16, 1};
+        if (rds_send(r, hs_epoch_reset, NULL, 3, probe, plen) != 0)
+            rds_drop(r, "cannot queue the epoch probe");
         return;
     }
     if (token_random_hex(nonce, NONCE_BYTES) != 0) {
@@ -580,6 +670,7 @@ static void rds_handshake(struct rds *r)
 
     r->state = RDS_HANDSHAKE;
     r->state_since_ms = clock_ms();
+    r->promoted = r->lib_fresh = r->epoch_probed = 0;
     if (r->password) {
         const char *argv[3] = {"AUTH"};
         size_t len[3] = {4};
@@ -642,11 +733,36 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     rds_lost(r, ac->errstr[0] ? ac->errstr : "server closed the connection");
 }
 
+/* Where the target says the server is now: 0, or 1 (not known yet: RDS_RESOLVING). */
+static int rds_resolve(struct rds *r, uint64_t since_ms)
+{
+    const char *host;
+    int port;
+    char *copy;
+
+    if (r->target(r, since_ms, &host, &port, r->target_arg) != 0)
+        return 1;
+    if (strcmp(host, r->host) != 0) {
+        if ((copy = strdup(host)) == NULL)
+            return 1;
+        free(r->host);
+        r->host = copy;
+    }
+    r->port = port;
+    return 0;
+}
+
 static void rds_connect(struct rds *r)
 {
-    redisAsyncContext *ac = redisAsyncConnect(r->host, r->port);
+    redisAsyncContext *ac;
 
     r->state_since_ms = clock_ms();
+    /* every reconnect asks the target again: what it said before the loss may be the cause */
+    if (r->target && rds_resolve(r, r->lost_ms) != 0) {
+        r->state = RDS_RESOLVING;
+        return;
+    }
+    ac = redisAsyncConnect(r->host, r->port);
     if (!ac) {
         rds_lost(r, "out of memory");
         return;
@@ -677,6 +793,34 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     rds_connect(arg);
 }
 
+/*
+ * The target has a new answer: a connection waiting for one connects; one
+ * made to another address is dropped and made again at once to the new one.
+ */
+static void on_retarget(evutil_socket_t fd, short what, void *arg)
+{
+    struct rds *r = arg;
+    char hp[HOSTPORT_STR_MAX], why[HOSTPORT_STR_MAX + 32];
+    const char *host;
+    int port;
+
+    (void)fd;
+    (void)what;
+    if (r->state == RDS_RESOLVING) {
+        rds_connect(r);
+        return;
+    }
+    if (r->state == RDS_DOWN || r->target(r, 0, &host, &port, r->target_arg) != 0 ||
+        (port == r->port && strcmp(host, r->host) == 0))
+        return;
+    snprintf(why, sizeof(why), "the primary is %s now", hostport_str(hp, sizeof(hp), host, port));
+    rds_drop(r, why);
+    /* the answer is newer than this loss: use it now, without a backoff */
+    evtimer_del(r->retry_ev);
+    r->lost_ms = 0;
+    rds_connect(r);
+}
+
 /* hiredis 0.14 has no timeouts: enforce connect and command timeouts here. */
 static void on_watch(evutil_socket_t fd, short what, void *arg)
 {
@@ -696,7 +840,8 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
         rds_drop(r, why);
     } else if (r->state == RDS_READY && r->stale && !r->in_multi) {
         char why[200];
-        snprintf(why, sizeof(why), "%s; validating again", r->stale);
+        snprintf(why, sizeof(why), "%s; %s", r->stale,
+                 r->stale == demoted_why ? "looking for the primary again" : "validating again");
         rds_drop(r, why);
     } else if (r->state == RDS_READY && !r->role_probe && !r->in_multi &&
                now - r->role_check_ms >= ROLE_CHECK_MS) {
@@ -736,7 +881,8 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned 
     r->arg = arg;
     r->retry_ev = evtimer_new(base, on_retry, r);
     r->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, r);
-    if (!r->host || !r->retry_ev || !r->watch_ev) {
+    r->retarget_ev = evtimer_new(base, on_retarget, r);
+    if (!r->host || !r->retry_ev || !r->watch_ev || !r->retarget_ev) {
         rds_free(r);
         return NULL;
     }
@@ -744,13 +890,31 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned 
     tv.tv_sec = 0;
     tv.tv_usec = period * 1000;
     evtimer_add(r->watch_ev, &tv);
-    rds_connect(r);
+    /* from the loop, so that the owner can still rds_set_target */
+    event_active(r->retry_ev, EV_TIMEOUT, 1);
     return r;
 }
 
 void rds_set_name(struct rds *r, const char *name)
 {
     r->name = name;
+}
+
+void rds_set_target(struct rds *r, rds_target_fn *fn, void *arg)
+{
+    r->target = fn;
+    r->target_arg = arg;
+}
+
+void rds_retarget(struct rds *r)
+{
+    if (r->target)
+        event_active(r->retarget_ev, EV_TIMEOUT, 1);
+}
+
+void rds_where(const struct rds *r, char *buf, size_t size)
+{
+    hostport_str(buf, size, r->host, r->port);
 }
 
 void rds_free(struct rds *r)
@@ -768,6 +932,8 @@ void rds_free(struct rds *r)
         event_free(r->retry_ev);
     if (r->watch_ev)
         event_free(r->watch_ev);
+    if (r->retarget_ev)
+        event_free(r->retarget_ev);
     free(r->host);
     free(r->user);
     free(r->password);

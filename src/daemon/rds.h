@@ -21,6 +21,7 @@
 #define IDPOOL_RDS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
@@ -49,6 +50,26 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned 
                     rds_state_fn *on_state, void *arg);
 /* Name the connection in the log ("redis-api"); name is static. */
 void rds_set_name(struct rds *r, const char *name);
+
+/*
+ * Where to connect now, for a server whose address can move (a Sentinel
+ * node: the primary the sentinels name). 0 with host (the target's, copied)
+ * and port set, or 1: not known yet, the connection waits for rds_retarget.
+ * since_ms: the answer must come from a question asked at or after it (the
+ * connection's loss, so that every reconnect asks again); 0: any answer.
+ */
+typedef int rds_target_fn(struct rds *r, uint64_t since_ms, const char **host, int *port,
+                          void *arg);
+/* Follow fn instead of the configured address; before the event loop runs. */
+void rds_set_target(struct rds *r, rds_target_fn *fn, void *arg);
+/*
+ * The target has a new answer: a connection waiting for one connects, one
+ * to another address is dropped (pending callbacks get NULL) and made to
+ * the new one. Runs from the event loop, never inside the caller.
+ */
+void rds_retarget(struct rds *r);
+/* "host:port" it connects to now (HOSTPORT_STR_MAX). */
+void rds_where(const struct rds *r, char *buf, size_t size);
 /* Drops the connection (pending callbacks get NULL) and frees everything. */
 void rds_free(struct rds *r);
 

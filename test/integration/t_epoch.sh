@@ -22,6 +22,13 @@
 #     300 is taken again from A. Positive control: A's pool held all 300.
 # (4) idpool_take with the pool and meta of different applications, or a
 #     typo'd pool key: IDPOOL_BADARG, nothing popped, no underflow counted.
+# (5) A failback through a partial resync: A (validated) fails over to B and
+#     is demoted at once, so that it resyncs partially and keeps its
+#     library's state: a replica holding A's epoch (the positive control).
+#     Promoted back before B's sweep, it would serve pools written under
+#     that epoch. The first daemon to validate the promoted B loads the
+#     library again; the load replicates and A forgets its epoch: promoted
+#     back, A refuses takes until a daemon validated it.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -150,4 +157,39 @@ out=$(rcli FCALL idpool_take 2 "$META" "$META" 3 2>&1)
 assert_eq "$len" "$(llen $KEY)" "$KEY's pool after the refused takes"
 assert_eq "$uf" "$(rcli HGET "$(meta_key other)" underflows)" "other's underflows"
 pass "(4) a take with the pool and meta of different applications is IDPOOL_BADARG: $out"
+
+# ================================== (5) failback through a partial resync ===
+partial_ok() { redis-cli -p "$1" INFO stats | tr -d '\r' | sed -n 's/^sync_partial_ok://p'; }
+# Nothing may write to A between B's promotion and A's demotion, or A cannot
+# resync partially: its daemon stopped, and no replication PING meanwhile.
+rcli CONFIG SET repl-ping-replica-period 3600 >/dev/null
+wait_until 10 pool_ge $KEY "$LOW" || fail "(5) $KEY not refilled on A"
+signal_daemon a STOP
+epoch_a=$(redis_epoch)
+[[ -n $epoch_a ]] || fail "(5) A holds no epoch"
+bcli REPLICAOF 127.0.0.1 "$REDIS_PORT" >/dev/null
+wait_until 10 link_up "$B_REDIS_PORT" || fail "(5) B did not become A's replica"
+wait_until 5 eval '[[ $(bcli INFO replication | tr -d "\r" | sed -n "s/^master_repl_offset://p") == $(rcli INFO replication | tr -d "\r" | sed -n "s/^master_repl_offset://p") ]]' ||
+    fail "(5) B did not catch up with A"
+p0=$(partial_ok "$B_REDIS_PORT")
+bcli REPLICAOF NO ONE >/dev/null
+rcli REPLICAOF 127.0.0.1 "$B_REDIS_PORT" >/dev/null
+wait_until 10 link_up "$REDIS_PORT" || fail "(5) A did not resync from B"
+assert_eq $((p0 + 1)) "$(partial_ok "$B_REDIS_PORT")" "(5) partial resyncs on B (A kept its memory)"
+assert_eq "$epoch_a" "$(redis_epoch)" "(5) the epoch A, a replica now, holds (the exposure)"
+start_daemon b5 --tick-ms 50 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance ep-b5 \
+    --redis "$B_REDIS"
+wait_until 10 log_has b5 "redis: 127\.0\.0\.1:$B_REDIS_PORT was promoted: loading the idpool library again" ||
+    fail "(5) B's daemon did not load the library again on the promoted B"
+wait_until 5 eval '[[ -z $(redis_epoch) ]]' || fail "(5) A still holds epoch $(redis_epoch)"
+wait_until 10 epoch_b || fail "(5) B's daemon did not validate B and refill"
+signal_daemon b5 STOP
+rcli REPLICAOF NO ONE >/dev/null
+out=$(take_on "$REDIS_PORT" 10)
+[[ $out == IDPOOL_EPOCH* ]] || fail "(5) a take on A promoted back was not refused: $out"
+signal_daemon a CONT
+wait_until 10 eval '[[ $(take_on "$REDIS_PORT" 1) =~ ^[0-9]+$ ]]' || fail "(5) A served no take after its daemon came back"
+pass "(5) failback through a partial resync: A forgot epoch ${epoch_a:0:8}... when B was validated, and refused takes promoted back"
+signal_daemon b5 CONT
+stop_daemon b5
 stop_daemon a

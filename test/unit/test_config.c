@@ -655,8 +655,8 @@ static void test_url_errors_in_config(void)
     char path[64], want[128];
 
     expect_error(NULL, ARGV("--redis", "rediss://h"), "--redis: rediss:// (TLS) is not supported");
-    expect_error(NULL, ARGV("--redis", "redis-sentinel://:topsecret@s1,s2#m"),
-                 "--redis: redis-sentinel:// is not supported by this version yet");
+    expect_error(NULL, ARGV("--redis", "redis-sentinel://:topsecret@s1,s2"),
+                 "--redis: a redis-sentinel:// URL needs the master's name");
     CHECK(strstr(err, "topsecret") == NULL);
     expect_error(ENV({"IDPOOL_MYSQL_URL", "mysql://h:0"}), no_args,
                  "IDPOOL_MYSQL_URL: port must be an integer in 1..65535");

@@ -1,0 +1,42 @@
+/*
+ * node_int.h — what a kind of node map needs of node.c (node.c and the
+ * kinds' files only, as store_int.h is for the store).
+ */
+#ifndef IDPOOL_NODE_INT_H
+#define IDPOOL_NODE_INT_H
+
+#include "node.h"
+
+/* One kind of node map: a row of kinds[] in node.c. */
+struct nodemap_ops {
+    enum redis_kind kind; /* of the URL it serves */
+    const char *name;     /* "standalone", "sentinel" */
+    /* Make the map's nodes and start connecting; 0, or -1 (out of memory). */
+    int (*open)(struct nodemap *m, const struct config *cfg);
+    struct node *(*for_key)(struct nodemap *m, const char *key);
+    /* Free what open made besides the nodes; NULL when nothing. */
+    void (*close)(struct nodemap *m);
+};
+
+struct nodemap {
+    const struct nodemap_ops *ops;
+    struct event_base *base;
+    unsigned flags;      /* NODEMAP_WRITER, NODEMAP_API */
+    struct node **nodes; /* by node id */
+    size_t nnodes;
+    node_state_fn *on_state; /* the owner's */
+    void *arg;
+    void *impl; /* the kind's own state */
+};
+
+/*
+ * A node on cfg's Redis server, with its connections made in the order of
+ * their names in the log: "redis", "redis-push", then "redis-api". NULL
+ * when out of memory.
+ */
+struct node *node_add(struct nodemap *m, const struct config *cfg);
+
+/* The Sentinel kind (node_sentinel.c). */
+extern const struct nodemap_ops sentinel_map_ops;
+
+#endif
