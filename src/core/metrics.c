@@ -14,7 +14,7 @@
 enum metric_type { MT_COUNTER, MT_GAUGE, MT_HISTOGRAM };
 static const char *const type_names[] = {"counter", "gauge", "histogram"};
 
-enum metric_shape { SH_ONE, SH_BUILD, SH_HIST, SH_ALERTS };
+enum metric_shape { SH_ONE, SH_BUILD, SH_HIST, SH_ALERTS, SH_SENT };
 
 /* One sample value: integers are printed exactly, floats in shortest form. */
 struct mval {
@@ -181,6 +181,11 @@ static void render_daemon_series(struct sbuf *b, int id, const struct daemon_vie
     case SH_HIST:
         render_histogram(b, m->name, d);
         return;
+    case SH_SENT:
+        if (!d->sentinel) /* no series: a family without series is left out */
+            return;
+        sbuf_printf(b, "%s ", m->name);
+        break;
     case SH_BUILD:
         sbuf_printf(b, "%s{version=\"", m->name);
         sbuf_put_label(b, d->version);

@@ -19,6 +19,7 @@
  *   type    COUNTER | GAUGE | HISTOGRAM
  *   shape   ONE:   one series, with `labels` (label pairs as text, "" for none);
  *           BUILD: one series labelled version="..." and instance="...";
+ *           SENT:  as ONE, only when the daemon follows Redis Sentinel (d->sentinel);
  *           HIST:  the refill latency histogram (buckets STATUS_LATENCY_BUCKETS,
  *                  from d->refill_latency[] and d->refill_latency_sum; `value` is
  *                  the _count, which is also the +Inf bucket)
@@ -39,6 +40,15 @@
       "Failed Redis commands and lost connections.", ONE, "", U(d->redis_errors))                  \
     X(redis_reconnects, "idpool_redis_reconnects_total", COUNTER,                                  \
       "Successful Redis reconnects after the first connect.", ONE, "", U(d->redis_reconnects))     \
+    X(redis_failovers, "idpool_redis_failovers_total", COUNTER,                                    \
+      "Times the sentinels named another primary, which idpoold then followed.", SENT, "",         \
+      U(d->redis_failovers))                                                                       \
+    X(sentinel_up, "idpool_sentinel_up", GAUGE,                                                    \
+      "1 when the last question to the sentinels got an answer.", SENT, "",                        \
+      U(d->sentinel_up != 0))                                                                      \
+    X(sentinel_errors, "idpool_sentinel_errors_total", COUNTER,                                    \
+      "Questions to one sentinel that failed (no answer in time, an error, an unknown master).",   \
+      SENT, "", U(d->sentinel_errors))                                                             \
     X(mysql_errors, "idpool_mysql_errors_total", COUNTER, "Failed MySQL jobs.", ONE, "",           \
       U(d->mysql_errors))                                                                          \
     X(mysql_reconnects, "idpool_mysql_reconnects_total", COUNTER,                                  \

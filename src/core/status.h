@@ -110,6 +110,13 @@ struct daemon_view {
     uint64_t redis_reconnects; /* successful (re)connects after the first */
     uint64_t mysql_errors;     /* failed jobs */
     uint64_t mysql_reconnects; /* successful (re)connects after the first */
+    /* Redis Sentinel (redis-sentinel://); zero and NULL with redis:// */
+    int sentinel;             /* the primary is found through the sentinels */
+    int sentinel_up;          /* the last question to the sentinels got an answer */
+    const char *redis_master; /* the primary's name as the sentinels know it */
+    char redis_primary[288];  /* "host:port" the sentinels name ("" before an answer) */
+    uint64_t redis_failovers; /* times the sentinels named another primary */
+    uint64_t sentinel_errors; /* questions to one sentinel that failed */
     size_t apps_served, apps_invalid, apps_deleted;
     uint64_t refill_latency[STATUS_NLATENCY + 1]; /* non-cumulative counts; last = +Inf */
     double refill_latency_sum;                    /* seconds */

@@ -325,6 +325,8 @@ char *statusjson_health(const struct status_source *src, int *healthy)
             bad = 1;
         if (!d.redis_up)
             push_str(reasons, "redis down", &bad);
+        if (!d.redis_up && d.sentinel && !d.sentinel_up)
+            push_str(reasons, "no sentinel answers", &bad);
         if (!d.mysql_up)
             push_str(reasons,
                      d.mysql_schema_missing ? "mysql schema not loaded: load sql/schema.sql"
@@ -336,6 +338,14 @@ char *statusjson_health(const struct status_source *src, int *healthy)
     add_str(o, "version", d.version, &bad);
     add_str(o, "instance", d.instance, &bad);
     add_bool(o, "redis_up", d.redis_up, &bad);
+    if (d.sentinel) {
+        cJSON *s = cJSON_AddObjectToObject(o, "sentinel");
+        bad |= s == NULL;
+        add_str(s, "master", d.redis_master, &bad);
+        add_str(s, "primary", d.redis_primary[0] ? d.redis_primary : NULL, &bad);
+        add_bool(s, "up", d.sentinel_up, &bad);
+        add_num(s, "failovers", (double)d.redis_failovers, &bad);
+    }
     add_bool(o, "mysql_up", d.mysql_up, &bad);
     add_bool(o, "rows_loaded", d.rows_loaded, &bad);
     apps = cJSON_AddObjectToObject(o, "apps");

@@ -84,6 +84,7 @@ static void src_daemon(void *ctx, struct daemon_view *out)
 
     _Static_assert(sizeof(st.requests) == sizeof(out->api_requests), "API_CODES and daemon_view");
     d->refill_src.daemon(d->refill_src.ctx, out);
+    nodemap_view(d->map, out);
     api_get_stats(d->api, &st);
     memcpy(out->api_requests, st.requests, sizeof(out->api_requests));
     out->api_ids = st.ids;

@@ -74,7 +74,7 @@ static struct node *standalone_for_key(struct nodemap *m, const char *key)
 }
 
 static const struct nodemap_ops standalone_map_ops = {
-    REDIS_STANDALONE, "standalone", standalone_open, standalone_for_key, NULL,
+    REDIS_STANDALONE, "standalone", standalone_open, standalone_for_key, NULL, NULL,
 };
 
 static const struct nodemap_ops *const kinds[] = {
@@ -132,6 +132,12 @@ struct node *nodemap_next_primary(const struct nodemap *m, const struct node *pr
     size_t i = prev ? prev->id + 1 : 0;
 
     return i < m->nnodes ? m->nodes[i] : NULL;
+}
+
+void nodemap_view(const struct nodemap *m, struct daemon_view *out)
+{
+    if (m->ops->view)
+        m->ops->view(m, out);
 }
 
 int node_ready(const struct node *n)

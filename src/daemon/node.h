@@ -16,6 +16,7 @@
 
 #include "config.h"
 
+struct daemon_view;
 struct nodemap;
 struct rds;
 
@@ -47,6 +48,8 @@ struct node *nodemap_for_key(struct nodemap *m, const char *key);
 struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev);
 /* Its main connection is ready (connected, handshake done, validated on a writer). */
 int node_ready(const struct node *n);
+/* The map's part of the status view: how the primary is found (status.h). */
+void nodemap_view(const struct nodemap *m, struct daemon_view *out);
 /* Change every connection's command timeout (config reload). */
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms);
 

@@ -14,6 +14,8 @@ struct nodemap_ops {
     /* Make the map's nodes and start connecting; 0, or -1 (out of memory). */
     int (*open)(struct nodemap *m, const struct config *cfg);
     struct node *(*for_key)(struct nodemap *m, const char *key);
+    /* Its part of the status view (status.h); NULL when it has none. */
+    void (*view)(const struct nodemap *m, struct daemon_view *out);
     /* Free what open made besides the nodes; NULL when nothing. */
     void (*close)(struct nodemap *m);
 };

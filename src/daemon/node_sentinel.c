@@ -36,6 +36,7 @@
 #include "node_int.h"
 #include "rds.h"
 #include "sentinel.h"
+#include "status.h"
 
 #define ATTEMPT_MIN_MS 100   /* one sentinel's time to answer, at least */
 #define ATTEMPT_MAX_MS 500   /* and at most (then the next one is asked) */
@@ -71,6 +72,9 @@ struct smap {
     uint64_t refreshed_ms;
 
     redisAsyncContext *sub; /* SUBSCRIBE +switch-master on a sentinel; NULL: none */
+
+    uint64_t failovers; /* answers naming another primary than the one before */
+    uint64_t errors;    /* questions to one sentinel that failed */
 };
 
 static void ask(struct smap *s);
@@ -102,6 +106,7 @@ static void attempt_failed(struct smap *s, const char *fmt, const char *what)
     snprintf(s->why + strlen(s->why), sizeof(s->why) - strlen(s->why), fmt, what);
     evtimer_del(s->attempt_ev);
     close_ctx(&s->ac);
+    s->errors++;
     s->tried++;
     attempt(s);
 }
@@ -172,6 +177,7 @@ static void answered(struct smap *s, const char *host, int port)
                  hostport_str(hp, sizeof(hp), host, port), s->master, moved ? " (it was " : "",
                  moved ? hostport_str(was, sizeof(was), s->host, s->port) : "", moved ? ")" : "",
                  from);
+    s->failovers += moved;
     snprintf(s->host, sizeof(s->host), "%s", host);
     s->port = port;
     s->answer_ms = s->asked_ms;
@@ -388,6 +394,19 @@ static struct node *smap_for_key(struct nodemap *m, const char *key)
     return m->nodes[0];
 }
 
+static void smap_view(const struct nodemap *m, struct daemon_view *out)
+{
+    const struct smap *s = m->impl;
+
+    out->sentinel = 1;
+    out->sentinel_up = s->answer_ms != 0 && s->failures == 0;
+    out->redis_master = s->master;
+    if (s->answer_ms)
+        hostport_str(out->redis_primary, sizeof(out->redis_primary), s->host, s->port);
+    out->redis_failovers = s->failovers;
+    out->sentinel_errors = s->errors;
+}
+
 static void smap_close(struct nodemap *m)
 {
     struct smap *s = m->impl;
@@ -409,5 +428,5 @@ static void smap_close(struct nodemap *m)
 }
 
 const struct nodemap_ops sentinel_map_ops = {
-    REDIS_SENTINEL, "sentinel", smap_open, smap_for_key, smap_close,
+    REDIS_SENTINEL, "sentinel", smap_open, smap_for_key, smap_view, smap_close,
 };

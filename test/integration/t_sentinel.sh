@@ -126,6 +126,13 @@ wait_until 5 eval "[[ -z \$(at $old FCALL_RO idpool_validated 0) ]]" ||
 assert_gt "$(log_count a 'redis: connection to .* lost')" "$n_lost" "(b) connections lost at the switch"
 wait_until 10 log_has i "redis-api: connected to 127\.0\.0\.1:$new " || fail "(b) the issuer did not move to $new"
 wait_until 10 api_serves || fail "(b) the issuer does not serve after the failover: $(api_take)"
+# /healthz and /metrics say where the primary is and that one failover was followed
+assert_eq 200 "$(healthz)" "(b) /healthz"
+grep -q "\"primary\":\"127\.0\.0\.1:$new\"" "$DIR/healthz" || fail "(b) /healthz: $(cat "$DIR/healthz")"
+metrics=$(curl -sS --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics")
+grep -qx 'idpool_redis_failovers_total 1' <<<"$metrics" ||
+    fail "(b) /metrics: $(grep -E 'failovers|sentinel' <<<"$metrics")"
+grep -qx 'idpool_sentinel_up 1' <<<"$metrics" || fail "(b) idpool_sentinel_up is not 1"
 assert_alive a
 assert_alive i
 pass "(b) SENTINEL FAILOVER: the daemon moved to $new, validated it, swept and refilled it; the issuer followed"
@@ -136,6 +143,7 @@ for m in sentinel1 sentinel2 sentinel3; do "$SERVERS" stop "$DIR" "$m" >/dev/nul
 wait_until 10 log_has a "no sentinel answered where the primary of '$SENTINEL_MASTER' is \(3 asked" ||
     fail "(c) the daemon did not say that no sentinel answers"
 assert_eq 200 "$(healthz)" "(c) /healthz with every sentinel down: $(cat "$DIR/healthz")"
+grep -q '"up":false' "$DIR/healthz" || fail "(c) /healthz does not say that no sentinel answers: $(cat "$DIR/healthz")"
 api_serves || fail "(c) the issuer stopped serving with the sentinels down: $(api_take)"
 n_named=$(log_count a "the sentinels name 127\.0\.0\.1:$new as the primary")
 for m in sentinel1 sentinel2 sentinel3; do "$SERVERS" start "$DIR" "$m" >/dev/null; done

@@ -318,6 +318,9 @@ static void test_metrics_process(void)
     CHECK_LINE(m, "idpool_refill_duration_seconds_bucket{le=\"+Inf\"} 12");
     CHECK_LINE(m, "idpool_refill_duration_seconds_sum 10.125");
     CHECK_LINE(m, "idpool_refill_duration_seconds_count 12");
+    /* redis://: the Sentinel families are left out, HELP and TYPE too */
+    CHECK_NO(m, "idpool_sentinel_");
+    CHECK_NO(m, "idpool_redis_failovers_total");
     free(m);
 }
 
@@ -672,6 +675,7 @@ static void test_json_health(void)
     CHECK(cJSON_GetObjectItemCaseSensitive(doc, "reasons") == NULL);
     CHECK(strcmp(jstr(doc, "version"), "0.1.0") == 0);
     CHECK(jnum(cJSON_GetObjectItemCaseSensitive(doc, "apps"), "invalid") == 1);
+    CHECK(cJSON_GetObjectItemCaseSensitive(doc, "sentinel") == NULL); /* redis:// */
     cJSON_Delete(doc);
     free(text);
 
@@ -688,6 +692,56 @@ static void test_json_health(void)
     free(text);
 }
 
+/* redis-sentinel://: the Sentinel families, in /metrics and /healthz. */
+static void test_sentinel_view(void)
+{
+    struct fake f;
+    struct status_source src;
+    cJSON *doc, *s;
+    char *m, *text;
+    int healthy = -1;
+
+    fake_init(&f);
+    f.d.sentinel = 1;
+    f.d.sentinel_up = 1;
+    f.d.redis_master = "idpool";
+    snprintf(f.d.redis_primary, sizeof(f.d.redis_primary), "10.0.0.2:6379");
+    f.d.redis_failovers = 2;
+    f.d.sentinel_errors = 7;
+    m = render(&f);
+    if (!m)
+        return;
+    CHECK_LINE(m, "# TYPE idpool_sentinel_up gauge");
+    CHECK_LINE(m, "idpool_sentinel_up 1");
+    CHECK_LINE(m, "# TYPE idpool_redis_failovers_total counter");
+    CHECK_LINE(m, "idpool_redis_failovers_total 2");
+    CHECK_LINE(m, "idpool_sentinel_errors_total 7");
+    free(m);
+
+    src = source_of(&f);
+    text = statusjson_health(&src, &healthy);
+    CHECK(healthy == 1);
+    doc = cJSON_Parse(text);
+    s = cJSON_GetObjectItemCaseSensitive(doc, "sentinel");
+    CHECK(s != NULL);
+    CHECK(strcmp(jstr(s, "master"), "idpool") == 0);
+    CHECK(strcmp(jstr(s, "primary"), "10.0.0.2:6379") == 0);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "up")));
+    CHECK(jnum(s, "failovers") == 2);
+    cJSON_Delete(doc);
+    free(text);
+
+    /* Redis down and no sentinel answers: both reasons; no primary known yet: null */
+    f.d.redis_up = 0;
+    f.d.sentinel_up = 0;
+    f.d.redis_primary[0] = '\0';
+    text = statusjson_health(&src, &healthy);
+    CHECK(healthy == 0);
+    CHECK_STR_CONTAINS(text, "\"reasons\":[\"redis down\",\"no sentinel answers\"]");
+    CHECK_STR_CONTAINS(text, "\"primary\":null");
+    free(text);
+}
+
 int main(void)
 {
     RUN(test_sbuf);
@@ -699,5 +753,6 @@ int main(void)
     RUN(test_json_one);
     RUN(test_bad_key_row);
     RUN(test_json_health);
+    RUN(test_sentinel_view);
     return unit_done();
 }
