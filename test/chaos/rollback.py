@@ -24,6 +24,15 @@ filter FROM_NS TO_NS IN OUT
 stale POOL_FILE BEFORE_NS LOG...
     how many IDs of POOL_FILE (one per line) were popped by a request sent
     before BEFORE_NS.
+sentinel PORT,PORT,... MASTER OLD_PORT META OLD_EPOCH OUT TIMEOUT_S
+    the Sentinel scenarios' watcher, started just before the fault: polls
+    every sentinel (SENTINEL get-master-addr-by-name MASTER) every 5 ms
+    until a majority names a primary other than OLD_PORT (t_detect), then
+    that primary's HGET META epoch until it is no longer OLD_EPOCH
+    (t_swept). Writes "state t_detect_ns t_swept_ns polls new_port t_from_ns".
+first_take FROM_NS LOG...
+    when the first take answered with IDs among the take consumers' logs
+    (request sent at or after FROM_NS): its t_recv in ns, or 0.
 """
 import os
 import struct
@@ -162,6 +171,50 @@ def stale(pool_file, before, *logs):
     print(len(pool & seen))
 
 
+def sentinel(ports, master, old_port, meta, old, out, timeout):
+    import redis
+
+    t_from = time.monotonic_ns()
+    deadline = time.monotonic() + float(timeout)
+    conns = [redis.Redis(host='127.0.0.1', port=int(p), socket_connect_timeout=0.2, socket_timeout=0.2,
+                         decode_responses=True) for p in ports.split(',')]
+    new_port, t_detect = None, 0
+    while time.monotonic() < deadline and new_port is None:
+        named = {}
+        for c in conns:
+            try:
+                a = c.execute_command('SENTINEL', 'get-master-addr-by-name', master)
+            except (OSError, redis.exceptions.RedisError):
+                continue
+            if a and str(a[1]) != str(old_port):
+                named[a[1]] = named.get(a[1], 0) + 1
+        for port, n in named.items():
+            if n * 2 > len(conns):
+                new_port, t_detect = int(port), time.monotonic_ns()
+        if new_port is None:
+            time.sleep(0.005)
+    if new_port is None:
+        report(out, 'timeout', 0, 0, 0, 0, t_from)
+        return
+    r = redis.Redis(host='127.0.0.1', port=new_port, socket_timeout=1, decode_responses=True)
+    state, _, t_end, polls = poll_meta(redis, r, meta, old, deadline)
+    r.close()
+    report(out, state, t_detect, t_end, polls, new_port, t_from)
+
+
+def first_take(lo, *logs):
+    lo, first = int(lo), 0
+    for path in logs:
+        it = records(path)
+        if struct.unpack_from('<I', next(it), 16)[0] != 1:  # not a take consumer's
+            continue
+        for t_send, raw, _, count in it:
+            t_recv = struct.unpack_from('<Q', raw, 8)[0]
+            if t_send >= lo and count and (first == 0 or t_recv < first):
+                first = t_recv
+    print(first)
+
+
 if __name__ == '__main__':
     {'watch': watch, 'run': run, 'takes': takes, 'filter': filter_log,
-     'stale': stale}[sys.argv[1]](*sys.argv[2:])
+     'stale': stale, 'sentinel': sentinel, 'first_take': first_take}[sys.argv[1]](*sys.argv[2:])
