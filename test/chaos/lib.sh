@@ -1109,5 +1109,32 @@ first_take_ms() {
     if ((t > 0)); then echo $(((t - $2) / 1000000)); else echo none; fi
 }
 
+# client_consumers_start APP ENV [idpool-clientload args]: one recorded
+# libidpool consumer of APP (idpool-clientload, kind take) through ENV (a
+# Redis or Sentinel URL: libidpool; http://TOKEN@host:port: an issuer),
+# taking 100 IDs every 5 ms and retrying every error after 1 ms, until
+# consumers_stop (a consumer group like consumers_start's: $DIR/APP.c<g>.0.bin).
+IDPOOL_CLIENTLOAD=${IDPOOL_CLIENTLOAD:-$CHAOS_BUILD/test/idpool-clientload}
+client_consumers_start() {
+    local app=$1 env=$2 g
+    shift 2
+    g=${CONS_GEN[$app]:-0}
+    CONS_GEN[$app]=$((g + 1))
+    bg_run "cons.$app.$g" "$IDPOOL_CLIENTLOAD" --take 100 --pause-ms 5 --ids 1000000000 \
+        --timeout-ms 1000 --record "$DIR/$app.c$g" --stop-file "$DIR/cons.$app.$g.stopfile" "$@" \
+        "$app" "$env"
+}
+
+# py_consumers_start APP ENV: one recorded Python client consumer of APP
+# (pytake.py: App.next_n(100) every 5 ms, errors retried), a consumer group
+# like consumers_start's.
+py_consumers_start() {
+    local app=$1 g
+    g=${CONS_GEN[$app]:-0}
+    CONS_GEN[$app]=$((g + 1))
+    bg_run "cons.$app.$g" env PYTHONPATH="$IDPOOL_SOURCE_ROOT/src/python" "$PYTHON" \
+        "$CHAOS_LIB_DIR/pytake.py" "$app" "$2" "$DIR/$app.c$g.0.bin" "$DIR/cons.$app.$g.stopfile"
+}
+
 # median N...: the median of the numbers given (the lower one of two).
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }

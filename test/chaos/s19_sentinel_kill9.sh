@@ -4,10 +4,13 @@
 #
 # A Sentinel set (servers.sh: the primary, two replicas, three sentinels,
 # down-after-milliseconds 1000) and one MariaDB; two refilling daemons on
-# the Sentinel URL. One monotonic application per round (sk1, sk2, ...),
-# popped by two LPOP and two idpool_take consumers that follow the
-# sentinels themselves (idpool-load --sentinel: asked at every reconnect,
-# ROLE checked) and retry every millisecond. Each round, while they pop:
+# the Sentinel URL and an issuer-only one (--api). One monotonic
+# application per round (sk1, sk2, ...), popped by two LPOP and two
+# idpool_take consumers that follow the sentinels themselves (idpool-load
+# --sentinel: asked at every reconnect, ROLE checked) and retry every
+# millisecond, and by one take client of every other kind: libidpool and
+# the Python client on the Sentinel URL, and the issuer (libidpool's HTTP
+# transport). Each round, while they pop:
 #   1. the primary is killed (-9): T_FROM; a watcher polls the sentinels
 #      until a majority names another primary (detect_ms), then the new
 #      primary's meta of the application until the daemons' sweep replaced
@@ -54,6 +57,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 sentinel_daemon a
 sentinel_daemon b
+API_PORT=$(free_port)
+sentinel_daemon i --refill off --api "127.0.0.1:$API_PORT"
+TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add chaos19 \
+    --apps '*' | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["token"])') ||
+    fail "tokens add"
 for ((r = 1; r <= ROUNDS; r++)); do
     app_params "sk$r"
     wait_until 20 pool_ge "sk$r" "$P_LOW" || fail "sk$r never filled"
@@ -66,6 +74,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
     [[ $old == "$REDIS_PORT" ]] || fail "the sentinels name $old, the harness $REDIS_PORT"
     member=${MEMBER_OF[$old]}
     round_begin "$app"
+    # every other kind of take client: libidpool, the issuer (through
+    # libidpool's HTTP transport) and the Python client, on the Sentinel URL
+    client_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
+    client_consumers_start "$app" "http://$TOKEN@127.0.0.1:$API_PORT"
+    py_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
     PROBE_EPOCH=$(on "$old" HGET "$(meta_key "$app")" epoch)
     on "$old" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
     pid=$(redis_pid_of "$old")

@@ -6,7 +6,7 @@
  *                     [--timeout-ms MS] [--mod M] [--buffer B] [--max-batch K]
  *                     [--timeline FILE] [--ca-file PEM] [--failback-ms MS]
  *                     [--until-failbacks N [--min-ids M] [--max-secs S]]
- *                     [--cycles C] APP ENV...
+ *                     [--cycles C] [--stop-file F] [--pause-ms P] APP ENV...
  *
  * --cycles C creates a client, takes 100 IDs with idpool_next from each of
  * T threads and frees it, C times (for leak checkers).
@@ -32,6 +32,13 @@
  * thread that could not get all its IDs prints the error and
  * idpool_app_last_error().
  *
+ * --pause-ms P: each thread sleeps P ms after each take (or batch of
+ * idpool_next), to pace it.
+ *
+ * --stop-file F: the threads run until F exists (or they took --ids each),
+ * and an error does not end a thread: it tries again 1 ms later (what a
+ * client does through a failover; the chaos scenarios stop it with F).
+ *
  * --timeline FILE: while the threads run, the main thread samples the
  * application's stats every 5 ms and writes a line, flushed at once,
  *   t_ms=<CLOCK_MONOTONIC ms> env=<n> failovers=<n> failbacks=<n>
@@ -47,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "idpool.h"
 #include "poplog.h"
@@ -73,6 +81,10 @@ static _Atomic unsigned finished;
 static _Atomic int stop_now;
 /* IDs taken by all the workers so far (for --min-ids). */
 static _Atomic uint64_t taken_all;
+/* --stop-file: the file whose existence stops the workers; errors are retried. */
+static const char *stop_file;
+/* --pause-ms: between two takes of a worker. */
+static unsigned pause_ms;
 
 static void *work(void *arg)
 {
@@ -95,6 +107,10 @@ static void *work(void *arg)
             w->rc = IDPOOL_ENOMEM;
             break;
         }
+        if (pause_ms) {
+            const struct timespec p = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
+            nanosleep(&p, NULL);
+        }
         for (size_t i = 0; w->mod && i < n; i++)
             w->by_rem[buf[i] % w->mod]++;
         w->got += n;
@@ -103,9 +119,14 @@ static void *work(void *arg)
         if (rc != IDPOOL_OK) {
             if (w->rc == 0)
                 w->rc = rc;
-            /* A timeout is counted; the others, or 5 timeouts in a row, end the thread. */
-            if (rc != IDPOOL_ETIMEDOUT || timeouts == 5)
+            /* A timeout is counted; the others, or 5 timeouts in a row, end the
+             * thread, unless it runs until the stop file (then 1 ms, and again). */
+            if (stop_file) {
+                const struct timespec ms = {0, 1000000L};
+                nanosleep(&ms, NULL);
+            } else if (rc != IDPOOL_ETIMEDOUT || timeouts == 5) {
                 break;
+            }
         }
     }
     atomic_fetch_add(&finished, 1);
@@ -180,6 +201,22 @@ static void *watch_failbacks(void *arg)
     return NULL;
 }
 
+/* --stop-file: sets stop_now once the file exists or every worker finished. */
+static void *watch_stop_file(void *arg)
+{
+    const struct timespec d = {0, TIMELINE_MS * 1000000L};
+    unsigned threads = *(unsigned *)arg;
+
+    while (atomic_load(&finished) < threads) {
+        if (access(stop_file, F_OK) == 0) {
+            atomic_store(&stop_now, 1);
+            break;
+        }
+        nanosleep(&d, NULL);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     unsigned threads = 1, take = 0, timeout = 0, mod = 0, buffer = 0, max_batch = 0,
@@ -187,6 +224,7 @@ int main(int argc, char **argv)
     unsigned long cycles = 0;
     uint64_t until_failbacks = 0, min_ids = 0, max_secs = 0;
     struct watch wa = {0};
+    pthread_t stop_th;
     uint64_t ids = 1000000, got = 0;
     const char *prefix = NULL, *timeline_path = NULL, *ca_file = NULL;
     FILE *tl = NULL;
@@ -233,13 +271,18 @@ int main(int argc, char **argv)
             failback_ms = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--ca-file") == 0)
             ca_file = argv[i + 1];
+        else if (strcmp(argv[i], "--stop-file") == 0)
+            stop_file = argv[i + 1];
+        else if (strcmp(argv[i], "--pause-ms") == 0)
+            pause_ms = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else {
             fprintf(stderr, "idpool-clientload: unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (argc - i < 2 || threads == 0 || threads > 64 || take > REC_MAX || mod > MOD_MAX ||
-        ((min_ids || max_secs) && !until_failbacks) || min_ids > ids * threads) {
+        ((min_ids || max_secs) && !until_failbacks) || min_ids > ids * threads ||
+        (stop_file && until_failbacks)) {
         fprintf(stderr, "usage: idpool-clientload [--threads T] [--ids N] [--take K<=1024] "
                         "[--record PREFIX] [--timeout-ms MS] [--mod M<=16] "
                         "[--timeline FILE] APP ENV...\n");
@@ -310,6 +353,8 @@ int main(int argc, char **argv)
         }
         pthread_create(&w[t].th, NULL, work, &w[t]);
     }
+    if (stop_file)
+        pthread_create(&stop_th, NULL, watch_stop_file, &threads);
     if (until_failbacks) {
         wa = (struct watch){.a = w[0].app,
                             .threads = threads,
@@ -342,6 +387,8 @@ int main(int argc, char **argv)
             fclose(w[t].out);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (stop_file)
+        pthread_join(stop_th, NULL);
     if (until_failbacks) {
         pthread_join(wa.th, NULL);
         if (!wa.done) {
