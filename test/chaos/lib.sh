@@ -540,7 +540,6 @@ recovered() {
     app_params "$1"
     if ms=$(recovery_ms "$@"); then
         info "$1: pool back above low water $P_LOW after $ms ms"
-        # shellcheck disable=SC2034 # the scenario's, for its row (s19)
         LAST_RECOVERY_MS=$ms
         if [[ -z $RECOVERY_MS ]] || ((ms > RECOVERY_MS)); then RECOVERY_MS=$ms; fi
         return 0
@@ -1134,6 +1133,112 @@ py_consumers_start() {
     CONS_GEN[$app]=$((g + 1))
     bg_run "cons.$app.$g" env PYTHONPATH="$IDPOOL_SOURCE_ROOT/src/python" "$PYTHON" \
         "$CHAOS_LIB_DIR/pytake.py" "$app" "$2" "$DIR/$app.c$g.0.bin" "$DIR/cons.$app.$g.stopfile"
+}
+
+# redis_info PORT SECTION FIELD: one field of INFO SECTION of the Redis at PORT.
+redis_info() { redis-cli -p "$1" INFO "$2" | tr -d '\r' | sed -n "s/^$3://p"; }
+# server_id_of PORT: run_id:master_replid, the base of the epochs validated there.
+server_id_of() { echo "$(redis_info "$1" server run_id):$(redis_info "$1" replication master_replid)"; }
+
+# sentinel_scenario PREFIX REFUSALS: the rounds of a Sentinel scenario, one
+# monotonic application PREFIX<r> each, two refilling daemons and an
+# issuer-only one on the Sentinel URL. Each round, consumers of every kind
+# pop (round_begin: idpool-load LPOP and FCALL takes following the
+# sentinels; libidpool and the Python client on the Sentinel URL; the
+# issuer), then the scenario's hooks run:
+#   sentinel_prepare OLD MEMBER APP  (optional) before the consumers pop
+#                                    past a third of the pool
+#   sentinel_probe OLD APP           (optional) the stale copy: PROBE_EPOCH
+#                                    and $DIR/probe.pool (default: OLD's)
+#   sentinel_fault OLD MEMBER APP    the fault, T_FROM just before; sets
+#                                    FAULT_NOTE
+#   sentinel_after OLD MEMBER APP    after the switch (the old primary back);
+#                                    T_OLD_GONE: when the old primary
+#                                    stopped serving, if it ran on
+# (OLD: the primary's port, MEMBER: its servers.sh name). A watcher times
+# the switch (detect_ms) and the sweep on the new primary (the window's
+# end); first_take_ms (the fault to the first take answered with IDs, sent
+# after it), low_water_ms; budget_ms = first_take_ms - detect_ms within
+# 1000 + CHAOS_FAILOVER_SLACK_MS (1500 in the quick profile, 0 in the long
+# one; not checked with SENTINEL_BUDGET=0, where the old primary serves
+# on). REFUSALS: takes_exposed's (optional or required). Evidence: a
+# majority of sentinels named another primary, validated under its own
+# server id, and the inherited pool was discarded.
+sentinel_scenario() {
+    local prefix=$1 refusals=$2 r app old member detect first epoch to
+    local -a detects=() firsts=() lows=() budgets=()
+    ROUNDS=$CHAOS_ROUNDS
+    PER_ROUND=$((CHAOS_IDS / ROUNDS))
+    WINDOW_LIMIT_MS=- # the window includes Sentinel's detection: budget_ms is what is bounded
+    if [[ $PROFILE == quick ]]; then SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-1500}; else SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-0}; fi
+    for ((r = 1; r <= ROUNDS; r++)); do
+        add_app "$prefix$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
+            max_size_per_second=1000000
+    done
+    sentinel_daemon a
+    sentinel_daemon b
+    API_PORT=$(free_port)
+    sentinel_daemon i --refill off --api "127.0.0.1:$API_PORT"
+    TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add \
+        "chaos$CHAOS_NUM" --apps '*' | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["token"])') ||
+        fail "tokens add"
+    for ((r = 1; r <= ROUNDS; r++)); do
+        app_params "$prefix$r"
+        wait_until 20 pool_ge "$prefix$r" "$P_LOW" || fail "$prefix$r never filled"
+    done
+    for ((r = 1; r <= ROUNDS; r++)); do
+        app=$prefix$r
+        old=$(sentinel_primary)
+        [[ $old == "$REDIS_PORT" ]] || fail "the sentinels name $old, the harness $REDIS_PORT"
+        member=${MEMBER_OF[$old]}
+        round_begin "$app"
+        client_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
+        client_consumers_start "$app" "http://$TOKEN@127.0.0.1:$API_PORT"
+        py_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
+        if declare -F sentinel_prepare >/dev/null; then sentinel_prepare "$old" "$member" "$app"; fi
+        pop_past "$app"
+        if declare -F sentinel_probe >/dev/null; then
+            sentinel_probe "$old" "$app"
+        else
+            PROBE_EPOCH=$(redis-cli -p "$old" HGET "$(meta_key "$app")" epoch)
+            redis-cli -p "$old" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
+        fi
+        sentinel_watch "$old" "$app" "$PROBE_EPOCH"
+        T_FROM=$(now_ns)
+        sentinel_fault "$old" "$member" "$app"
+        sentinel_watch_read "$app"
+        expect "[[ $W_STATE == discarded || $W_STATE == replaced ]]" \
+            "$app: the old pool on the new primary was not discarded (watcher: $W_STATE)"
+        [[ -n $W_NEW ]] || fail "$app: no new primary"
+        REDIS_PORT=$W_NEW
+        LAST_RECOVERY_MS=timeout
+        recovered "$app" "$T_FROM" 30
+        lows+=("$LAST_RECOVERY_MS")
+        T_OLD_GONE=0
+        sentinel_after "$old" "$member" "$app"
+        # LPOP exposure: the fault to the sweep, or to when the old primary
+        # stopped serving if that came later (a manual failover)
+        to=$((T_OLD_GONE > W_TO ? T_OLD_GONE : W_TO))
+        WINDOW=$(((to - T_FROM) / 1000000))
+        round_end "$r" "$app" "$T_FROM" "$to" "$refusals"
+        detect=$(((T_DETECT - T_FROM) / 1000000))
+        first=$(first_take_ms "$app" "$T_FROM")
+        detects+=("$detect") firsts+=("$first")
+        if [[ $first == none ]]; then
+            failure "$app: no take was served after the fault"
+        elif [[ ${SENTINEL_BUDGET:-1} == 1 ]]; then
+            budgets+=($((first - detect)))
+            expect "((first - detect <= 1000 + SLACK_MS))" \
+                "$app: the first take came $((first - detect)) ms after the sentinels named the new primary (budget 1000 + $SLACK_MS ms)"
+        fi
+        epoch=$(redis-cli -p "$W_NEW" FCALL_RO idpool_validated 0)
+        fault_landed "$FAULT_NOTE,new=${MEMBER_OF[$W_NEW]},detect_ms=$detect,stale=$STALE" \
+            "[[ '$epoch' == '$(server_id_of "$W_NEW")':* && '$epoch' != '$PROBE_EPOCH' ]] &&
+             (($(logs_count "app=$app redis restart or failover detected") > 0))"
+    done
+    rollback_finish "$prefix" "$ROUNDS" detect_ms="$(median "${detects[@]}")" \
+        first_take_ms="$(median "${firsts[@]}")" low_water_ms="$(median "${lows[@]}")" \
+        budget_ms="$(median "${budgets[@]:-0}")" budget_limit_ms=$((1000 + SLACK_MS))
 }
 
 # median N...: the median of the numbers given (the lower one of two).

@@ -64,10 +64,6 @@ link_up() { [[ $(repl "$1" master_link_status) == up ]]; }
 sync_full() { on "$1" INFO stats | tr -d '\r' | sed -n 's/^sync_full://p'; }
 meta_epoch() { on "$1" HGET "$(meta_key "$2")" epoch; }
 validated_on() { on "$1" FCALL_RO idpool_validated 0; }
-server_id_of() {
-    on "$1" INFO server replication | tr -d '\r' |
-        awk -F: '$1 == "run_id" { r = $2 } $1 == "master_replid" { m = $2 } END { print r ":" m }'
-}
 
 for ((s = 1; s <= SWITCHES; s++)); do
     add_app "fb$s" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \

@@ -39,84 +39,19 @@
 source "$(dirname "$0")/lib.sh"
 sentinel_setup
 
-ROUNDS=$CHAOS_ROUNDS
-PER_ROUND=$((CHAOS_IDS / ROUNDS))
-WINDOW_LIMIT_MS=- # the window includes Sentinel's detection: budget_ms is what is bounded
-if [[ $PROFILE == quick ]]; then SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-1500}; else SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-0}; fi
-
-on() { redis-cli -p "$1" "${@:2}"; }
-server_id_of() {
-    on "$1" INFO server replication | tr -d '\r' |
-        awk -F: '$1 == "run_id" { r = $2 } $1 == "master_replid" { m = $2 } END { print r ":" m }'
-}
-redis_pid_of() { on "$1" INFO server | tr -d '\r' | sed -n 's/^process_id://p'; }
-
-for ((r = 1; r <= ROUNDS; r++)); do
-    add_app "sk$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-        max_size_per_second=1000000
-done
-sentinel_daemon a
-sentinel_daemon b
-API_PORT=$(free_port)
-sentinel_daemon i --refill off --api "127.0.0.1:$API_PORT"
-TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add chaos19 \
-    --apps '*' | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["token"])') ||
-    fail "tokens add"
-for ((r = 1; r <= ROUNDS; r++)); do
-    app_params "sk$r"
-    wait_until 20 pool_ge "sk$r" "$P_LOW" || fail "sk$r never filled"
-done
-
-DETECT=() FIRST=() LOW=() BUDGET=()
-for ((r = 1; r <= ROUNDS; r++)); do
-    app=sk$r
-    old=$(sentinel_primary)
-    [[ $old == "$REDIS_PORT" ]] || fail "the sentinels name $old, the harness $REDIS_PORT"
-    member=${MEMBER_OF[$old]}
-    round_begin "$app"
-    # every other kind of take client: libidpool, the issuer (through
-    # libidpool's HTTP transport) and the Python client, on the Sentinel URL
-    client_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
-    client_consumers_start "$app" "http://$TOKEN@127.0.0.1:$API_PORT"
-    py_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
-    PROBE_EPOCH=$(on "$old" HGET "$(meta_key "$app")" epoch)
-    on "$old" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
-    pid=$(redis_pid_of "$old")
-    # 1. The kill.
-    sentinel_watch "$old" "$app" "$PROBE_EPOCH"
-    T_FROM=$(now_ns)
+# The fault of a round: the primary OLD (servers.sh's MEMBER) killed.
+sentinel_fault() {
+    local old=$1 member=$2 pid
+    pid=$(redis_info "$old" server process_id)
     "$SERVERS" kill "$DIR" "$member" >/dev/null || fail "could not kill $member"
     proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
-    sentinel_watch_read "$app"
-    expect "[[ $W_STATE == discarded || $W_STATE == replaced ]]" \
-        "$app: the old pool on the new primary was not discarded (watcher: $W_STATE)"
-    [[ -n $W_NEW ]] || fail "$app: no new primary"
-    REDIS_PORT=$W_NEW
-    LAST_RECOVERY_MS=timeout
-    recovered "$app" "$T_FROM" 30
-    LOW+=("$LAST_RECOVERY_MS")
-    # 2. The old primary comes back; the sentinels demote it.
-    "$SERVERS" start "$DIR" "$member" >/dev/null || fail "could not start $member again"
-    wait_until 30 eval "[[ \$(on $old ROLE | head -n 1) == slave ]]" ||
-        failure "$member ($old) was not turned into a replica"
-    # 3. The consumers pop on; the round's numbers.
-    WINDOW=$(((W_TO - T_FROM) / 1000000)) # the kill to the sweep (LPOP exposure)
-    round_end "$r" "$app" "$T_FROM" "$W_TO" optional
-    detect=$(((T_DETECT - T_FROM) / 1000000))
-    first=$(first_take_ms "$app" "$T_FROM")
-    DETECT+=("$detect") FIRST+=("$first")
-    if [[ $first == none ]]; then
-        failure "$app: no take was served after the kill"
-    else
-        BUDGET+=($((first - detect)))
-        expect "((first - detect <= 1000 + SLACK_MS))" \
-            "$app: the first take came $((first - detect)) ms after the sentinels named the new primary (budget 1000 + $SLACK_MS ms)"
-    fi
-    epoch=$(on "$W_NEW" FCALL_RO idpool_validated 0)
-    fault_landed "kill9:$member,new=${MEMBER_OF[$W_NEW]},detect_ms=$detect" \
-        "[[ '$epoch' == '$(server_id_of "$W_NEW")':* && '$epoch' != '$PROBE_EPOCH' ]] &&
-         (($(logs_count "app=$app redis restart or failover detected") > 0))"
-done
-rollback_finish sk "$ROUNDS" detect_ms="$(median "${DETECT[@]}")" \
-    first_take_ms="$(median "${FIRST[@]}")" low_water_ms="$(median "${LOW[@]}")" \
-    budget_ms="$(median "${BUDGET[@]:-0}")" budget_limit_ms=$((1000 + SLACK_MS))
+    FAULT_NOTE="kill9:$member"
+}
+# After the switch: the old primary comes back from its AOF, a master with
+# its old data, and the sentinels turn it into a replica.
+sentinel_after() {
+    "$SERVERS" start "$DIR" "$2" >/dev/null || fail "could not start $2 again"
+    wait_until 30 eval "[[ \$(redis-cli -p $1 ROLE | head -n 1) == slave ]]" ||
+        failure "$2 ($1) was not turned into a replica"
+}
+sentinel_scenario sk optional
