@@ -1146,8 +1146,8 @@ server_id_of() { echo "$(redis_info "$1" server run_id):$(redis_info "$1" replic
 # pop (round_begin: idpool-load LPOP and FCALL takes following the
 # sentinels; libidpool and the Python client on the Sentinel URL; the
 # issuer), then the scenario's hooks run:
-#   sentinel_prepare OLD MEMBER APP  (optional) before the consumers pop
-#                                    past a third of the pool
+#   sentinel_prepare OLD MEMBER APP  (optional) instead of pop_past (the
+#                                    consumers pop past a third of the pool)
 #   sentinel_probe OLD APP           (optional) the stale copy: PROBE_EPOCH
 #                                    and $DIR/probe.pool (default: OLD's)
 #   sentinel_fault OLD MEMBER APP    the fault, T_FROM just before; sets
@@ -1161,7 +1161,8 @@ server_id_of() { echo "$(redis_info "$1" server run_id):$(redis_info "$1" replic
 # after it), low_water_ms; budget_ms = first_take_ms - detect_ms within
 # 1000 + CHAOS_FAILOVER_SLACK_MS (1500 in the quick profile, 0 in the long
 # one; not checked with SENTINEL_BUDGET=0, where the old primary serves
-# on). REFUSALS: takes_exposed's (optional or required). Evidence: a
+# on). SENTINEL_STALE_REQUIRED=1: the evidence needs stale > 0 (the new
+# primary held IDs handed out before the fault). REFUSALS: takes_exposed's (optional or required). Evidence: a
 # majority of sentinels named another primary, validated under its own
 # server id, and the inherited pool was discarded.
 sentinel_scenario() {
@@ -1195,8 +1196,11 @@ sentinel_scenario() {
         client_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
         client_consumers_start "$app" "http://$TOKEN@127.0.0.1:$API_PORT"
         py_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
-        if declare -F sentinel_prepare >/dev/null; then sentinel_prepare "$old" "$member" "$app"; fi
-        pop_past "$app"
+        if declare -F sentinel_prepare >/dev/null; then
+            sentinel_prepare "$old" "$member" "$app"
+        else
+            pop_past "$app"
+        fi
         if declare -F sentinel_probe >/dev/null; then
             sentinel_probe "$old" "$app"
         else
@@ -1234,7 +1238,8 @@ sentinel_scenario() {
         epoch=$(redis-cli -p "$W_NEW" FCALL_RO idpool_validated 0)
         fault_landed "$FAULT_NOTE,new=${MEMBER_OF[$W_NEW]},detect_ms=$detect,stale=$STALE" \
             "[[ '$epoch' == '$(server_id_of "$W_NEW")':* && '$epoch' != '$PROBE_EPOCH' ]] &&
-             (($(logs_count "app=$app redis restart or failover detected") > 0))"
+             (($(logs_count "app=$app redis restart or failover detected") > 0)) &&
+             ((${SENTINEL_STALE_REQUIRED:-0} == 0 || STALE > 0))"
     done
     rollback_finish "$prefix" "$ROUNDS" detect_ms="$(median "${detects[@]}")" \
         first_take_ms="$(median "${firsts[@]}")" low_water_ms="$(median "${lows[@]}")" \
