@@ -147,6 +147,11 @@ int node_ready(const struct node *n)
     return rds_ready(n->main);
 }
 
+const char *node_epoch(const struct node *n)
+{
+    return rds_epoch(n->main);
+}
+
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms)
 {
     for (size_t i = 0; i < m->nnodes; i++) {

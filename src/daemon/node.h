@@ -47,6 +47,8 @@ struct node *nodemap_for_key(struct nodemap *m, const char *key);
 struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev);
 /* Its main connection is ready (connected, handshake done, validated on a writer). */
 int node_ready(const struct node *n);
+/* The epoch its main connection validated (rds_epoch: "" before that, and on a non-writer). */
+const char *node_epoch(const struct node *n);
 /* Change every connection's command timeout (config reload). */
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms);
 

@@ -37,6 +37,7 @@
 
 struct refill {
     struct event_base *base;
+    struct nodemap *map;
     struct rds *rds;  /* checks, locks, leases, alerts */
     struct rds *prds; /* pushes */
     struct store *store;
@@ -555,14 +556,17 @@ void refill_configure(struct refill *rf, const struct config *cfg)
     pools_set_tick(rf->pools, cfg->tick_ms);
 }
 
-void refill_redis_state(struct refill *rf, int ready)
+void refill_node_state(struct refill *rf, struct node *n, int ready)
 {
     if (!ready)
         return;
-    /* Alerts announced while Redis was unreachable reach pub/sub and meta now. */
-    for (size_t i = 0; i < pools_count(rf->pools); i++)
-        health_resync(rf->health, pools_at(rf->pools, i));
-    sched_redis_ready(rf->sched);
+    /* Alerts announced while the node was unreachable reach pub/sub and meta now. */
+    for (size_t i = 0; i < pools_count(rf->pools); i++) {
+        struct pool *p = pools_at(rf->pools, i);
+        if (nodemap_for_key(rf->map, p->k_meta) == n)
+            health_resync(rf->health, p);
+    }
+    sched_node_ready(rf->sched, n);
 }
 
 static void on_stopped(evutil_socket_t fd, short what, void *arg)
@@ -598,6 +602,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     if (!rf)
         return NULL;
     rf->base = base;
+    rf->map = map;
     rf->rds = rds;
     rf->prds = prds;
     rf->store = store;
@@ -625,7 +630,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     }
     {
         struct sched_env env = {.prefix = cfg->key_prefix,
-                                .rds = rds,
+                                .map = map,
                                 .pools = rf->pools,
                                 .health = rf->health,
                                 .pusher = rf->pusher,
