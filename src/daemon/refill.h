@@ -1,7 +1,7 @@
 /*
  * refill — the refill loop as main() sees it (design brief §5): builds the
  * registry of pools (pool.c), the scheduler that checks them every tick
- * (scheduler.c), the fenced pusher (push.c) and the alert conditions
+ * (scheduler.c), a fenced pusher per node (push.c) and the alert conditions
  * (health.c), and sequences each refill: lock -> plan -> reserve -> push ->
  * prefetch -> continue or unlock (see refill.c and docs/architecture.md).
  *

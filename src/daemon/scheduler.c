@@ -14,7 +14,6 @@
 #include "node.h"
 #include "plan.h"
 #include "pool.h"
-#include "push.h"
 #include "rds.h"
 #include "resp.h"
 #include "slots.h"
@@ -501,14 +500,8 @@ static void sweep_scan(struct sweep *sw, const char *cursor)
 /* The sweep of node n, made when first needed; NULL when out of memory. */
 static struct sweep *sweep_of(struct sched *s, struct node *n)
 {
-    if (n->id >= s->nsweeps) {
-        struct sweep **v = realloc(s->sweeps, (n->id + 1) * sizeof(*v));
-        if (!v)
-            return NULL;
-        memset(v + s->nsweeps, 0, (n->id + 1 - s->nsweeps) * sizeof(*v));
-        s->sweeps = v;
-        s->nsweeps = n->id + 1;
-    }
+    if (node_table_fit(&s->sweeps, &s->nsweeps, sizeof(*s->sweeps), n) != 0)
+        return NULL;
     if (!s->sweeps[n->id] && (s->sweeps[n->id] = calloc(1, sizeof(**s->sweeps))) != NULL) {
         s->sweeps[n->id]->s = s;
         s->sweeps[n->id]->n = n;
@@ -545,7 +538,7 @@ static void on_renew(struct rds *r, redisReply *reply, void *arg)
     if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
         log_debug("app=%s lock expired while waiting; the push will be fenced off", p->cfg.key);
     if (p->state == POOL_PUSHQ)
-        push_kick(s->env.pusher); /* it may have waited for this renewal to land */
+        s->env.renewed(p, s->env.arg); /* its push may have waited for this renewal to land */
 }
 
 /*
@@ -568,8 +561,8 @@ static void renew_locks(struct sched *s, uint64_t now)
             now - p->sched.renewed_ms < (uint64_t)s->lock_ttl_ms / 3)
             continue;
         p->sched.owner = s;
-        if (rds_command(nodemap_for_key(s->env.map, p->k_lock)->main, on_renew, p,
-                        "FCALL idpool_renew 1 %s %s %s", p->k_lock, p->run.token, ttl) == 0) {
+        if (rds_command(p->run.node->main, on_renew, p, "FCALL idpool_renew 1 %s %s %s", p->k_lock,
+                        p->run.token, ttl) == 0) {
             p->side_calls++;
             p->sched.renewing++;
             p->sched.renewed_ms = now;

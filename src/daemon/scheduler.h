@@ -17,7 +17,6 @@ struct node;
 struct nodemap;
 struct pool;
 struct pools;
-struct pusher;
 struct sched;
 
 struct sched_env {
@@ -25,9 +24,10 @@ struct sched_env {
     struct nodemap *map; /* a pool is checked on its node's main connection, under its epoch */
     struct pools *pools;
     struct health *health;
-    struct pusher *pusher; /* told when a renewal a push waited for has landed */
     /* A pool below its low-water mark got a refill slot: take its lock. */
     void (*start)(struct pool *p, void *arg);
+    /* A renewal of the pool's lock landed while its push waited in line (PUSHQ) for it. */
+    void (*renewed)(struct pool *p, void *arg);
     void *arg;
 };
 
