@@ -176,6 +176,27 @@ void nodemap_set_timeout(struct nodemap *m, int timeout_ms)
     }
 }
 
+int nodemap_ready(const struct nodemap *m)
+{
+    for (const struct node *n = nodemap_next_primary(m, NULL); n; n = nodemap_next_primary(m, n))
+        if (!rds_ready(n->main) || !rds_ready(n->push))
+            return 0;
+    return 1;
+}
+
+void nodemap_stats(const struct nodemap *m, struct rds_stats *sum)
+{
+    memset(sum, 0, sizeof(*sum));
+    for (size_t i = 0; i < m->nnodes; i++) {
+        struct rds_stats st_main, st_push;
+
+        rds_get_stats(m->nodes[i]->main, &st_main);
+        rds_get_stats(m->nodes[i]->push, &st_push);
+        sum->errors += st_main.errors + st_push.errors;
+        sum->reconnects += st_main.reconnects + st_push.reconnects;
+    }
+}
+
 int node_table_fit(void *table, size_t *len, size_t size, const struct node *n)
 {
     char *t;

@@ -18,6 +18,7 @@
 
 struct nodemap;
 struct rds;
+struct rds_stats;
 
 enum {
     NODEMAP_WRITER = 1, /* refill = on: main and push validate and follow the epoch */
@@ -55,6 +56,10 @@ const char *node_epoch(const struct node *n);
 void node_check_library(struct node *n);
 /* Change every connection's command timeout (config reload). */
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms);
+/* Every primary's main and push connections are ready (the status' redis_up). */
+int nodemap_ready(const struct nodemap *m);
+/* The counters of every node's main and push connections, summed (the API's are not counted). */
+void nodemap_stats(const struct nodemap *m, struct rds_stats *sum);
 
 /*
  * What a module keeps per node lives in a table of pointers by node id:

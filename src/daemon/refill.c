@@ -548,22 +548,20 @@ static int src_one(void *ctx, const char *key, status_app_fn *fn, void *arg)
 static void src_daemon(void *ctx, struct daemon_view *out)
 {
     struct refill *rf = ctx;
-    struct node *n = nodemap_next_primary(rf->map, NULL); /* (one node: sums over the map next) */
-    struct rds_stats rs, ps;
+    struct rds_stats rs;
     struct store_stats ss;
 
     memset(out, 0, sizeof(*out));
-    rds_get_stats(n->main, &rs);
-    rds_get_stats(n->push, &ps);
+    nodemap_stats(rf->map, &rs);
     store_get_stats(rf->store, &ss);
     out->version = IDPOOL_VERSION;
     out->instance = rf->instance;
     out->started_unix_ms = rf->started_unix_ms;
-    out->redis_up = rds_ready(n->main) && rds_ready(n->push);
+    out->redis_up = nodemap_ready(rf->map);
     out->mysql_up = ss.up;
     out->mysql_schema_missing = ss.schema_missing;
-    out->redis_errors = rs.errors + ps.errors;
-    out->redis_reconnects = rs.reconnects + ps.reconnects;
+    out->redis_errors = rs.errors;
+    out->redis_reconnects = rs.reconnects;
     out->mysql_errors = ss.errors;
     out->mysql_reconnects = ss.reconnects;
     pools_tally(rf->pools, &out->apps_served, &out->apps_invalid, &out->apps_deleted,
