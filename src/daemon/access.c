@@ -231,15 +231,8 @@ static void apply_node(struct access_node *an)
 /* What access knows of node n, made when first needed; NULL when out of memory. */
 static struct access_node *node_of(struct access *a, struct node *n)
 {
-    if (n->id >= a->nnodes) {
-        struct access_node **p = realloc(a->nodes, (n->id + 1) * sizeof(*p));
-
-        if (p == NULL)
-            return NULL;
-        memset(p + a->nnodes, 0, (n->id + 1 - a->nnodes) * sizeof(*p));
-        a->nodes = p;
-        a->nnodes = n->id + 1;
-    }
+    if (node_table_fit(&a->nodes, &a->nnodes, sizeof(*a->nodes), n) != 0)
+        return NULL;
     if (a->nodes[n->id] == NULL && (a->nodes[n->id] = calloc(1, sizeof(**a->nodes))) != NULL) {
         a->nodes[n->id]->a = a;
         a->nodes[n->id]->n = n;

@@ -7,6 +7,7 @@
 #include "fault.h"
 #include "health.h"
 #include "log.h"
+#include "node.h"
 #include "pool.h"
 #include "resp.h"
 
@@ -63,13 +64,13 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
     return 0;
 }
 
-int lease_install(const struct lease_ctx *lc, struct pool *p, rds_reply_fn *fn)
+int lease_install(struct pool *p, rds_reply_fn *fn)
 {
     const struct gen_state *st = &p->run.batch.st;
     char expected[U64_LEN], nums[4][U64_LEN];
-    const char *argv[13] = {"FCALL",      "idpool_push",      "3",
-                            p->k_pool,    p->k_meta,          p->k_lock,
-                            p->run.token, rds_epoch(lc->rds), expected};
+    const char *argv[13] = {"FCALL",   "idpool_push", "3",          p->k_pool,
+                            p->k_meta, p->k_lock,     p->run.token, node_epoch(p->run.node),
+                            expected};
     size_t argvlen[13];
     uint64_t v[4] = {st->next, st->hi, st->nlo, st->nhi};
 
@@ -81,5 +82,5 @@ int lease_install(const struct lease_ctx *lc, struct pool *p, rds_reply_fn *fn)
         /* "" = no prefetched lease */
         argvlen[9 + i] = i >= 2 && !gen_has_next(st) ? 0 : u64_fmt(v[i], nums[i]);
     }
-    return rds_command_argv(lc->rds, fn, p, 13, argv, argvlen);
+    return rds_command_argv(p->run.node->main, fn, p, 13, argv, argvlen);
 }

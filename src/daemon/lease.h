@@ -23,7 +23,6 @@ struct pools;
 /* What leases need of the rest of the daemon. */
 struct lease_ctx {
     struct store *store;
-    struct rds *rds; /* main connection: the install of a prefetched lease */
     struct health *health;
     struct pools *pools; /* told when MySQL works again */
 };
@@ -50,8 +49,10 @@ int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, sto
 int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum store_err st,
               const struct store_lease *lease, const char *err) __attribute__((warn_unused_result));
 
-/* Store the batch's state (a prefetched lease) in meta through the fence, without IDs. */
-int lease_install(const struct lease_ctx *lc, struct pool *p, rds_reply_fn *fn)
-    __attribute__((warn_unused_result));
+/*
+ * Store the batch's state (a prefetched lease) in meta through the fence,
+ * without IDs, on the main connection of the refill's node, under its epoch.
+ */
+int lease_install(struct pool *p, rds_reply_fn *fn) __attribute__((warn_unused_result));
 
 #endif

@@ -56,7 +56,7 @@ static void on_node_state(struct node *n, int ready, void *arg)
     struct daemon *d = arg;
 
     if (d->refill)
-        refill_redis_state(d->refill, ready);
+        refill_node_state(d->refill, n, ready);
     if (d->access)
         access_node_state(d->access, n, ready);
 }

@@ -5,6 +5,7 @@
  * in node_sentinel.c.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "node_int.h"
 #include "rds.h"
@@ -14,6 +15,8 @@ static void on_main_state(struct rds *r, int ready, void *arg)
     struct node *n = arg;
 
     (void)r;
+    if (ready)
+        n->generation++;
     if (n->map->on_state)
         n->map->on_state(n, ready, n->map->arg);
 }
@@ -22,10 +25,15 @@ static void node_free(struct node *n)
 {
     if (n == NULL)
         return;
-    /* the API's first: its takes fail while the issuer is stopping */
+    /*
+     * The API's first: its takes fail while the issuer is stopping. Then the
+     * pushes': a push failed now unlocks on main, which is still there (and
+     * fails that too). A pusher started later finds no push connection.
+     */
     rds_free(n->api);
-    rds_free(n->main);
     rds_free(n->push);
+    n->push = NULL;
+    rds_free(n->main);
     free(n);
 }
 
@@ -145,6 +153,16 @@ int node_ready(const struct node *n)
     return rds_ready(n->main);
 }
 
+const char *node_epoch(const struct node *n)
+{
+    return rds_epoch(n->main);
+}
+
+void node_check_library(struct node *n)
+{
+    rds_check_library(n->main);
+}
+
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms)
 {
     for (size_t i = 0; i < m->nnodes; i++) {
@@ -154,4 +172,41 @@ void nodemap_set_timeout(struct nodemap *m, int timeout_ms)
         if (n->api)
             rds_set_timeout(n->api, timeout_ms);
     }
+}
+
+int nodemap_ready(const struct nodemap *m)
+{
+    for (const struct node *n = nodemap_next_primary(m, NULL); n; n = nodemap_next_primary(m, n))
+        if (!rds_ready(n->main) || !rds_ready(n->push))
+            return 0;
+    return 1;
+}
+
+void nodemap_stats(const struct nodemap *m, struct rds_stats *sum)
+{
+    memset(sum, 0, sizeof(*sum));
+    for (size_t i = 0; i < m->nnodes; i++) {
+        struct rds_stats st_main, st_push;
+
+        rds_get_stats(m->nodes[i]->main, &st_main);
+        rds_get_stats(m->nodes[i]->push, &st_push);
+        sum->errors += st_main.errors + st_push.errors;
+        sum->reconnects += st_main.reconnects + st_push.reconnects;
+    }
+}
+
+int node_table_fit(void *table, size_t *len, size_t size, const struct node *n)
+{
+    char *t;
+
+    if (n->id < *len)
+        return 0;
+    memcpy(&t, table, sizeof(t));
+    t = realloc(t, (n->id + 1) * size);
+    if (t == NULL)
+        return -1;
+    memset(t + *len * size, 0, (n->id + 1 - *len) * size);
+    memcpy(table, &t, sizeof(t));
+    *len = n->id + 1;
+    return 0;
 }

@@ -19,6 +19,7 @@
 struct daemon_view;
 struct nodemap;
 struct rds;
+struct rds_stats;
 
 enum {
     NODEMAP_WRITER = 1, /* refill = on: main and push validate and follow the epoch */
@@ -31,6 +32,8 @@ struct node {
     struct rds *main;    /* "redis": checks, locks, leases, sweep, library, ACL users */
     struct rds *push;    /* "redis-push": the fenced pushes */
     struct rds *api;     /* "redis-api": the ID API's takes; NULL when the API is off */
+    unsigned generation; /* +1 each time main becomes ready: a refill whose lock was taken under
+                            an older one stops (hiredis-cluster's route_version) */
 };
 
 /* A node's main connection became ready (ready = 1) or was lost (0). */
@@ -50,7 +53,23 @@ struct node *nodemap_next_primary(const struct nodemap *m, const struct node *pr
 int node_ready(const struct node *n);
 /* The map's part of the status view: how the primary is found (status.h). */
 void nodemap_view(const struct nodemap *m, struct daemon_view *out);
+/* The epoch its main connection validated (rds_epoch: "" before that, and on a non-writer). */
+const char *node_epoch(const struct node *n);
+/* A function of the library failed on one of its connections: look at it (rds_check_library). */
+void node_check_library(struct node *n);
 /* Change every connection's command timeout (config reload). */
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms);
+/* Every primary's main and push connections are ready (the status' redis_up). */
+int nodemap_ready(const struct nodemap *m);
+/* The counters of every node's main and push connections, summed (the API's are not counted). */
+void nodemap_stats(const struct nodemap *m, struct rds_stats *sum);
+
+/*
+ * What a module keeps per node lives in a table of pointers by node id:
+ * grow *table (a pointer to the table, of *len entries of `size` bytes)
+ * so that n->id is in it, the new entries NULL. 0, or -1 when out of memory.
+ */
+int node_table_fit(void *table, size_t *len, size_t size, const struct node *n)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -30,8 +30,9 @@
 #include "status.h"
 
 struct health;
-struct pools;
+struct node;
 struct nodemap;
+struct pools;
 struct sched;
 struct store;
 
@@ -73,6 +74,8 @@ struct pool_health {
 
 /* refill.c and lease.c: the refill in progress */
 struct pool_run {
+    struct node *node;        /* the node of its lock: every command of the refill goes there */
+    unsigned node_gen;        /* node->generation when the lock was taken */
     char token[33];           /* random lock token of this acquisition */
     int locked;               /* SET NX succeeded */
     int lock_step, lock_sent; /* replies seen / commands sent in the lock phase */

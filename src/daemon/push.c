@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fault.h"
+#include "node.h"
 #include "rds.h"
 #include "resp.h"
 
@@ -17,7 +18,7 @@
 #define PUSH_GROUP 4
 
 struct pusher {
-    struct rds *prds;
+    struct node *node;              /* whose push connection carries the jobs */
     struct push_job *running;       /* the job that owns the connection (WATCH) */
     TAILQ_HEAD(, push_job) waiting; /* the others, in order */
     int lock_ttl_ms;                /* for messages */
@@ -78,7 +79,7 @@ static void on_tx_reply(struct rds *r, redisReply *reply, void *arg);
 static int tx_send(struct pusher *p, struct push_job *j, rds_reply_fn *fn, int argc,
                    const char **argv, const size_t *argvlen)
 {
-    return tx_queued(j, rds_command_argv(p->prds, fn, j, argc, argv, argvlen));
+    return tx_queued(j, rds_command_argv(p->node->push, fn, j, argc, argv, argvlen));
 }
 
 /* MULTI, RPUSH... : only an error matters (EXEC then fails with EXECABORT). */
@@ -132,11 +133,11 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
         ok = ok && j->result == PUSH_OK;
         cmd[0] = ok ? "EXEC" : "DISCARD";
         cmd_len[0] = ok ? 4 : 7;
-        rds_in_multi(p->prds, 0);
+        rds_in_multi(p->node->push, 0);
         if (tx_send(p, j, ok ? on_tx_exec : on_tx_reply, 1, cmd, cmd_len) == 0 && ok) {
             j->exec_n = j->open_n;
             if (j->sent == j->open_n && fault_at(FAULT_PUSHING)) {
-                rds_flush(p->prds); /* the first chunk is committed, the rest is not sent */
+                rds_flush(p->node->push); /* the first chunk is committed, the rest is not sent */
                 fault_fire();
             }
             tx_open(p, j);
@@ -198,7 +199,7 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
         p->respcap = need;
     }
     {
-        const char *epoch = rds_epoch(p->prds), *want = j->expected;
+        const char *epoch = rds_epoch(p->node->push), *want = j->expected;
         const char *watch[] = {"WATCH", j->k_lock};
         size_t watch_len[] = {5, strlen(j->k_lock)};
         char prev[U64_LEN];
@@ -216,17 +217,17 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
             tx_send(p, j, on_tx_guard, 9, guard, guard_len) != 0 ||
             tx_send(p, j, on_tx_reply, 1, multi, multi_len) != 0)
             return -1;
-        rds_in_multi(p->prds, 1);
+        rds_in_multi(p->node->push, 1);
     }
     for (size_t i = k; i < k + g; i++) {
         const struct plan_chunk *ci = &j->chunks[i];
         size_t rlen = resp_rpush(p->resp, j->k_pool, klen, j->ids + ci->off, ci->n);
-        if (tx_queued(j, rds_command_resp(p->prds, on_tx_reply, j, p->resp, rlen)) != 0)
+        if (tx_queued(j, rds_command_resp(p->node->push, on_tx_reply, j, p->resp, rlen)) != 0)
             return -1;
     }
     j->open_n = g;
     {
-        const char *epoch = rds_epoch(p->prds);
+        const char *epoch = rds_epoch(p->node->push);
         const char *argv[] = {"HSET",  j->k_meta, "next", nums[0], "hi",  nums[1],
                               "epoch", epoch,     "nlo",  nums[2], "nhi", nums[3]};
         size_t len[12] = {4, strlen(j->k_meta),
@@ -289,7 +290,7 @@ static void pusher_next(struct pusher *p)
     while (!p->running && (j = TAILQ_FIRST(&p->waiting)) && (!j->ready || j->ready(j->arg))) {
         TAILQ_REMOVE(&p->waiting, j, q);
         j->start(j, j->arg);
-        if (!rds_ready(p->prds)) {
+        if (!p->node->push || !rds_ready(p->node->push)) {
             job_error(j, PUSH_ERROR, "the push connection to Redis is down");
             job_finish(p, j);
             continue;
@@ -333,13 +334,13 @@ void pusher_configure(struct pusher *p, int lock_ttl_ms)
     snprintf(p->ttl, sizeof(p->ttl), "%d", lock_ttl_ms);
 }
 
-struct pusher *pusher_new(struct rds *prds, int lock_ttl_ms)
+struct pusher *pusher_new(struct node *n, int lock_ttl_ms)
 {
     struct pusher *p = calloc(1, sizeof(*p));
 
     if (!p)
         return NULL;
-    p->prds = prds;
+    p->node = n;
     TAILQ_INIT(&p->waiting);
     pusher_configure(p, lock_ttl_ms);
     return p;

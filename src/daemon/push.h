@@ -34,7 +34,7 @@
 
 #include "plan.h"
 
-struct rds;
+struct node;
 struct pusher;
 
 enum push_result {
@@ -78,8 +78,12 @@ struct push_job {
     TAILQ_ENTRY(push_job) q;
 };
 
-/* lock_ttl_ms: for the messages of fenced pushes. */
-struct pusher *pusher_new(struct rds *prds, int lock_ttl_ms);
+/*
+ * The pusher of node n, on its push connection ("redis-push"; WATCH is per
+ * connection, so one pusher per node). lock_ttl_ms: for the messages of
+ * fenced pushes.
+ */
+struct pusher *pusher_new(struct node *n, int lock_ttl_ms);
 void pusher_free(struct pusher *p);
 void pusher_configure(struct pusher *p, int lock_ttl_ms);
 

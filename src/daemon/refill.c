@@ -37,13 +37,13 @@
 
 struct refill {
     struct event_base *base;
-    struct rds *rds;  /* checks, locks, leases, alerts */
-    struct rds *prds; /* pushes */
+    struct nodemap *map; /* a refill runs on the node of its pool's lock */
     struct store *store;
     struct health *health;
     struct pools *pools;
     struct sched *sched;
-    struct pusher *pusher;
+    struct pusher **pushers; /* by node id, made at a node's first push */
+    size_t npushers;
     struct lease_ctx lc;
     struct rng rng;
     char *instance; /* for the daemon view (heap) */
@@ -65,6 +65,16 @@ static void refill_push(struct refill *rf, struct pool *p);
 static struct refill *refill_of(const struct pool *p)
 {
     return pool_owner(p);
+}
+
+/*
+ * The refill may go on: its node is ready on the main connection it took
+ * the lock on. One that became ready again since (a new generation: a
+ * reconnect, maybe to another server) stops at its next stage.
+ */
+static int run_valid(const struct pool *p)
+{
+    return node_ready(p->run.node) && p->run.node_gen == p->run.node->generation;
 }
 
 static uint64_t unix_ms(void)
@@ -95,7 +105,7 @@ static void on_unlock(struct rds *r, redisReply *reply, void *arg)
 }
 
 /* The end of every refill, successful or not: compare-and-delete the lock (never another's). */
-static void refill_unlock(struct refill *rf, struct pool *p)
+static void refill_unlock(struct pool *p)
 {
     if (!p->run.locked) {
         pool_set_state(p, POOL_IDLE);
@@ -103,7 +113,7 @@ static void refill_unlock(struct refill *rf, struct pool *p)
     }
     p->run.locked = 0;
     pool_set_state(p, POOL_UNLOCK);
-    if (rds_command(rf->rds, on_unlock, p, "FCALL idpool_unlock 1 %s %s", p->k_lock,
+    if (rds_command(p->run.node->main, on_unlock, p, "FCALL idpool_unlock 1 %s %s", p->k_lock,
                     p->run.token) != 0)
         pool_set_state(p, POOL_IDLE);
 }
@@ -135,7 +145,7 @@ static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
     if (p->run.lock_err || p->run.lock_sent < 3 || !p->run.locked || rf->stopping) {
         if (!p->run.locked && !p->run.lock_err)
             p->c.lock_busy++;
-        refill_unlock(rf, p); /* idle at once when not locked */
+        refill_unlock(p); /* idle at once when not locked */
         return;
     }
     if (fault_at(FAULT_LOCKED))
@@ -143,11 +153,16 @@ static void on_lock_phase(struct rds *r, redisReply *reply, void *arg)
     refill_plan(rf, p);
 }
 
-/* The pool got a refill slot (scheduler.c): take its lock, read its length and meta in one go. */
+/*
+ * The pool got a refill slot (scheduler.c): take its lock, read its length
+ * and meta in one go, on the node of the lock, to which the refill is
+ * pinned from now on.
+ */
 static void refill_lock(struct pool *p, void *arg)
 {
     struct refill *rf = arg;
     struct pool_run *run = &p->run;
+    struct node *n = nodemap_for_key(rf->map, p->k_lock);
     char ttl[16];
     static const char hex[] = "0123456789abcdef";
 
@@ -161,12 +176,14 @@ static void refill_lock(struct pool *p, void *arg)
     run->lock_err = 0;
     run->lock_step = 0;
     run->lock_sent = 0;
-    if (rds_command(rf->rds, on_lock_phase, p, "SET %s %s NX PX %s", p->k_lock, run->token, ttl) ==
+    run->node = n;
+    run->node_gen = n->generation;
+    if (rds_command(n->main, on_lock_phase, p, "SET %s %s NX PX %s", p->k_lock, run->token, ttl) ==
         0)
         run->lock_sent++;
-    if (run->lock_sent == 1 && rds_command(rf->rds, on_lock_phase, p, "LLEN %s", p->k_pool) == 0)
+    if (run->lock_sent == 1 && rds_command(n->main, on_lock_phase, p, "LLEN %s", p->k_pool) == 0)
         run->lock_sent++;
-    if (run->lock_sent == 2 && rds_command(rf->rds, on_lock_phase, p, "HGETALL %s", p->k_meta) == 0)
+    if (run->lock_sent == 2 && rds_command(n->main, on_lock_phase, p, "HGETALL %s", p->k_meta) == 0)
         run->lock_sent++;
     if (run->lock_sent == 0)
         pool_set_state(p, POOL_IDLE);
@@ -188,8 +205,8 @@ static void on_reserve(void *arg, enum store_err st, const struct store_lease *l
         else if (dr == PLAN_DRAW_SHORT)
             health_problem(p, "a fresh lease could not supply the batch");
     }
-    if (rf->stopping || !rds_ready(rf->rds)) {
-        refill_unlock(rf, p);
+    if (rf->stopping || !run_valid(p)) {
+        refill_unlock(p);
         return;
     }
     refill_push(rf, p); /* whatever was drawn is ours: push it */
@@ -203,19 +220,19 @@ static void refill_plan(struct refill *rf, struct pool *p)
 
     if (!plan_due(&p->cfg, p->run.len, p->run.unfinished)) {
         p->run.unfinished = 0;
-        refill_unlock(rf, p); /* someone else refilled it (or finished it) */
+        refill_unlock(p); /* someone else refilled it (or finished it) */
         return;
     }
     if (plan_batch_start(b, &b->st, (size_t)plan_want(&p->cfg, p->run.len)) != 0) {
         health_problem(p, "out of memory for a batch of %" PRIu64 " IDs",
                        plan_want(&p->cfg, p->run.len));
-        refill_unlock(rf, p);
+        refill_unlock(p);
         return;
     }
     dr = plan_batch_draw(b, &p->cfg, &rf->rng, rf->push_chunk);
     if (dr == PLAN_DRAW_NOMEM) {
         health_problem(p, "out of memory drawing IDs");
-        refill_unlock(rf, p);
+        refill_unlock(p);
         return;
     }
     if (dr == PLAN_DRAW_DONE) {
@@ -242,7 +259,7 @@ static void on_continue(struct rds *r, redisReply *reply, void *arg)
 
     (void)r;
     if (!reply || reply->type != REDIS_REPLY_INTEGER || reply->integer != 1 || rf->stopping) {
-        refill_unlock(rf, p); /* lost the lock (or stopping): the next check starts over */
+        refill_unlock(p); /* lost the lock (or stopping): the next check starts over */
         return;
     }
     p->run.start_ms = clock_ms();
@@ -252,7 +269,7 @@ static void on_continue(struct rds *r, redisReply *reply, void *arg)
     free(p->run.expected);
     p->run.expected = strdup(next);
     if (!p->run.expected) {
-        refill_unlock(rf, p);
+        refill_unlock(p);
         return;
     }
     refill_plan(rf, p);
@@ -271,15 +288,15 @@ static void refill_continue(struct refill *rf, struct pool *p)
 
     if (rf->stopping || !plan_due(&p->cfg, p->run.len, p->run.unfinished) ||
         p->run.continued >= MAX_CONTINUE || sched_waiters(rf->sched)) {
-        refill_unlock(rf, p);
+        refill_unlock(p);
         return;
     }
     p->run.continued++;
     pool_set_state(p, POOL_LOCK);
     snprintf(ttl, sizeof(ttl), "%d", rf->lock_ttl_ms);
-    if (rds_command(rf->rds, on_continue, p, "FCALL idpool_renew 1 %s %s %s", p->k_lock,
+    if (rds_command(p->run.node->main, on_continue, p, "FCALL idpool_renew 1 %s %s %s", p->k_lock,
                     p->run.token, ttl) != 0)
-        refill_unlock(rf, p);
+        refill_unlock(p);
 }
 
 static void on_install(struct rds *r, redisReply *reply, void *arg)
@@ -292,7 +309,7 @@ static void on_install(struct rds *r, redisReply *reply, void *arg)
         health_problem(p,
                        "storing the prefetched lease in meta failed: %s (the lease becomes a gap)",
                        rds_errstr(reply));
-        refill_unlock(rf, p);
+        refill_unlock(p);
         return;
     }
     refill_continue(rf, p);
@@ -305,13 +322,13 @@ static void on_prefetch(void *arg, enum store_err st, const struct store_lease *
     struct refill *rf = refill_of(p);
 
     if (lease_got(&rf->lc, p, "prefetching the next lease failed", st, lease, err) != 0 ||
-        rf->stopping || !rds_ready(rf->rds)) {
-        refill_unlock(rf, p);
+        rf->stopping || !run_valid(p)) {
+        refill_unlock(p);
         return;
     }
     pool_set_state(p, POOL_INSTALL);
-    if (lease_install(&rf->lc, p, on_install) != 0)
-        refill_unlock(rf, p);
+    if (lease_install(p, on_install) != 0)
+        refill_unlock(p);
 }
 
 /* After a successful push: reserve the next lease if the current one runs low. */
@@ -414,7 +431,7 @@ static void refill_cut_short(struct refill *rf, struct pool *p, const struct pus
                  job->msg);
         break;
     case PUSH_NOFENCE:
-        rds_check_library(rf->rds); /* the guard's library may be gone or foreign */
+        node_check_library(p->run.node); /* the guard's library may be gone or foreign */
         health_problem(p, "push failed: %s", job->msg);
         break;
     case PUSH_OK:
@@ -433,7 +450,7 @@ static void on_pushed(struct push_job *job, void *arg)
 
     if (job->result != PUSH_OK) {
         refill_cut_short(rf, p, job);
-        refill_unlock(rf, p);
+        refill_unlock(p);
         return;
     }
     p->run.unfinished = 0;
@@ -444,19 +461,32 @@ static void on_pushed(struct push_job *job, void *arg)
     refill_after_push(rf, p);
 }
 
-/* Cut the batch into push chunks and queue it for the push connection. */
+/* The pusher of node n, made when first needed; NULL when out of memory. */
+static struct pusher *pusher_of(struct refill *rf, struct node *n)
+{
+    if (node_table_fit(&rf->pushers, &rf->npushers, sizeof(*rf->pushers), n) != 0)
+        return NULL;
+    if (!rf->pushers[n->id])
+        rf->pushers[n->id] = pusher_new(n, rf->lock_ttl_ms);
+    return rf->pushers[n->id];
+}
+
+/* Cut the batch into push chunks and queue it for the pusher of the refill's node. */
 static void refill_push(struct refill *rf, struct pool *p)
 {
     struct plan_batch *b = &p->run.batch;
     struct push_job *job = &p->run.job;
+    struct pusher *pu = pusher_of(rf, p->run.node);
 
-    if (b->nids == 0) {
-        refill_unlock(rf, p);
+    if (b->nids == 0 || !pu) {
+        if (!pu)
+            health_problem(p, "out of memory for the pusher of its node");
+        refill_unlock(p);
         return;
     }
     if (plan_batch_split(b, rf->push_chunk) != 0) {
         health_problem(p, "out of memory for the push chunks of %zu IDs", b->nids);
-        refill_unlock(rf, p);
+        refill_unlock(p);
         return;
     }
     pool_set_state(p, POOL_PUSHQ);
@@ -472,10 +502,20 @@ static void refill_push(struct refill *rf, struct pool *p)
     job->done = on_pushed;
     job->ready = push_ready;
     job->arg = p;
-    push_submit(rf->pusher, job);
+    push_submit(pu, job);
 }
 
 /* --- the daemon ---------------------------------------------------------- */
+
+/* A renewal a push waited for has landed (scheduler.c): its node's pusher may start it. */
+static void on_renewed(struct pool *p, void *arg)
+{
+    struct refill *rf = arg;
+    unsigned id = p->run.node->id;
+
+    if (id < rf->npushers && rf->pushers[id])
+        push_kick(rf->pushers[id]);
+}
 
 /* A pool went idle: its refill slot goes on, and a shutdown may be complete. */
 static void on_idle(struct pool *p, void *arg)
@@ -508,21 +548,20 @@ static int src_one(void *ctx, const char *key, status_app_fn *fn, void *arg)
 static void src_daemon(void *ctx, struct daemon_view *out)
 {
     struct refill *rf = ctx;
-    struct rds_stats rs, ps;
+    struct rds_stats rs;
     struct store_stats ss;
 
     memset(out, 0, sizeof(*out));
-    rds_get_stats(rf->rds, &rs);
-    rds_get_stats(rf->prds, &ps);
+    nodemap_stats(rf->map, &rs);
     store_get_stats(rf->store, &ss);
     out->version = IDPOOL_VERSION;
     out->instance = rf->instance;
     out->started_unix_ms = rf->started_unix_ms;
-    out->redis_up = rds_ready(rf->rds) && rds_ready(rf->prds);
+    out->redis_up = nodemap_ready(rf->map);
     out->mysql_up = ss.up;
     out->mysql_schema_missing = ss.schema_missing;
-    out->redis_errors = rs.errors + ps.errors;
-    out->redis_reconnects = rs.reconnects + ps.reconnects;
+    out->redis_errors = rs.errors;
+    out->redis_reconnects = rs.reconnects;
     out->mysql_errors = ss.errors;
     out->mysql_reconnects = ss.reconnects;
     pools_tally(rf->pools, &out->apps_served, &out->apps_invalid, &out->apps_deleted,
@@ -550,19 +589,24 @@ void refill_configure(struct refill *rf, const struct config *cfg)
     rf->lock_ttl_ms = cfg->lock_ttl_ms;
     rf->push_chunk = (size_t)cfg->push_chunk;
     health_configure(rf->health, cfg->stall_ms, cfg->alert_resolve_ms);
-    pusher_configure(rf->pusher, cfg->lock_ttl_ms);
+    for (size_t i = 0; i < rf->npushers; i++)
+        if (rf->pushers[i])
+            pusher_configure(rf->pushers[i], cfg->lock_ttl_ms);
     sched_configure(rf->sched, cfg->tick_ms, cfg->reload_ms, cfg->lock_ttl_ms);
     pools_set_tick(rf->pools, cfg->tick_ms);
 }
 
-void refill_redis_state(struct refill *rf, int ready)
+void refill_node_state(struct refill *rf, struct node *n, int ready)
 {
     if (!ready)
         return;
-    /* Alerts announced while Redis was unreachable reach pub/sub and meta now. */
-    for (size_t i = 0; i < pools_count(rf->pools); i++)
-        health_resync(rf->health, pools_at(rf->pools, i));
-    sched_redis_ready(rf->sched);
+    /* Alerts announced while the node was unreachable reach pub/sub and meta now. */
+    for (size_t i = 0; i < pools_count(rf->pools); i++) {
+        struct pool *p = pools_at(rf->pools, i);
+        if (nodemap_for_key(rf->map, p->k_meta) == n)
+            health_resync(rf->health, p);
+    }
+    sched_node_ready(rf->sched, n);
 }
 
 static void on_stopped(evutil_socket_t fd, short what, void *arg)
@@ -592,14 +636,11 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
                           struct store *store, struct alerts *alerts)
 {
     struct refill *rf = calloc(1, sizeof(*rf));
-    /* the checks, refills and pushes still run on the one node's connections */
-    struct rds *rds = nodemap_for_key(map, "")->main, *prds = nodemap_for_key(map, "")->push;
 
     if (!rf)
         return NULL;
     rf->base = base;
-    rf->rds = rds;
-    rf->prds = prds;
+    rf->map = map;
     rf->store = store;
     rf->instance = strdup(cfg->instance);
     rf->started_unix_ms = unix_ms();
@@ -608,8 +649,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     rng_seed_os(&rf->rng);
     rf->stop_ev = event_new(base, -1, 0, on_stopped, rf);
     rf->health = health_new(alerts, map, cfg->stall_ms, cfg->alert_resolve_ms);
-    rf->pusher = pusher_new(prds, cfg->lock_ttl_ms);
-    if (!rf->instance || !rf->stop_ev || !rf->health || !rf->pusher)
+    if (!rf->instance || !rf->stop_ev || !rf->health)
         goto fail;
     {
         struct pools_env env = {.store = store,
@@ -625,11 +665,11 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     }
     {
         struct sched_env env = {.prefix = cfg->key_prefix,
-                                .rds = rds,
+                                .map = map,
                                 .pools = rf->pools,
                                 .health = rf->health,
-                                .pusher = rf->pusher,
                                 .start = refill_lock,
+                                .renewed = on_renewed,
                                 .arg = rf};
         rf->sched = sched_new(base, &env, cfg->tick_ms, cfg->reload_ms, cfg->lock_ttl_ms);
         if (!rf->sched)
@@ -638,7 +678,6 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
             sched_passive(rf->sched);
     }
     rf->lc.store = store;
-    rf->lc.rds = rds;
     rf->lc.health = rf->health;
     rf->lc.pools = rf->pools;
     pools_reload(rf->pools);
@@ -659,7 +698,9 @@ void refill_free(struct refill *rf)
         return;
     sched_free(rf->sched);
     pools_free(rf->pools);
-    pusher_free(rf->pusher);
+    for (size_t i = 0; i < rf->npushers; i++)
+        pusher_free(rf->pushers[i]);
+    free(rf->pushers);
     health_free(rf->health);
     if (rf->stop_ev)
         event_free(rf->stop_ev);

@@ -1,7 +1,7 @@
 /*
  * refill — the refill loop as main() sees it (design brief §5): builds the
  * registry of pools (pool.c), the scheduler that checks them every tick
- * (scheduler.c), the fenced pusher (push.c) and the alert conditions
+ * (scheduler.c), a fenced pusher per node (push.c) and the alert conditions
  * (health.c), and sequences each refill: lock -> plan -> reserve -> push ->
  * prefetch -> continue or unlock (see refill.c and docs/architecture.md).
  *
@@ -17,6 +17,7 @@
 #include "status.h"
 #include "store.h"
 
+struct node;
 struct nodemap;
 struct pools;
 struct refill;
@@ -38,8 +39,8 @@ void refill_configure(struct refill *rf, const struct config *cfg);
 /* Views of every application and of the daemon, for HTTP and /metrics. */
 void refill_status_source(struct refill *rf, struct status_source *out);
 
-/* Redis became ready (1) or was lost (0). */
-void refill_redis_state(struct refill *rf, int ready);
+/* Node n's main connection became ready (1) or was lost (0). */
+void refill_node_state(struct refill *rf, struct node *n, int ready);
 
 /*
  * Stop starting new work; when everything in flight has finished and every

@@ -11,9 +11,9 @@
 #include "health.h"
 #include "keys.h"
 #include "log.h"
+#include "node.h"
 #include "plan.h"
 #include "pool.h"
-#include "push.h"
 #include "rds.h"
 #include "resp.h"
 #include "slots.h"
@@ -28,14 +28,22 @@
  */
 #define MAX_REFILLS 32
 
+/* The epoch sweep of one node (its SCAN and the idpool_epoch calls of the keys it found). */
+struct sweep {
+    struct sched *s;
+    struct node *n;
+    int scanning;        /* its SCAN is in progress */
+    unsigned pending;    /* its idpool_epoch calls in flight */
+    size_t swept, metas; /* pools and metas seen by the sweep in progress */
+    size_t discarded;    /* pools (or metas without one) it discarded */
+};
+
 struct sched {
     struct sched_env env;
-    char match[KEYS_MAX];    /* SCAN pattern of every key of an application (keys.h) */
-    int passive;             /* issuer-only: load rows, check nothing */
-    int sweeping;            /* an epoch sweep's SCAN is in progress */
-    unsigned sweep_pending;  /* its idpool_epoch calls in flight */
-    size_t swept, metas;     /* pools and metas seen by the sweep in progress */
-    size_t discarded;        /* pools (or metas without one) it discarded */
+    char match[KEYS_MAX];  /* SCAN pattern of every key of an application (keys.h) */
+    int passive;           /* issuer-only: load rows, check nothing */
+    struct sweep **sweeps; /* by node id, made when the node is first ready */
+    size_t nsweeps;
     struct event *tick_ev;   /* persistent tick */
     struct event *reload_ev; /* persistent reload timer */
     int tick_ms, reload_ms, lock_ttl_ms;
@@ -76,7 +84,8 @@ void sched_release(struct sched *s, struct pool *p)
         return;
     while ((e = slots_next(&s->slots))) {
         struct pool *w = pool_of_slot(e);
-        if (w->live && !w->dead && w->state == POOL_IDLE && !s->stopping && rds_ready(s->env.rds))
+        if (w->live && !w->dead && w->state == POOL_IDLE && !s->stopping &&
+            node_ready(nodemap_for_key(s->env.map, w->k_pool)))
             sched_request(s, w); /* it re-checks its pool under the lock */
     }
 }
@@ -279,8 +288,8 @@ static void on_adopt(struct rds *r, redisReply *reply, void *arg)
         health_adopt(s->env.health, p, mask);
 }
 
-/* HMGET <meta> alert:<kind>... for every kind, in enum order. */
-static int send_adopt(struct sched *s, struct pool *p)
+/* HMGET <meta> alert:<kind>... for every kind, in enum order, on the pool's node. */
+static int send_adopt(struct rds *rds, struct pool *p)
 {
     static char fields[ALERT_COUNT][64];
     const char *argv[2 + ALERT_COUNT];
@@ -292,24 +301,33 @@ static int send_adopt(struct sched *s, struct pool *p)
             snprintf(fields[k], sizeof(fields[k]), "alert:%s", alert_name((enum alert_kind)k));
         argv[2 + k] = fields[k];
     }
-    if (rds_command_argv(s->env.rds, on_adopt, p, 2 + ALERT_COUNT, argv, NULL) != 0)
+    if (rds_command_argv(rds, on_adopt, p, 2 + ALERT_COUNT, argv, NULL) != 0)
         return -1;
     p->side_calls++;
     return 0;
 }
 
-/* Send the check of one pool if it is due. */
-static void check_one(struct sched *s, struct pool *p, uint64_t now)
+/* A sweep of node n is running: its SCAN, or idpool_epoch calls it sent. */
+static int node_sweeping(const struct sched *s, const struct node *n)
 {
-    struct rds *rds = s->env.rds;
+    const struct sweep *sw = n->id < s->nsweeps ? s->sweeps[n->id] : NULL;
+
+    return sw && (sw->scanning || sw->pending);
+}
+
+/* Send the check of one pool, on node n (ready), if it is due. */
+static void check_one(struct sched *s, struct pool *p, struct node *n, uint64_t now)
+{
+    struct rds *rds = n->main;
+    const char *epoch = node_epoch(n);
     /* First look at a pool on this Redis process: discard it if it was filled under
      * another one (cadence.h). */
     struct cadence_pool cp = {
         .now = now,
         .due_ms = p->sched.due_ms,
         .status_due_ms = p->sched.status_due_ms,
-        .epoch_due = strcmp(p->sched.epoch_seen, rds_epoch(rds)) != 0,
-        .sweeping = s->sweeping || s->sweep_pending,
+        .epoch_due = strcmp(p->sched.epoch_seen, epoch) != 0,
+        .sweeping = node_sweeping(s, n),
         .waiting = p->sched.slot.waiting,
         .idle = p->state == POOL_IDLE,
         .live = p->live,
@@ -324,13 +342,13 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
     p->sched.due_ms = now + p->cfg.interval_ms;
     pool_set_state(p, POOL_CHECK);
     if (what == CADENCE_EPOCH && rds_command(rds, on_epoch, p, "FCALL idpool_epoch 2 %s %s %s",
-                                             p->k_pool, p->k_meta, rds_epoch(rds)) != 0) {
+                                             p->k_pool, p->k_meta, epoch) != 0) {
         pool_set_state(p, POOL_IDLE);
         return;
     }
     /* after idpool_epoch: alert states of a discarded meta are gone with it */
     if (!p->health.adopted)
-        (void)send_adopt(s, p);
+        (void)send_adopt(rds, p);
     if (what != CADENCE_LLEN) {
         if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s", p->k_pool, p->k_meta) !=
             0)
@@ -352,22 +370,23 @@ static void check_one(struct sched *s, struct pool *p, uint64_t now)
  * may be down when Redis comes back) nor for a pool that is busy refilling,
  * and it also covers pools of rows soft-deleted or removed. A pool and its
  * meta found both are checked twice (idpool_epoch is idempotent).
- * (Redis Cluster: one SCAN per primary.)
+ * Each node is swept on its own, when its main connection is ready (a
+ * node's epoch is its own): one SCAN per primary.
  */
 struct sweep_item {
-    struct sched *s;
+    struct sweep *sw;
     char *pool; /* the pool key (heap) */
 };
 
-static void sweep_scan(struct sched *s, const char *cursor);
+static void sweep_scan(struct sweep *sw, const char *cursor);
 
 /* The sweep is over when its SCAN is done and every idpool_epoch has answered. */
-static void sweep_done(struct sched *s, struct rds *r)
+static void sweep_done(struct sweep *sw, struct rds *r)
 {
-    if (s->sweeping || s->sweep_pending)
+    if (sw->scanning || sw->pending)
         return;
     log_info("epoch sweep (epoch %s): %zu pools and %zu metas in Redis, %zu discarded",
-             rds_epoch(r), s->swept, s->metas, s->discarded);
+             rds_epoch(r), sw->swept, sw->metas, sw->discarded);
 }
 
 /* The registered pool of a pool key (its application: keys_app_of), or NULL. */
@@ -383,8 +402,8 @@ static struct pool *sweep_pool_of(struct sched *s, const char *key)
 static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
 {
     struct sweep_item *it = arg;
-    struct sched *s = it->s;
-    struct pool *p = sweep_pool_of(s, it->pool);
+    struct sweep *sw = it->sw;
+    struct pool *p = sweep_pool_of(sw->s, it->pool);
 
     if (p)
         p->side_calls--;
@@ -392,7 +411,7 @@ static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
         if (p)
             snprintf(p->sched.epoch_seen, sizeof(p->sched.epoch_seen), "%s", rds_epoch(r));
         if (reply->integer == 1) {
-            s->discarded++;
+            sw->discarded++;
             if (p) {
                 sched_discarded(p, rds_epoch(r));
             } else {
@@ -406,15 +425,15 @@ static void on_sweep_epoch(struct rds *r, redisReply *reply, void *arg)
     }
     free(it->pool);
     free(it);
-    s->sweep_pending--;
+    sw->pending--;
     if (reply)
-        sweep_done(s, r);
+        sweep_done(sw, r);
 }
 
 /* Sweep the pools and metas of one SCAN reply, then go on with its cursor. */
 static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
 {
-    struct sched *s = arg;
+    struct sweep *sw = arg;
     const redisReply *keys;
 
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
@@ -423,7 +442,7 @@ static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
         if (reply)
             log_warn("epoch sweep: SCAN failed: %s; the pools are checked one by one",
                      rds_errstr(reply));
-        s->sweeping = 0;
+        sw->scanning = 0;
         return;
     }
     keys = reply->element[1];
@@ -446,15 +465,15 @@ static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
             free(it);
             continue;
         }
-        it->s = s;
+        it->sw = sw;
         if (kind == KEYS_POOL)
-            s->swept++;
+            sw->swept++;
         else
-            s->metas++;
-        p = sweep_pool_of(s, k->str);
+            sw->metas++;
+        p = sweep_pool_of(sw->s, k->str);
         if (rds_command(r, on_sweep_epoch, it, "FCALL idpool_epoch 2 %s %s %s", it->pool, meta,
                         rds_epoch(r)) == 0) {
-            s->sweep_pending++;
+            sw->pending++;
             if (p)
                 p->side_calls++;
         } else {
@@ -464,26 +483,45 @@ static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
         free(meta);
     }
     if (strcmp(reply->element[0]->str, "0") != 0) {
-        sweep_scan(s, reply->element[0]->str);
+        sweep_scan(sw, reply->element[0]->str);
         return;
     }
-    s->sweeping = 0;
-    sweep_done(s, r);
+    sw->scanning = 0;
+    sweep_done(sw, r);
 }
 
-static void sweep_scan(struct sched *s, const char *cursor)
+static void sweep_scan(struct sweep *sw, const char *cursor)
 {
-    if (rds_command(s->env.rds, on_sweep_scan, s, "SCAN %s MATCH %s COUNT 1000", cursor,
-                    s->match) != 0)
-        s->sweeping = 0;
+    if (rds_command(sw->n->main, on_sweep_scan, sw, "SCAN %s MATCH %s COUNT 1000", cursor,
+                    sw->s->match) != 0)
+        sw->scanning = 0;
 }
 
-/* The connection validated the server at its handshake (rds): sweep under that epoch. */
-static void sweep_start(struct sched *s)
+/* The sweep of node n, made when first needed; NULL when out of memory. */
+static struct sweep *sweep_of(struct sched *s, struct node *n)
 {
-    s->sweeping = 1;
-    s->swept = s->metas = s->discarded = 0;
-    sweep_scan(s, "0");
+    if (node_table_fit(&s->sweeps, &s->nsweeps, sizeof(*s->sweeps), n) != 0)
+        return NULL;
+    if (!s->sweeps[n->id] && (s->sweeps[n->id] = calloc(1, sizeof(**s->sweeps))) != NULL) {
+        s->sweeps[n->id]->s = s;
+        s->sweeps[n->id]->n = n;
+    }
+    return s->sweeps[n->id];
+}
+
+/* The node's main connection validated the server at its handshake (rds): sweep under that epoch.
+ */
+static void sweep_start(struct sched *s, struct node *n)
+{
+    struct sweep *sw = sweep_of(s, n);
+
+    if (!sw) {
+        log_error("epoch sweep: out of memory; the pools are checked one by one");
+        return;
+    }
+    sw->scanning = 1;
+    sw->swept = sw->metas = sw->discarded = 0;
+    sweep_scan(sw, "0");
 }
 
 /* --- renewal ------------------------------------------------------------- */
@@ -500,7 +538,7 @@ static void on_renew(struct rds *r, redisReply *reply, void *arg)
     if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
         log_debug("app=%s lock expired while waiting; the push will be fenced off", p->cfg.key);
     if (p->state == POOL_PUSHQ)
-        push_kick(s->env.pusher); /* it may have waited for this renewal to land */
+        s->env.renewed(p, s->env.arg); /* its push may have waited for this renewal to land */
 }
 
 /*
@@ -523,7 +561,7 @@ static void renew_locks(struct sched *s, uint64_t now)
             now - p->sched.renewed_ms < (uint64_t)s->lock_ttl_ms / 3)
             continue;
         p->sched.owner = s;
-        if (rds_command(s->env.rds, on_renew, p, "FCALL idpool_renew 1 %s %s %s", p->k_lock,
+        if (rds_command(p->run.node->main, on_renew, p, "FCALL idpool_renew 1 %s %s %s", p->k_lock,
                         p->run.token, ttl) == 0) {
             p->side_calls++;
             p->sched.renewing++;
@@ -544,22 +582,21 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     pools_sweep(reg);
     if (s->passive)
-        return; /* issuer-only: the refillers check the pools */
-    if (!rds_ready(s->env.rds)) {
-        /* Nothing can be pushed: a pool that needed IDs stalls. */
-        for (size_t i = 0; i < pools_count(reg); i++) {
-            struct pool *p = pools_at(reg, i);
+        return;          /* issuer-only: the refillers check the pools */
+    renew_locks(s, now); /* (a renewal on a node that is not ready is not sent) */
+    /* Every due check goes out in one write per node: hiredis buffers until the loop flushes. */
+    for (size_t i = 0; i < pools_count(reg); i++) {
+        struct pool *p = pools_at(reg, i);
+        struct node *n = nodemap_for_key(s->env.map, p->k_pool);
+
+        if (!node_ready(n)) {
+            /* Nothing can be pushed: a pool that needed IDs stalls. */
             if (p->live && !p->dead && !s->stopping)
                 health_unreachable(s->env.health, p, now, "Redis is unreachable");
+        } else if (!s->stopping) {
+            check_one(s, p, n, now);
         }
-        return;
     }
-    renew_locks(s, now);
-    if (s->stopping)
-        return;
-    /* Every due check goes out in one write: hiredis buffers until the loop flushes. */
-    for (size_t i = 0; i < pools_count(reg); i++)
-        check_one(s, pools_at(reg, i), now);
 }
 
 static void on_reload(evutil_socket_t fd, short what, void *arg)
@@ -576,11 +613,11 @@ void sched_passive(struct sched *s)
     s->passive = 1;
 }
 
-void sched_redis_ready(struct sched *s)
+void sched_node_ready(struct sched *s, struct node *n)
 {
     if (s->passive)
         return;
-    sweep_start(s);
+    sweep_start(s, n);
     on_tick(-1, 0, s); /* check every pool at once after (re)connecting */
 }
 
@@ -632,5 +669,8 @@ void sched_free(struct sched *s)
         event_free(s->tick_ev);
     if (s->reload_ev)
         event_free(s->reload_ev);
+    for (size_t i = 0; i < s->nsweeps; i++)
+        free(s->sweeps[i]);
+    free(s->sweeps);
     free(s);
 }

@@ -13,20 +13,21 @@
 #include <event2/event.h>
 
 struct health;
+struct node;
+struct nodemap;
 struct pool;
 struct pools;
-struct pusher;
-struct rds;
 struct sched;
 
 struct sched_env {
-    const char *prefix; /* key prefix: the epoch sweep SCANs keys_scan_pattern() */
-    struct rds *rds;
+    const char *prefix;  /* key prefix: the epoch sweep SCANs keys_scan_pattern() */
+    struct nodemap *map; /* a pool is checked on its node's main connection, under its epoch */
     struct pools *pools;
     struct health *health;
-    struct pusher *pusher; /* told when a renewal a push waited for has landed */
     /* A pool below its low-water mark got a refill slot: take its lock. */
     void (*start)(struct pool *p, void *arg);
+    /* A renewal of the pool's lock landed while its push waited in line (PUSHQ) for it. */
+    void (*renewed)(struct pool *p, void *arg);
     void *arg;
 };
 
@@ -36,10 +37,11 @@ void sched_free(struct sched *s);
 void sched_configure(struct sched *s, int tick_ms, int reload_ms, int lock_ttl_ms);
 
 /*
- * Redis is ready again: sweep every pool in Redis (SCAN, whatever MySQL
- * knows and whatever state a pool is in) and check every pool now.
+ * Node n's main connection is ready again (validated under its epoch):
+ * sweep every pool on that node (SCAN, whatever MySQL knows and whatever
+ * state a pool is in) and check every pool now.
  */
-void sched_redis_ready(struct sched *s);
+void sched_node_ready(struct sched *s, struct node *n);
 /*
  * Issuer-only instance (refill = off): rows are still loaded (the ID API
  * needs them), but no pool is checked, swept, locked or refilled.
