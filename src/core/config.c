@@ -342,6 +342,14 @@ static int replace_str(struct loader *ld, enum setting_id id, char **field, cons
     return 0;
 }
 
+/* config_accept_sentinel() was called: this program follows a Sentinel set. */
+static int sentinel_accepted;
+
+void config_accept_sentinel(void)
+{
+    sentinel_accepted = 1;
+}
+
 /*
  * Parse and validate one value of setting id from source o, replacing the
  * previous value in ld->cfg only once the new one is known to be good.
@@ -367,7 +375,7 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
 
         if (redis_url_parse(value, &u, msg, sizeof(msg)) < 0)
             return fail(ld, id, "%s", msg);
-        if (u.kind == REDIS_SENTINEL) { /* parsed, not yet followed: the node layer comes first */
+        if (u.kind == REDIS_SENTINEL && !sentinel_accepted) { /* idpoold: not yet followed */
             redis_url_free(&u);
             return fail(ld, id,
                         "redis-sentinel:// is not supported by this version yet; give the "

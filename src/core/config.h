@@ -78,6 +78,13 @@ enum config_result config_load(struct config *out, int argc, char *const argv[],
 
 void config_free(struct config *cfg);
 
+/*
+ * A program that follows a Sentinel set (idpoolctl) calls this before
+ * config_load: redis-sentinel:// is then accepted. idpoold does not follow
+ * one yet and refuses it.
+ */
+void config_accept_sentinel(void);
+
 /* The ID API is on: api_addr is set. */
 int config_api_on(const struct config *cfg);
 

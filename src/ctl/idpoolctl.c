@@ -173,6 +173,7 @@ int main(int argc, char **argv)
 
     memset(&c, 0, sizeof(c));
     c.prog = progname;
+    config_accept_sentinel(); /* ctl_redis_open follows the primary a Sentinel set names */
     rc = run(&c, argc, argv);
     /* With --json, stdout holds one JSON document whatever happened. */
     if (c.json && rc != 0 && !c.json_done) {
