@@ -11,10 +11,11 @@
 # twice, 50,000 even and 30,000 odd (served by the new primary).
 # (2) idpoolctl status and take on the Sentinel URL: status names the
 # primary it read ("Redis idpool via Sentinel (primary H:P)"), take's IDs
-# come from the new primary.
+# come from the new primary; idpool-load --sentinel takes there too.
 # (3) A sentinel that names a replica (a "master" monitored at the demoted
-# primary's address): ROLE refuses it, in libidpool and idpoolctl; no
-# sentinel answering: the error names the sentinels tried, not a password.
+# primary's address): ROLE refuses it, in libidpool, idpoolctl and
+# idpool-load; no sentinel answering: the error names the sentinels tried,
+# not a password; idpool-load counts a replica's READONLY replies.
 # (4) Forked children take through the inherited Sentinel environment:
 # no ID in two processes.
 # shellcheck source-path=SCRIPTDIR
@@ -89,6 +90,13 @@ while read -r id; do
 done <"$DIR/out"
 pass "idpoolctl status names the primary the sentinels chose; take gets its IDs there"
 
+SENTINELS=127.0.0.1:$SENTINEL1_PORT,127.0.0.1:$SENTINEL2_PORT,127.0.0.1:$SENTINEL3_PORT
+"$IDPOOL_LOAD" --sentinel "$SENTINELS" --master "$SENTINEL_MASTER" --mode take --key "$(pool_key sc)" \
+    --batch 100 --count 1000 >"$DIR/load.out" 2>&1 || fail "idpool-load --sentinel: $(cat "$DIR/load.out")"
+grep -q "conn 0: primary 127\.0\.0\.1:$NEW\$" "$DIR/load.out" || fail "idpool-load did not say its primary: $(cat "$DIR/load.out")"
+grep -q ' ids=1000 ' "$DIR/load.out" || fail "idpool-load took not 1000 IDs: $(cat "$DIR/load.out")"
+pass "idpool-load --sentinel takes from the primary the sentinels name"
+
 # --- (3) a sentinel that names a replica; no sentinel -------------------------
 OLD=$REDIS_PORT
 wait_until 20 eval "[[ \$(pcli $OLD ROLE | head -n 1) == slave ]]" || fail "the old primary is not a replica"
@@ -98,12 +106,22 @@ ctl_expect 1 --redis "$LIAR" take sc 1 --timeout-ms 1500
 err_has "liar@127\\.0\\.0\\.1:$OLD: ROLE says replica, not master"
 ctl_expect 1 --redis "$LIAR" status
 err_has "Redis liar via Sentinel \\(primary 127\\.0\\.0\\.1:$OLD\\): ROLE says replica, not master"
+st=0
+"$IDPOOL_LOAD" --sentinel "127.0.0.1:$SENTINEL1_PORT" --master liar --mode take --key "$(pool_key sc)" \
+    --count 10 >"$DIR/load.out" 2>&1 || st=$?
+assert_eq 1 "$st" "idpool-load's exit status on a replica"
+grep -q "127\.0\.0\.1:$OLD: ROLE says replica, not master" "$DIR/load.out" || fail "idpool-load: $(cat "$DIR/load.out")"
 pcli "$SENTINEL1_PORT" SENTINEL REMOVE liar >/dev/null
+# A replica given directly: its READONLY refusals are counted by class.
+"$IDPOOL_LOAD" --port "$OLD" --mode take --key "$(pool_key sc)" --reconnect --backoff-ms 1:10 \
+    --duration 0.5 >"$DIR/load.out" 2>&1 || fail "idpool-load on a replica: $(cat "$DIR/load.out")"
+grep -qE ' err_reply=[1-9][0-9]* .*reply_readonly=[1-9]' "$DIR/load.out" ||
+    fail "idpool-load did not count READONLY: $(cat "$DIR/load.out")"
 DEAD=$(free_port)
 ctl_expect 1 --redis "redis-sentinel://127.0.0.1:$DEAD?sentinel_password=s3cret#idpool" status
 err_has "no sentinel named the master 'idpool' \\(tried 127\\.0\\.0\\.1:$DEAD\\)"
 err_lacks s3cret
-pass "a replica the sentinels name is refused (ROLE), by libidpool and idpoolctl; no sentinel: named, no password"
+pass "a replica the sentinels name is refused (ROLE), by libidpool, idpoolctl and idpool-load; no sentinel: named, no password; READONLY counted"
 
 # --- (4) fork -------------------------------------------------------------------
 st=0
