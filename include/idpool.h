@@ -121,6 +121,11 @@ struct idpool_app;
  * A client for environments envs[0..n) in preference order, each either
  *   redis://[[user]:password@]host[:port][/db]   a Redis (the background thread
  *                                                 calls FCALL idpool_take), or
+ *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master
+ *                                                 the primary a Sentinel set names
+ *                                                 (asked at every reconnect; ROLE
+ *                                                 must say master; a lost take is
+ *                                                 never sent again), or
  *   http[s]://TOKEN@host[:port][/prefix]          an ID issuer (idpoold --api,
  *                                                 GET /v1/ids/{key}?count=N with
  *                                                 the token; https verified).

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "resolve.h"
+
 void ctl_oom(void)
 {
     fputs("idpoolctl: out of memory\n", stderr);
@@ -185,15 +187,30 @@ int ctl_redis_open(struct ctl *c)
 {
     const struct redis_url *u = &c->cfg.redis;
     struct timeval tv = {c->cfg.redis_timeout_ms / 1000, (c->cfg.redis_timeout_ms % 1000) * 1000};
+    char primary[256], where[HOSTPORT_STR_MAX], err[1024] = "not a Sentinel URL";
+    const char *host = u->host;
+    int port = u->port;
     redisContext *r;
 
     if (c->rds)
         return 0;
-    if (strchr(u->host, ':'))
+    if (u->kind == REDIS_SENTINEL) {
+        struct resolver res;
+
+        if (resolve_init(&res, u, NULL, NULL) < 0 ||
+            resolve_primary(&res, c->cfg.redis_timeout_ms, primary, sizeof(primary), &port, err,
+                            sizeof(err)) < 0)
+            return ctl_fail(c, CTL_ERROR, "cannot find the Redis primary through Sentinel: %s",
+                            err);
+        host = primary;
+        snprintf(c->rds_where, sizeof(c->rds_where), "Redis %s via Sentinel (primary %s)",
+                 u->master, hostport_str(where, sizeof(where), host, port));
+    } else if (strchr(u->host, ':')) {
         snprintf(c->rds_where, sizeof(c->rds_where), "Redis at [%s]:%d", u->host, u->port);
-    else
+    } else {
         snprintf(c->rds_where, sizeof(c->rds_where), "Redis at %s:%d", u->host, u->port);
-    r = redisConnectWithTimeout(u->host, u->port, tv);
+    }
+    r = redisConnectWithTimeout(host, port, tv);
     if (!r)
         ctl_oom();
     if (r->err) {
@@ -216,6 +233,9 @@ int ctl_redis_open(struct ctl *c)
     }
     if (u->db != 0 && redis_setup_reply(c, redisCommand(r, "SELECT %d", u->db), "SELECT") != 0)
         return CTL_ERROR;
+    /* What the sentinels named may have been demoted since: read and write the primary only. */
+    if (u->kind == REDIS_SENTINEL && resolve_check_master(r, err, sizeof(err)) < 0)
+        return ctl_fail(c, CTL_ERROR, "%s: %s", c->rds_where, err);
     return 0;
 }
 

@@ -43,7 +43,7 @@ struct ctl {
     char errmsg[CTL_MSG_MAX]; /* the last error, for the --json error document */
     MYSQL *db;                /* after ctl_db_open() */
     redisContext *rds;        /* after ctl_redis_open() */
-    char rds_where[300];      /* "Redis at host:port" for messages */
+    char rds_where[400];      /* "Redis at H:P", "Redis NAME via Sentinel (primary H:P)" */
 };
 
 /*

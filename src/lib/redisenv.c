@@ -1,7 +1,12 @@
 /*
- * redisenv — libidpool's transport to a Redis (redis://): FCALL idpool_take
- * on a blocking hiredis connection per environment, opened as needed
- * (AUTH, SELECT) with io_timeout_ms for connect and every command.
+ * redisenv — libidpool's transport to a Redis (redis://, or the primary a
+ * Sentinel set names: redis-sentinel://): FCALL idpool_take on a blocking
+ * hiredis connection per environment, opened as needed (AUTH, SELECT)
+ * with io_timeout_ms for connect and every command. A Sentinel
+ * environment asks the sentinels at every (re)connect (resolve.h) and
+ * takes nothing before ROLE said master on that connection; a READONLY
+ * or NOREPLICAS refusal or a lost reply closes it (the next take
+ * re-resolves). A take is never sent again: a lost take's IDs are a gap.
  */
 #include "env.h"
 
@@ -12,18 +17,26 @@
 
 #include <hiredis/hiredis.h>
 
+#include "resolve.h"
 #include "url.h"
 
 /* A Redis environment. */
 struct redis_env {
     struct env env; /* first: a struct env * is a struct redis_env * */
     struct redis_url url;
-    redisContext *rc; /* NULL while not connected */
+    redisContext *rc;     /* NULL while not connected */
+    struct resolver sent; /* redis-sentinel://: the sentinels (url.kind REDIS_SENTINEL) */
 };
 
 static struct redis_env *redis_of(struct env *e)
 {
     return (struct redis_env *)e;
+}
+
+/* The resolver's sockets are the environment's while open (a forked child closes them). */
+static void sentinel_sock(void *arg, int fd)
+{
+    env_sock(arg, fd);
 }
 
 static struct env *redis_open(const char *url, char *err, size_t errlen)
@@ -39,6 +52,12 @@ static struct env *redis_open(const char *url, char *err, size_t errlen)
         return NULL;
     }
     env_base(&x->env, &redis_env_ops, x->url.host, x->url.port);
+    if (x->url.kind == REDIS_SENTINEL) {
+        /* Always a Sentinel URL here: resolve_init cannot fail. */
+        if (resolve_init(&x->sent, &x->url, sentinel_sock, &x->env) < 0)
+            abort();
+        snprintf(x->env.name, sizeof(x->env.name), "%.64s@sentinels", x->url.master);
+    }
     return &x->env;
 }
 
@@ -88,9 +107,25 @@ static redisContext *redis_conn(struct redis_env *x, const struct idpool_options
     struct timeval tv = {o->io_timeout_ms / 1000, (o->io_timeout_ms % 1000) * 1000};
     redisReply *y;
 
+    const char *host = x->url.host;
+    int port = x->url.port;
+    char primary[256], err[1024];
+
     if (x->rc)
         return x->rc;
-    x->rc = redisConnectWithTimeout(x->url.host, x->url.port, tv);
+    if (x->url.kind == REDIS_SENTINEL) {
+        if (resolve_primary(&x->sent, o->io_timeout_ms, primary, sizeof(primary), &port, err,
+                            sizeof(err)) < 0) {
+            take_msg(r, &x->env, "%s", err);
+            env_fail(&x->env);
+            return NULL;
+        }
+        host = primary;
+        snprintf(x->env.name, sizeof(x->env.name), "%.64s@", x->url.master);
+        hostport_str(x->env.name + strlen(x->env.name), sizeof(x->env.name) - strlen(x->env.name),
+                     host, port);
+    }
+    x->rc = redisConnectWithTimeout(host, port, tv);
     if (x->rc && x->rc->fd >= 0)
         env_sock(&x->env, x->rc->fd);
     if (x->rc == NULL || x->rc->err || redisSetTimeout(x->rc, tv) != REDIS_OK) {
@@ -111,6 +146,11 @@ static redisContext *redis_conn(struct redis_env *x, const struct idpool_options
             return NULL;
         freeReplyObject(y);
     }
+    if (x->url.kind == REDIS_SENTINEL && resolve_check_master(x->rc, err, sizeof(err)) < 0) {
+        take_msg(r, &x->env, "%s", err);
+        env_fail(&x->env); /* the next try asks the sentinels again */
+        return NULL;
+    }
     x->env.backoff_ms = 0;
     return x->rc;
 }
@@ -126,6 +166,7 @@ static enum take_outcome redis_take(struct env *e, const struct take_req *q, str
         return T_DOWN;
     y = redisCommand(rc, "FCALL idpool_take 2 %s %s %u", q->k_pool, q->k_meta, q->count);
     if (y == NULL) {
+        /* Lost: the IDs it may have popped are a gap, never asked for again. */
         take_msg(r, e, "%s", rc->errstr);
         env_fail(e);
         return T_DOWN;
@@ -138,7 +179,11 @@ static enum take_outcome redis_take(struct env *e, const struct take_req *q, str
         if (out == T_DRY)
             take_msg(r, e, "the pool is empty");
     } else if (y->type == REDIS_REPLY_ERROR) {
-        /* Not ours (a missing library, a read-only replica, ...): T_DOWN. */
+        /*
+         * Not ours (a missing library, READONLY from a demoted primary,
+         * NOREPLICAS, ...): T_DOWN, closed; a Sentinel environment asks
+         * the sentinels again at the next try.
+         */
         out = env_refusal(y->str, q->count, r);
         take_msg(r, e, "%s", y->str);
         if (out == T_DOWN)
@@ -152,11 +197,12 @@ static enum take_outcome redis_take(struct env *e, const struct take_req *q, str
     return out;
 }
 
-static const char *const redis_schemes[] = {"redis://", NULL};
+static const char *const redis_schemes[] = {"redis://", "redis-sentinel://", NULL};
 
 const struct env_ops redis_env_ops = {
     .schemes = redis_schemes,
-    .usage = "redis://[[user]:password@]host[:port][/db]",
+    .usage = "redis://[[user]:password@]host[:port][/db] or "
+             "redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master",
     .open = redis_open,
     .take = redis_take,
     .connected = redis_connected,

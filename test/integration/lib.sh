@@ -403,6 +403,19 @@ mysql_stop() { "$SERVERS" stop "$DIR" mysql; }
 mysql_kill() { "$SERVERS" kill "$DIR" mysql; }
 mysql_start() { "$SERVERS" start "$DIR" mysql >/dev/null; }
 
+# A Sentinel set (SERVERS_SENTINEL=1 setup). sentinel_named PORT: the
+# primary's port as the sentinel at PORT names it. sentinel_promoted: every
+# sentinel names one of the replicas, and ROLE there says master.
+sentinel_named() { redis-cli -h 127.0.0.1 -p "$1" SENTINEL get-master-addr-by-name "$SENTINEL_MASTER" | tail -n 1; }
+sentinel_promoted() {
+    local s p
+    for s in "$SENTINEL1_PORT" "$SENTINEL2_PORT" "$SENTINEL3_PORT"; do
+        p=$(sentinel_named "$s")
+        [[ $p == "$REPLICA1_PORT" || $p == "$REPLICA2_PORT" ]] || return 1
+    done
+    [[ $(redis-cli -h 127.0.0.1 -p "$p" ROLE | head -n 1) == master ]]
+}
+
 # A free loopback TCP port (e.g. for --http 127.0.0.1:PORT).
 free_port() {
     python3 -c 'import socket

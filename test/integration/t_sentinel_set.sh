@@ -13,12 +13,10 @@ want="redis-sentinel://127.0.0.1:$SENTINEL1_PORT,127.0.0.1:$SENTINEL2_PORT,127.0
 assert_eq "$want" "$IDPOOL_REDIS_SENTINEL_URL" "IDPOOL_REDIS_SENTINEL_URL"
 
 scli() { redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
-# The primary's port as sentinel port $1 names it.
-named_primary() { scli "$1" SENTINEL get-master-addr-by-name "$SENTINEL_MASTER" | tail -n 1; }
 sentinels() { echo "$SENTINEL1_PORT $SENTINEL2_PORT $SENTINEL3_PORT"; }
 
 for s in $(sentinels); do
-    assert_eq "$REDIS_PORT" "$(named_primary "$s")" "the primary as sentinel $s names it"
+    assert_eq "$REDIS_PORT" "$(sentinel_named "$s")" "the primary as sentinel $s names it"
 done
 assert_eq master "$(rcli ROLE | head -n 1)" "the primary's role"
 rcli SET sentinel-set-probe 1 >/dev/null
@@ -34,16 +32,8 @@ old=$REDIS_PORT
 "$SERVERS" kill "$DIR" redis >/dev/null || fail "could not kill the primary"
 rcli PING >/dev/null 2>&1 && fail "the primary still answers after kill -9"
 t0=$(date +%s%N)
-promoted() {
-    local s p
-    for s in $(sentinels); do
-        p=$(named_primary "$s")
-        [[ $p == "$REPLICA1_PORT" || $p == "$REPLICA2_PORT" ]] || return 1
-    done
-    [[ $(scli "$p" ROLE | head -n 1) == master ]]
-}
-wait_until 20 promoted || fail "no replica promoted within 20 s of the primary's kill -9"
-new=$(named_primary "$SENTINEL1_PORT")
+wait_until 20 sentinel_promoted || fail "no replica promoted within 20 s of the primary's kill -9"
+new=$(sentinel_named "$SENTINEL1_PORT")
 info "replica $new promoted $((($(date +%s%N) - t0) / 1000000)) ms after the kill"
 assert_eq 1 "$(scli "$new" GET sentinel-set-probe)" "the write on the promoted replica"
 pass "the primary killed: the sentinels agree on a promoted replica that holds the write"

@@ -54,6 +54,11 @@ const char *const ekind_names[] = {
     "err_io",       "err_timeout",   "err_connect", "err_reply",
     "refused_rate", "refused_limit", "err_idpool",
 };
+const struct eclass_row eclasses[C_NCLASSES] = {
+    [C_READONLY] = {"READONLY", "reply_readonly"},
+    [C_NOREPLICAS] = {"NOREPLICAS", "reply_noreplicas"},
+    [C_LOADING] = {"LOADING", "reply_loading"},
+};
 
 /* 0 running, 1 graceful stop (drain in-flight), 2 stop now. Set by the
  * signal handler, the main thread (--stop-file) and a failing thread. */
@@ -94,6 +99,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: idpool-load --port P --mode MODE --key KEY [options]\n"
                "  --host H            Redis host (127.0.0.1)\n"
                "  --port P            Redis port\n"
+               "  --sentinel H:P[,H:P...]  instead of --host/--port: the primary these\n"
+               "                      sentinels name (asked at every connect; ROLE must say\n"
+               "                      master; READONLY or NOREPLICAS: connect again)\n"
+               "  --master NAME       with --sentinel: the primary's name there\n"
                "  --password PW       AUTH password\n"
                "  --db N              database (0)\n"
                "  --mode MODE         lpop | take | incrby | rpush | llen | subscribe\n"
@@ -158,8 +167,22 @@ static int check_opts(struct opts *o, bool have_mode, bool set_conns, bool set_b
     bool pop = o->mode == MODE_LPOP || o->mode == MODE_TAKE || o->mode == MODE_INCRBY;
     bool sampler = o->mode == MODE_LLEN || o->mode == MODE_SUBSCRIBE;
 
-    if (o->port == 0)
+    if (o->sentinel != NULL) {
+        char url[1024], err[256];
+
+        if (o->port != 0)
+            return usage_error("--sentinel", "not with --port");
+        if (o->master == NULL)
+            return usage_error("--sentinel", "needs --master NAME");
+        snprintf(url, sizeof url, "redis-sentinel://%.900s/%d#%.64s", o->sentinel, o->db,
+                 o->master);
+        if (redis_url_parse(url, &o->surl, err, sizeof err) != 0)
+            return usage_error("--sentinel", err);
+    } else if (o->master != NULL) {
+        return usage_error("--master", "only with --sentinel");
+    } else if (o->port == 0) {
         return usage_error("--port", "required");
+    }
     if (!have_mode)
         return usage_error("--mode", "required");
     if (o->key == NULL || o->key[0] == '\0')
@@ -225,6 +248,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (opt_u64(a, v, 1, 65535, &n) != 0)
                 return -1;
             o->port = (int)n;
+        } else if (strcmp(a, "--sentinel") == 0) {
+            o->sentinel = v;
+        } else if (strcmp(a, "--master") == 0) {
+            o->master = v;
         } else if (strcmp(a, "--password") == 0) {
             o->password = v;
         } else if (strcmp(a, "--db") == 0) {
@@ -372,6 +399,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0) {
         fprintf(stderr, "(idpool-load --help for usage)\n");
         free(o.meta);
+        redis_url_free(&o.surl);
         return EXIT_USAGE;
     }
     if (o.mode == MODE_RPUSH && make_push_ids(&run, o.batch) != 0) {
@@ -470,5 +498,6 @@ out:
     if (run.cmd != NULL)
         redisFreeCommand(run.cmd);
     free(o.meta);
+    redis_url_free(&o.surl);
     return rc;
 }

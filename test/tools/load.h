@@ -23,6 +23,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include "resolve.h"
+#include "url.h"
+
 #define EXIT_ERROR     1
 #define EXIT_MALFORMED 2
 #define EXIT_USAGE     64
@@ -64,10 +67,21 @@ enum ekind {
 };
 extern const char *const ekind_names[]; /* of enum ekind, as the summary shows them */
 
+/* Error replies counted by class too (of err_reply): a failover shows as these. */
+enum eclass { C_READONLY, C_NOREPLICAS, C_LOADING, C_NCLASSES };
+/* Of enum eclass: the reply's first word, and the summary's name. */
+extern const struct eclass_row {
+    const char *prefix;
+    const char *name;
+} eclasses[C_NCLASSES];
+
 /* Command-line options. */
 struct opts {
     const char *host;        /* Redis host */
-    int port;                /* Redis port (required) */
+    int port;                /* Redis port (required without --sentinel) */
+    const char *sentinel;    /* --sentinel H:P[,H:P...]: the primary a Sentinel set names */
+    const char *master;      /* --master NAME: its name there */
+    struct redis_url surl;   /* --sentinel as a redis-sentinel:// URL (kind REDIS_SENTINEL) */
     const char *password;    /* AUTH with this, if set */
     int db;                  /* SELECT this database */
     enum mode mode;          /* what to send */
@@ -144,16 +158,17 @@ struct conn {
     unsigned down_errors;   /* errors since the outage was reported */
     int fatal;              /* exit status this thread asks for (0 = none) */
     /* statistics */
-    uint64_t requests;        /* replies received */
-    uint64_t ids_total;       /* IDs received (rpush: pushed) */
-    uint64_t empties;         /* nil / empty array replies */
-    uint64_t errors;          /* all error kinds */
-    uint64_t ekind[E_NKINDS]; /* errors by kind */
-    struct hist *hist;        /* latency, us */
-    struct tl_bucket *tl;     /* timeline */
-    size_t tl_len;            /* buckets used */
-    size_t tl_cap;            /* buckets allocated */
-    uint64_t end_ns;          /* when this thread stopped */
+    uint64_t requests;           /* replies received */
+    uint64_t ids_total;          /* IDs received (rpush: pushed) */
+    uint64_t empties;            /* nil / empty array replies */
+    uint64_t errors;             /* all error kinds */
+    uint64_t ekind[E_NKINDS];    /* errors by kind */
+    uint64_t eclass[C_NCLASSES]; /* error replies by class */
+    struct hist *hist;           /* latency, us */
+    struct tl_bucket *tl;        /* timeline */
+    size_t tl_len;               /* buckets used */
+    size_t tl_cap;               /* buckets allocated */
+    uint64_t end_ns;             /* when this thread stopped */
     /* --record */
     int rec_fd;              /* -1 if not recording */
     char *rec_path;          /* its name (owned) */
@@ -163,7 +178,9 @@ struct conn {
     uint64_t rec_flushed_ns; /* last write(2) of rec_buf */
     FILE *ref_out;           /* take: PREFIX.<i>.refused (IDPOOL_* refusals), or NULL */
     char *ref_path;          /* its name (owned) */
-    char err[256];           /* why the last connect failed */
+    char err[1024];          /* why the last connect failed */
+    struct resolver res;     /* --sentinel: this connection's sentinels */
+    bool drop;               /* --sentinel: READONLY or NOREPLICAS: reconnect (re-resolve) */
     /* llen / subscribe */
     FILE *out;           /* --out */
     char rbuf[READ_BUF]; /* read(2) buffer */
@@ -198,6 +215,7 @@ int conn_init(struct conn *cn, struct run *run, unsigned idx);
 int conn_free(struct conn *cn);
 void conn_close(struct conn *cn);
 void conn_fail(struct conn *cn, enum ekind kind, const char *why);
+void conn_drop(struct conn *cn);
 int conn_ensure(struct conn *cn, bool first);
 int stop_level(struct conn *cn, uint64_t now);
 uint64_t backoff_next(const struct conn *cn);
@@ -230,6 +248,7 @@ struct totals;
 void lat_add(struct conn *cn, uint64_t lat_ns);
 struct tl_bucket *tl_at(struct conn *cn, uint64_t t);
 void count_error(struct conn *cn, enum ekind k, uint64_t t);
+int count_reply_class(struct conn *cn, const char *text);
 struct totals *totals_merge(struct conn **cns, unsigned n);
 void totals_free(struct totals *t);
 int totals_write(const struct opts *o, const struct totals *t);

@@ -3,7 +3,9 @@
  * logs), connect (TCP, AUTH, SELECT, SUBSCRIBE, socket timeouts), fail
  * (the requests in flight lost, never recorded) and, with --reconnect,
  * reconnect with backoff (--backoff-ms: doubling from MIN to MAX); the one
- * line said when an outage starts and when replies come again.
+ * line said when an outage starts and when replies come again. With
+ * --sentinel every connect asks the sentinels first (resolve.h) and checks
+ * ROLE; the server popped from is said once per connect.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -41,6 +43,10 @@ int conn_init(struct conn *cn, struct run *run, unsigned idx)
     }
     if (o->record != NULL && rec_open(cn, o->record) != 0)
         return -1;
+    if (o->sentinel != NULL && resolve_init(&cn->res, &o->surl, NULL, NULL) != 0) {
+        fprintf(stderr, "idpool-load: --sentinel: not a Sentinel set\n");
+        return -1;
+    }
     if (o->out != NULL) {
         cn->out = fopen(o->out, "w");
         if (cn->out == NULL) {
@@ -123,15 +129,26 @@ static int conn_open(struct conn *cn)
     const struct opts *o = cn->o;
     struct timeval tv = {(time_t)(o->timeout_ms / 1000),
                          (suseconds_t)(o->timeout_ms % 1000) * 1000};
+    const char *host = o->host;
+    char primary[256], why[512];
+    int port = o->port;
 
     conn_close(cn);
-    cn->c = redisConnectWithTimeout(o->host, o->port, tv);
+    if (o->sentinel != NULL) {
+        if (resolve_primary(&cn->res, (int)o->timeout_ms, primary, sizeof primary, &port, why,
+                            sizeof why) != 0) {
+            snprintf(cn->err, sizeof cn->err, "%s", why);
+            return -1;
+        }
+        host = primary;
+    }
+    cn->c = redisConnectWithTimeout(host, port, tv);
     if (cn->c == NULL) {
         snprintf(cn->err, sizeof cn->err, "out of memory");
         return -1;
     }
     if (cn->c->err) {
-        snprintf(cn->err, sizeof cn->err, "connect %s:%d: %s", o->host, o->port, cn->c->errstr);
+        snprintf(cn->err, sizeof cn->err, "connect %s:%d: %s", host, port, cn->c->errstr);
         goto fail;
     }
     if (redisSetTimeout(cn->c, tv) != REDIS_OK) {
@@ -142,6 +159,13 @@ static int conn_open(struct conn *cn)
         goto fail;
     if (o->db != 0 && setup_cmd(cn, "SELECT", redisCommand(cn->c, "SELECT %d", o->db)) != 0)
         goto fail;
+    if (o->sentinel != NULL) {
+        if (resolve_check_master(cn->c, why, sizeof why) != 0) {
+            snprintf(cn->err, sizeof cn->err, "%s:%d: %s", host, port, why);
+            goto fail;
+        }
+        fprintf(stderr, "idpool-load: conn %u: primary %s:%d\n", cn->idx, host, port);
+    }
     if (o->mode == MODE_SUBSCRIBE &&
         setup_cmd(cn, "SUBSCRIBE", redisCommand(cn->c, "SUBSCRIBE %s", o->key)) != 0)
         goto fail;
@@ -188,6 +212,21 @@ void replies_again(struct conn *cn)
 }
 
 /*
+ * Close the connection: the requests in flight are lost, never recorded
+ * (never sent again: a lost take's IDs are a gap); their claims go back.
+ */
+void conn_drop(struct conn *cn)
+{
+    while (cn->inflight > 0) {
+        unclaim(cn, cn->ring[cn->ring_head].want);
+        cn->ring_head = (cn->ring_head + 1) % cn->o->pipeline;
+        cn->inflight--;
+    }
+    cn->drop = false;
+    conn_close(cn);
+}
+
+/*
  * The connection failed (kind): the requests in flight are lost, never
  * recorded; their claims go back. Without --reconnect this ends the run
  * (exit 1); with it, the next loop reconnects after the backoff.
@@ -198,16 +237,11 @@ void conn_fail(struct conn *cn, enum ekind kind, const char *why)
 
     count_error(cn, kind, now);
     cn->down_errors++;
-    while (cn->inflight > 0) {
-        unclaim(cn, cn->ring[cn->ring_head].want);
-        cn->ring_head = (cn->ring_head + 1) % cn->o->pipeline;
-        cn->inflight--;
-    }
     if (!cn->down_reported)
         fprintf(stderr, "idpool-load: conn %u: %s%s\n", cn->idx, why,
                 cn->o->reconnect ? "; reconnecting" : "");
     cn->down_reported = true;
-    conn_close(cn);
+    conn_drop(cn);
     if (!cn->o->reconnect) {
         cn->fatal = EXIT_ERROR;
         request_stop(1);

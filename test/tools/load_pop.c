@@ -184,6 +184,14 @@ static int on_reply(struct conn *cn)
             break;
         }
         count_error(cn, E_REPLY, now);
+        switch (count_reply_class(cn, rs->what)) {
+        case C_READONLY:
+        case C_NOREPLICAS:
+            cn->drop = o->sentinel != NULL; /* not (or no longer) a primary: ask the sentinels */
+            break;
+        default:
+            break;
+        }
         cn->down_errors++;
         if (!o->reconnect) {
             fprintf(stderr, "idpool-load: conn %u: error reply: %s\n", cn->idx, rs->what);
@@ -307,6 +315,10 @@ static int feed_replies(struct conn *cn, size_t len)
         }
         if (on_reply(cn) != 0)
             return -1;
+        if (cn->drop) {
+            conn_drop(cn);
+            return 0;
+        }
     }
 }
 

@@ -131,6 +131,7 @@ void run_llen(struct conn *cn)
             replies_again(cn);
         } else if (r->type == REDIS_REPLY_ERROR) {
             count_error(cn, E_REPLY, now);
+            (void)count_reply_class(cn, r->str);
             cn->down_errors++;
             if (!cn->down_reported)
                 fprintf(stderr, "idpool-load: LLEN: %s\n", r->str);

@@ -59,9 +59,23 @@ void count_error(struct conn *cn, enum ekind k, uint64_t t)
         b->errors++;
 }
 
+/* An error reply's class (enum eclass) counted: the class, or -1 (none of them). */
+int count_reply_class(struct conn *cn, const char *text)
+{
+    for (int k = 0; k < C_NCLASSES; k++) {
+        size_t n = strlen(eclasses[k].prefix);
+
+        if (strncmp(text, eclasses[k].prefix, n) == 0 && (text[n] == ' ' || text[n] == '\0')) {
+            cn->eclass[k]++;
+            return k;
+        }
+    }
+    return -1;
+}
+
 /* Totals over all connections. */
 struct totals {
-    uint64_t requests, ids, empties, errors, ekind[E_NKINDS];
+    uint64_t requests, ids, empties, errors, ekind[E_NKINDS], eclass[C_NCLASSES];
     struct hist *hist; /* latency, us */
     uint64_t end_ns;
     struct tl_bucket *tl;
@@ -103,6 +117,8 @@ struct totals *totals_merge(struct conn **cns, unsigned n)
         t->errors += cn->errors;
         for (int k = 0; k < E_NKINDS; k++)
             t->ekind[k] += cn->ekind[k];
+        for (int k = 0; k < C_NCLASSES; k++)
+            t->eclass[k] += cn->eclass[k];
         hist_merge(t->hist, cn->hist);
         if (cn->end_ns > t->end_ns)
             t->end_ns = cn->end_ns;
@@ -184,6 +200,8 @@ void print_summary(const struct opts *o, const struct totals *t, uint64_t t0)
                rate, t->empties, t->errors, p50, p99, p999, max_us);
         for (int k = 0; k < E_NKINDS; k++)
             printf(",\"%s\":%" PRIu64, ekind_names[k], t->ekind[k]);
+        for (int k = 0; k < C_NCLASSES; k++)
+            printf(",\"%s\":%" PRIu64, eclasses[k].name, t->eclass[k]);
         printf(",\"cpu_ms\":%" PRIu64 "}\n", cpu_ms);
     } else {
         printf("load: mode=%s batch=%" PRIu64 " conns=%u pipeline=%u secs=%.2f requests=%" PRIu64
@@ -194,6 +212,9 @@ void print_summary(const struct opts *o, const struct totals *t, uint64_t t0)
         for (int k = 0; k < E_NKINDS; k++)
             if (t->ekind[k] != 0)
                 printf(" %s=%" PRIu64, ekind_names[k], t->ekind[k]);
+        for (int k = 0; k < C_NCLASSES; k++)
+            if (t->eclass[k] != 0)
+                printf(" %s=%" PRIu64, eclasses[k].name, t->eclass[k]);
         printf(" cpu_ms=%" PRIu64 "\n", cpu_ms);
     }
     fflush(stdout);

@@ -65,18 +65,6 @@ static redisReply *sentinel(const char *ip, const char *port)
                str("flags"), str("sentinel"));
 }
 
-static struct redis_url url_of(const char *s)
-{
-    struct redis_url u;
-    char err[256];
-
-    if (redis_url_parse(s, &u, err, sizeof(err)) < 0) {
-        fprintf(stderr, "%s: %s\n", s, err);
-        exit(1);
-    }
-    return u;
-}
-
 static void test_set(void)
 {
     struct redis_url u = url_of("redis-sentinel://a:1,[::1]:2,c#m");

@@ -68,4 +68,21 @@ static inline int unit_done(void)
     return unit_failures ? 1 : 0;
 }
 
+#ifdef IDPOOL_URL_H
+#include <stdlib.h>
+
+/* A URL the test knows is good, parsed (url.h included before this file). */
+static inline struct redis_url url_of(const char *s)
+{
+    struct redis_url u;
+    char err[256];
+
+    if (redis_url_parse(s, &u, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s: %s\n", s, err);
+        exit(1);
+    }
+    return u;
+}
+#endif
+
 #endif
