@@ -975,13 +975,15 @@ run_watched() {
 WINDOWS=() TAKES=() REFUSED=() ROUND_WINDOW=() STALE_SUM=0
 
 # round_begin APP: two LPOP and two idpool_take consumers of APP that retry
-# every millisecond (they pop the moment Redis serves again), until they
+# every millisecond (they pop the moment Redis serves again; the backoff
+# is CONSUMER_BACKOFF, min:max ms), until they
 # popped a quarter of PER_ROUND; N0 is what they popped by then.
+CONSUMER_BACKOFF=1:2
 round_begin() {
     info "round on $1"
     app_params "$1"
-    consumers_start "$1" 2 --backoff-ms 1:2
-    consumers_start "$1" 2 --mode take --backoff-ms 1:2
+    consumers_start "$1" 2 --backoff-ms "$CONSUMER_BACKOFF"
+    consumers_start "$1" 2 --mode take --backoff-ms "$CONSUMER_BACKOFF"
     popped_wait "$1" $((PER_ROUND / 4)) "$1: consumers starved"
     N0=$(popped "$1")
 }
@@ -1058,6 +1060,10 @@ takes_exposed() {
 # idpool-load consumer follow the sentinels; SENTINEL_PORTS (a,b,c).
 sentinel_setup() {
     SERVERS_SENTINEL=1 chaos_setup
+    # Each reconnect asks the sentinels: retrying every millisecond, the
+    # consumers would storm them (a sentinel that answers its PINGs late
+    # sees a healthy primary down and fails over again)
+    CONSUMER_BACKOFF=5:50
     SENTINEL_PORTS=$SENTINEL1_PORT,$SENTINEL2_PORT,$SENTINEL3_PORT
     LOAD_TARGET=(--sentinel "127.0.0.1:$SENTINEL1_PORT,127.0.0.1:$SENTINEL2_PORT,127.0.0.1:$SENTINEL3_PORT"
         --master "$SENTINEL_MASTER")
@@ -1078,6 +1084,15 @@ sentinel_primary() {
     for p in ${SENTINEL_PORTS//,/ }; do
         redis-cli -p "$p" SENTINEL get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null | tail -n 1
     done | sort | uniq -c | awk '$1 >= 2 { print $2 }'
+}
+
+# settled_primary: a majority of sentinels name a primary whose ROLE says
+# so; REDIS_PORT becomes its port.
+settled_primary() {
+    local p
+    p=$(sentinel_primary)
+    [[ -n $p && $(redis-cli -p "$p" ROLE 2>/dev/null | head -n 1) == master ]] || return 1
+    REDIS_PORT=$p
 }
 
 # sentinel_watch OLD_PORT APP OLD_EPOCH: rollback.py's sentinel watcher in
@@ -1166,7 +1181,7 @@ server_id_of() { echo "$(redis_info "$1" server run_id):$(redis_info "$1" replic
 # majority of sentinels named another primary, validated under its own
 # server id, and the inherited pool was discarded.
 sentinel_scenario() {
-    local prefix=$1 refusals=$2 r app old member detect first epoch to
+    local prefix=$1 refusals=$2 r app old member detect first epoch to id_new
     local -a detects=() firsts=() lows=() budgets=()
     ROUNDS=$CHAOS_ROUNDS
     PER_ROUND=$((CHAOS_IDS / ROUNDS))
@@ -1214,12 +1229,19 @@ sentinel_scenario() {
         expect "[[ $W_STATE == discarded || $W_STATE == replaced ]]" \
             "$app: the old pool on the new primary was not discarded (watcher: $W_STATE)"
         [[ -n $W_NEW ]] || fail "$app: no new primary"
+        # validated before the sweep that ended the watch
+        epoch=$(redis-cli -p "$W_NEW" FCALL_RO idpool_validated 0)
+        id_new=$(server_id_of "$W_NEW")
         REDIS_PORT=$W_NEW
         LAST_RECOVERY_MS=timeout
         recovered "$app" "$T_FROM" 30
         lows+=("$LAST_RECOVERY_MS")
         T_OLD_GONE=0
         sentinel_after "$old" "$member" "$app"
+        # the primary now (a loaded machine may see more failovers than the
+        # one inflicted: the daemons and consumers follow them too)
+        wait_until 30 settled_primary || failure "$app: no primary the sentinels agree on"
+        [[ $REDIS_PORT == "$W_NEW" ]] || info "$app: the sentinels moved on to $REDIS_PORT"
         # LPOP exposure: the fault to the sweep, or to when the old primary
         # stopped serving if that came later (a manual failover)
         to=$((T_OLD_GONE > W_TO ? T_OLD_GONE : W_TO))
@@ -1235,9 +1257,8 @@ sentinel_scenario() {
             expect "((first - detect <= 1000 + SLACK_MS))" \
                 "$app: the first take came $((first - detect)) ms after the sentinels named the new primary (budget 1000 + $SLACK_MS ms)"
         fi
-        epoch=$(redis-cli -p "$W_NEW" FCALL_RO idpool_validated 0)
         fault_landed "$FAULT_NOTE,new=${MEMBER_OF[$W_NEW]},detect_ms=$detect,stale=$STALE" \
-            "[[ '$epoch' == '$(server_id_of "$W_NEW")':* && '$epoch' != '$PROBE_EPOCH' ]] &&
+            "[[ '$epoch' == '$id_new':* && '$epoch' != '$PROBE_EPOCH' ]] &&
              (($(logs_count "app=$app redis restart or failover detected") > 0)) &&
              ((${SENTINEL_STALE_REQUIRED:-0} == 0 || STALE > 0))"
     done
