@@ -221,6 +221,12 @@ class FakeRedis:
         return sum(1 for c in self.cmds if c[0].upper() == name)
 
     def close(self):
+        import socket
+
+        try:  # wakes the accepting thread (close alone does not)
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 
@@ -325,7 +331,13 @@ class SentinelTransport(unittest.TestCase):
             self.assertFalse(self.e.used, err)  # closed: the next take asks the sentinels again
 
     def test_no_sentinel_answers(self):
-        self.sentinel.close()
+        import socket
+
+        quiet = socket.socket()  # bound, not listening: connections are refused
+        self.addCleanup(quiet.close)
+        quiet.bind(("127.0.0.1", 0))
+        self.e = m.env.Env(0, f"redis-sentinel://127.0.0.1:{quiet.getsockname()[1]}#mymaster", 0.5)
+        self.addCleanup(self.e.close)
         o, _, _, msg = self.take()
         self.assertEqual(o, m.DOWN)
         self.assertIn("mymaster", msg)
