@@ -983,18 +983,12 @@ static void test_columns(void)
  */
 static void test_columns_schema(void)
 {
-    const char *root = getenv("IDPOOL_SOURCE_ROOT");
-    char path[4096], text[16384], *table, *end;
+    char text[16384], *table, *end;
     size_t n;
-    FILE *f;
+    FILE *f = unit_source("sql/schema.sql");
 
-    snprintf(path, sizeof(path), "%s/sql/schema.sql", root ? root : "..");
-    f = fopen(path, "r");
-    CHECK(f != NULL);
-    if (!f) {
-        fprintf(stderr, "cannot read %s (set IDPOOL_SOURCE_ROOT)\n", path);
+    if (!f)
         return;
-    }
     n = fread(text, 1, sizeof(text) - 1, f);
     fclose(f);
     text[n] = '\0';

@@ -496,6 +496,108 @@ static void test_sentinel_urls(void)
     redis_bad("sentinel://s#m", "unsupported scheme 'sentinel://', expected redis://");
 }
 
+/* s as a JSON string (control bytes as \u00XX) appended at b[*n] (NULL: null). */
+static void json_str(char *b, size_t len, size_t *n, const char *s)
+{
+    if (s == NULL) {
+        *n += (size_t)snprintf(b + *n, *n < len ? len - *n : 0, "null");
+        return;
+    }
+    *n += (size_t)snprintf(b + *n, *n < len ? len - *n : 0, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            *n += (size_t)snprintf(b + *n, *n < len ? len - *n : 0, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            *n += (size_t)snprintf(b + *n, *n < len ? len - *n : 0, "\\u%04x", *s);
+        else
+            *n += (size_t)snprintf(b + *n, *n < len ? len - *n : 0, "%c", *s);
+    }
+    *n += (size_t)snprintf(b + *n, *n < len ? len - *n : 0, "\"");
+}
+
+/* u as url_vectors.tsv writes a parsed URL: compact JSON, its keys in its order. */
+static void redis_url_json(const struct redis_url *u, char *b, size_t len)
+{
+    size_t n = 0;
+
+#define PUT(...) (n += (size_t)snprintf(b + n, n < len ? len - n : 0, __VA_ARGS__))
+    PUT("{\"kind\":\"%s\",\"host\":", u->kind == REDIS_SENTINEL ? "sentinel" : "standalone");
+    json_str(b, len, &n, u->host);
+    PUT(",\"port\":%d,\"db\":%d,\"username\":", u->port, u->db);
+    json_str(b, len, &n, u->user);
+    PUT(",\"password\":");
+    json_str(b, len, &n, u->password);
+    if (u->kind == REDIS_SENTINEL) {
+        PUT(",\"sentinels\":[");
+        for (size_t i = 0; i < u->nsentinels; i++) {
+            PUT("%s[", i ? "," : "");
+            json_str(b, len, &n, u->sentinels[i].host);
+            PUT(",%d]", u->sentinels[i].port);
+        }
+        PUT("],\"master\":");
+        json_str(b, len, &n, u->master);
+        PUT(",\"sentinel_username\":");
+        json_str(b, len, &n, u->sentinel_user);
+        PUT(",\"sentinel_password\":");
+        json_str(b, len, &n, u->sentinel_password);
+    }
+    PUT("}");
+#undef PUT
+}
+
+/*
+ * test/unit/url_vectors.tsv, which test_pyclient.py reads too: the C and the
+ * Python parsers accept and refuse the same URLs, with the same meaning.
+ */
+static void test_url_vectors(void)
+{
+    char line[4096], json[4096], e[CONFIG_ERR_MAX];
+    int nvec = 0;
+    FILE *f = unit_source("test/unit/url_vectors.tsv");
+
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        char *url = line, *want, *text;
+        struct redis_url u;
+        int rc;
+
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        want = strchr(url, '\t');
+        CHECK(want != NULL);
+        if (!want)
+            continue;
+        *want++ = '\0';
+        text = strchr(want, '\t');
+        if (text)
+            *text++ = '\0';
+        nvec++;
+        e[0] = '\0';
+        rc = redis_url_parse(url, &u, e, sizeof(e));
+        if (strcmp(want, "error") == 0) {
+            CHECK(rc == -1);
+            if (rc != -1)
+                fprintf(stderr, "  %s parsed, expected an error\n", url);
+            else if (text)
+                CHECK_STR_CONTAINS(e, text);
+            CHECK(strstr(e, "topsecret") == NULL);
+        } else {
+            CHECK(rc == 0);
+            if (rc == 0) {
+                redis_url_json(&u, json, sizeof(json));
+                CHECK_STR(json, want);
+            } else {
+                fprintf(stderr, "  %s: %s\n", url, e);
+            }
+        }
+        redis_url_free(&u);
+    }
+    fclose(f);
+    CHECK(nvec >= 40);
+}
+
 static void test_mysql_urls(void)
 {
     struct mysql_url u;
@@ -1385,6 +1487,7 @@ int main(void)
     RUN(test_redis_url_forms);
     RUN(test_redis_url_errors);
     RUN(test_sentinel_urls);
+    RUN(test_url_vectors);
     RUN(test_mysql_urls);
     RUN(test_hostport);
     RUN(test_http_addr);

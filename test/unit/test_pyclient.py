@@ -6,6 +6,7 @@ refusals, errors, close) driven by a scripted fake in place of Redis.
 PYTHONPATH must hold src/python (meson sets it); runs without redis-py
 too (a stub stands in for it)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -126,6 +127,220 @@ class Urls(unittest.TestCase):
             m.Client([])
         with self.assertRaisesRegex(ValueError, "list"):
             m.Client(A)
+
+
+class UrlVectors(unittest.TestCase):
+    """test/unit/url_vectors.tsv, which test_config.c reads too: the Python
+    parser accepts and refuses the URLs url.c does, with the same meaning."""
+
+    def test_vectors(self):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "url_vectors.tsv")
+        n = 0
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if not line or line.startswith("#"):
+                    continue
+                url, want, *text = line.split("\t")
+                n += 1
+                with self.subTest(url=url):
+                    if want == "error":
+                        with self.assertRaises(ValueError) as cm:
+                            m.parse_url(url)
+                        if text:
+                            self.assertIn(text[0], str(cm.exception))
+                        self.assertNotIn("topsecret", str(cm.exception))
+                        continue
+                    got = dict(m.parse_url(url))
+                    got.setdefault("kind", "standalone")
+                    if "sentinels" in got:
+                        got["sentinels"] = [list(s) for s in got["sentinels"]]
+                    self.assertEqual(got, json.loads(want))
+        self.assertGreaterEqual(n, 40)
+
+    def test_env_of_a_sentinel_url(self):
+        self.assertEqual(m.parse_env("redis-sentinel://s1#m")[0], "redis")
+        e = m.env.Env(0, "redis-sentinel://:pw@127.0.0.1:1,127.0.0.1:2/0#mymaster", 0.5)
+        self.assertEqual(e.name, "mymaster via Sentinel 127.0.0.1:1")
+        self.assertIs(e.ops, m.redisenv)
+
+
+try:  # the transport against scripted servers needs the real redis-py
+    import redis as _redis  # noqa: F401
+
+    HAVE_REDIS = True
+except ImportError:
+    HAVE_REDIS = False
+
+
+class FakeRedis:
+    """A scripted RESP server on 127.0.0.1 (a sentinel or a data server):
+    reply(cmd) answers each command (a list of str) with what resp()
+    sends, or None to close the connection without a reply. Every command is kept."""
+
+    def __init__(self, reply):
+        import socket
+
+        self.reply = reply
+        self.cmds = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        f = c.makefile("rb")
+        try:
+            while True:
+                line = f.readline()
+                if not line.startswith(b"*"):
+                    return
+                cmd = []
+                for _ in range(int(line[1:])):
+                    n = int(f.readline()[1:])
+                    cmd.append(f.read(n + 2)[:-2].decode())
+                self.cmds.append(cmd)
+                out = self.reply(cmd)
+                if out is None:
+                    return
+                c.sendall(resp(out))
+        finally:
+            f.close()
+            c.close()
+
+    def count(self, name):
+        return sum(1 for c in self.cmds if c[0].upper() == name)
+
+    def close(self):
+        import socket
+
+        try:  # wakes the accepting thread (close alone does not)
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def resp(x):
+    """x in RESP: a list is an array, bytes a simple string or error as written, else a bulk string."""
+    if isinstance(x, list):
+        return b"*%d\r\n" % len(x) + b"".join(resp(i) for i in x)
+    if isinstance(x, bytes):
+        return x + b"\r\n"
+    x = str(x).encode()
+    return b"$%d\r\n%s\r\n" % (len(x), x)
+
+
+@unittest.skipUnless(HAVE_REDIS, "redis-py (python3-redis) not importable")
+class SentinelTransport(unittest.TestCase):
+    """The Redis transport on a redis-sentinel:// URL against scripted
+    servers: the sentinel names a server, ROLE is asked once per new
+    connection, a replica, READONLY or a lost reply is DOWN, and a take is
+    never sent twice."""
+
+    def setUp(self):
+        import redis
+
+        m.redisenv.redis = redis  # a test before may have left the stub
+        self.role = "master"
+        self.fcall = lambda cmd: ["7", "8", "9"]
+        self.data = FakeRedis(self._data)
+        self.sentinel = FakeRedis(self._sentinel)
+        self.addCleanup(self.data.close)
+        self.addCleanup(self.sentinel.close)
+        url = (f"redis-sentinel://app:datapw@127.0.0.1:{self.sentinel.port}/2"
+               "?sentinel_user=sen&sentinel_password=s%23pw#mymaster")
+        self.e = m.env.Env(0, url, 0.5)
+        self.addCleanup(self.e.close)
+        self.app = types.SimpleNamespace(_k_pool="p", _k_meta="m")
+
+    def _sentinel(self, cmd):
+        if cmd[0].upper() == "AUTH":
+            return b"+OK"
+        if cmd[:2] == ["SENTINEL", "MASTERS"]:
+            return [["name", "mymaster", "ip", "127.0.0.1", "port", self.data.port,
+                     "flags", "master", "num-other-sentinels", 2]]
+        return b"-ERR unknown"
+
+    def _data(self, cmd):
+        name = cmd[0].upper()
+        if name in ("AUTH", "SELECT"):
+            return b"+OK"
+        if name == "PING":
+            return b"+PONG"
+        if name == "ROLE":
+            return [self.role, b":0", []] if self.role == "master" else [self.role, "127.0.0.1", b":1", "connected", b":0"]
+        if name == "FCALL":
+            return self.fcall(cmd)
+        return b"-ERR unknown"
+
+    def take(self):
+        return m.redisenv.take(self.e, self.app, 3, time.monotonic())
+
+    def test_primary_found_checked_and_taken_from(self):
+        self.assertEqual(self.take()[:2], (m.IDS, [7, 8, 9]))
+        self.assertEqual(self.take()[:2], (m.IDS, [7, 8, 9]))
+        self.assertIn(["AUTH", "sen", "s#pw"], self.sentinel.cmds)
+        self.assertEqual(self.data.cmds[:4], [["AUTH", "app", "datapw"], ["SELECT", "2"], ["PING"], ["ROLE"]])
+        self.assertEqual(self.data.count("ROLE"), 1)  # once per connection, not per take
+        self.assertEqual(self.data.count("FCALL"), 2)
+        self.assertEqual(self.data.cmds[-1], ["FCALL", "idpool_take", "2", "p", "m", "3"])
+
+    def test_a_replica_is_down_and_never_taken_from(self):
+        self.role = "slave"
+        o, ids, _, msg = self.take()
+        self.assertEqual((o, ids), (m.DOWN, []))
+        self.assertIn("is not the primary (ROLE: 'slave')", msg)
+        self.assertEqual(self.data.count("FCALL"), 0)
+        self.assertGreater(self.e.down_until, 0)
+        # The next take asks the sentinels again, and ROLE again.
+        self.role = "master"
+        self.e.down_until = 0.0
+        self.assertEqual(self.take()[0], m.IDS)
+        self.assertEqual(self.sentinel.count("SENTINEL"), 2)
+        self.assertEqual(self.data.count("ROLE"), 2)
+
+    def test_a_lost_reply_is_down_and_the_take_is_not_resent(self):
+        self.assertEqual(self.take()[0], m.IDS)
+        self.fcall = lambda cmd: None  # the connection is cut before the reply
+        self.assertEqual(self.take()[:2], (m.DOWN, []))
+        self.assertEqual(self.data.count("FCALL"), 2)  # not resent
+        self.fcall = lambda cmd: ["1"]
+        self.e.down_until = 0.0
+        self.assertEqual(self.take()[:2], (m.IDS, [1]))
+        self.assertEqual(self.sentinel.count("SENTINEL"), 2)  # asked again
+        self.assertEqual(self.data.count("ROLE"), 2)
+
+    def test_readonly_and_noreplicas_are_down_and_not_resent(self):
+        for err in (b"-READONLY You can't write against a read only replica.",
+                    b"-NOREPLICAS Not enough good replicas to write."):
+            before = self.data.count("FCALL")
+            self.fcall = lambda cmd, err=err: err
+            self.e.down_until = 0.0
+            self.assertEqual(self.take()[:2], (m.DOWN, []), err)
+            self.assertEqual(self.data.count("FCALL"), before + 1, err)
+            self.assertFalse(self.e.used, err)  # closed: the next take asks the sentinels again
+
+    def test_no_sentinel_answers(self):
+        import socket
+
+        quiet = socket.socket()  # bound, not listening: connections are refused
+        self.addCleanup(quiet.close)
+        quiet.bind(("127.0.0.1", 0))
+        self.e = m.env.Env(0, f"redis-sentinel://127.0.0.1:{quiet.getsockname()[1]}#mymaster", 0.5)
+        self.addCleanup(self.e.close)
+        o, _, _, msg = self.take()
+        self.assertEqual(o, m.DOWN)
+        self.assertIn("mymaster", msg)
 
 
 class IssuerUrls(unittest.TestCase):

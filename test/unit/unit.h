@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int unit_failures;
@@ -61,6 +62,25 @@ static int unit_checks;
         fn();                                                                                      \
         printf("%s %s\n", unit_failures == before_ ? "ok" : "not ok", #fn);                        \
     } while (0)
+
+/*
+ * The source tree's file rel (e.g. "sql/schema.sql") opened for reading:
+ * under $IDPOOL_SOURCE_ROOT (meson sets it), else "..". A failed CHECK and
+ * NULL when it cannot be read.
+ */
+static inline FILE *unit_source(const char *rel)
+{
+    const char *root = getenv("IDPOOL_SOURCE_ROOT");
+    char path[4096];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", root ? root : "..", rel);
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (!f)
+        fprintf(stderr, "cannot read %s (set IDPOOL_SOURCE_ROOT)\n", path);
+    return f;
+}
 
 static inline int unit_done(void)
 {

@@ -5,7 +5,10 @@ order (each an independent idpool deployment: its own Redis and MySQL, rows
 with the same keys and a different ``remainder`` of the same ``delta``, so
 that their IDs never collide). An environment is a Redis
 (``redis://[[user]:password@]host[:port][/db]``, the function
-``idpool_take``) or an ID issuer (``http[s]://TOKEN@host[:port][/prefix]``,
+``idpool_take``), a Redis primary found through Sentinel
+(``redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master``,
+``?sentinel_user=U&sentinel_password=PW`` for the sentinels' own
+credentials: see url.parse_url) or an ID issuer (``http[s]://TOKEN@host[:port][/prefix]``,
 ``GET /v1/ids/{key}?count=N`` with the token; https verified against the
 system's CAs or ``ca_file``). A background thread per client keeps a
 buffer per application filled from them, so ``app.next()`` is a read from

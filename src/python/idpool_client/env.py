@@ -1,6 +1,6 @@
 """The environments: where a take goes, and what came back (src/lib/env.h's
 mirror). An environment is reached by a transport, one module each:
-redisenv (redis://, FCALL idpool_take) and issuer (http[s]://, GET
+redisenv (redis:// and redis-sentinel://, FCALL idpool_take) and issuer (http[s]://, GET
 /v1/ids/{key}?count=N), listed in TRANSPORTS; a new kind of environment is
 a new module and a row there. A transport module has KIND, SCHEMES, USAGE,
 parse(url), prepare(envs, ca_file), take(e, a, count, now) and close(e);
@@ -75,6 +75,8 @@ class Env:
         self.kind = self.ops.KIND  # "redis" or "http" (an issuer)
         self.parts = self.ops.parse(url)
         self.name = hostport_str(self.parts["host"], self.parts["port"])
+        if "master" in self.parts:  # redis-sentinel://: the primary's name, the first sentinel
+            self.name = f"{self.parts['master']} via Sentinel {self.name}"
         self.url = url
         self.io_timeout = io_timeout  # every step of a take (s)
         self.tls = None  # an https issuer's ssl.SSLContext (prepare)

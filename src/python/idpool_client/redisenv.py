@@ -1,19 +1,31 @@
-"""The Redis transport (src/lib/redisenv.c's mirror): redis:// environments,
-taken from with FCALL idpool_take on redis-py (Debian's python3-redis).
-A row of env.TRANSPORTS."""
+"""The Redis transport (src/lib/redisenv.c's mirror): redis:// and
+redis-sentinel:// environments, taken from with FCALL idpool_take on
+redis-py (Debian's python3-redis). A row of env.TRANSPORTS.
+
+A Sentinel environment is one environment: redis.sentinel.Sentinel asks
+the sentinels (SENTINEL MASTERS) for the primary at every new connection,
+which is then checked with ROLE (the Sentinel client guide's step 3: a
+primary just demoted still looks like one to a stale sentinel). A replica
+there, READONLY, NOREPLICAS or a lost reply make the environment DOWN: the
+connection closes, and the next take, after the back-off, asks the
+sentinels again. A take is never resent (redis-py retries nothing without
+retry_on_timeout or retry_on_error): a lost take's IDs are a gap."""
 
 from .takereply import DOWN, DRY, IDS, classify_refusal, take_ids
-from .url import REDIS_USAGE, parse_url
+from .url import REDIS_USAGE, SENTINEL_USAGE, hostport_str, parse_url
 
 try:  # the pure parts (and their unit tests) work without redis-py
     import redis
+    import redis.sentinel
 except ImportError:  # pragma: no cover - Debian: apt-get install python3-redis
     redis = None
 
 KIND = "redis"
-SCHEMES = ("redis://",)
-USAGE = REDIS_USAGE
+SCHEMES = ("redis://", "redis-sentinel://")
+USAGE = f"{REDIS_USAGE} or {SENTINEL_USAGE}"
 parse = parse_url
+
+SENTINEL_TIMEOUT = 0.300  # a sentinel's connect, and its answer, at most (s; less when io_timeout is)
 
 
 def classify_reply(reply, count):
@@ -42,16 +54,69 @@ def prepare(envs, ca_file):
         raise ImportError("idpool_client needs redis-py (Debian: apt-get install python3-redis)")
 
 
+def _role_checked(base):
+    """A redis-py connection class of the primary that asks ROLE once it is
+    connected (after AUTH and SELECT): anything but "master" is a
+    ConnectionError, and the connection is closed."""
+
+    class PrimaryConnection(base):
+        def connect_to(self, address):
+            super().connect_to(address)
+            self.send_command("ROLE")
+            role = self.read_response()
+            role = role[0] if isinstance(role, (list, tuple)) and role else role
+            if isinstance(role, bytes):
+                role = role.decode("utf-8", "replace")
+            if role != "master":
+                self.disconnect()
+                raise redis.ConnectionError(
+                    f"{hostport_str(str(address[0]), int(address[1]))}, named by the sentinels, "
+                    f"is not the primary (ROLE: {role!r:.40})"
+                )
+
+    return PrimaryConnection
+
+
+def _connect(e):
+    """A redis.Redis of environment e: the server of a redis:// URL, or
+    the primary the sentinels name for a redis-sentinel:// one. Nothing is
+    retried: no retry_on_timeout, no retry_on_error."""
+    common = {
+        "socket_timeout": e.io_timeout,
+        "socket_connect_timeout": e.io_timeout,
+        "retry_on_timeout": False,
+    }
+    p = e.parts
+    if p.get("kind") != "sentinel":
+        return redis.Redis.from_url(e.url, **common)
+    st = min(e.io_timeout, SENTINEL_TIMEOUT)
+    sentinels = redis.sentinel.Sentinel(
+        p["sentinels"],
+        sentinel_kwargs={
+            "username": p["sentinel_username"],
+            "password": p["sentinel_password"],
+            "socket_timeout": st,
+            "socket_connect_timeout": st,
+            "retry_on_timeout": False,
+        },
+        socket_timeout=e.io_timeout,
+    )
+    return sentinels.master_for(
+        p["master"],
+        connection_class=_role_checked(redis.sentinel.SentinelManagedConnection),
+        username=p["username"],
+        password=p["password"],
+        db=p["db"],
+        check_connection=True,
+        **common,
+    )
+
+
 def take(e, a, count, now):
     """FCALL idpool_take of application a on Redis e: env.Env.take()'s result."""
     try:
         if e.conn is None:
-            e.conn = redis.Redis.from_url(
-                e.url,
-                socket_timeout=e.io_timeout,
-                socket_connect_timeout=e.io_timeout,
-                retry_on_timeout=False,
-            )
+            e.conn = _connect(e)
         e.used = True
         reply = e.conn.execute_command("FCALL", "idpool_take", 2, a._k_pool, a._k_meta, count)
     except redis.ResponseError as err:
