@@ -31,8 +31,11 @@ sentinel PORT,PORT,... MASTER OLD_PORT META OLD_EPOCH OUT TIMEOUT_S
     that primary's HGET META epoch until it is no longer OLD_EPOCH
     (t_swept). Writes "state t_detect_ns t_swept_ns polls new_port t_from_ns".
 first_take FROM_NS LOG...
-    when the first take answered with IDs among the take consumers' logs
-    (request sent at or after FROM_NS): its t_recv in ns, or 0.
+    when takes were served again after the fault at FROM_NS: over the take
+    consumers' logs, the takes answered with IDs from FROM_NS on, and the
+    longest pause between two of them (the outage: takes sent before the
+    fault may still be answered after it); prints the t_recv ending that
+    pause in ns, or 0 when none was answered after FROM_NS.
 """
 import os
 import struct
@@ -203,16 +206,21 @@ def sentinel(ports, master, old_port, meta, old, out, timeout):
 
 
 def first_take(lo, *logs):
-    lo, first = int(lo), 0
+    lo, served = int(lo), [int(lo)]
     for path in logs:
         it = records(path)
         if struct.unpack_from('<I', next(it), 16)[0] != 1:  # not a take consumer's
             continue
-        for t_send, raw, _, count in it:
+        for _, raw, _, count in it:
             t_recv = struct.unpack_from('<Q', raw, 8)[0]
-            if t_send >= lo and count and (first == 0 or t_recv < first):
-                first = t_recv
-    print(first)
+            if count and t_recv >= lo:
+                served.append(t_recv)
+    served.sort()
+    if len(served) < 2:
+        print(0)
+        return
+    pause = max(range(1, len(served)), key=lambda i: served[i] - served[i - 1])
+    print(served[pause])
 
 
 if __name__ == '__main__':

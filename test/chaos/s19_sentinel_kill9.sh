@@ -43,8 +43,9 @@ sentinel_setup
 sentinel_fault() {
     local old=$1 member=$2 pid
     pid=$(redis_info "$old" server process_id)
-    "$SERVERS" kill "$DIR" "$member" >/dev/null || fail "could not kill $member"
-    proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
+    T_FROM=$(now_ns)
+    kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
+    wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
     FAULT_NOTE="kill9:$member"
 }
 # After the switch: the old primary comes back from its AOF, a master with

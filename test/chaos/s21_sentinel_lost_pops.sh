@@ -54,10 +54,11 @@ sentinel_probe() {
 sentinel_fault() {
     local old=$1 member=$2 app=$3 pid
     pid=$(redis_info "$old" server process_id)
-    "$SERVERS" kill "$DIR" "$member" >/dev/null || fail "could not kill $member"
+    T_FROM=$(now_ns)
+    kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
     kill -CONT "$R1_PID"
     info "R1 ($R1) was stopped for $(ms_since "$T_STOPPED") ms"
-    proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
+    wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
     redis-cli -p "$R1" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool" ||
         fail "could not read R1's pool"
     FAULT_NOTE="lost_pops:$member,r1=${MEMBER_OF[$R1]}"
