@@ -794,8 +794,9 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The target has a new answer: a connection waiting for one connects; one
- * made to another address is dropped and made again at once to the new one.
+ * The target has a new answer: a connection waiting for one, or waiting
+ * out a backoff since a loss older than the answer, connects now; one made
+ * to another address is dropped and made again at once to the new one.
  */
 static void on_retarget(evutil_socket_t fd, short what, void *arg)
 {
@@ -810,7 +811,15 @@ static void on_retarget(evutil_socket_t fd, short what, void *arg)
         rds_connect(r);
         return;
     }
-    if (r->state == RDS_DOWN || r->target(r, 0, &host, &port, r->target_arg) != 0 ||
+    /* waiting out a backoff: an answer newer than the loss is worth trying now */
+    if (r->state == RDS_DOWN) {
+        if (r->target(r, r->lost_ms, &host, &port, r->target_arg) == 0) {
+            evtimer_del(r->retry_ev);
+            rds_connect(r);
+        }
+        return;
+    }
+    if (r->target(r, 0, &host, &port, r->target_arg) != 0 ||
         (port == r->port && strcmp(host, r->host) == 0))
         return;
     snprintf(why, sizeof(why), "the primary is %s now", hostport_str(hp, sizeof(hp), host, port));
