@@ -7,7 +7,7 @@
 
 #include "log.h"
 
-static const char *const stage_names[] = {"", "locked", "reserved", "pushing"};
+static const char *const stage_names[] = {"", "locked", "reserved", "pushing", "sweep"};
 
 static struct {
     enum fault_stage stage; /* FAULT_NONE: disarmed */

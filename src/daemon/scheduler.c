@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "health.h"
 #include "keys.h"
+#include "fault.h"
 #include "log.h"
 #include "node.h"
 #include "plan.h"
@@ -521,6 +522,8 @@ static void sweep_start(struct sched *s, struct node *n)
     }
     sw->scanning = 1;
     sw->swept = sw->metas = sw->discarded = 0;
+    if (fault_at(FAULT_SWEEP))
+        fault_fire();
     sweep_scan(sw, "0");
 }
 
