@@ -16,7 +16,10 @@
 # (3) A sentinel that names a replica (a "master" monitored at the
 # address of the replica that was not promoted): ROLE refuses it, in libidpool, idpoolctl and
 # idpool-load; no sentinel answering: the error names the sentinels tried,
-# not a password; idpool-load counts a replica's READONLY replies.
+# not a password; idpool-load counts a replica's READONLY replies. The
+# primary refusing writes (min-replicas-to-write 3: NOREPLICAS): libidpool
+# and idpoolctl get no ID, idpool-load counts the class and asks the
+# sentinels again, the pool is untouched.
 # (4) Forked children take through the inherited Sentinel environment:
 # no ID in two processes.
 # shellcheck source-path=SCRIPTDIR
@@ -124,11 +127,23 @@ pcli "$SENTINEL1_PORT" SENTINEL REMOVE liar >/dev/null
     --duration 0.5 >"$DIR/load.out" 2>&1 || fail "idpool-load on a replica: $(cat "$DIR/load.out")"
 grep -qE ' err_reply=[1-9][0-9]* .*reply_readonly=[1-9]' "$DIR/load.out" ||
     fail "idpool-load did not count READONLY: $(cat "$DIR/load.out")"
+# The primary refuses writes (NOREPLICAS): a refused take is down, never an ID.
+pcli "$NEW" CONFIG SET min-replicas-to-write 3 >/dev/null
+len=$(pcli "$NEW" LLEN "$(pool_key sc)")
+ctl_expect 1 --redis "$SURL" take sc 1 --timeout-ms 1000
+err_has "idpool@127\\.0\\.0\\.1:$NEW: NOREPLICAS"
+"$IDPOOL_LOAD" --sentinel "$SENTINELS" --master "$SENTINEL_MASTER" --mode take --key "$(pool_key sc)" \
+    --reconnect --backoff-ms 1:10 --duration 0.5 >"$DIR/load.out" 2>&1 || fail "idpool-load: $(cat "$DIR/load.out")"
+grep -qE ' reply_noreplicas=[1-9]' "$DIR/load.out" || fail "idpool-load did not count NOREPLICAS: $(cat "$DIR/load.out")"
+(($(grep -c "conn 0: primary 127\\.0\\.0\\.1:$NEW\$" "$DIR/load.out") >= 2)) ||
+    fail "idpool-load did not ask the sentinels again after NOREPLICAS: $(cat "$DIR/load.out")"
+assert_eq "$len" "$(pcli "$NEW" LLEN "$(pool_key sc)")" "sc's pool after refused takes"
+pcli "$NEW" CONFIG SET min-replicas-to-write 0 >/dev/null
 DEAD=$(free_port)
 ctl_expect 1 --redis "redis-sentinel://127.0.0.1:$DEAD?sentinel_password=s3cret#idpool" status
 err_has "no sentinel named the master 'idpool' \\(tried 127\\.0\\.0\\.1:$DEAD\\)"
 err_lacks s3cret
-pass "a replica the sentinels name is refused (ROLE), by libidpool, idpoolctl and idpool-load; no sentinel: named, no password; READONLY counted"
+pass "a replica the sentinels name is refused (ROLE), by libidpool, idpoolctl and idpool-load; no sentinel: named, no password; READONLY and NOREPLICAS counted, NOREPLICAS re-resolved"
 
 # --- (4) fork -------------------------------------------------------------------
 st=0
