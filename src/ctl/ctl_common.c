@@ -210,6 +210,8 @@ int ctl_redis_open(struct ctl *c)
     } else {
         snprintf(c->rds_where, sizeof(c->rds_where), "Redis at %s:%d", u->host, u->port);
     }
+    snprintf(c->rds_host, sizeof(c->rds_host), "%s", host);
+    c->rds_port = port;
     r = redisConnectWithTimeout(host, port, tv);
     if (!r)
         ctl_oom();

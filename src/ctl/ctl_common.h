@@ -43,6 +43,8 @@ struct ctl {
     char errmsg[CTL_MSG_MAX]; /* the last error, for the --json error document */
     MYSQL *db;                /* after ctl_db_open() */
     redisContext *rds;        /* after ctl_redis_open() */
+    char rds_host[256];       /* the server c->rds is connected to (Sentinel: the primary) */
+    int rds_port;             /* ... and its port; "" and 0 before ctl_redis_open() */
     char rds_where[400];      /* "Redis at H:P", "Redis NAME via Sentinel (primary H:P)" */
 };
 

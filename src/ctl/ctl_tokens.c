@@ -640,6 +640,7 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
 {
     char *key = NULL, pw[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1], user[ACLUSER_NAME_MAX];
     char space[2 * ACLUSER_NAME_MAX + 80], pool[KEYS_MAX], err[CTL_MSG_MAX + 400], db[24];
+    char port[24] = "PORT";
     const char *av[ACLUSER_ARGC_MAX];
     const char *prefix;
     int rc, ac, rotated, applied, any_db = 0;
@@ -711,8 +712,16 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     printf("(shown once: only its hash is stored; the user may LPOP and LLEN %s, nothing else)\n",
            pool);
     snprintf(db, sizeof(db), " -n %d", c->cfg.redis.db);
-    printf("example:  redis-cli -h %s -p %d%s --user %s --pass %s LPOP %s 10\n", c->cfg.redis.host,
-           c->cfg.redis.port, c->cfg.redis.db != 0 ? db : "", user, pw, pool);
+    /* The server it was applied on: with Sentinel the primary (never a sentinel). */
+    if (c->cfg.redis.kind != REDIS_SENTINEL)
+        snprintf(port, sizeof(port), "%d", c->cfg.redis.port);
+    else if (c->rds_port != 0)
+        snprintf(port, sizeof(port), "%d", c->rds_port);
+    printf("example:  redis-cli -h %s -p %s%s --user %s --pass %s LPOP %s 10\n",
+           c->cfg.redis.kind != REDIS_SENTINEL ? c->cfg.redis.host
+           : c->rds_port != 0                  ? c->rds_host
+                                               : "PRIMARY",
+           port, c->cfg.redis.db != 0 ? db : "", user, pw, pool);
 out:
     explicit_bzero(pw, sizeof(pw));
     return rc;

@@ -17,6 +17,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "clock.h"
 #include "resolve.h"
 #include "url.h"
 
@@ -26,17 +27,36 @@ struct redis_env {
     struct redis_url url;
     redisContext *rc;     /* NULL while not connected */
     struct resolver sent; /* redis-sentinel://: the sentinels (url.kind REDIS_SENTINEL) */
+    char host[256];       /* Sentinel: the primary rc is connected to */
+    int port;
+    uint64_t asked_ms; /* Sentinel: when the sentinels were last asked (CLOCK_MONOTONIC) */
 };
+
+/*
+ * A Sentinel environment whose pool is dry asks the sentinels again at most
+ * this often: a demoted primary keeps answering as a master until Sentinel
+ * turns it into a replica (seconds after the switch), and a dry pool there
+ * would never be refilled (no pub/sub here: +switch-master is a hint the
+ * daemon follows).
+ */
+#define DRY_RECHECK_MS 1000
 
 static struct redis_env *redis_of(struct env *e)
 {
     return (struct redis_env *)e;
 }
 
-/* The resolver's sockets are the environment's while open (a forked child closes them). */
+/*
+ * The resolver's socket is the environment's while open (a forked child
+ * closes it); closed, the data connection's is again (a recheck while
+ * connected: for that instant a child may keep its copy of the data
+ * socket open, never using it).
+ */
 static void sentinel_sock(void *arg, int fd)
 {
-    env_sock(arg, fd);
+    struct redis_env *x = arg;
+
+    env_sock(&x->env, fd >= 0 ? fd : x->rc ? x->rc->fd : -1);
 }
 
 static struct env *redis_open(const char *url, char *err, size_t errlen)
@@ -54,7 +74,7 @@ static struct env *redis_open(const char *url, char *err, size_t errlen)
     env_base(&x->env, &redis_env_ops, x->url.host, x->url.port);
     if (x->url.kind == REDIS_SENTINEL) {
         /* Always a Sentinel URL here: resolve_init cannot fail. */
-        if (resolve_init(&x->sent, &x->url, sentinel_sock, &x->env) < 0)
+        if (resolve_init(&x->sent, &x->url, sentinel_sock, x) < 0)
             abort();
         snprintf(x->env.name, sizeof(x->env.name), "%.64s@sentinels", x->url.master);
     }
@@ -121,6 +141,9 @@ static redisContext *redis_conn(struct redis_env *x, const struct idpool_options
             return NULL;
         }
         host = primary;
+        x->asked_ms = clock_ms();
+        snprintf(x->host, sizeof(x->host), "%s", primary);
+        x->port = port;
         snprintf(x->env.name, sizeof(x->env.name), "%.64s@", x->url.master);
         hostport_str(x->env.name + strlen(x->env.name), sizeof(x->env.name) - strlen(x->env.name),
                      host, port);
@@ -155,6 +178,25 @@ static redisContext *redis_conn(struct redis_env *x, const struct idpool_options
     return x->rc;
 }
 
+/*
+ * A Sentinel environment found its pool dry: when the sentinels now name
+ * another primary, close the connection (not a failure: no back-off), so
+ * the next take goes there.
+ */
+static void dry_recheck(struct redis_env *x, const struct idpool_options *o)
+{
+    char host[256], err[1024];
+    int port;
+
+    if (x->url.kind != REDIS_SENTINEL || clock_ms() - x->asked_ms < DRY_RECHECK_MS)
+        return;
+    x->asked_ms = clock_ms();
+    if (resolve_primary(&x->sent, o->io_timeout_ms, host, sizeof(host), &port, err, sizeof(err)) ==
+            0 &&
+        (port != x->port || strcmp(host, x->host) != 0))
+        env_close(&x->env);
+}
+
 static enum take_outcome redis_take(struct env *e, const struct take_req *q, struct take_result *r)
 {
     struct redis_env *x = redis_of(e);
@@ -176,8 +218,10 @@ static enum take_outcome redis_take(struct env *e, const struct take_req *q, str
         if (r->ids)
             r->n = takereply_ids(y, r->ids, NULL, NULL);
         out = r->n ? T_IDS : T_DRY;
-        if (out == T_DRY)
+        if (out == T_DRY) {
             take_msg(r, e, "the pool is empty");
+            dry_recheck(x, q->o);
+        }
     } else if (y->type == REDIS_REPLY_ERROR) {
         /*
          * Not ours (a missing library, READONLY from a demoted primary,

@@ -15,6 +15,12 @@
  * once at start (RPUSH: the same 1000-ID command every time) with write(2)
  * on the socket; replies are read with read(2) and fed to the reader.
  *
+ * --sentinel H:P[,H:P...] --master NAME: the primary a Sentinel set names,
+ * asked at every connect (src/lib/resolve.h), ROLE-checked; READONLY or
+ * NOREPLICAS closes the connection (the next connect asks again); error
+ * replies are counted by class too (reply_readonly, reply_noreplicas,
+ * reply_loading).
+ *
  * Chaos use: --record logs only requests whose reply was parsed, each ID
  * once; --reconnect survives restarts and partitions (connect and command
  * timeouts, backoff 50 ms doubling to 1 s; --backoff-ms 1:1 retries every
