@@ -20,6 +20,10 @@
 # Checked: as chaos 19; here the take consumers must also have been refused
 # (IDPOOL_EPOCH) inside the window: R1's pools hold IDs handed out before
 # the kill, and only the epoch keeps them from the takes until the sweep.
+# So that they meet them, the two refillers are stopped (SIGSTOP) from the
+# kill until a take was refused on R1 (else a daemon may sweep R1 before
+# any consumer arrives: nothing exposed, nothing proved); budget_ms is then
+# reported, not bounded.
 # Evidence: R1 promoted, its pool held IDs consumers had popped before the
 # kill (stale=N > 0), validated under its own server id, pool discarded.
 # shellcheck source-path=SCRIPTDIR
@@ -51,17 +55,30 @@ sentinel_prepare() {
 sentinel_probe() {
     PROBE_EPOCH=$(redis-cli -p "$1" HGET "$(meta_key "$2")" epoch)
 }
+# refused_since APP T: a take consumer of APP was refused IDPOOL_EPOCH by a
+# request sent at or after T (their .refused logs, flushed every second).
+refused_since() {
+    cat "$DIR/$1".c*.refused 2>/dev/null | awk -v t="$2" '$1 >= t && $3 == "IDPOOL_EPOCH"' | grep -q .
+}
 sentinel_fault() {
     local old=$1 member=$2 app=$3 pid
     pid=$(redis_info "$old" server process_id)
     T_FROM=$(now_ns)
     kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
+    # The refillers wait until takes met R1's stale pool: else they may
+    # sweep it before any consumer came (then nothing was exposed to prove).
+    signal_daemon a STOP
+    signal_daemon b STOP
     kill -CONT "$R1_PID"
     info "R1 ($R1) was stopped for $(ms_since "$T_STOPPED") ms"
     wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
     redis-cli -p "$R1" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool" ||
         fail "could not read R1's pool"
     FAULT_NOTE="lost_pops:$member,r1=${MEMBER_OF[$R1]}"
+    wait_until 20 refused_since "$app" "$T_FROM" ||
+        failure "$app: no take was refused on R1 within 20 s of the kill"
+    signal_daemon a CONT
+    signal_daemon b CONT
 }
 sentinel_after() {
     "$SERVERS" start "$DIR" "$2" >/dev/null || fail "could not start $2 again"
@@ -71,4 +88,7 @@ sentinel_after() {
     expect "[[ $W_NEW == $R1 ]]" "the sentinels promoted $W_NEW, not R1 ($R1)"
 }
 SENTINEL_STALE_REQUIRED=1 # R1's pool held IDs popped before the kill
+# The refillers are held until takes met the stale pool: the first take
+# after the fault says nothing about the daemons' speed (chaos 19 does).
+SENTINEL_BUDGET=0
 sentinel_scenario sl required
