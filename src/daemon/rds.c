@@ -47,11 +47,12 @@ struct rds {
     int failures;              /* consecutive failed attempts (log throttling) */
     char server_id[96];        /* "run_id:master_replid" from INFO at the handshake */
     char epoch[RDS_EPOCH_MAX]; /* writers: what idpool_validate answered ("" = none) */
-    const char *stale;         /* writers: why the epoch is no longer the validated one */
+    const char *stale;         /* why to drop the connection (on_watch): a writer's epoch is no
+                                  longer the validated one, or READONLY (demoted_why) */
     int lib_raced;             /* a load without REPLACE found the library there */
     int promoted;              /* INFO: master_replid2 is set (a replica promoted) */
     int lib_fresh;             /* this handshake loaded the library (its state is new) */
-    int epoch_probed;          /* this handshake read the library's epoch (hs_epoch) */
+    int epoch_probed;          /* this handshake read the library's epoch (hs_epoch_reset) */
     uint64_t role_check_ms;    /* last INFO replication probe sent (0 = none in flight) */
     int role_probe;            /* a probe is in flight */
     int ever_ready;            /* was ready at least once */
