@@ -878,16 +878,27 @@ check_rollback() {
 # takes are not rate-limited (max_size_per_second), so that idpool_take
 # consumers pop as fast as LPOP ones.
 rollback_apps() {
-    local prefix=$1 rounds=$2 r
-    for ((r = 1; r <= rounds; r++)); do
-        add_app "$prefix$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-            max_size_per_second=1000000
-    done
+    round_apps_add "$1" "$2"
     chaos_daemon a
     chaos_daemon b
-    for ((r = 1; r <= rounds; r++)); do
-        app_params "$prefix$r"
-        wait_until 20 pool_ge "$prefix$r" "$P_LOW" || fail "$prefix$r never filled"
+    round_apps_filled "$1" "$2"
+}
+
+# round_apps_add PREFIX ROUNDS: the applications PREFIX1..ROUNDS of a
+# rollback or Sentinel scenario; round_apps_filled PREFIX ROUNDS: each is
+# above its low-water mark (the daemons filled them).
+round_apps_add() {
+    local r
+    for ((r = 1; r <= $2; r++)); do
+        add_app "$1$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
+            max_size_per_second=1000000
+    done
+}
+round_apps_filled() {
+    local r
+    for ((r = 1; r <= $2; r++)); do
+        app_params "$1$r"
+        wait_until 20 pool_ge "$1$r" "$P_LOW" || fail "$1$r never filled"
     done
 }
 
@@ -1158,8 +1169,6 @@ py_consumers_start() {
 
 # redis_info PORT SECTION FIELD: one field of INFO SECTION of the Redis at PORT.
 redis_info() { redis-cli -p "$1" INFO "$2" | tr -d '\r' | sed -n "s/^$3://p"; }
-# server_id_of PORT: run_id:master_replid, the base of the epochs validated there.
-server_id_of() { echo "$(redis_info "$1" server run_id):$(redis_info "$1" replication master_replid)"; }
 
 # sentinel_scenario PREFIX REFUSALS: the rounds of a Sentinel scenario, one
 # monotonic application PREFIX<r> each, two refilling daemons and an
@@ -1193,10 +1202,7 @@ sentinel_scenario() {
     PER_ROUND=$((CHAOS_IDS / ROUNDS))
     WINDOW_LIMIT_MS=- # the window includes Sentinel's detection: budget_ms is what is bounded
     if [[ $PROFILE == quick ]]; then SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-1500}; else SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-0}; fi
-    for ((r = 1; r <= ROUNDS; r++)); do
-        add_app "$prefix$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-            max_size_per_second=1000000
-    done
+    round_apps_add "$prefix" "$ROUNDS"
     sentinel_daemon a
     sentinel_daemon b
     API_PORT=$(free_port)
@@ -1204,10 +1210,7 @@ sentinel_scenario() {
     TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add \
         "chaos$CHAOS_NUM" --apps '*' | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["token"])') ||
         fail "tokens add"
-    for ((r = 1; r <= ROUNDS; r++)); do
-        app_params "$prefix$r"
-        wait_until 20 pool_ge "$prefix$r" "$P_LOW" || fail "$prefix$r never filled"
-    done
+    round_apps_filled "$prefix" "$ROUNDS"
     for ((r = 1; r <= ROUNDS; r++)); do
         app=$prefix$r
         old=$(sentinel_primary)
@@ -1237,7 +1240,7 @@ sentinel_scenario() {
         [[ -n $W_NEW ]] || fail "$app: no new primary"
         # validated before the sweep that ended the watch
         epoch=$(redis-cli -p "$W_NEW" FCALL_RO idpool_validated 0)
-        id_new=$(server_id_of "$W_NEW")
+        id_new=$(redis_server_id "$W_NEW")
         REDIS_PORT=$W_NEW
         LAST_RECOVERY_MS=timeout
         recovered "$app" "$T_FROM" 30

@@ -65,18 +65,12 @@ sync_full() { on "$1" INFO stats | tr -d '\r' | sed -n 's/^sync_full://p'; }
 meta_epoch() { on "$1" HGET "$(meta_key "$2")" epoch; }
 validated_on() { on "$1" FCALL_RO idpool_validated 0; }
 
-for ((s = 1; s <= SWITCHES; s++)); do
-    add_app "fb$s" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-        max_size_per_second=1000000
-done
+round_apps_add fb "$SWITCHES"
 on "$B_PORT" REPLICAOF 127.0.0.1 "$A_PORT" >/dev/null
 wait_until 20 link_up "$B_PORT" || fail "B did not become A's replica"
 chaos_daemon a
 chaos_daemon b --redis "redis://127.0.0.1:$B_PORT/0"
-for ((s = 1; s <= SWITCHES; s++)); do
-    app_params "fb$s"
-    wait_until 20 pool_ge "fb$s" "$P_LOW" || fail "fb$s never filled"
-done
+round_apps_filled fb "$SWITCHES"
 
 # switch_over X Y APP: one switch-over (see above) from primary X to its
 # replica Y, while APP's consumers pop from X; REDIS_PORT becomes Y's port
@@ -121,7 +115,7 @@ switch_over() {
     round_end "$s" "$app" "$T_FROM" "$W_TO"
     fault_landed "$fx$fy:stale=$STALE,full_syncs=$(($(sync_full "$y") - full0))" \
         "((STALE > 0 && $(sync_full "$y") > full0)) &&
-         [[ '$epoch_y' == '$(server_id_of "$y")':* && '$epoch_y' != '$PROBE_EPOCH' ]]"
+         [[ '$epoch_y' == '$(redis_server_id "$y")':* && '$epoch_y' != '$PROBE_EPOCH' ]]"
 }
 
 for ((s = 1; s <= SWITCHES; s++)); do

@@ -24,8 +24,7 @@ source "$(dirname "$0")/lib.sh"
 sentinel_setup
 
 sentinel_fault() {
-    wait_until 15 eval "redis-cli -p $SENTINEL1_PORT SENTINEL FAILOVER $SENTINEL_MASTER 2>&1 | grep -q '^OK'" ||
-        fail "SENTINEL FAILOVER was not accepted"
+    sentinel_failover 15
     FAULT_NOTE="failover:$2"
 }
 sentinel_after() {

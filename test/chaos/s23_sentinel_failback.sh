@@ -36,18 +36,15 @@ APP=fb1
 A=$REDIS_PORT B=$REPLICA1_PORT C=$REPLICA2_PORT
 meta_epoch_on() { redis-cli -p "$1" HGET "$(meta_key "$APP")" epoch; }
 failover_to() { # failover_to PORT: SENTINEL FAILOVER, until the sentinels name PORT
-    wait_until 20 eval "redis-cli -p $SENTINEL1_PORT SENTINEL FAILOVER $SENTINEL_MASTER 2>&1 | grep -q '^OK'" ||
-        fail "SENTINEL FAILOVER was not accepted"
+    sentinel_failover 20
     wait_until 30 eval "[[ \$(sentinel_primary) == $1 && \$(redis-cli -p $1 ROLE | head -n 1) == master ]]" ||
         fail "the sentinels did not promote $1 (they name $(sentinel_primary))"
 }
 
 redis-cli -p "$C" CONFIG SET replica-priority 0 >/dev/null
-add_app "$APP" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-    max_size_per_second=1000000
+round_apps_add fb 1
 IDPOOL_FAULT=sweep:stop:2 sentinel_daemon a
-app_params "$APP"
-wait_until 20 pool_ge "$APP" "$P_LOW" || fail "$APP never filled"
+round_apps_filled fb 1
 epoch_a=$(redis-cli -p "$A" FCALL_RO idpool_validated 0)
 
 round_begin "$APP"
@@ -60,7 +57,7 @@ failover_to "$B"
 wait_daemon_stopped a 20 || fail "the daemon did not stop at its sweep of B"
 fault_fired a "sweep:stop:2" || failure "the daemon stopped without its fault hook"
 epoch_b=$(redis-cli -p "$B" FCALL_RO idpool_validated 0)
-[[ $epoch_b == "$(server_id_of "$B")":* ]] || fail "B's epoch '$epoch_b' is not of B"
+[[ $epoch_b == "$(redis_server_id "$B")":* ]] || fail "B's epoch '$epoch_b' is not of B"
 swept_b=$(logs_count "epoch sweep \\(epoch $epoch_b\\)")
 stale_meta=$(meta_epoch_on "$B")
 info "B validated ($epoch_b), not swept ($swept_b sweeps); its meta of $APP: $stale_meta"
@@ -85,6 +82,6 @@ round_end 1 "$APP" "$T_FROM" "$W_TO" required
 epoch_a2=$(redis-cli -p "$A" FCALL_RO idpool_validated 0)
 fault_landed "failback:b_validated_unswept,full_syncs=$((full1 - full0)),stale=$STALE" \
     "((swept_b == 0 && full1 > full0)) && [[ '$meta_back' == '$epoch_a' && '$take' == IDPOOL_EPOCH* &&
-     '$epoch_a2' == '$(server_id_of "$A")':* && '$epoch_a2' != '$epoch_a' ]]"
+     '$epoch_a2' == '$(redis_server_id "$A")':* && '$epoch_a2' != '$epoch_a' ]]"
 WINDOW_LIMIT_MS=-
 rollback_finish fb 1

@@ -388,10 +388,11 @@ leases() { sql "SELECT lo, hi FROM application_lease WHERE application_id = $(ap
 # or a restore into the process makes a new one.
 redis_epoch() { rcli FCALL_RO idpool_validated 0; }
 
-# redis_server_id: "run_id:master_replid" of this Redis process (INFO): a
+# redis_server_id [PORT]: "run_id:master_replid" of the Redis process at
+# PORT (default REDIS_PORT; INFO), the base of the epochs validated there: a
 # restart changes run_id, a promotion or demotion master_replid.
 redis_server_id() {
-    rcli INFO server replication | tr -d '\r' |
+    redis-cli -h 127.0.0.1 -p "${1:-$REDIS_PORT}" INFO server replication | tr -d '\r' |
         awk -F: '$1 == "run_id" { r = $2 } $1 == "master_replid" { m = $2 } END { print r ":" m }'
 }
 
@@ -406,7 +407,20 @@ mysql_start() { "$SERVERS" start "$DIR" mysql >/dev/null; }
 # A Sentinel set (SERVERS_SENTINEL=1 setup). sentinel_named PORT: the
 # primary's port as the sentinel at PORT names it. sentinel_promoted: every
 # sentinel names one of the replicas, and ROLE there says master.
+# sentinel_failover [TIMEOUT_S]: SENTINEL FAILOVER through sentinel 1, sent
+# again while it answers -INPROG or -NOGOODSLAVE (default 15 s); any other
+# answer, or none accepted in time, fails the test.
 sentinel_named() { redis-cli -h 127.0.0.1 -p "$1" SENTINEL get-master-addr-by-name "$SENTINEL_MASTER" | tail -n 1; }
+sentinel_failover() {
+    wait_until "${1:-15}" sentinel_failover_once || fail "SENTINEL FAILOVER was not accepted within ${1:-15} s"
+}
+sentinel_failover_once() {
+    local out
+    out=$(redis-cli -h 127.0.0.1 -p "$SENTINEL1_PORT" SENTINEL FAILOVER "$SENTINEL_MASTER" 2>&1)
+    [[ $out == OK ]] && return 0
+    [[ $out == *INPROG* || $out == *NOGOODSLAVE* ]] || fail "SENTINEL FAILOVER: $out"
+    return 1
+}
 sentinel_promoted() {
     local s p
     for s in "$SENTINEL1_PORT" "$SENTINEL2_PORT" "$SENTINEL3_PORT"; do

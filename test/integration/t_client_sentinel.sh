@@ -63,14 +63,7 @@ info "the client runs"
 wait_until 20 eval "[[ \$(pcli $REDIS_PORT LLEN $(pool_key sc)) == 0 ]]" ||
     fail "the client did not drain the first primary: $(cat "$DIR/client.out")"
 info "the first primary ($REDIS_PORT) is drained; SENTINEL FAILOVER"
-failover() {
-    local out
-    out=$(pcli "$SENTINEL1_PORT" SENTINEL FAILOVER "$SENTINEL_MASTER" 2>&1)
-    [[ $out == OK ]] && return 0
-    [[ $out == *INPROG* || $out == *NOGOODSLAVE* ]] || fail "SENTINEL FAILOVER: $out"
-    return 1
-}
-wait_until 20 failover || fail "SENTINEL FAILOVER was not accepted within 20 s"
+sentinel_failover 20
 wait_until 20 sentinel_promoted || fail "the sentinels did not agree on a promoted replica within 20 s"
 NEW=$(sentinel_named "$SENTINEL1_PORT")
 info "the sentinels name $NEW"

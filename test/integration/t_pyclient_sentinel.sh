@@ -70,14 +70,7 @@ pass "IDs through the sentinels' URL from the primary"
 # The failover.
 old=$REDIS_PORT
 t0=$(date +%s%N)
-failover() {
-    local r
-    r=$(scli "$SENTINEL1_PORT" SENTINEL FAILOVER "$SENTINEL_MASTER" 2>&1)
-    [[ $r == OK ]] && return 0
-    [[ $r == *INPROG* || $r == *NOGOODSLAVE* ]] || fail "SENTINEL FAILOVER: $r"
-    return 1
-}
-wait_until 15 failover || fail "SENTINEL FAILOVER was not accepted within 15 s"
+sentinel_failover 15
 wait_until 20 sentinel_promoted || fail "the sentinels did not agree on a new primary within 20 s"
 new=$(sentinel_named "$SENTINEL1_PORT")
 info "replica $new promoted $((($(date +%s%N) - t0) / 1000000)) ms after SENTINEL FAILOVER"

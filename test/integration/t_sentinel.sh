@@ -31,11 +31,6 @@ META=$(meta_key $KEY)
 at() { redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
 take_on() { at "$1" FCALL idpool_take 2 "$POOL" "$META" "$2" 2>&1 | sed '/^$/d'; }
 named_primary() { at "$SENTINEL1_PORT" SENTINEL get-master-addr-by-name "$SENTINEL_MASTER" | tail -n 1; }
-# the server_id (run_id:master_replid) of the Redis at port $1
-server_id_at() {
-    at "$1" INFO server replication | tr -d '\r' |
-        awk -F: '$1 == "run_id" { r = $2 } $1 == "master_replid" { m = $2 } END { print r ":" m }'
-}
 sentinels_agree_on() {
     local s
     for s in "$SENTINEL1_PORT" "$SENTINEL2_PORT" "$SENTINEL3_PORT"; do
@@ -69,8 +64,8 @@ log_has a "starting: redis master '$SENTINEL_MASTER' via sentinels 127\.0\.0\.1:
     fail "(a) the start line does not name the master and the sentinels"
 wait_until 10 pool_ge_at "$REDIS_PORT" "$LOW" || fail "(a) the pool on the primary never filled"
 epoch_a=$(at "$REDIS_PORT" FCALL_RO idpool_validated 0)
-[[ $epoch_a == "$(server_id_at "$REDIS_PORT"):"* ]] ||
-    fail "(a) the primary's epoch '$epoch_a' is not its own server id $(server_id_at "$REDIS_PORT")"
+[[ $epoch_a == "$(redis_server_id "$REDIS_PORT"):"* ]] ||
+    fail "(a) the primary's epoch '$epoch_a' is not its own server id $(redis_server_id "$REDIS_PORT")"
 # a replica has the library (FUNCTION LOAD replicates) but never an epoch
 for r in "$REPLICA1_PORT" "$REPLICA2_PORT"; do
     wait_until 5 eval "at $r FCALL_RO idpool_version 0 | grep -qE '^[0-9]+\$'" ||
@@ -88,8 +83,7 @@ pass "(a) the daemon found the primary through the sentinels, validated it and f
 old=$REDIS_PORT
 n_lost=$(log_count a 'redis: connection to .* lost')
 t0=$(now_us)
-wait_until 15 eval "at $SENTINEL1_PORT SENTINEL FAILOVER $SENTINEL_MASTER 2>&1 | grep -q '^OK'" ||
-    fail "(b) SENTINEL FAILOVER was not accepted"
+sentinel_failover 15
 wait_until 20 eval "new=\$(named_primary); [[ \$new != $old ]] && sentinels_agree_on \$new" ||
     fail "(b) the sentinels did not agree on a new primary"
 new=$(named_primary)
@@ -99,8 +93,8 @@ wait_until 10 log_has a "redis: connected to 127\.0\.0\.1:$new db 0 \(epoch" ||
 wait_until 10 eval "[[ \$(at $new HGET $META epoch) == \$(at $new FCALL_RO idpool_validated 0) ]]" ||
     fail "(b) the pool's meta on $new was not rewritten under its epoch"
 epoch_b=$(at "$new" FCALL_RO idpool_validated 0)
-[[ $epoch_b == "$(server_id_at "$new"):"* ]] ||
-    fail "(b) the new primary's epoch '$epoch_b' is not its own server id $(server_id_at "$new")"
+[[ $epoch_b == "$(redis_server_id "$new"):"* ]] ||
+    fail "(b) the new primary's epoch '$epoch_b' is not its own server id $(redis_server_id "$new")"
 assert_ne "$epoch_a" "$epoch_b" "(b) the epoch after the failover"
 wait_until 10 log_has a "app=$KEY redis restart or failover detected" ||
     fail "(b) the sweep did not discard the inherited pool"
