@@ -34,6 +34,11 @@ HTTP_PORT=$(free_port)
 export IDPOOL_HTTP_ADDR=127.0.0.1:$HTTP_PORT # no daemon: status reads Redis and MySQL
 pcli() { redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
 
+# top_up PORT FIRST N: appends FIRST, FIRST+2, ... (N IDs) to sc's pool at PORT.
+top_up() {
+    seq "$2" 2 $(($2 + 2 * ($3 - 1))) | xargs -n 10000 redis-cli -h 127.0.0.1 -p "$1" RPUSH "$(pool_key sc)" >/dev/null
+}
+
 # serve PORT FIRST N: validates the Redis at PORT (a primary) and makes
 # sc's pool N IDs FIRST, FIRST+2, ... under its epoch.
 serve() {
@@ -43,7 +48,7 @@ serve() {
     epoch=$(pcli "$port" FCALL idpool_validate 0 "$base" "$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')")
     [[ $epoch == "$base":* ]] || fail "idpool_validate on $port: $epoch"
     pcli "$port" DEL "$(pool_key sc)" >/dev/null
-    seq "$first" 2 $((first + 2 * (n - 1))) | xargs -n 10000 redis-cli -h 127.0.0.1 -p "$port" RPUSH "$(pool_key sc)" >/dev/null
+    top_up "$port" "$first" "$n"
     assert_eq "$n" "$(pcli "$port" LLEN "$(pool_key sc)")" "sc's pool on $port"
     pcli "$port" HSET "$(meta_key sc)" per_take 1000 per_second 100000000 epoch "$epoch" >/dev/null
 }
@@ -139,6 +144,10 @@ err_lacks s3cret
 pass "a replica the sentinels name is refused (ROLE), by libidpool, idpoolctl and idpool-load; no sentinel: named, no password; READONLY and NOREPLICAS counted, NOREPLICAS re-resolved"
 
 # --- (4) fork -------------------------------------------------------------------
+# No daemon refills: the parent's second thread takes as fast as it can while
+# it forks (63 takes of 1,000 IDs seen on a loaded machine), so the pool gets
+# 300,000 more IDs first.
+top_up "$NEW" 2000000001 300000
 st=0
 "$IDPOOL_CLIENTEDGE" fork --children 3 --ids 2000 "$DIR/fork" sc "$SURL" >"$DIR/fork.out" 2>&1 || st=$?
 cat "$DIR/fork.out"
