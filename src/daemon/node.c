@@ -15,8 +15,12 @@ static void on_main_state(struct rds *r, int ready, void *arg)
     struct node *n = arg;
 
     (void)r;
-    if (ready)
+    if (ready) {
         n->generation++;
+        /* the server is back: the node's other connections need not wait out their backoff */
+        rds_kick(n->push);
+        rds_kick(n->api);
+    }
     if (n->map->on_state)
         n->map->on_state(n, ready, n->map->arg);
 }

@@ -831,6 +831,16 @@ static void on_retarget(evutil_socket_t fd, short what, void *arg)
     rds_connect(r);
 }
 
+void rds_kick(struct rds *r)
+{
+    static const struct timeval now = {0, 0};
+
+    if (r == NULL || r->state != RDS_DOWN)
+        return;
+    r->backoff_ms = BACKOFF_MIN_MS;
+    evtimer_add(r->retry_ev, &now); /* replaces the pending timeout */
+}
+
 /* hiredis 0.14 has no timeouts: enforce connect and command timeouts here. */
 static void on_watch(evutil_socket_t fd, short what, void *arg)
 {

@@ -68,6 +68,13 @@ void rds_set_target(struct rds *r, rds_target_fn *fn, void *arg);
  * the new one. Runs from the event loop, never inside the caller.
  */
 void rds_retarget(struct rds *r);
+/*
+ * The server answers on another connection of the node: this one, if it
+ * waits out a backoff, connects now (from the event loop) with the backoff
+ * reset. After a failover the push connection, refused while the main one
+ * reset the promoted server's library, would otherwise wait up to 1 s.
+ */
+void rds_kick(struct rds *r);
 /* "host:port" it connects to now (HOSTPORT_STR_MAX). */
 void rds_where(const struct rds *r, char *buf, size_t size);
 /* Drops the connection (pending callbacks get NULL) and frees everything. */
