@@ -1129,10 +1129,13 @@ sentinel_watch_read() {
 
 # first_take_ms APP T0_NS: ms from T0_NS to when takes of APP were served
 # again (the end of the longest pause in served takes after T0_NS, any
-# take consumer), or "none".
+# direct take consumer: every take of idpool-load goes to Redis, while the
+# buffered clients' logs, *.buffered.*, show IDs their buffers held), or
+# "none".
 first_take_ms() {
-    local t
-    t=$("$PYTHON" "$ROLLBACK_PY" first_take "$2" "$DIR/$1".c*.bin)
+    local t logs=()
+    for f in "$DIR/$1".c*.bin; do [[ $f == *.buffered.* ]] || logs+=("$f"); done
+    t=$("$PYTHON" "$ROLLBACK_PY" first_take "$2" "${logs[@]}")
     if ((t > 0)); then echo $(((t - $2) / 1000000)); else echo none; fi
 }
 
@@ -1187,8 +1190,8 @@ redis_info() { redis-cli -p "$1" INFO "$2" | tr -d '\r' | sed -n "s/^$3://p"; }
 #                                    stopped serving, if it ran on
 # (OLD: the primary's port, MEMBER: its servers.sh name). A watcher times
 # the switch (detect_ms) and the sweep on the new primary (the window's
-# end); first_take_ms (the fault to the first take answered with IDs, sent
-# after it), low_water_ms; budget_ms = first_take_ms - detect_ms within
+# end); first_take_ms (the fault to the first take of a direct take
+# consumer answered with IDs, sent after it), low_water_ms; budget_ms = first_take_ms - detect_ms within
 # 1000 + CHAOS_FAILOVER_SLACK_MS (1500 in the quick profile, 0 in the long
 # one; not checked with SENTINEL_BUDGET=0, where the old primary serves
 # on). SENTINEL_STALE_REQUIRED=1: the evidence needs stale > 0 (the new

@@ -26,7 +26,8 @@
 #     control; IDPOOL_EPOCH refusals counted, not required: with replicas in
 #     sync the promoted one may hold nothing stale);
 #   * the failover time as clients feel it: first_take_ms (the kill to the
-#     first take answered with IDs, sent after the kill) and low_water_ms
+#     first take of a direct take consumer answered with IDs, sent after
+#     the kill: the buffered clients hide part of the outage) and low_water_ms
 #     (to the pool above low water on the new primary), beside detect_ms;
 #     budget_ms = first_take_ms - detect_ms must stay within 1000 ms plus
 #     CHAOS_FAILOVER_SLACK_MS (default 0 in the long profile, 1500 in the
