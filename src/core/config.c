@@ -39,6 +39,7 @@ enum setting_id {
     S_PUSH_CHUNK,
     S_RELOAD,
     S_INSTANCE,
+    S_FAILOVER_RESERVE,
     S_REFILL,
     S_HTTP,
     S_HTTP_MAX_CONNS,
@@ -69,9 +70,10 @@ enum setting_kind {
     K_HTTP,
     K_WEBHOOK,
     K_LOG_LEVEL,
-    K_PATH, /* --config: read before everything else, see config_load() */
-    K_FILE, /* a file name; empty = none */
-    K_BOOL, /* on|off (also yes|no, true|false, 1|0) */
+    K_PATH,    /* --config: read before everything else, see config_load() */
+    K_FILE,    /* a file name; empty = none */
+    K_BOOL,    /* on|off (also yes|no, true|false, 1|0) */
+    K_RESERVE, /* auto|off|trend|all */
 };
 
 /* Which sources may set a setting. */
@@ -151,6 +153,14 @@ static const struct setting settings[S_COUNT] = {
     [S_INSTANCE] = {"instance", NULL, "IDPOOL_INSTANCE", "Refill", "NAME", NULL, "HOSTNAME:PID",
                     "name of this daemon in application_lease, 1..255 characters", K_INSTANCE,
                     FROM_ALL, 0, 0, 0},
+    [S_FAILOVER_RESERVE] = {"failover-reserve", NULL, "IDPOOL_FAILOVER_RESERVE", "Refill", "MODE",
+                            "auto", NULL,
+                            "which pools keep a range of their own, never written to\n"
+                            "Redis, to refill once when MySQL cannot lease (a failover\n"
+                            "or a Redis restart while MySQL is down): off, trend\n"
+                            "(trend applications), all (monotonic ones too, when the\n"
+                            "pool starts over) or auto (trend behind Sentinel, else off)",
+                            K_RESERVE, FROM_ALL, 0, 0, 0},
     [S_HTTP] = {"http", NULL, "IDPOOL_HTTP_ADDR", "Status and metrics", "HOST:PORT",
                 "127.0.0.1:9471", NULL,
                 "status server: /metrics, /healthz, /v1/apps ([IPv6]:PORT ok);\n"
@@ -485,6 +495,21 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
         }
         return fail(ld, id, "must be on or off, got '%.32s'", value);
     }
+    case K_RESERVE: {
+        static const char *const modes[] = {"off", "trend", "all"};
+
+        for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+            if (strcasecmp(value, modes[i]) == 0) {
+                cfg->failover_reserve = (int)i; /* enum plan_reserve_mode */
+                return 0;
+            }
+        }
+        if (strcasecmp(value, "auto") == 0) {
+            cfg->failover_reserve = -1; /* finish() decides */
+            return 0;
+        }
+        return fail(ld, id, "must be one of auto, off, trend, all; got '%.32s'", value);
+    }
     }
     return fail(ld, id, "internal error: unknown setting kind");
 }
@@ -740,6 +765,9 @@ static int finish(struct loader *ld)
         cfg->mysql.password = ld->mysql_password;
         ld->mysql_password = NULL;
     }
+    if (cfg->failover_reserve < 0) /* auto */
+        cfg->failover_reserve =
+            cfg->redis.kind == REDIS_SENTINEL ? PLAN_RESERVE_TREND : PLAN_RESERVE_OFF;
     if (cfg->redis.user && cfg->redis.password == NULL)
         return fail(ld, S_REDIS,
                     "an ACL user needs a password: write user:password@ in the URL or set "

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "log.h"
+#include "plan.h"
 #include "url.h"
 
 #define CONFIG_ERR_MAX 512
@@ -39,6 +40,7 @@ struct config {
     char *api_tls_cert;         /* PEM certificate chain file, or NULL: plain HTTP */
     char *api_tls_key;          /* PEM private key file, or NULL */
     int refill;                 /* 0: issuer-only instance (no checks, no refills) */
+    int failover_reserve;       /* enum plan_reserve_mode (auto resolved by config_load) */
     char *alert_webhook;        /* alert webhook URL as given, or NULL */
     struct webhook_url webhook; /* parsed alert_webhook */
     int stall_ms;               /* 'stalled' fires after a needy pool got nothing this long */

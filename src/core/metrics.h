@@ -134,6 +134,9 @@
     X(lease_remaining, "idpool_lease_remaining", GAUGE,                                            \
       "ID space left in the current and prefetched leases.", ONE, "", VALID(v) && v->lease_known,  \
       U(v->lease_remaining))                                                                       \
+    X(reserve, "idpool_failover_reserve_ids", GAUGE,                                               \
+      "ID space in this daemon's failover reserve (0: none held).", ONE, "", VALID(v),             \
+      U(v->reserve_hi - v->reserve_lo))                                                            \
     APP_COUNTERS(METRICS_APP_COUNTER, X)                                                           \
     X(last_refill, "idpool_last_refill_timestamp_seconds", GAUGE,                                  \
       "When the last successful refill ended, Unix time.", ONE, "",                                \

@@ -178,3 +178,21 @@ void plan_batch_free(struct plan_batch *b)
     free(b->chunks);
     memset(b, 0, sizeof(*b));
 }
+
+int plan_reserve_kept(enum plan_reserve_mode mode, enum app_type type)
+{
+    return mode == PLAN_RESERVE_ALL || (mode == PLAN_RESERVE_TREND && type == APP_TREND);
+}
+
+int plan_reserve_usable(enum plan_reserve_mode mode, enum app_type type, int have_meta,
+                        uint64_t len)
+{
+    if (!plan_reserve_kept(mode, type))
+        return 0;
+    return type == APP_TREND || (!have_meta && len == 0);
+}
+
+uint64_t plan_reserve_split(uint64_t lo, uint64_t hi)
+{
+    return lo + (hi - lo) / 2;
+}

@@ -48,6 +48,35 @@ uint64_t plan_lease_span(const struct app_cfg *cfg, double rate);
 int plan_should_prefetch(const struct gen_state *st, uint64_t span);
 
 /*
+ * The failover reserve: a range of a pool's ID space that one daemon
+ * reserved in MySQL and never wrote to any Redis, kept to refill the pool
+ * once when MySQL cannot lease (a failover or a Redis restart while MySQL
+ * is down). The daemon gets it by reserving twice the span it needs and
+ * keeping the upper half (plan_reserve_split), or from a lease whose refill
+ * lost its Redis node before it wrote anything.
+ */
+enum plan_reserve_mode {
+    PLAN_RESERVE_OFF = 0,
+    PLAN_RESERVE_TREND, /* trend applications only (their pools have no order to keep) */
+    PLAN_RESERVE_ALL,   /* monotonic ones too, when their pool starts over */
+};
+
+/* A pool of this type keeps a reserve under `mode`. */
+int plan_reserve_kept(enum plan_reserve_mode mode, enum app_type type);
+
+/*
+ * The reserve may refill the pool now that leasing failed: a trend pool
+ * always; a monotonic one (mode all) only when it starts over (no meta, an
+ * empty pool), so that the pool stays strictly increasing: its IDs are
+ * below the leases reserved after it.
+ */
+int plan_reserve_usable(enum plan_reserve_mode mode, enum app_type type, int have_meta,
+                        uint64_t len);
+
+/* Where a reservation [lo, hi) made twice as large splits: [lo, mid) now, [mid, hi) kept. */
+uint64_t plan_reserve_split(uint64_t lo, uint64_t hi);
+
+/*
  * The meta hash read field by field (HGETALL): plan_meta_init(),
  * plan_meta_field() for each pair, then plan_meta_end().
  */

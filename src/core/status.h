@@ -34,6 +34,8 @@
     C(arg, fenced, "idpool_fenced_pushes_total",                                                   \
       "Pushes rejected by the fence (a stale refiller).", "")                                      \
     C(arg, leases, "idpool_leases_total", "Lease reservations in MySQL by this daemon.", "")       \
+    C(arg, reserve_used, "idpool_failover_reserve_used_total",                                     \
+      "Refills from this daemon's failover reserve while MySQL could not lease.", "")              \
     C(arg, discards, "idpool_pool_discards_total",                                                 \
       "Pools discarded after a Redis restart or failover (epoch change).", "")                     \
     C(arg, underflows, "idpool_underflows_total", "Short or empty takes and empty pool checks.",   \
@@ -68,6 +70,8 @@ struct app_view {
     int lease_known;              /* lease was read from meta */
     struct gen_state lease;       /* current (next, hi) and prefetched (nlo, nhi) lease */
     uint64_t lease_remaining;     /* ID space left in the leases: (hi - next) + (nhi - nlo) */
+    uint64_t reserve_lo;          /* this daemon's failover reserve [reserve_lo, reserve_hi) */
+    uint64_t reserve_hi;          /* (plan.h); 0: none held */
     struct app_counters c;        /* the counters (APP_COUNTERS) */
     uint64_t last_refill_unix_ms; /* wall clock of the last successful refill, 0 = never */
     const char *last_error;       /* last refill problem, NULL when fine */

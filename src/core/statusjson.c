@@ -213,6 +213,14 @@ cJSON *statusjson_app(const struct app_view *v)
         add_item(o, "lease", lease_json(v, &bad), &bad);
     else
         add_null(o, "lease", &bad);
+    if (v->reserve_hi) {
+        cJSON *r = cJSON_CreateObject();
+        add_u64str(r, "lo", v->reserve_lo, &bad);
+        add_u64str(r, "hi", v->reserve_hi, &bad);
+        add_item(o, "failover_reserve", r, &bad);
+    } else {
+        add_null(o, "failover_reserve", &bad);
+    }
     add_item(o, "counters", counters_json(v, &bad), &bad);
     add_time(o, "last_refill", v->last_refill_unix_ms, &bad);
     add_str(o, "last_error", v->last_error, &bad);

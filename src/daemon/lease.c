@@ -35,32 +35,96 @@ uint64_t lease_span(const struct pool *p)
     return plan_lease_span(&p->cfg, p->seen.rate);
 }
 
+static int reserve_wanted(const struct lease_ctx *lc, const struct pool *p)
+{
+    return p->reserve.hi == 0 && plan_reserve_kept(lc->reserve, p->cfg.type);
+}
+
 int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, store_reserve_fn *fn)
 {
+    p->run.reserve_split = reserve_wanted(lc, p) && span <= UINT64_MAX / 2;
+    if (p->run.reserve_split)
+        span *= 2;
     return store_reserve(lc->store, p->cfg.id, p->cfg.key, span, gen_floor(&p->run.batch.st), fn,
                          p);
+}
+
+/* A reservation succeeded: counted, alerts resolved, MySQL known to work. */
+static void leased(const struct lease_ctx *lc, struct pool *p, const struct store_lease *lease)
+{
+    p->c.leases++;
+    health_leased(lc->health, p, lease);
+    pools_mysql_back(lc->pools);
+}
+
+static void reserve_hold(struct pool *p, uint64_t lo, uint64_t hi)
+{
+    p->reserve.lo = lo;
+    p->reserve.hi = hi;
+    log_info("app=%s keeps [%" PRIu64 ", %" PRIu64 ") as this daemon's failover reserve (used "
+             "once, only when MySQL cannot lease)",
+             p->cfg.key, lo, hi);
 }
 
 int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum store_err st,
               const struct store_lease *lease, const char *err)
 {
+    uint64_t hi;
+
     if (st != STORE_OK) {
         health_problem(p, "%s: %s", what, err);
         if (st == STORE_EXHAUSTED)
             health_exhausted(lc->health, p, err);
         return -1;
     }
-    p->c.leases++;
+    leased(lc, p, lease);
     if (fault_at(FAULT_RESERVED))
         fault_fire();
-    health_leased(lc->health, p, lease);
-    pools_mysql_back(lc->pools);
-    if (gen_add_lease(&p->run.batch.st, lease->lo, lease->hi) != 0) {
+    hi = lease->hi;
+    if (p->run.reserve_split && p->reserve.hi == 0 && hi - lease->lo >= 2) {
+        hi = plan_reserve_split(lease->lo, lease->hi);
+        reserve_hold(p, hi, lease->hi);
+    }
+    p->run.reserve_split = 0;
+    if (gen_add_lease(&p->run.batch.st, lease->lo, hi) != 0) {
         health_problem(p, "lease [%" PRIu64 ", %" PRIu64 ") is below the state; not used",
-                       lease->lo, lease->hi);
+                       lease->lo, hi);
         return -1;
     }
-    log_debug("app=%s reserved lease [%" PRIu64 ", %" PRIu64 ")", p->cfg.key, lease->lo, lease->hi);
+    log_debug("app=%s reserved lease [%" PRIu64 ", %" PRIu64 ")", p->cfg.key, lease->lo, hi);
+    return 0;
+}
+
+int lease_keep(const struct lease_ctx *lc, struct pool *p, const struct store_lease *lease)
+{
+    p->run.reserve_split = 0;
+    leased(lc, p, lease);
+    if (!reserve_wanted(lc, p))
+        return -1;
+    reserve_hold(p, lease->lo, lease->hi);
+    return 0;
+}
+
+int lease_use_reserve(const struct lease_ctx *lc, struct pool *p, enum store_err st)
+{
+    struct gen_state *gs = &p->run.batch.st;
+    uint64_t lo = p->reserve.lo, hi = p->reserve.hi;
+
+    p->run.reserve_split = 0;
+    if (hi == 0 ||
+        (st != STORE_DOWN && st != STORE_SQL && st != STORE_UNKNOWN_COMMIT &&
+         st != STORE_CONTENDED) ||
+        !plan_reserve_usable(lc->reserve, p->cfg.type, p->run.expected != NULL, p->run.len))
+        return -1;
+    p->reserve.lo = p->reserve.hi = 0; /* once: whatever the push does, it may have landed */
+    /* the leases in the state are spent (hence the reservation): what is left of them is a gap */
+    *gs = (struct gen_state){0};
+    if (gen_add_lease(gs, lo, hi) != 0)
+        return -1;
+    p->c.reserve_used++;
+    log_warn("app=%s MySQL cannot lease: refilling from this daemon's failover reserve "
+             "[%" PRIu64 ", %" PRIu64 ")",
+             p->cfg.key, lo, hi);
     return 0;
 }
 

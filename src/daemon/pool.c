@@ -510,6 +510,8 @@ static void fill_view(const struct pool *p, struct app_view *v)
     v->lease_known = p->seen.lease_known;
     v->lease = p->seen.lease;
     v->lease_remaining = p->seen.lease_known ? gen_remaining(&p->seen.lease) : 0;
+    v->reserve_lo = p->reserve.lo;
+    v->reserve_hi = p->reserve.hi;
     v->c = p->c;
     v->last_refill_unix_ms = p->last_refill_unix_ms;
     v->last_error = p->health.last_err;

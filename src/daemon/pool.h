@@ -7,6 +7,7 @@
  *   seen    what the last check read in Redis (scheduler.c)
  *   health  alert tracks and the last problem (health.c)
  *   run     the refill in progress: lock, batch, push job (refill.c, lease.c)
+ *   reserve the failover reserve this daemon holds (lease.c)
  *   c       the counters (APP_COUNTERS; incremented by whoever counts)
  *
  * The pool module loads rows (store_load), applies them (new, changed,
@@ -85,8 +86,17 @@ struct pool_run {
     uint64_t len;             /* pool length under the lock */
     int unfinished;           /* the last refill was cut short: the next check finishes it */
     char *expected;           /* meta next as read, verbatim (heap; NULL = no meta) */
+    int reserve_split;        /* the reservation in flight is twice as large: keep half */
     struct plan_batch batch;  /* the IDs of this refill */
     struct push_job job;      /* their push */
+};
+
+/*
+ * lease.c: the failover reserve (plan.h): [lo, hi) reserved in MySQL by
+ * this daemon and never written to any Redis; hi 0: none held.
+ */
+struct pool_reserve {
+    uint64_t lo, hi;
 };
 
 struct pool {
@@ -111,6 +121,7 @@ struct pool {
     struct pool_seen seen;
     struct pool_health health;
     struct pool_run run;
+    struct pool_reserve reserve;
     struct app_counters c;
 };
 

@@ -197,7 +197,16 @@ static void on_reserve(void *arg, enum store_err st, const struct store_lease *l
     struct pool *p = arg;
     struct refill *rf = refill_of(p);
 
-    if (lease_got(&rf->lc, p, "cannot reserve a lease", st, lease, err) == 0) {
+    /* the refill lost its node (a failover?) before it wrote anything: keep the lease */
+    if (st == STORE_OK && !rf->stopping && !run_valid(p)) {
+        if (lease_keep(&rf->lc, p, lease) != 0)
+            log_debug("app=%s lease [%" PRIu64 ", %" PRIu64 ") unused: the refill lost its node",
+                      p->cfg.key, lease->lo, lease->hi);
+        refill_unlock(p);
+        return;
+    }
+    if (lease_got(&rf->lc, p, "cannot reserve a lease", st, lease, err) == 0 ||
+        lease_use_reserve(&rf->lc, p, st) == 0) {
         enum plan_draw_result dr =
             plan_batch_draw(&p->run.batch, &p->cfg, &rf->rng, rf->push_chunk);
         if (dr == PLAN_DRAW_NOMEM)
@@ -588,6 +597,7 @@ void refill_configure(struct refill *rf, const struct config *cfg)
 {
     rf->lock_ttl_ms = cfg->lock_ttl_ms;
     rf->push_chunk = (size_t)cfg->push_chunk;
+    rf->lc.reserve = (enum plan_reserve_mode)cfg->failover_reserve;
     health_configure(rf->health, cfg->stall_ms, cfg->alert_resolve_ms);
     for (size_t i = 0; i < rf->npushers; i++)
         if (rf->pushers[i])
@@ -680,6 +690,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     rf->lc.store = store;
     rf->lc.health = rf->health;
     rf->lc.pools = rf->pools;
+    rf->lc.reserve = (enum plan_reserve_mode)cfg->failover_reserve;
     pools_reload(rf->pools);
     return rf;
 fail:

@@ -1477,6 +1477,38 @@ static void test_api_settings(void)
     expect_error(NULL, ARGV("--api-buffer", "0"), "--api-buffer: must be an integer in 1..100000");
 }
 
+/* failover-reserve (issue 20): auto follows the URL's kind; errors name the values. */
+static void test_failover_reserve(void)
+{
+    struct config cfg;
+    char path[64];
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, no_args), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.failover_reserve, PLAN_RESERVE_OFF); /* auto, redis:// */
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--redis", "redis-sentinel://127.0.0.1#m")),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.failover_reserve, PLAN_RESERVE_TREND); /* auto, Sentinel */
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_FAILOVER_RESERVE", "ALL"}), no_args),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.failover_reserve, PLAN_RESERVE_ALL);
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(
+                     &cfg, NULL,
+                     ARGV("--redis", "redis-sentinel://127.0.0.1#m", "--failover-reserve", "off")),
+                 (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.failover_reserve, PLAN_RESERVE_OFF);
+    config_free(&cfg);
+    write_tmp(path, "failover-reserve = trend\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--config", path)), (uint64_t)CONFIG_OK);
+    CHECK_EQ_U64((uint64_t)cfg.failover_reserve, PLAN_RESERVE_TREND);
+    config_free(&cfg);
+    unlink(path);
+    expect_error(NULL, ARGV("--failover-reserve", "some"),
+                 "--failover-reserve: must be one of auto, off, trend, all; got 'some'");
+}
+
 int main(void)
 {
     RUN(test_defaults);
@@ -1507,6 +1539,7 @@ int main(void)
     RUN(test_alert_settings);
     RUN(test_issuer_url);
     RUN(test_api_settings);
+    RUN(test_failover_reserve);
     RUN(test_http_limits);
     return unit_done();
 }

@@ -86,6 +86,27 @@ static void test_prefetch(void)
     CHECK(!plan_should_prefetch(&st, 1000000)); /* one is already held */
 }
 
+/* The failover reserve: which pools keep one, when it may refill, where a reservation splits. */
+static void test_reserve(void)
+{
+    CHECK(!plan_reserve_kept(PLAN_RESERVE_OFF, APP_TREND));
+    CHECK(plan_reserve_kept(PLAN_RESERVE_TREND, APP_TREND));
+    CHECK(!plan_reserve_kept(PLAN_RESERVE_TREND, APP_MONOTONIC));
+    CHECK(plan_reserve_kept(PLAN_RESERVE_ALL, APP_MONOTONIC));
+    /* trend: whenever leasing failed, meta or not */
+    CHECK(plan_reserve_usable(PLAN_RESERVE_TREND, APP_TREND, 1, 500));
+    CHECK(plan_reserve_usable(PLAN_RESERVE_TREND, APP_TREND, 0, 0));
+    CHECK(!plan_reserve_usable(PLAN_RESERVE_OFF, APP_TREND, 0, 0));
+    /* monotonic: only a pool that starts over, and only under `all` */
+    CHECK(!plan_reserve_usable(PLAN_RESERVE_TREND, APP_MONOTONIC, 0, 0));
+    CHECK(plan_reserve_usable(PLAN_RESERVE_ALL, APP_MONOTONIC, 0, 0));
+    CHECK(!plan_reserve_usable(PLAN_RESERVE_ALL, APP_MONOTONIC, 1, 0));
+    CHECK(!plan_reserve_usable(PLAN_RESERVE_ALL, APP_MONOTONIC, 0, 7));
+    CHECK_EQ_U64(plan_reserve_split(1000, 3000), 2000);
+    CHECK_EQ_U64(plan_reserve_split(1000, 1003), 1001);
+    CHECK_EQ_U64(plan_reserve_split(0, UINT64_MAX), UINT64_MAX / 2);
+}
+
 static enum plan_meta_result parse(const char *const *kv, size_t n, struct gen_state *st,
                                    struct plan_meta *m)
 {
@@ -240,6 +261,7 @@ int main(void)
     RUN(test_want);
     RUN(test_lease_size);
     RUN(test_prefetch);
+    RUN(test_reserve);
     RUN(test_meta);
     RUN(test_draw_monotonic);
     RUN(test_draw_trend);

@@ -136,6 +136,9 @@ static void fake_init(struct fake *f)
     v->lease.nlo = 6000;
     v->lease.nhi = 9000;
     v->lease_remaining = 4000;
+    v->reserve_lo = 20000; /* a failover reserve held */
+    v->reserve_hi = 26000;
+    v->c.reserve_used = 1;
 
     /* Soft-deleted. */
     v = &f->apps[f->napps++];
@@ -263,6 +266,9 @@ static void test_metrics_per_app(void)
     CHECK_LINE(m, "idpool_pool_capacity{app=\"order\"} 10000");
     CHECK_LINE(m, "idpool_consumption_ids_per_second{app=\"order\"} 0.30000000000000004");
     CHECK_LINE(m, "idpool_lease_remaining{app=\"order\"} 4000");
+    CHECK_LINE(m, "idpool_failover_reserve_ids{app=\"order\"} 6000");
+    CHECK_LINE(m, "idpool_failover_reserve_used_total{app=\"order\"} 1");
+    CHECK_LINE(m, "idpool_failover_reserve_ids{app=\"user\"} 0");
 
     /* Soft-deleted: served 0, the rest still reported. */
     CHECK_LINE(m, "idpool_app_served{app=\"gone\"} 0");
@@ -575,7 +581,8 @@ static void test_json_list(void)
     CHECK(jnull(x, "next_lo") && jnull(x, "next_hi"));
     CHECK(strcmp(jstr(x, "remaining"), "800") == 0);
     x = cJSON_GetObjectItemCaseSensitive(user, "counters");
-    CHECK(cJSON_GetArraySize(x) == 11);
+    CHECK(cJSON_GetArraySize(x) == 12);
+    CHECK(jnum(x, "reserve_used") == 0 && jnull(user, "failover_reserve"));
     CHECK(jnum(x, "pushed") == 123456789012.0 && jnum(x, "refills") == 42);
     CHECK(jnum(x, "lock_busy") == 3 && jnum(x, "fenced") == 1 && jnum(x, "leases") == 17);
     CHECK(jnum(x, "discards") == 2 && jnum(x, "underflows") == 5);
@@ -595,6 +602,9 @@ static void test_json_list(void)
     CHECK(jnum(order, "rate_ids_per_s") == 0.3);
     x = cJSON_GetObjectItemCaseSensitive(order, "lease");
     CHECK(strcmp(jstr(x, "next_lo"), "6000") == 0 && strcmp(jstr(x, "next_hi"), "9000") == 0);
+    x = cJSON_GetObjectItemCaseSensitive(order, "failover_reserve");
+    CHECK(strcmp(jstr(x, "lo"), "20000") == 0 && strcmp(jstr(x, "hi"), "26000") == 0);
+    CHECK(jnum(cJSON_GetObjectItemCaseSensitive(order, "counters"), "reserve_used") == 1);
     CHECK(jnull(order, "last_refill") && jnull(order, "last_error"));
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(order, "alerts")) == 0);
 
