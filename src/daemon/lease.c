@@ -35,14 +35,19 @@ uint64_t lease_span(const struct pool *p)
     return plan_lease_span(&p->cfg, p->seen.rate);
 }
 
-static int reserve_wanted(const struct lease_ctx *lc, const struct pool *p)
+/*
+ * The pool should get a (new) reserve from a reservation of `span`: it holds
+ * none, or one less than half as large (kept while the pool was slower).
+ */
+static int reserve_wanted(const struct lease_ctx *lc, const struct pool *p, uint64_t span)
 {
-    return p->reserve.hi == 0 && plan_reserve_kept(lc->reserve, p->cfg.type);
+    return plan_reserve_kept(lc->reserve, p->cfg.type) &&
+           (p->reserve.hi == 0 || p->reserve.hi - p->reserve.lo < span / 2);
 }
 
 int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, store_reserve_fn *fn)
 {
-    p->run.reserve_split = reserve_wanted(lc, p) && span <= UINT64_MAX / 2;
+    p->run.reserve_split = reserve_wanted(lc, p, span) && span <= UINT64_MAX / 2;
     if (p->run.reserve_split)
         span *= 2;
     return store_reserve(lc->store, p->cfg.id, p->cfg.key, span, gen_floor(&p->run.batch.st), fn,
@@ -59,11 +64,16 @@ static void leased(const struct lease_ctx *lc, struct pool *p, const struct stor
 
 static void reserve_hold(struct pool *p, uint64_t lo, uint64_t hi)
 {
+    if (p->reserve.hi)
+        log_info("app=%s keeps [%" PRIu64 ", %" PRIu64 ") as this daemon's failover reserve "
+                 "instead of the smaller [%" PRIu64 ", %" PRIu64 ") (a gap now)",
+                 p->cfg.key, lo, hi, p->reserve.lo, p->reserve.hi);
+    else
+        log_info("app=%s keeps [%" PRIu64 ", %" PRIu64 ") as this daemon's failover reserve "
+                 "(used once, only when MySQL cannot lease)",
+                 p->cfg.key, lo, hi);
     p->reserve.lo = lo;
     p->reserve.hi = hi;
-    log_info("app=%s keeps [%" PRIu64 ", %" PRIu64 ") as this daemon's failover reserve (used "
-             "once, only when MySQL cannot lease)",
-             p->cfg.key, lo, hi);
 }
 
 int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum store_err st,
@@ -81,7 +91,7 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
     if (fault_at(FAULT_RESERVED))
         fault_fire();
     hi = lease->hi;
-    if (p->run.reserve_split && p->reserve.hi == 0 && hi - lease->lo >= 2) {
+    if (p->run.reserve_split && hi - lease->lo >= 2) {
         hi = plan_reserve_split(lease->lo, lease->hi);
         reserve_hold(p, hi, lease->hi);
     }
@@ -99,7 +109,7 @@ int lease_keep(const struct lease_ctx *lc, struct pool *p, const struct store_le
 {
     p->run.reserve_split = 0;
     leased(lc, p, lease);
-    if (!reserve_wanted(lc, p))
+    if (!reserve_wanted(lc, p, lease->hi - lease->lo))
         return -1;
     reserve_hold(p, lease->lo, lease->hi);
     return 0;

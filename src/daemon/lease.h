@@ -41,8 +41,9 @@ uint64_t lease_span(const struct pool *p);
 
 /*
  * Reserve at least `span` above everything the batch's state has seen
- * (twice that when the pool should keep a failover reserve and holds none:
- * lease_got keeps the upper half). 0, or -1 (fn not called).
+ * (twice that when the pool should keep a failover reserve and holds none,
+ * or one less than half of `span`: lease_got keeps the upper half). 0, or
+ * -1 (fn not called).
  */
 int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, store_reserve_fn *fn)
     __attribute__((warn_unused_result));
@@ -58,7 +59,7 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
 /*
  * A lease reserved for a refill that lost its Redis node before it wrote
  * anything: kept whole as the pool's failover reserve when the pool should
- * have one and holds none (0), else -1 (the lease is a gap).
+ * have one and holds none, or a smaller one (0), else -1 (the lease is a gap).
  */
 int lease_keep(const struct lease_ctx *lc, struct pool *p, const struct store_lease *lease);
 
