@@ -826,7 +826,8 @@ save_old() {
 
 # check_rollback APP FROM TO: U, A, L over all logs with the exposure window
 # [FROM, TO] (as check_app does, but --type trend: the order is judged next);
-# M over the logs without the records sent inside the window.
+# M over the logs without the records sent inside the window (a monotonic
+# APP only).
 check_rollback() {
     local app=$1 from=$2 to=$3 f n left=0 line st=0 kv logs=() mlogs=()
     app_params "$app"
@@ -852,6 +853,7 @@ check_rollback() {
     check_sum "$line" ids duplicates arith unleased lease_overlaps gaps empty_pops exposed exposed_lpop \
         exposed_take
     check_verdict "$app" "$st" "$line"
+    [[ $P_TYPE == monotonic ]] || return 0
     # M, outside the window
     st=0
     info "$app: M checked without the $left records sent inside the window"
@@ -891,7 +893,7 @@ round_apps_add() {
     local r
     for ((r = 1; r <= $2; r++)); do
         add_app "$1$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-            max_size_per_second=1000000
+            max_size_per_second=1000000 increasing_type="${ROUND_APP_TYPE:-1}"
     done
 }
 round_apps_filled() {

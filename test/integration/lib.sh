@@ -359,12 +359,20 @@ set_app() {
 # app_params APP: P_TYPE (monotonic|trend), P_START, P_DELTA, P_REM, P_MAX
 # (max_pool_size), P_LOW (low-water mark) from the row, defaults applied;
 # P_START is at least 1 (no ID is ever 0, whatever start_offset says).
+# With MySQL down (a fault test), the row as last read.
+declare -A APP_ROW=()
 # shellcheck disable=SC2034 # the P_ variables are for the callers
 app_params() {
-    local t pct mps
-    read -r t P_START P_DELTA P_REM P_MAX pct mps < <(sql "SELECT increasing_type,
-        start_offset, delta, remainder, max_pool_size, min_size_percent, max_size_per_second
-        FROM application WHERE entity_key = $(sql_value "$1")")
+    local t pct mps row
+    if row=$(sql "SELECT increasing_type, start_offset, delta, remainder, max_pool_size,
+        min_size_percent, max_size_per_second FROM application
+        WHERE entity_key = $(sql_value "$1")" 2>&1); then
+        APP_ROW[$1]=$row
+    else
+        [[ -n ${APP_ROW[$1]:-} ]] || fail "app_params: cannot read application $1: $row"
+        row=${APP_ROW[$1]}
+    fi
+    read -r t P_START P_DELTA P_REM P_MAX pct mps <<<"$row"
     [[ -n ${t:-} ]] || fail "app_params: no application $1"
     P_TYPE=monotonic
     ((t == 2)) && P_TYPE=trend
