@@ -992,11 +992,12 @@ WINDOWS=() TAKES=() REFUSED=() ROUND_WINDOW=() STALE_SUM=0
 # every millisecond (they pop the moment Redis serves again; the backoff
 # is CONSUMER_BACKOFF, min:max ms), until they
 # popped a quarter of PER_ROUND; N0 is what they popped by then.
+# ROUND_LPOP=0: no LPOP consumers.
 CONSUMER_BACKOFF=1:2
 round_begin() {
     info "round on $1"
     app_params "$1"
-    consumers_start "$1" 2 --backoff-ms "$CONSUMER_BACKOFF"
+    ((${ROUND_LPOP:-1} == 0)) || consumers_start "$1" 2 --backoff-ms "$CONSUMER_BACKOFF"
     consumers_start "$1" 2 --mode take --backoff-ms "$CONSUMER_BACKOFF"
     popped_wait "$1" $((PER_ROUND / 4)) "$1: consumers starved"
     N0=$(popped "$1")
@@ -1132,11 +1133,11 @@ sentinel_watch_read() {
 # first_take_ms APP T0_NS: ms from T0_NS to when takes of APP were served
 # again (the end of the longest pause in served takes after T0_NS, any
 # direct take consumer: every take of idpool-load goes to Redis, while the
-# buffered clients' logs, *.buffered.*, show IDs their buffers held), or
-# "none".
+# buffered clients' logs, *.buffered.*, show IDs their buffers held, and a
+# stale one's, *.stale.*, takes on a partitioned primary), or "none".
 first_take_ms() {
     local t logs=()
-    for f in "$DIR/$1".c*.bin; do [[ $f == *.buffered.* ]] || logs+=("$f"); done
+    for f in "$DIR/$1".c*.bin; do [[ $f == *.buffered.* || $f == *.stale.* ]] || logs+=("$f"); done
     t=$("$PYTHON" "$ROLLBACK_PY" first_take "$2" "${logs[@]}")
     if ((t > 0)); then echo $(((t - $2) / 1000000)); else echo none; fi
 }

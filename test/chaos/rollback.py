@@ -36,6 +36,9 @@ first_take FROM_NS LOG...
     longest pause between two of them (the outage: takes sent before the
     fault may still be answered after it); prints the t_recv ending that
     pause in ns, or 0 when none was answered after FROM_NS.
+served FROM_NS TO_NS LOG...
+    how many records brought IDs to a request sent at or after FROM_NS and
+    answered by TO_NS (chaos 22: takes the partitioned primary served).
 """
 import os
 import struct
@@ -161,6 +164,18 @@ def takes(lo, hi, *logs):
     print(requests, refused)
 
 
+def served(lo, hi, *logs):
+    """Records that brought IDs, sent at or after lo and answered by hi."""
+    lo, hi, n = int(lo), int(hi), 0
+    for path in logs:
+        it = records(path)
+        next(it)
+        for t_send, raw, _, count in it:
+            t_recv = struct.unpack_from('<Q', raw, 8)[0]
+            n += bool(count) and t_send >= lo and t_recv <= hi
+    print(n)
+
+
 def stale(pool_file, before, *logs):
     with open(pool_file) as f:
         pool = {int(x) for x in f.read().split()}
@@ -225,4 +240,4 @@ def first_take(lo, *logs):
 
 if __name__ == '__main__':
     {'watch': watch, 'run': run, 'takes': takes, 'filter': filter_log,
-     'stale': stale, 'sentinel': sentinel, 'first_take': first_take}[sys.argv[1]](*sys.argv[2:])
+     'stale': stale, 'sentinel': sentinel, 'first_take': first_take, 'served': served}[sys.argv[1]](*sys.argv[2:])
