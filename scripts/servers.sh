@@ -298,8 +298,10 @@ member_cli() { # NAME ARGS...
     "$REDIS_CLI" -h 127.0.0.1 -p "${!var}" "$@"
 }
 
-# Every member just started answers; when the whole set was started, every
-# sentinel knows the master, both replicas and the two other sentinels.
+# Every member just started answers; when the whole set was started, both
+# replicas finished their first sync (a promoted one holds what was written
+# before) and every sentinel knows the master, both replicas and the two
+# other sentinels.
 wait_members() {
     local deadline=$(($(now) + START_TIMEOUT * 1000000)) entry name pid ok m
     for entry in "${STARTED_MEMBERS[@]}"; do
@@ -316,6 +318,9 @@ wait_members() {
     [[ -z $ONLY || $ONLY == set || $ONLY == redis ]] || return 0
     while :; do
         ok=1
+        for m in replica1 replica2; do
+            member_cli "$m" INFO replication 2>/dev/null | grep -q '^master_link_status:up' || ok=0
+        done
         for m in sentinel1 sentinel2 sentinel3; do
             [[ $(member_cli "$m" SENTINEL replicas "$SENTINEL_MASTER" 2>/dev/null | grep -c '^ip$') == 2 &&
                 $(member_cli "$m" SENTINEL sentinels "$SENTINEL_MASTER" 2>/dev/null | grep -c '^ip$') == 2 ]] || ok=0
@@ -323,7 +328,7 @@ wait_members() {
         ((ok)) && return 0
         if (($(now) >= deadline)); then
             log_tail "$DIR/sentinel1.log"
-            die "the sentinels did not find both replicas and each other in ${START_TIMEOUT}s"
+            die "the replicas did not sync, or the sentinels did not find both replicas and each other, in ${START_TIMEOUT}s"
         fi
         sleep 0.1
     done
