@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # libidpool and idpoolctl through a Sentinel set (issue 20, C2 C3): the
-# environment redis-sentinel://s1,s2,s3/0#idpool, no daemon (idpoold does
-# not follow Sentinel yet): the test validates a primary and fills the
+# environment redis-sentinel://s1,s2,s3/0#idpool, no daemon (t_sentinel
+# runs one): the test validates a primary and fills the
 # pool of application "sc" itself, even IDs on the first primary, odd IDs
 # on the one promoted after a manual SENTINEL FAILOVER.
 #
 # (1) Two threads of one client want 32,000 IDs while the first primary
 # holds 20,000: they drain it, the sentinels move the primary, the test
 # fills the new one, the threads finish there. Asserted: all IDs, none
-# twice, 20,000 even and 12,000 odd (served by the new primary).
+# twice, at least 12,000 odd ones (served by the new primary; a thread may
+# finish with even IDs of its last block unused).
 # (2) idpoolctl status and take on the Sentinel URL: status names the
 # primary it read ("Redis idpool via Sentinel (primary H:P)"), take's IDs
 # come from the new primary; apps grant's example names it (not a
@@ -79,9 +80,10 @@ cat "$DIR/client.out"
 check_pops "$DIR/check.out" "$DIR"/pops.*.bin || fail "idpool-check: an ID twice (or another violation)"
 tail -n 1 "$DIR/check.out"
 grep -q '^check: ids=32000 ' "$DIR/check.out" || fail "not 32000 IDs: $(tail -n 1 "$DIR/check.out")"
-grep -q ' r0=20000 r1=12000' "$DIR/client.out" ||
-    fail "not 20000 IDs of the first primary and 12000 of the new one: $(grep remainder "$DIR/client.out")"
-pass "libidpool through Sentinel: 20000 IDs from the first primary, 12000 from the one promoted by SENTINEL FAILOVER, none twice"
+read -r r0 r1 < <(sed -n 's/.* r0=\([0-9]*\) r1=\([0-9]*\).*/\1 \2/p' "$DIR/client.out")
+((${r0:-0} <= 20000 && ${r1:-0} >= 12000)) ||
+    fail "not at most 20000 IDs of the first primary and at least 12000 of the new one: $(grep remainder "$DIR/client.out")"
+pass "libidpool through Sentinel: $r0 IDs from the first primary, $r1 from the one promoted by SENTINEL FAILOVER, none twice"
 
 # --- (2) idpoolctl on the Sentinel URL ----------------------------------------
 ctl_expect 0 --redis "$SURL" status
