@@ -205,8 +205,9 @@ static void on_reserve(void *arg, enum store_err st, const struct store_lease *l
         refill_unlock(p);
         return;
     }
+    /* the reserve only for a refill that can still push (it is spent once, when drawn) */
     if (lease_got(&rf->lc, p, "cannot reserve a lease", st, lease, err) == 0 ||
-        lease_use_reserve(&rf->lc, p, st) == 0) {
+        (!rf->stopping && run_valid(p) && lease_use_reserve(&rf->lc, p, st) == 0)) {
         enum plan_draw_result dr =
             plan_batch_draw(&p->run.batch, &p->cfg, &rf->rng, rf->push_chunk);
         if (dr == PLAN_DRAW_NOMEM)
