@@ -298,12 +298,12 @@ member_cli() { # NAME ARGS...
     "$REDIS_CLI" -h 127.0.0.1 -p "${!var}" "$@"
 }
 
-# Every member just started answers; when the whole set was started, both
-# replicas finished their first sync (a promoted one holds what was written
-# before) and every sentinel knows the master, both replicas and the two
+# Every member just started answers; when the whole set (or its primary)
+# was started, every replica finished its first sync (a promoted one holds
+# what was written before) and every sentinel knows the master, both replicas and the two
 # other sentinels.
 wait_members() {
-    local deadline=$(($(now) + START_TIMEOUT * 1000000)) entry name pid ok m
+    local deadline=$(($(now) + START_TIMEOUT * 1000000)) entry name pid ok m info
     for entry in "${STARTED_MEMBERS[@]}"; do
         name=${entry%%:*} pid=${entry#*:}
         until [[ $(member_cli "$name" ping 2>/dev/null) == PONG ]]; do
@@ -318,8 +318,9 @@ wait_members() {
     [[ -z $ONLY || $ONLY == set || $ONLY == redis ]] || return 0
     while :; do
         ok=1
-        for m in replica1 replica2; do
-            member_cli "$m" INFO replication 2>/dev/null | grep -q '^master_link_status:up' || ok=0
+        for m in redis replica1 replica2; do # every replica (roles move with failovers) synced
+            info=$(member_cli "$m" INFO replication 2>/dev/null) || info=''
+            [[ $info != *role:slave* || $info == *master_link_status:up* ]] || ok=0
         done
         for m in sentinel1 sentinel2 sentinel3; do
             [[ $(member_cli "$m" SENTINEL replicas "$SENTINEL_MASTER" 2>/dev/null | grep -c '^ip$') == 2 &&
