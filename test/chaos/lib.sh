@@ -1282,5 +1282,15 @@ sentinel_scenario() {
         budget_ms="$(median "${budgets[@]:-0}")" budget_limit_ms=$((1000 + SLACK_MS))
 }
 
+# primary_kill9 OLD MEMBER: the primary at port OLD (servers.sh's MEMBER)
+# killed (-9), T_FROM just before; returns once the process is gone.
+primary_kill9() {
+    local old=$1 member=$2 pid
+    pid=$(redis_info "$old" server process_id)
+    T_FROM=$(now_ns)
+    kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
+    wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
+}
+
 # median N...: the median of the numbers given (the lower one of two).
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }

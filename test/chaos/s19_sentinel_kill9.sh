@@ -42,12 +42,8 @@ sentinel_setup
 
 # The fault of a round: the primary OLD (servers.sh's MEMBER) killed.
 sentinel_fault() {
-    local old=$1 member=$2 pid
-    pid=$(redis_info "$old" server process_id)
-    T_FROM=$(now_ns)
-    kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
-    wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
-    FAULT_NOTE="kill9:$member"
+    primary_kill9 "$1" "$2"
+    FAULT_NOTE="kill9:$2"
 }
 # After the switch: the old primary comes back from its AOF, a master with
 # its old data, and the sentinels turn it into a replica.

@@ -46,12 +46,8 @@ sentinel_prepare() {
     FAILS0=$(logs_count "app=control cannot reserve a lease")
 }
 sentinel_fault() {
-    local old=$1 member=$2 pid
-    pid=$(redis_info "$old" server process_id)
-    T_FROM=$(now_ns)
-    kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
-    wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
-    FAULT_NOTE="mysql_down+kill9:$member"
+    primary_kill9 "$1" "$2"
+    FAULT_NOTE="mysql_down+kill9:$2"
 }
 # The harness waited for the round's pool above low water on the new
 # primary (recovered): MySQL is still down. Then MySQL and the old primary
