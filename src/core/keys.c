@@ -51,6 +51,11 @@ int keys_revoked(const char *prefix, char *buf, size_t len)
     return snprintf(buf, len, "%s:revoked-tokens", prefix);
 }
 
+int keys_promoted(const char *prefix, const char *server_id, char *buf, size_t len)
+{
+    return snprintf(buf, len, "%s:promoted:%s", prefix, server_id);
+}
+
 enum keys_kind keys_kind_of(const char *key, size_t len)
 {
     if (len < SUFFIX_LEN)

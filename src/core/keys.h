@@ -6,6 +6,8 @@
  *   <prefix>:{<app>}:meta     its progress, limits and alerts (a hash)
  *   <prefix>:{<app>}:lock     its refill lock (a string)
  *   <prefix>:revoked-tokens   the hashes of revoked API tokens (a set)
+ *   <prefix>:promoted:<server>  set by the daemon that reset the function
+ *                             library of a promoted server (a string, 1 day)
  *
  * The braces are a Cluster hash tag: every key of one application lives in
  * one slot, so a script given its pool and meta is cluster-safe. A prefix
@@ -58,6 +60,12 @@ int keys_scan_pattern(const char *prefix, char *buf, size_t len);
 
 /* The set of revoked API token hashes, "<prefix>:revoked-tokens". */
 int keys_revoked(const char *prefix, char *buf, size_t len);
+/*
+ * The marker of a promoted server whose library a daemon reset,
+ * "<prefix>:promoted:<server_id>" (server_id: "run_id:master_replid"); like
+ * snprintf, the length it needs.
+ */
+int keys_promoted(const char *prefix, const char *server_id, char *buf, size_t len);
 
 /* The kind of the key of len bytes at key by its suffix; KEYS_NONE when it has none. */
 enum keys_kind keys_kind_of(const char *key, size_t len);

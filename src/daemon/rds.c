@@ -10,15 +10,18 @@
 
 #include "build_config.h"
 #include "clock.h"
+#include "keys.h"
 #include "log.h"
 #include "token.h"
 #include "url.h"
 
 #define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 1000 /* also bounds the window after a Redis restart (README) */
-#define ROLE_CHECK_MS  1000 /* how often a ready connection checks for a failover */
-#define LIB_CHECK_MS   1000 /* at most this often after "Function not found" */
-#define NONCE_BYTES    16   /* of a new epoch (idpool_validate) */
+#define BACKOFF_MAX_MS 1000       /* also bounds the window after a Redis restart (README) */
+#define ROLE_CHECK_MS  1000       /* how often a ready connection checks for a failover */
+#define LIB_CHECK_MS   1000       /* at most this often after "Function not found" */
+#define NONCE_BYTES    16         /* of a new epoch (idpool_validate) */
+#define SERVER_ID_MAX  96         /* "run_id:master_replid" and its NUL */
+#define PROMOTED_TTL   "86400000" /* ms a promoted server's reset marker is kept */
 
 enum rds_conn {
     RDS_DOWN,       /* no connection; a reconnect is scheduled */
@@ -40,19 +43,22 @@ struct rds {
     int timeout_ms;        /* connect and command timeout */
     redisAsyncContext *ac; /* current context, NULL when down */
     enum rds_conn state;
-    uint64_t state_since_ms;   /* when CONNECTING/HANDSHAKE began */
-    uint64_t progress_ms;      /* last reply, or first send after idle */
-    unsigned outstanding;      /* commands sent, not yet answered */
-    int backoff_ms;            /* next reconnect delay */
-    int failures;              /* consecutive failed attempts (log throttling) */
-    char server_id[96];        /* "run_id:master_replid" from INFO at the handshake */
-    char epoch[RDS_EPOCH_MAX]; /* writers: what idpool_validate answered ("" = none) */
-    const char *stale;         /* why to drop the connection (on_watch): a writer's epoch is no
-                                  longer the validated one, or READONLY (demoted_why) */
-    int lib_raced;             /* a load without REPLACE found the library there */
-    int promoted;              /* INFO: master_replid2 is set (a replica promoted) */
-    int lib_fresh;             /* this handshake loaded the library (its state is new) */
-    int epoch_probed;          /* this handshake read the library's epoch (hs_epoch_reset) */
+    uint64_t state_since_ms;       /* when CONNECTING/HANDSHAKE began */
+    uint64_t progress_ms;          /* last reply, or first send after idle */
+    unsigned outstanding;          /* commands sent, not yet answered */
+    int backoff_ms;                /* next reconnect delay */
+    int failures;                  /* consecutive failed attempts (log throttling) */
+    char server_id[SERVER_ID_MAX]; /* "run_id:master_replid" from INFO at the handshake */
+    char epoch[RDS_EPOCH_MAX];     /* writers: what idpool_validate answered ("" = none) */
+    const char *stale;             /* why to drop the connection (on_watch): a writer's epoch is no
+                                      longer the validated one, or READONLY (demoted_why) */
+    int lib_raced;                 /* a load without REPLACE found the library there */
+    int promoted;                  /* INFO: master_replid2 is set (a replica promoted) */
+    int lib_fresh;                 /* this handshake loaded the library (its state is new) */
+    int epoch_probed;              /* this handshake read the library's epoch (hs_epoch_reset) */
+    int epoch_seen;                /* the probe's answer: EPOCH_NONE, EPOCH_OURS or EPOCH_ERROR */
+    char *prefix;                  /* the key prefix, for the promoted server's marker */
+    char marker[KEYS_PREFIX_MAX + 16 + SERVER_ID_MAX]; /* keys_promoted of server_id */
     uint64_t role_check_ms;    /* last INFO replication probe sent (0 = none in flight) */
     int role_probe;            /* a probe is in flight */
     int ever_ready;            /* was ready at least once */
@@ -70,6 +76,8 @@ struct rds {
     rds_state_fn *on_state; /* owner notification */
     void *arg;
 };
+
+enum { EPOCH_NONE, EPOCH_OURS, EPOCH_ERROR }; /* rds.epoch_seen */
 
 /* Per-command context: counts outstanding commands for the timeout. */
 struct rds_cb {
@@ -425,6 +433,26 @@ static void hs_policy(struct rds *r, redisReply *reply, void *arg)
 static void hs_ready(struct rds *r);
 static void hs_validate(struct rds *r);
 
+/* A FUNCTION LOAD of ours was refused: drop the handshake, or say so. */
+static void lib_load_failed(struct rds *r, const redisReply *reply, int handshake)
+{
+    char why[384];
+    const char *hint =
+        strncmp(reply->str, "NOPERM", 6) == 0
+            ? "this Redis user may not run FUNCTION LOAD: grant it, e.g. ACL SETUSER <user> "
+              "+function|load +fcall +fcall_ro"
+        : strncasecmp(reply->str, "ERR unknown command", 19) == 0
+            ? "Redis >= 7.0 is needed"
+            : "Redis >= 7.0 with FUNCTION LOAD allowed for this user is needed";
+
+    snprintf(why, sizeof(why), "FUNCTION LOAD of the idpool library (version %d) failed: %s (%s)",
+             IDPOOL_LIB_VERSION, reply->str, hint);
+    if (handshake)
+        rds_drop(r, why);
+    else
+        log_error("%s: %s; pools cannot be checked or refilled until it is loaded", r->name, why);
+}
+
 static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
 {
     int handshake = arg != NULL;
@@ -446,22 +474,7 @@ static void lib_loaded(struct rds *r, redisReply *reply, void *arg)
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
-        char why[384];
-        const char *hint =
-            strncmp(reply->str, "NOPERM", 6) == 0
-                ? "this Redis user may not run FUNCTION LOAD: grant it, e.g. ACL SETUSER <user> "
-                  "+function|load +fcall +fcall_ro"
-            : strncasecmp(reply->str, "ERR unknown command", 19) == 0
-                ? "Redis >= 7.0 is needed"
-                : "Redis >= 7.0 with FUNCTION LOAD allowed for this user is needed";
-        snprintf(why, sizeof(why),
-                 "FUNCTION LOAD of the idpool library (version %d) failed: %s (%s)",
-                 IDPOOL_LIB_VERSION, reply->str, hint);
-        if (handshake)
-            rds_drop(r, why);
-        else
-            log_error("%s: %s; pools cannot be checked or refilled until it is loaded", r->name,
-                      why);
+        lib_load_failed(r, reply, handshake);
         return;
     }
     r->lib_raced = 0;
@@ -565,47 +578,124 @@ static void hs_validated(struct rds *r, redisReply *reply, void *arg)
  * which the successor may have handed out since. So the first writer to
  * validate a promoted server resets the library's state everywhere:
  * FUNCTION LOAD replicates, and a replica loading it forgets its epoch.
- * Only when the library holds no epoch of this server yet (else another
- * daemon did it) and is ours (a newer one is never replaced); only on the
- * main connection, the push connection waiting until it is done.
+ *
+ * Once per promotion, or the reset of a second daemon would wipe the epoch
+ * the first validated meanwhile (its pushes refused until it noticed). So
+ * the reset and the server's marker (keys_promoted) are one transaction,
+ * under a WATCH of the marker taken before the library's epoch was read: of
+ * two daemons that found no epoch of this server, the second's EXEC is
+ * aborted, and both validate after the one reset, into one epoch.
+ * Only when the library is ours (a newer one is never replaced) and only
+ * on the main connection, the push connection waiting until it is done.
  */
+static void hs_epoch_probe(struct rds *r, redisReply *reply, void *arg)
+{
+    size_t base = strlen(r->server_id);
+
+    (void)arg;
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    r->epoch_seen = reply->type == REDIS_REPLY_ERROR ? EPOCH_ERROR
+                    : reply->type == REDIS_REPLY_STRING && reply->len > base &&
+                            strncmp(reply->str, r->server_id, base) == 0 && reply->str[base] == ':'
+                        ? EPOCH_OURS
+                        : EPOCH_NONE;
+}
+
+static void hs_reset_queued(struct rds *r, redisReply *reply, void *arg)
+{
+    if (r->state != RDS_HANDSHAKE || !reply || reply->type != REDIS_REPLY_ERROR)
+        return;
+    if (arg)
+        lib_load_failed(r, reply, 1);
+    else
+        hs_check_ok(r, reply, "the library reset");
+}
+
+static void hs_reset_undone(struct rds *r, redisReply *reply, void *arg)
+{
+    (void)reply;
+    (void)arg;
+    rds_drop(r, "the library reset of the promoted server failed (its marker removed)");
+}
+
+static void hs_reset_done(struct rds *r, redisReply *reply, void *arg)
+{
+    char hp[HOSTPORT_STR_MAX];
+
+    (void)arg;
+    r->lib_loading = 0;
+    if (r->state != RDS_HANDSHAKE || !reply)
+        return;
+    if (reply->type == REDIS_REPLY_NIL) {
+        log_info("%s: another daemon reset the library of the promoted %s first: validating "
+                 "into its epoch",
+                 r->name, hostport_str(hp, sizeof(hp), r->host, r->port));
+        hs_validate(r);
+        return;
+    }
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        char why[320];
+        snprintf(why, sizeof(why), "the library reset failed: %.250s", rds_errstr(reply));
+        rds_drop(r, why);
+        return;
+    }
+    if (reply->element[1]->type == REDIS_REPLY_ERROR) {
+        /* not reset after all: the next daemon (or our next handshake) tries */
+        const char *argv[] = {"DEL", r->marker};
+        size_t len[] = {3, strlen(r->marker)};
+        lib_load_failed(r, reply->element[1], 0);
+        if (rds_send(r, hs_reset_undone, NULL, 2, argv, len) != 0)
+            rds_drop(r, "cannot queue the DEL of the promoted server's marker");
+        return;
+    }
+    log_info("%s: %s was promoted: loaded the idpool library again so that its replicas forget "
+             "their epochs",
+             r->name, hostport_str(hp, sizeof(hp), r->host, r->port));
+    r->lib_fresh = 1;
+    hs_validate(r);
+}
+
 static void hs_epoch_reset(struct rds *r, redisReply *reply, void *arg)
 {
     char hp[HOSTPORT_STR_MAX];
     static const char lib[] = IDPOOL_LUA_SOURCE;
-    const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", lib};
-    size_t len[] = {8, 4, 7, sizeof(lib) - 1}, base = strlen(r->server_id);
+    const char *load[] = {"FUNCTION", "LOAD", "REPLACE", lib};
+    size_t load_len[] = {8, 4, 7, sizeof(lib) - 1};
+    const char *set[] = {"SET", r->marker, "1", "PX", PROMOTED_TTL};
+    size_t set_len[] = {3, strlen(r->marker), 1, 2, sizeof(PROMOTED_TTL) - 1};
+    const char *multi[] = {"MULTI"}, *exec[] = {"EXEC"}, *unwatch[] = {"UNWATCH"};
+    size_t multi_len[] = {5}, exec_len[] = {4}, unwatch_len[] = {7};
+    int done = r->epoch_seen != EPOCH_NONE; /* an error is idpool_validate's to report */
 
     (void)arg;
     if (r->state != RDS_HANDSHAKE || !reply)
         return;
     r->epoch_probed = 1;
-    if (reply->type == REDIS_REPLY_ERROR ||
-        (reply->type == REDIS_REPLY_STRING && reply->len > base &&
-         strncmp(reply->str, r->server_id, base) == 0 && reply->str[base] == ':')) {
-        hs_validate(r); /* an error is idpool_validate's to report */
-        return;
-    }
-    if (r->lib_newer) {
+    done |= reply->type == REDIS_REPLY_INTEGER && reply->integer > 0;
+    if (!done && r->lib_newer)
         log_warn("%s: %s was promoted, but a newer idpool library (version %lld) is loaded: "
                  "this daemon does not reload it, so its replicas keep their epochs until a "
                  "daemon of that version does",
                  r->name, hostport_str(hp, sizeof(hp), r->host, r->port), r->lib_newer);
-        hs_validate(r);
+    if (done || r->lib_newer || !(r->flags & RDS_MAIN)) {
+        if ((r->flags & RDS_MAIN) &&
+            rds_send(r, hs_check_ok, "UNWATCH", 1, unwatch, unwatch_len) != 0)
+            rds_drop(r, "cannot queue UNWATCH");
+        else if (!done && !r->lib_newer)
+            rds_drop(r, "the promoted server's replicas may hold an epoch: waiting for the main "
+                        "connection to reset the library");
+        else
+            hs_validate(r);
         return;
     }
-    if (!(r->flags & RDS_MAIN)) {
-        rds_drop(r, "the promoted server's replicas may hold an epoch: waiting for the main "
-                    "connection to reset the library");
-        return;
-    }
-    log_info("%s: %s was promoted: loading the idpool library again so that its replicas "
-             "forget their epochs",
-             r->name, hostport_str(hp, sizeof(hp), r->host, r->port));
     r->lib_loading = 1;
-    if (rds_send(r, lib_loaded, r, 4, argv, len) != 0) {
+    if (rds_send(r, hs_check_ok, "MULTI", 1, multi, multi_len) != 0 ||
+        rds_send(r, hs_reset_queued, NULL, 5, set, set_len) != 0 ||
+        rds_send(r, hs_reset_queued, r, 4, load, load_len) != 0 ||
+        rds_send(r, hs_reset_done, NULL, 1, exec, exec_len) != 0) {
         r->lib_loading = 0;
-        rds_drop(r, "cannot queue FUNCTION LOAD");
+        rds_drop(r, "cannot queue the library reset");
     }
 }
 
@@ -630,9 +720,14 @@ static void hs_validate(struct rds *r)
         return;
     }
     if (r->promoted && !r->lib_fresh && !r->epoch_probed) {
+        const char *watch[] = {"WATCH", r->marker}, *exists[] = {"EXISTS", r->marker};
         const char *probe[] = {"FCALL_RO", "idpool_validated", "0"};
-        size_t plen[] = {8, 16, 1};
-        if (rds_send(r, hs_epoch_reset, NULL, 3, probe, plen) != 0)
+        size_t mlen = (size_t)keys_promoted(r->prefix, r->server_id, r->marker, sizeof(r->marker));
+        size_t wlen[] = {5, mlen}, elen[] = {6, mlen}, plen[] = {8, 16, 1};
+
+        if (((r->flags & RDS_MAIN) && rds_send(r, hs_check_ok, "WATCH", 2, watch, wlen) != 0) ||
+            rds_send(r, hs_epoch_probe, NULL, 3, probe, plen) != 0 ||
+            rds_send(r, hs_epoch_reset, NULL, 2, exists, elen) != 0)
             rds_drop(r, "cannot queue the epoch probe");
         return;
     }
@@ -672,6 +767,7 @@ static void rds_handshake(struct rds *r)
     r->state = RDS_HANDSHAKE;
     r->state_since_ms = clock_ms();
     r->promoted = r->lib_fresh = r->epoch_probed = 0;
+    r->epoch_seen = EPOCH_NONE;
     if (r->password) {
         const char *argv[3] = {"AUTH"};
         size_t len[3] = {4};
@@ -894,6 +990,7 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned 
     r->port = cfg->redis.port;
     r->user = dup_or_null(cfg->redis.user);
     r->password = dup_or_null(cfg->redis.password);
+    r->prefix = strdup(cfg->key_prefix);
     r->db = cfg->redis.db;
     r->timeout_ms = cfg->redis_timeout_ms;
     r->backoff_ms = BACKOFF_MIN_MS;
@@ -902,7 +999,7 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned 
     r->retry_ev = evtimer_new(base, on_retry, r);
     r->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, r);
     r->retarget_ev = evtimer_new(base, on_retarget, r);
-    if (!r->host || !r->retry_ev || !r->watch_ev || !r->retarget_ev) {
+    if (!r->host || !r->prefix || !r->retry_ev || !r->watch_ev || !r->retarget_ev) {
         rds_free(r);
         return NULL;
     }
@@ -957,6 +1054,7 @@ void rds_free(struct rds *r)
     free(r->host);
     free(r->user);
     free(r->password);
+    free(r->prefix);
     free(r);
 }
 

@@ -29,6 +29,12 @@
 #     that epoch. The first daemon to validate the promoted B loads the
 #     library again; the load replicates and A forgets its epoch: promoted
 #     back, A refuses takes until a daemon validated it.
+# (6) Two daemons on one promoted server: the library is reset once. With
+#     B's writes held (CLIENT PAUSE WRITE) while it is promoted, both
+#     daemons find no epoch of B and try to reset it (the positive control:
+#     the second says another daemon did it first); one reset lands, both
+#     validate into one epoch (a second reset would wipe the first's epoch,
+#     its pushes refused until it noticed).
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -179,7 +185,7 @@ assert_eq $((p0 + 1)) "$(partial_ok "$B_REDIS_PORT")" "(5) partial resyncs on B 
 assert_eq "$epoch_a" "$(redis_epoch)" "(5) the epoch A, a replica now, holds (the exposure)"
 start_daemon b5 --tick-ms 50 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance ep-b5 \
     --redis "$B_REDIS"
-wait_until 10 log_has b5 "redis: 127\.0\.0\.1:$B_REDIS_PORT was promoted: loading the idpool library again" ||
+wait_until 10 log_has b5 "redis: 127\.0\.0\.1:$B_REDIS_PORT was promoted: loaded the idpool library again" ||
     fail "(5) B's daemon did not load the library again on the promoted B"
 wait_until 5 eval '[[ -z $(redis_epoch) ]]' || fail "(5) A still holds epoch $(redis_epoch)"
 wait_until 10 epoch_b || fail "(5) B's daemon did not validate B and refill"
@@ -192,4 +198,33 @@ wait_until 10 eval '[[ $(take_on "$REDIS_PORT" 1) =~ ^[0-9]+$ ]]' || fail "(5) A
 pass "(5) failback through a partial resync: A forgot epoch ${epoch_a:0:8}... when B was validated, and refused takes promoted back"
 signal_daemon b5 CONT
 stop_daemon b5
+
+# ================================ (6) two daemons on one promoted server ===
+bcli REPLICAOF 127.0.0.1 "$REDIS_PORT" >/dev/null
+wait_until 10 link_up "$B_REDIS_PORT" || fail "(6) B did not become A's replica"
+for d in c6 d6; do
+    start_daemon $d --tick-ms 50 --lock-ttl-ms 500 --redis-timeout-ms 5000 --instance ep-$d \
+        --redis "$B_REDIS"
+done
+wait_until 10 eval 'log_has c6 "is a replica" && log_has d6 "is a replica"' ||
+    fail "(6) the daemons did not find B a replica"
+bcli CLIENT PAUSE 3000 WRITE >/dev/null
+bcli REPLICAOF NO ONE >/dev/null
+connected() { grep -E "redis: connected to 127\.0\.0\.1:$B_REDIS_PORT .*\(epoch " "$(daemon_log "$1")"; }
+wait_until 10 eval 'connected c6 >/dev/null && connected d6 >/dev/null' ||
+    fail "(6) the daemons did not validate the promoted B"
+# logged_by_both ERE: how many lines of c6's and d6's logs match.
+logged_by_both() { cat "$(daemon_log c6)" "$(daemon_log d6)" | grep -cE -- "$1" || true; }
+resets=$(logged_by_both "127\.0\.0\.1:$B_REDIS_PORT was promoted: loaded")
+raced=$(logged_by_both "another daemon reset the library of the promoted 127\.0\.0\.1:$B_REDIS_PORT")
+assert_eq 1 "$resets" "(6) library resets of the promoted B"
+assert_eq 1 "$raced" "(6) daemons that found no epoch of B and lost the reset (the positive control)"
+epoch_c=$(connected c6 | tail -n 1 | sed 's/.*(epoch \([^)]*\)).*/\1/')
+epoch_d=$(connected d6 | tail -n 1 | sed 's/.*(epoch \([^)]*\)).*/\1/')
+assert_eq "$epoch_c" "$epoch_d" "(6) the epochs the two daemons validated"
+assert_eq "$epoch_c" "$(bcli FCALL_RO idpool_validated 0)" "(6) B's epoch"
+assert_eq 1 "$(bcli EXISTS "idpool:promoted:${epoch_c%:*}")" "(6) B's reset marker"
+pass "(6) two daemons on a promoted server: one library reset, the other validated into its epoch ${epoch_c:0:8}..."
+stop_daemon c6
+stop_daemon d6
 stop_daemon a

@@ -113,7 +113,7 @@ take_on "$old" 10 | grep -q READONLY || fail "(b) the old primary took a write"
 wait_until 10 eval "at $old INFO replication | grep -q '^master_link_status:up'" ||
     fail "(b) the old primary's link to $new is not up"
 info "(b) on $new: $(at "$new" INFO stats | tr -d '\r' | grep -E '^sync_(full|partial)' | tr '\n' ' ')"
-log_has a "redis: 127\.0\.0\.1:$new was promoted: loading the idpool library again" ||
+log_has a "redis: 127\.0\.0\.1:$new was promoted: loaded the idpool library again" ||
     fail "(b) the daemon did not reset the library on the promoted server"
 wait_until 5 eval "[[ -z \$(at $old FCALL_RO idpool_validated 0) ]]" ||
     fail "(b) the old primary still holds epoch $(at "$old" FCALL_RO idpool_validated 0)"

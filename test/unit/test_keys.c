@@ -26,6 +26,8 @@ static void test_names(void)
     CHECK_STR(b, "idpool:{*}:*");
     keys_revoked("idpool", b, sizeof(b));
     CHECK_STR(b, "idpool:revoked-tokens");
+    keys_promoted("idpool", "6a1c:9f0e", b, sizeof(b));
+    CHECK_STR(b, "idpool:promoted:6a1c:9f0e");
 
     /* The longest prefix and application fit in KEYS_MAX exactly. */
     memset(prefix, 'p', KEYS_PREFIX_MAX);
