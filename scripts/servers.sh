@@ -223,6 +223,7 @@ redis_args() {
     mkdir -p "$DIR/$name"
     REDIS_ARGS=(--port "$port" --bind 127.0.0.1 --dir "$DIR/$name"
         --save '' --appendonly yes --appendfsync everysec
+        --repl-diskless-sync-delay 0
         --maxmemory-policy noeviction --daemonize no
         --enable-debug-command local
         --pidfile "$DIR/$name.pid" --logfile "$DIR/$name.log")
