@@ -42,8 +42,8 @@ int sentinel_set_init(struct sentinel_set *s, const struct redis_url *u)
     memset(s, 0, sizeof(*s));
     if (u->kind != REDIS_SENTINEL)
         return -1;
-    for (size_t i = 0; i < u->nsentinels && i < REDIS_SENTINELS_MAX; i++) {
-        const struct redis_hostport *h = &u->sentinels[i];
+    for (size_t i = 0; i < u->nhosts && i < REDIS_HOSTS_MAX; i++) {
+        const struct redis_hostport *h = &u->hosts[i];
         size_t n = strlen(h->host);
 
         if (n >= sizeof(s->a[0].host)) /* url.c allows 253: never */
@@ -86,7 +86,7 @@ size_t sentinel_set_merge(struct sentinel_set *s, const struct redisReply *senti
 
     if (!sentinels || sentinels->type != REDIS_REPLY_ARRAY)
         return 0;
-    for (size_t i = 0; i < sentinels->elements && s->n < REDIS_SENTINELS_MAX; i++) {
+    for (size_t i = 0; i < sentinels->elements && s->n < REDIS_HOSTS_MAX; i++) {
         const redisReply *m = sentinels->element[i], *ip, *port;
         struct sentinel_addr a;
         bool known = false;

@@ -26,7 +26,7 @@ struct sentinel_addr {
 
 /* The sentinels, in the order to try them. */
 struct sentinel_set {
-    struct sentinel_addr a[REDIS_SENTINELS_MAX];
+    struct sentinel_addr a[REDIS_HOSTS_MAX];
     size_t n;
 };
 
@@ -39,7 +39,7 @@ void sentinel_set_promote(struct sentinel_set *s, size_t i);
 /*
  * Add the sentinels a SENTINEL sentinels reply names (an array of maps,
  * each a flat array of field, value: "ip", "port", ...) that the set does
- * not hold yet, at its end, up to REDIS_SENTINELS_MAX; entries without a
+ * not hold yet, at its end, up to REDIS_HOSTS_MAX; entries without a
  * usable ip and port are skipped. Returns how many were added.
  */
 size_t sentinel_set_merge(struct sentinel_set *s, const struct redisReply *sentinels);

@@ -302,18 +302,30 @@ const char *hostport_str(char *buf, size_t len, const char *host, int port)
 
 const char *redis_url_where(char *buf, size_t len, const struct redis_url *u)
 {
+    const char *many = u->nhosts == 1 ? "" : "s";
     char hp[HOSTPORT_STR_MAX];
     size_t n;
 
-    if (u->kind != REDIS_SENTINEL)
+    if (u->kind == REDIS_SENTINEL)
+        n = (size_t)snprintf(buf, len, "master '%s' via sentinel%s ", u->master, many);
+    else if (u->kind == REDIS_CLUSTER)
+        n = (size_t)snprintf(buf, len, "cluster via seed%s ", many);
+    else
         return hostport_str(buf, len, u->host, u->port);
-    n = (size_t)snprintf(buf, len, "master '%s' via sentinel%s ", u->master,
-                         u->nsentinels == 1 ? "" : "s");
-    for (size_t i = 0; i < u->nsentinels && n < len; i++)
-        n += (size_t)snprintf(
-            buf + n, len - n, "%s%s", i ? "," : "",
-            hostport_str(hp, sizeof(hp), u->sentinels[i].host, u->sentinels[i].port));
+    for (size_t i = 0; i < u->nhosts && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "",
+                              hostport_str(hp, sizeof(hp), u->hosts[i].host, u->hosts[i].port));
     return buf;
+}
+
+/* The schemes of enum redis_kind, in its order. */
+static const char *const redis_schemes[] = {"redis", "redis-sentinel", "redis-cluster", NULL};
+
+const char *redis_kind_scheme(enum redis_kind kind)
+{
+    return (unsigned)kind < sizeof(redis_schemes) / sizeof(redis_schemes[0]) - 1
+               ? redis_schemes[kind]
+               : "redis";
 }
 
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)
@@ -462,9 +474,9 @@ void redis_url_free(struct redis_url *u)
     free(u->host);
     free(u->user);
     free(u->password);
-    for (size_t i = 0; i < u->nsentinels; i++)
-        free(u->sentinels[i].host);
-    free(u->sentinels);
+    for (size_t i = 0; i < u->nhosts; i++)
+        free(u->hosts[i].host);
+    free(u->hosts);
     free(u->master);
     free(u->sentinel_user);
     free(u->sentinel_password);
@@ -569,9 +581,13 @@ static int sentinel_query(struct redis_url *out, const char *q, size_t qlen, cha
     return 0;
 }
 
-/* The comma-separated sentinels of a redis-sentinel:// URL's authority. */
-static int sentinel_hosts(struct redis_url *out, const struct url_parts *p, char *err,
-                          size_t errlen)
+/*
+ * The comma-separated hosts of a redis-sentinel:// or redis-cluster:// URL's
+ * authority, each with defport when it has none; `what` names one in errors
+ * ("sentinel").
+ */
+static int url_hosts(struct redis_url *out, const struct url_parts *p, int defport,
+                     const char *what, char *err, size_t errlen)
 {
     const char *c = p->hostport, *end = p->hostport + p->hostport_len;
 
@@ -580,25 +596,22 @@ static int sentinel_hosts(struct redis_url *out, const struct url_parts *p, char
         size_t n = comma ? (size_t)(comma - c) : (size_t)(end - c);
         struct redis_hostport *h;
 
-        if (out->nsentinels == REDIS_SENTINELS_MAX) {
-            text_err(err, errlen, "more than %d sentinels", REDIS_SENTINELS_MAX);
+        if (out->nhosts == REDIS_HOSTS_MAX) {
+            text_err(err, errlen, "more than %d %ss", REDIS_HOSTS_MAX, what);
             return -1;
         }
-        if (!out->sentinels &&
-            !(out->sentinels = calloc(REDIS_SENTINELS_MAX, sizeof(*out->sentinels)))) {
+        if (!out->hosts && !(out->hosts = calloc(REDIS_HOSTS_MAX, sizeof(*out->hosts)))) {
             text_err(err, errlen, "out of memory");
             return -1;
         }
-        h = &out->sentinels[out->nsentinels];
-        if (hostport_split(c, n, SENTINEL_DEFAULT_PORT, p->has_userinfo, &h->host, &h->port, err,
-                           errlen) < 0)
+        h = &out->hosts[out->nhosts];
+        if (hostport_split(c, n, defport, p->has_userinfo, &h->host, &h->port, err, errlen) < 0)
             return -1;
-        out->nsentinels++;
-        for (size_t i = 0; i + 1 < out->nsentinels; i++) {
-            if (out->sentinels[i].port == h->port &&
-                strcasecmp(out->sentinels[i].host, h->host) == 0) {
+        out->nhosts++;
+        for (size_t i = 0; i + 1 < out->nhosts; i++) {
+            if (out->hosts[i].port == h->port && strcasecmp(out->hosts[i].host, h->host) == 0) {
                 char hp[HOSTPORT_STR_MAX];
-                text_err(err, errlen, "sentinel %s is listed twice",
+                text_err(err, errlen, "%s %s is listed twice", what,
                          hostport_str(hp, sizeof(hp), h->host, h->port));
                 return -1;
             }
@@ -614,14 +627,15 @@ static int sentinel_hosts(struct redis_url *out, const struct url_parts *p, char
  * (classic AUTH), "user:pw@" an ACL user; "user@" leaves the password to the
  * redis-password setting. An empty password counts as none. Or
  * redis-sentinel://, the same with a list of sentinels for the host and the
- * master's name (url.h).
+ * master's name, or redis-cluster://, with a list of seed nodes and no
+ * database but 0 (url.h).
  */
 int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errlen)
 {
-    static const char *const schemes[] = {"redis", "redis-sentinel", NULL};
     static const char *const expect =
         "redis://[[user]:password@]host[:port][/db] or "
-        "redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master";
+        "redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master or "
+        "redis-cluster://[[user]:password@]host[:port][,host[:port]...]";
     struct url_parts p;
     const char *rest;
     long long db;
@@ -631,11 +645,13 @@ int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errl
         text_err(err, errlen, "rediss:// (TLS) is not supported, use redis://");
         return -1;
     }
-    rest = url_scheme(s, schemes, expect, err, errlen);
+    rest = url_scheme(s, redis_schemes, expect, err, errlen);
     if (rest == NULL)
         return -1;
-    out->kind =
-        rest - s == (ptrdiff_t)strlen("redis-sentinel://") ? REDIS_SENTINEL : REDIS_STANDALONE;
+    for (size_t i = 0; redis_schemes[i]; i++)
+        if (rest - s == (ptrdiff_t)strlen(redis_schemes[i]) + 3 &&
+            strncasecmp(s, redis_schemes[i], strlen(redis_schemes[i])) == 0)
+            out->kind = (enum redis_kind)i;
     if (url_split(rest, out->kind == REDIS_SENTINEL ? URL_QUERY | URL_FRAGMENT : 0, &p, err,
                   errlen) < 0)
         goto fail; /* out is left empty on every error, kind included */
@@ -650,9 +666,15 @@ int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errl
             goto fail;
     }
     if (p.has_path && p.path_len > 0) {
-        if (text_int(p.path, p.path_len, 0, REDIS_DB_MAX, &db) < 0) {
-            text_err(err, errlen, "database must be an integer in 0..%d, got '%.*s'", REDIS_DB_MAX,
-                     (int)(p.path_len < 32 ? p.path_len : 32), p.path);
+        long long max = out->kind == REDIS_CLUSTER ? 0 : REDIS_DB_MAX;
+
+        if (text_int(p.path, p.path_len, 0, max, &db) < 0) {
+            if (out->kind == REDIS_CLUSTER)
+                text_err(err, errlen, "Redis Cluster has database 0 only, got '/%.*s'",
+                         (int)(p.path_len < 32 ? p.path_len : 32), p.path);
+            else
+                text_err(err, errlen, "database must be an integer in 0..%d, got '%.*s'",
+                         REDIS_DB_MAX, (int)(p.path_len < 32 ? p.path_len : 32), p.path);
             goto fail;
         }
         out->db = (int)db;
@@ -663,19 +685,24 @@ int redis_url_parse(const char *s, struct redis_url *out, char *err, size_t errl
             goto fail;
         return 0;
     }
-    if (sentinel_hosts(out, &p, err, errlen) < 0)
+    if (out->kind == REDIS_CLUSTER &&
+        url_hosts(out, &p, REDIS_DEFAULT_PORT, "seed node", err, errlen) < 0)
         goto fail;
-    if (p.fragment && master_set(out, p.fragment, p.fragment_len, "#", err, errlen) < 0)
-        goto fail;
-    if (p.query && sentinel_query(out, p.query, p.query_len, err, errlen) < 0)
-        goto fail;
-    if (!out->master) {
-        text_err(err, errlen,
-                 "a redis-sentinel:// URL needs the master's name (#NAME or ?master=NAME)");
-        goto fail;
+    if (out->kind == REDIS_SENTINEL) {
+        if (url_hosts(out, &p, SENTINEL_DEFAULT_PORT, "sentinel", err, errlen) < 0)
+            goto fail;
+        if (p.fragment && master_set(out, p.fragment, p.fragment_len, "#", err, errlen) < 0)
+            goto fail;
+        if (p.query && sentinel_query(out, p.query, p.query_len, err, errlen) < 0)
+            goto fail;
+        if (!out->master) {
+            text_err(err, errlen,
+                     "a redis-sentinel:// URL needs the master's name (#NAME or ?master=NAME)");
+            goto fail;
+        }
     }
-    out->host = strdup(out->sentinels[0].host);
-    out->port = out->sentinels[0].port;
+    out->host = strdup(out->hosts[0].host);
+    out->port = out->hosts[0].port;
     if (out->host == NULL) {
         text_err(err, errlen, "out of memory");
         goto fail;

@@ -8,14 +8,15 @@
 
 #include <stddef.h>
 
-/* A Redis deployment: one server, or a primary found through Sentinel. */
+/* A Redis deployment: one server, a primary found through Sentinel, or a Cluster. */
 enum redis_kind {
     REDIS_STANDALONE, /* redis://: the server itself */
     REDIS_SENTINEL,   /* redis-sentinel://: the primary the sentinels name */
+    REDIS_CLUSTER,    /* redis-cluster://: the primaries of a Cluster, found from seed nodes */
 };
 
-/* The most sentinels a redis-sentinel:// URL may list. */
-#define REDIS_SENTINELS_MAX 16
+/* The most hosts (sentinels, seed nodes) a URL may list. */
+#define REDIS_HOSTS_MAX 16
 
 /* host:port of one server; host is heap, without brackets. */
 struct redis_hostport {
@@ -27,20 +28,24 @@ struct redis_hostport {
  * redis://[[user]:password@]host[:port][/db], or
  * redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db][?params][#master]
  * (params: master=NAME, sentinelMasterId=NAME as lettuce writes it,
- * sentinel_user=U, sentinel_password=PW); a host may be [v6addr]. The
- * userinfo is the data server's (as in redis://); sentinels get their own
- * credentials only from sentinel_user/sentinel_password.
+ * sentinel_user=U, sentinel_password=PW), or
+ * redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0] (seed
+ * nodes: any of the Cluster's nodes; a Cluster has database 0 only); a host
+ * may be [v6addr]. The userinfo is the data servers' (every node of a
+ * Cluster); sentinels get their own credentials only from
+ * sentinel_user/sentinel_password.
  */
 struct redis_url {
     enum redis_kind kind;
-    char *host;     /* heap; without brackets. Sentinel: the first sentinel */
+    char *host;     /* heap; without brackets. Sentinel, Cluster: the first of hosts */
     int port;       /* default 6379; Sentinel: the first sentinel's (default 26379) */
     char *user;     /* heap or NULL (ACL user) */
     char *password; /* heap or NULL; percent-decoded */
     int db;         /* default 0 */
-    /* REDIS_SENTINEL only (else NULL, 0): */
-    struct redis_hostport *sentinels; /* heap: every sentinel, in the URL's order */
-    size_t nsentinels;
+    /* REDIS_SENTINEL: the sentinels; REDIS_CLUSTER: the seed nodes (else NULL, 0): */
+    struct redis_hostport *hosts; /* heap: in the URL's order, no two the same */
+    size_t nhosts;
+    /* REDIS_SENTINEL only (else NULL): */
     char *master;            /* heap: the primary's name as the sentinels know it */
     char *sentinel_user;     /* heap or NULL; percent-decoded */
     char *sentinel_password; /* heap or NULL; percent-decoded */
@@ -93,10 +98,13 @@ void issuer_url_free(struct issuer_url *u);
 #define HOSTPORT_STR_MAX 280
 const char *hostport_str(char *buf, size_t len, const char *host, int port);
 /*
- * Where a redis_url points, for logs (no credentials): "host:port", or
- * "master 'NAME' via sentinels h1:p1,h2:p2"; returns buf (truncated to len).
+ * Where a redis_url points, for logs (no credentials): "host:port",
+ * "master 'NAME' via sentinels h1:p1,h2:p2" or "cluster via seeds
+ * h1:p1,h2:p2"; returns buf (truncated to len).
  */
 const char *redis_url_where(char *buf, size_t len, const struct redis_url *u);
+/* The scheme of a kind of Redis URL, without "://": "redis", "redis-sentinel", "redis-cluster". */
+const char *redis_kind_scheme(enum redis_kind kind);
 
 /* "host:port" or "[v6]:port"; host is heap-allocated. */
 int hostport_parse(const char *s, char **host, int *port, char *err, size_t errlen)

@@ -194,6 +194,8 @@ int ctl_redis_open(struct ctl *c)
 
     if (c->rds)
         return 0;
+    if (u->kind == REDIS_CLUSTER) /* config.c refuses it already */
+        return ctl_fail(c, CTL_ERROR, "redis-cluster:// is not supported by idpoolctl yet");
     if (u->kind == REDIS_SENTINEL) {
         struct resolver res;
 

@@ -230,7 +230,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    char rhp[REDIS_SENTINELS_MAX * HOSTPORT_STR_MAX + 64], mhp[HOSTPORT_STR_MAX];
+    char rhp[REDIS_HOSTS_MAX * HOSTPORT_STR_MAX + 64], mhp[HOSTPORT_STR_MAX];
 
     log_info("idpoold %s starting: redis %s db %d, mysql %s@%s/%s, key prefix '%s', "
              "tick %d ms, lock ttl %d ms, reload %d ms, instance %s%s",

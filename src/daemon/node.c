@@ -106,7 +106,9 @@ struct nodemap *nodemap_new(struct event_base *base, const struct config *cfg, u
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
         if (kinds[i]->kind == cfg->redis.kind)
             m->ops = kinds[i];
-    if (m->ops == NULL) { /* config.c accepts no other kind */
+    if (m->ops == NULL) { /* config.c refuses these already */
+        log_error("redis: %s:// is not supported by idpoold yet",
+                  redis_kind_scheme(cfg->redis.kind));
         free(m);
         return NULL;
     }

@@ -71,6 +71,12 @@ static struct env *redis_open(const char *url, char *err, size_t errlen)
         free(x);
         return NULL;
     }
+    if (x->url.kind == REDIS_CLUSTER) { /* parsed, so that a bad one says what is wrong */
+        snprintf(err, errlen, "redis-cluster:// is not supported by libidpool yet");
+        redis_url_free(&x->url);
+        free(x);
+        return NULL;
+    }
     env_base(&x->env, &redis_env_ops, x->url.host, x->url.port);
     if (x->url.kind == REDIS_SENTINEL) {
         /* Always a Sentinel URL here: resolve_init cannot fail. */
@@ -241,7 +247,8 @@ static enum take_outcome redis_take(struct env *e, const struct take_req *q, str
     return out;
 }
 
-static const char *const redis_schemes[] = {"redis://", "redis-sentinel://", NULL};
+static const char *const redis_schemes[] = {"redis://", "redis-sentinel://", "redis-cluster://",
+                                            NULL};
 
 const struct env_ops redis_env_ops = {
     .schemes = redis_schemes,

@@ -4,8 +4,9 @@
  * issuer_url_parse() and hostport_parse().
  *
  * The first input byte picks a mode (byte % 6):
- *   0..3  the rest, as a C string, is parsed as a redis://, mysql://,
- *         http:// (webhook) URL or a HOST:PORT address;
+ *   0..3  the rest, as a C string, is parsed as a redis:// (or
+ *         redis-sentinel://, redis-cluster://), mysql://, http:// (webhook)
+ *         URL or a HOST:PORT address;
  *   4     a URL is assembled from a scheme out of a fixed list and fuzzed
  *         pieces, with a marker inside the password (and "@host" present or
  *         forgotten) for the redis, mysql, webhook or issuer parser; for the
@@ -124,11 +125,63 @@ static int str_eq(const char *a, const char *b)
     return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
 }
 
+/* "[user][:password]@" when u has either, percent-encoded. */
+static void put_userinfo(char *b, size_t n, size_t *len, const struct redis_url *u)
+{
+    if (!u->user && !u->password)
+        return;
+    if (u->user)
+        put_enc(b, n, len, u->user);
+    if (u->password) {
+        put(b, n, len, ":");
+        put_enc(b, n, len, u->password);
+    }
+    put(b, n, len, "@");
+}
+
 /*
- * A parsed redis-sentinel:// URL: 1..16 sentinels, distinct, valid; the
- * first is host:port; a master's name of 1..64 of A-Z a-z 0-9 _ . -;
- * rebuilt (the sentinels, /db, ?sentinel_user=..&sentinel_password=..,
- * #master), it parses the same.
+ * The hosts of a parsed redis-sentinel:// or redis-cluster:// URL: 1..16,
+ * distinct, valid; the first is host:port.
+ */
+static void check_hosts(const struct redis_url *u)
+{
+    CHECK(u->nhosts >= 1 && u->nhosts <= REDIS_HOSTS_MAX);
+    for (size_t i = 0; i < u->nhosts; i++) {
+        check_host(u->hosts[i].host);
+        CHECK(u->hosts[i].port >= 1 && u->hosts[i].port <= 65535);
+        for (size_t j = 0; j < i; j++)
+            CHECK(u->hosts[i].port != u->hosts[j].port ||
+                  strcasecmp(u->hosts[i].host, u->hosts[j].host) != 0);
+    }
+    CHECK(str_eq(u->host, u->hosts[0].host) && u->port == u->hosts[0].port);
+}
+
+/* scheme://[userinfo@]h1:p1,h2:p2... of u, the start of a rebuilt URL. */
+static void put_hosts(char *b, size_t n, size_t *len, const char *scheme, const struct redis_url *u)
+{
+    put(b, n, len, scheme);
+    put_userinfo(b, n, len, u);
+    for (size_t i = 0; i < u->nhosts; i++) {
+        if (i > 0)
+            put(b, n, len, ",");
+        put_hostport(b, n, len, u->hosts[i].host, u->hosts[i].port);
+    }
+}
+
+/* v, parsed from u rebuilt, has u's kind, hosts, credentials and database. */
+static void check_same(const struct redis_url *u, const struct redis_url *v)
+{
+    CHECK(v->kind == u->kind && v->nhosts == u->nhosts && v->db == u->db);
+    for (size_t i = 0; i < u->nhosts; i++)
+        CHECK(str_eq(u->hosts[i].host, v->hosts[i].host) && u->hosts[i].port == v->hosts[i].port);
+    CHECK(str_eq(u->host, v->host) && u->port == v->port);
+    CHECK(str_eq(u->user, v->user) && str_eq(u->password, v->password));
+}
+
+/*
+ * A parsed redis-sentinel:// URL: its hosts (check_hosts); a master's name
+ * of 1..64 of A-Z a-z 0-9 _ . -; rebuilt (the sentinels, /db,
+ * ?sentinel_user=..&sentinel_password=.., #master), it parses the same.
  */
 static void check_sentinel(struct redis_url *u)
 {
@@ -137,15 +190,7 @@ static void check_sentinel(struct redis_url *u)
     size_t len = 0, n;
     const char *sep = "?";
 
-    CHECK(u->nsentinels >= 1 && u->nsentinels <= REDIS_SENTINELS_MAX);
-    for (size_t i = 0; i < u->nsentinels; i++) {
-        check_host(u->sentinels[i].host);
-        CHECK(u->sentinels[i].port >= 1 && u->sentinels[i].port <= 65535);
-        for (size_t j = 0; j < i; j++)
-            CHECK(u->sentinels[i].port != u->sentinels[j].port ||
-                  strcasecmp(u->sentinels[i].host, u->sentinels[j].host) != 0);
-    }
-    CHECK(str_eq(u->host, u->sentinels[0].host) && u->port == u->sentinels[0].port);
+    check_hosts(u);
     CHECK(u->master != NULL);
     n = strlen(u->master);
     CHECK(n >= 1 && n <= 64);
@@ -154,21 +199,7 @@ static void check_sentinel(struct redis_url *u)
     CHECK(u->sentinel_user == NULL || u->sentinel_user[0] != '\0');
     CHECK(u->sentinel_password == NULL || u->sentinel_password[0] != '\0');
 
-    put(url, sizeof(url), &len, "redis-sentinel://");
-    if (u->user || u->password) {
-        if (u->user)
-            put_enc(url, sizeof(url), &len, u->user);
-        if (u->password) {
-            put(url, sizeof(url), &len, ":");
-            put_enc(url, sizeof(url), &len, u->password);
-        }
-        put(url, sizeof(url), &len, "@");
-    }
-    for (size_t i = 0; i < u->nsentinels; i++) {
-        if (i > 0)
-            put(url, sizeof(url), &len, ",");
-        put_hostport(url, sizeof(url), &len, u->sentinels[i].host, u->sentinels[i].port);
-    }
+    put_hosts(url, sizeof(url), &len, "redis-sentinel://", u);
     len += (size_t)snprintf(url + len, sizeof(url) - len, "/%d", u->db);
     if (u->sentinel_user) {
         put(url, sizeof(url), &len, "?sentinel_user=");
@@ -186,14 +217,35 @@ static void check_sentinel(struct redis_url *u)
         fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
         CHECK(!"rebuilt redis-sentinel URL parses");
     }
-    CHECK(v.kind == REDIS_SENTINEL && v.nsentinels == u->nsentinels && v.db == u->db);
-    for (size_t i = 0; i < u->nsentinels; i++)
-        CHECK(str_eq(u->sentinels[i].host, v.sentinels[i].host) &&
-              u->sentinels[i].port == v.sentinels[i].port);
-    CHECK(str_eq(u->user, v.user) && str_eq(u->password, v.password));
+    check_same(u, &v);
     CHECK(str_eq(u->sentinel_user, v.sentinel_user) &&
           str_eq(u->sentinel_password, v.sentinel_password));
     CHECK(str_eq(u->master, v.master));
+    redis_url_free(&v);
+    redis_url_free(u);
+    CHECK(memcmp(u, zero_struct, sizeof(*u)) == 0);
+}
+
+/*
+ * A parsed redis-cluster:// URL: its hosts (check_hosts), database 0,
+ * nothing of Sentinel; rebuilt (the seed nodes, /0), it parses the same.
+ */
+static void check_cluster(struct redis_url *u)
+{
+    struct redis_url v;
+    char err[CONFIG_ERR_MAX], url[REBUILT_MAX];
+    size_t len = 0;
+
+    check_hosts(u);
+    CHECK(u->db == 0 && u->master == NULL);
+    CHECK(u->sentinel_user == NULL && u->sentinel_password == NULL);
+    put_hosts(url, sizeof(url), &len, "redis-cluster://", u);
+    put(url, sizeof(url), &len, "/0");
+    if (redis_url_parse(url, &v, err, sizeof(err)) < 0) {
+        fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
+        CHECK(!"rebuilt redis-cluster URL parses");
+    }
+    check_same(u, &v);
     redis_url_free(&v);
     redis_url_free(u);
     CHECK(memcmp(u, zero_struct, sizeof(*u)) == 0);
@@ -219,29 +271,24 @@ static void check_redis(const char *s)
         check_sentinel(&u);
         return;
     }
+    if (u.kind == REDIS_CLUSTER) {
+        check_cluster(&u);
+        return;
+    }
     CHECK(u.kind == REDIS_STANDALONE);
-    CHECK(u.sentinels == NULL && u.nsentinels == 0 && u.master == NULL);
+    CHECK(u.hosts == NULL && u.nhosts == 0 && u.master == NULL);
     CHECK(u.sentinel_user == NULL && u.sentinel_password == NULL);
 
     /* redis://[user][:password@]host:port/db, rebuilt, parses the same. */
     put(url, sizeof(url), &len, "redis://");
-    if (u.user || u.password) {
-        if (u.user)
-            put_enc(url, sizeof(url), &len, u.user);
-        if (u.password) {
-            put(url, sizeof(url), &len, ":");
-            put_enc(url, sizeof(url), &len, u.password);
-        }
-        put(url, sizeof(url), &len, "@");
-    }
+    put_userinfo(url, sizeof(url), &len, &u);
     put_hostport(url, sizeof(url), &len, u.host, u.port);
     snprintf(url + len, sizeof(url) - len, "/%d", u.db);
     if (redis_url_parse(url, &v, err, sizeof(err)) < 0) {
         fprintf(stderr, "rebuilt '%s' fails: %s\n", url, err);
         CHECK(!"rebuilt redis URL parses");
     }
-    CHECK(str_eq(u.host, v.host) && u.port == v.port && u.db == v.db);
-    CHECK(str_eq(u.user, v.user) && str_eq(u.password, v.password));
+    check_same(&u, &v);
     redis_url_free(&v);
     redis_url_free(&u);
     CHECK(memcmp(&u, zero_struct, sizeof(u)) == 0);
@@ -416,9 +463,9 @@ static size_t count_marker(const char *s)
  */
 static void check_secret(struct fz *f)
 {
-    static const char *const schemes[] = {"redis", "REDIS",   "rediss", "mysql",
-                                          "MySQL", "mariadb", "http",   "https",
-                                          "",      "redis:",  "HTTPS",  "redis-sentinel"};
+    static const char *const schemes[] = {
+        "redis", "REDIS", "rediss", "mysql", "MySQL",          "mariadb",      "http",
+        "https", "",      "redis:", "HTTPS", "redis-sentinel", "redis-cluster"};
     char err[CONFIG_ERR_MAX], *url, *user, *pw1, *pw2, *hp, *path;
     uint8_t kind = fz_u8(f) % 4, flags = fz_u8(f);
     int has_path = flags & 1, no_host = flags & 2; /* no_host: "@host" forgotten */

@@ -135,7 +135,8 @@ SETTINGS = ["redis", "redis-password", "redis-timeout-ms", "key-prefix", "mysql"
             "instance", "http", "alert-webhook", "stall-ms", "alert-resolve-ms", "log-level"]
 
 SETTING_VALUES = {
-    "redis": ["redis://127.0.0.1:6379/0", "redis://u:p@[::1]:7000/3", "redis://u@h"],
+    "redis": ["redis://127.0.0.1:6379/0", "redis://u:p@[::1]:7000/3", "redis://u@h",
+              "redis-cluster://n1:7000,n2"],
     "redis-password": ["pw", ""],
     "redis-timeout-ms": ["10", "600001"],
     "key-prefix": ["idpool", "a{b}"],
@@ -186,6 +187,8 @@ def url_seeds():
         (1, "mysql://h"), (1, "mysql://u:p@h:1/d?x"),
         (2, "http://127.0.0.1:8080/hook"), (2, "http://[::1]/a/b"), (2, "http://h:80"),
         (3, "127.0.0.1:9471"), (3, "[::1]:80"), (3, ":80"), (3, "host_name.example:65535"),
+        (0, "redis-cluster://u:p%40w@n1:7000,[::1]:7001,n3/0"), (0, "redis-cluster://n1/1"),
+        (0, "redis-cluster://n1,N1:6379?x#y"),
     ]
     # Mode 5: issuer URLs.
     issuer = [
@@ -209,6 +212,7 @@ def url_seeds():
         (3, 5, 6, "", "tok", "%41", "[::1]", "a b"),
         (3, 2, 7, "idp", "", "", "", "api"),
         (0, 1, 11, "u", "pw", "x", "s1,s2:26380", "0#m"),
+        (0, 3, 12, "u", "pw", "x", "n1:7000,n2", "0"),
     ]
     for i, (kind, has_path, scheme, *pieces) in enumerate(secret):
         seeds["seed-secret-%d" % i] = bytes([4, kind, has_path, scheme]) + b"".join(

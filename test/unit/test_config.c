@@ -420,14 +420,14 @@ static void test_sentinel_urls(void)
     char e[CONFIG_ERR_MAX] = "";
 
     CHECK(redis_url_parse("redis://h", &u, e, sizeof(e)) == 0);
-    CHECK(u.kind == REDIS_STANDALONE && u.sentinels == NULL && u.nsentinels == 0 && !u.master);
+    CHECK(u.kind == REDIS_STANDALONE && u.hosts == NULL && u.nhosts == 0 && !u.master);
     redis_url_free(&u);
 
     CHECK(redis_url_parse("redis-sentinel://s1#mymaster", &u, e, sizeof(e)) == 0);
     CHECK(u.kind == REDIS_SENTINEL);
-    CHECK_EQ_U64(u.nsentinels, 1);
-    CHECK(strcmp(u.sentinels[0].host, "s1") == 0);
-    CHECK_EQ_U64(u.sentinels[0].port, 26379);
+    CHECK_EQ_U64(u.nhosts, 1);
+    CHECK(strcmp(u.hosts[0].host, "s1") == 0);
+    CHECK_EQ_U64(u.hosts[0].port, 26379);
     CHECK(strcmp(u.host, "s1") == 0); /* the first sentinel, for anyone not reading kind */
     CHECK_EQ_U64(u.port, 26379);
     CHECK(strcmp(u.master, "mymaster") == 0);
@@ -438,13 +438,13 @@ static void test_sentinel_urls(void)
     CHECK(redis_url_parse("REDIS-SENTINEL://app:pw@10.0.0.1:5000,[::1],s-3.example:26380/3"
                           "?sentinel_user=sen&sentinel_password=p%23w#m.1_x-y",
                           &u, e, sizeof(e)) == 0);
-    CHECK_EQ_U64(u.nsentinels, 3);
-    CHECK(strcmp(u.sentinels[0].host, "10.0.0.1") == 0);
-    CHECK_EQ_U64(u.sentinels[0].port, 5000);
-    CHECK(strcmp(u.sentinels[1].host, "::1") == 0);
-    CHECK_EQ_U64(u.sentinels[1].port, 26379);
-    CHECK(strcmp(u.sentinels[2].host, "s-3.example") == 0);
-    CHECK_EQ_U64(u.sentinels[2].port, 26380);
+    CHECK_EQ_U64(u.nhosts, 3);
+    CHECK(strcmp(u.hosts[0].host, "10.0.0.1") == 0);
+    CHECK_EQ_U64(u.hosts[0].port, 5000);
+    CHECK(strcmp(u.hosts[1].host, "::1") == 0);
+    CHECK_EQ_U64(u.hosts[1].port, 26379);
+    CHECK(strcmp(u.hosts[2].host, "s-3.example") == 0);
+    CHECK_EQ_U64(u.hosts[2].port, 26380);
     CHECK(strcmp(u.user, "app") == 0 && strcmp(u.password, "pw") == 0);
     CHECK_EQ_U64(u.db, 3);
     CHECK(strcmp(u.sentinel_user, "sen") == 0 && strcmp(u.sentinel_password, "p#w") == 0);
@@ -468,8 +468,8 @@ static void test_sentinel_urls(void)
     CHECK(redis_url_parse("redis-sentinel://a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,a12,a13,a14,a15,"
                           "a16#m",
                           &u, e, sizeof(e)) == 0);
-    CHECK_EQ_U64(u.nsentinels, 16);
-    CHECK(strcmp(u.sentinels[15].host, "a16") == 0);
+    CHECK_EQ_U64(u.nhosts, 16);
+    CHECK(strcmp(u.hosts[15].host, "a16") == 0);
     redis_url_free(&u);
 
     redis_bad("redis-sentinel://s", "needs the master's name (#NAME or ?master=NAME)");
@@ -494,6 +494,61 @@ static void test_sentinel_urls(void)
               "more than 16 sentinels");
     redis_bad("redis-sentinel://s/x#m", "database must be an integer");
     redis_bad("sentinel://s#m", "unsupported scheme 'sentinel://', expected redis://");
+}
+
+/* redis-cluster:// URLs: the seed nodes, database 0 only, no query or fragment. */
+static void test_cluster_urls(void)
+{
+    struct redis_url u;
+    char e[CONFIG_ERR_MAX] = "", where[256];
+
+    CHECK(redis_url_parse("redis-cluster://n1", &u, e, sizeof(e)) == 0);
+    CHECK(u.kind == REDIS_CLUSTER);
+    CHECK_EQ_U64(u.nhosts, 1);
+    CHECK_STR(u.hosts[0].host, "n1");
+    CHECK_EQ_U64(u.hosts[0].port, 6379);
+    CHECK_STR(u.host, "n1"); /* the first seed, for anyone not reading kind */
+    CHECK_EQ_U64(u.port, 6379);
+    CHECK(u.user == NULL && u.password == NULL && u.db == 0 && u.master == NULL);
+    CHECK_STR(redis_url_where(where, sizeof(where), &u), "cluster via seed n1:6379");
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("REDIS-CLUSTER://app:p%40w@10.0.0.1:7000,[::1],n-3.example:7002/0", &u, e,
+                          sizeof(e)) == 0);
+    CHECK(u.kind == REDIS_CLUSTER);
+    CHECK_EQ_U64(u.nhosts, 3);
+    CHECK_STR(u.hosts[0].host, "10.0.0.1");
+    CHECK_EQ_U64(u.hosts[0].port, 7000);
+    CHECK_STR(u.hosts[1].host, "::1");
+    CHECK_EQ_U64(u.hosts[1].port, 6379);
+    CHECK_STR(u.hosts[2].host, "n-3.example");
+    CHECK_EQ_U64(u.hosts[2].port, 7002);
+    CHECK_STR(u.user, "app");
+    CHECK_STR(u.password, "p@w");
+    CHECK_STR(redis_url_where(where, sizeof(where), &u),
+              "cluster via seeds 10.0.0.1:7000,[::1]:6379,n-3.example:7002");
+    CHECK(strstr(where, "p@w") == NULL);
+    redis_url_free(&u);
+
+    CHECK(redis_url_parse("redis-cluster://a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,a12,a13,a14,a15,a16/",
+                          &u, e, sizeof(e)) == 0);
+    CHECK_EQ_U64(u.nhosts, 16);
+    redis_url_free(&u);
+
+    redis_bad("redis-cluster://n1/1", "Redis Cluster has database 0 only, got '/1'");
+    redis_bad("redis-cluster://:topsecret@n1/x", "Redis Cluster has database 0 only, got '/x'");
+    redis_bad("redis-cluster://n1#m", "fragments ('#...') are not supported");
+    redis_bad("redis-cluster://n1/0?timeout=1", "query strings ('?...') are not supported");
+    redis_bad("redis-cluster://n1,n1:6379", "seed node n1:6379 is listed twice");
+    redis_bad("redis-cluster://n1,,n2", "missing host");
+    redis_bad("redis-cluster://:topsecret@", "missing host");
+    redis_bad("redis-cluster://n1:0", "port must be an integer in 1..65535 (not shown");
+    redis_bad("redis-cluster://a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,a12,a13,a14,a15,a16,a17",
+              "more than 16 seed nodes");
+    redis_bad("cluster://n1", "unsupported scheme 'cluster://', expected redis://");
+    CHECK_STR(redis_kind_scheme(REDIS_CLUSTER), "redis-cluster");
+    CHECK_STR(redis_kind_scheme(REDIS_SENTINEL), "redis-sentinel");
+    CHECK_STR(redis_kind_scheme(REDIS_STANDALONE), "redis");
 }
 
 /* s as a JSON string (control bytes as \u00XX) appended at b[*n] (NULL: null). */
@@ -521,20 +576,25 @@ static void redis_url_json(const struct redis_url *u, char *b, size_t len)
     size_t n = 0;
 
 #define PUT(...) (n += (size_t)snprintf(b + n, n < len ? len - n : 0, __VA_ARGS__))
-    PUT("{\"kind\":\"%s\",\"host\":", u->kind == REDIS_SENTINEL ? "sentinel" : "standalone");
+    PUT("{\"kind\":\"%s\",\"host\":", u->kind == REDIS_SENTINEL  ? "sentinel"
+                                      : u->kind == REDIS_CLUSTER ? "cluster"
+                                                                 : "standalone");
     json_str(b, len, &n, u->host);
     PUT(",\"port\":%d,\"db\":%d,\"username\":", u->port, u->db);
     json_str(b, len, &n, u->user);
     PUT(",\"password\":");
     json_str(b, len, &n, u->password);
-    if (u->kind == REDIS_SENTINEL) {
-        PUT(",\"sentinels\":[");
-        for (size_t i = 0; i < u->nsentinels; i++) {
+    if (u->kind != REDIS_STANDALONE) {
+        PUT(",\"%s\":[", u->kind == REDIS_SENTINEL ? "sentinels" : "seeds");
+        for (size_t i = 0; i < u->nhosts; i++) {
             PUT("%s[", i ? "," : "");
-            json_str(b, len, &n, u->sentinels[i].host);
-            PUT(",%d]", u->sentinels[i].port);
+            json_str(b, len, &n, u->hosts[i].host);
+            PUT(",%d]", u->hosts[i].port);
         }
-        PUT("],\"master\":");
+        PUT("]");
+    }
+    if (u->kind == REDIS_SENTINEL) {
+        PUT(",\"master\":");
         json_str(b, len, &n, u->master);
         PUT(",\"sentinel_username\":");
         json_str(b, len, &n, u->sentinel_user);
@@ -760,6 +820,12 @@ static void test_url_errors_in_config(void)
     expect_error(NULL, ARGV("--redis", "redis-sentinel://:topsecret@s1,s2"),
                  "--redis: a redis-sentinel:// URL needs the master's name");
     CHECK(strstr(err, "topsecret") == NULL);
+    /* Parsed, not yet served: no program routes by slot before issue 21's later phases. */
+    expect_error(NULL, ARGV("--redis", "redis-cluster://:topsecret@n1:7000,n2:7001"),
+                 "--redis: redis-cluster:// (Redis Cluster) is not supported yet");
+    CHECK(strstr(err, "topsecret") == NULL);
+    expect_error(ENV({"IDPOOL_REDIS_URL", "redis-cluster://n1"}), no_args,
+                 "IDPOOL_REDIS_URL: redis-cluster:// (Redis Cluster) is not supported yet");
     expect_error(ENV({"IDPOOL_MYSQL_URL", "mysql://h:0"}), no_args,
                  "IDPOOL_MYSQL_URL: port must be an integer in 1..65535");
     write_tmp(path, "\nredis = redis://:topsecret@h:x\n");
@@ -1519,6 +1585,7 @@ int main(void)
     RUN(test_redis_url_forms);
     RUN(test_redis_url_errors);
     RUN(test_sentinel_urls);
+    RUN(test_cluster_urls);
     RUN(test_url_vectors);
     RUN(test_mysql_urls);
     RUN(test_hostport);

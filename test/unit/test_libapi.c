@@ -57,6 +57,12 @@ static void test_client_new(void)
         CHECK(c == NULL);
         CHECK_STR_CONTAINS(err, "environment 0: ");
     }
+    {
+        const char *cluster[] = {"redis-cluster://127.0.0.1:7000"};
+        CHECK(idpool_client_new(cluster, 1, NULL, &c, err, sizeof(err)) == IDPOOL_EINVAL);
+        CHECK(c == NULL);
+        CHECK_STR_CONTAINS(err, "environment 0: redis-cluster:// is not supported by libidpool");
+    }
 }
 
 /* idpool_app_get: EINVAL for NULLs and bad keys (*out untouched), one handle per key. */

@@ -153,8 +153,9 @@ class UrlVectors(unittest.TestCase):
                         continue
                     got = dict(m.parse_url(url))
                     got.setdefault("kind", "standalone")
-                    if "sentinels" in got:
-                        got["sentinels"] = [list(s) for s in got["sentinels"]]
+                    for hosts in ("sentinels", "seeds"):
+                        if hosts in got:
+                            got[hosts] = [list(s) for s in got[hosts]]
                     self.assertEqual(got, json.loads(want))
         self.assertGreaterEqual(n, 40)
 
@@ -163,6 +164,19 @@ class UrlVectors(unittest.TestCase):
         e = m.env.Env(0, "redis-sentinel://:pw@127.0.0.1:1,127.0.0.1:2/0#mymaster", 0.5)
         self.assertEqual(e.name, "mymaster via Sentinel 127.0.0.1:1")
         self.assertIs(e.ops, m.redisenv)
+
+    def test_cluster_url_refused(self):
+        """Parsed (its own errors first), then refused by the client."""
+        self.assertEqual(m.parse_url("redis-cluster://n1,n2:7001")["seeds"], [("n1", 6379), ("n2", 7001)])
+        with self.assertRaisesRegex(ValueError, "seed node n1:6379 is listed twice"):
+            m.parse_env("redis-cluster://n1,n1")
+        with self.assertRaisesRegex(ValueError, r"redis-cluster:// is not supported by the Python client"):
+            m.parse_env("redis-cluster://n1")
+        with self.assertRaises(ValueError) as cm:
+            m.Client(["redis-cluster://:topsecret@127.0.0.1:7000"])
+        self.assertIn("environment 0", str(cm.exception))
+        self.assertIn("redis-cluster:// is not supported", str(cm.exception))
+        self.assertNotIn("topsecret", str(cm.exception))
 
 
 try:  # the transport against scripted servers needs the real redis-py

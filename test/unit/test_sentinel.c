@@ -112,7 +112,7 @@ static void test_merge(void)
     CHECK_EQ_U64(sentinel_set_merge(&s, str("x")), 0);
     CHECK_EQ_U64(sentinel_set_merge(&s, arr(1, nil())), 0);
 
-    /* At most REDIS_SENTINELS_MAX. */
+    /* At most REDIS_HOSTS_MAX. */
     reset();
     {
         static char ips[20][16];
@@ -125,9 +125,9 @@ static void test_merge(void)
         all.type = REDIS_REPLY_ARRAY;
         all.element = many;
         all.elements = 20;
-        CHECK_EQ_U64(sentinel_set_merge(&s, &all), REDIS_SENTINELS_MAX - 2);
-        CHECK_EQ_U64(s.n, REDIS_SENTINELS_MAX);
-        CHECK_STR(s.a[REDIS_SENTINELS_MAX - 1].host, "10.1.0.13");
+        CHECK_EQ_U64(sentinel_set_merge(&s, &all), REDIS_HOSTS_MAX - 2);
+        CHECK_EQ_U64(s.n, REDIS_HOSTS_MAX);
+        CHECK_STR(s.a[REDIS_HOSTS_MAX - 1].host, "10.1.0.13");
     }
     redis_url_free(&u);
 }

@@ -21,9 +21,17 @@ except ImportError:  # pragma: no cover - Debian: apt-get install python3-redis
     redis = None
 
 KIND = "redis"
-SCHEMES = ("redis://", "redis-sentinel://")
+SCHEMES = ("redis://", "redis-sentinel://", "redis-cluster://")
 USAGE = f"{REDIS_USAGE} or {SENTINEL_USAGE}"
-parse = parse_url
+
+
+def parse(url):
+    """parse_url(url) of a URL this transport serves: a redis-cluster://
+    one is parsed (its own errors first), then refused."""
+    p = parse_url(url)
+    if p.get("kind") == "cluster":
+        raise ValueError("redis-cluster:// is not supported by the Python client (idpool_client) yet")
+    return p
 
 SENTINEL_TIMEOUT = 0.300  # a sentinel's connect, and its answer, at most (s; less when io_timeout is)
 

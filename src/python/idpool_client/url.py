@@ -1,7 +1,7 @@
-"""Environment URLs: a Redis's (redis:// or redis-sentinel://) and an
-issuer's, checked as libidpool checks them (src/core/url.c's mirror; the
-two parsers read the same vectors, test/unit/url_vectors.tsv). Which kind a
-URL is: env.parse_env."""
+"""Environment URLs: a Redis's (redis://, redis-sentinel:// or
+redis-cluster://) and an issuer's, checked as libidpool checks them
+(src/core/url.c's mirror; the two parsers read the same vectors,
+test/unit/url_vectors.tsv). Which kind a URL is: env.parse_env."""
 
 import re
 import socket
@@ -10,9 +10,10 @@ import string
 REDIS_DB_MAX = 1000000
 REDIS_DEFAULT_PORT = 6379
 SENTINEL_DEFAULT_PORT = 26379  # Sentinel's own, and lettuce's
-SENTINELS_MAX = 16  # url.h's REDIS_SENTINELS_MAX
+HOSTS_MAX = 16  # sentinels or seed nodes: url.h's REDIS_HOSTS_MAX
 REDIS_USAGE = "redis://[[user]:password@]host[:port][/db]"
 SENTINEL_USAGE = "redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master"
+CLUSTER_USAGE = "redis-cluster://[[user]:password@]host[:port][,host[:port]...]"
 ISSUER_USAGE = "http[s]://TOKEN@host[:port][/prefix]"
 
 _PREFIX_OK = re.compile(r"[A-Za-z0-9/\-._~!$&'()*+,;=:]*")
@@ -72,14 +73,36 @@ def _split(rest, sentinel):
         after = after[1 + len(path) :]
         if "@" in path:
             raise ValueError("'@' after the host (percent-encode '/' in a password as %2F)")
-    if after and not sentinel:
-        raise ValueError(f"query or fragment not supported ({REDIS_USAGE})")
+    if after.startswith("?") and not sentinel:
+        hint = " (percent-encode '?' in a password as %3F)" if at else ""
+        raise ValueError(f"query strings ('?...') are not supported{hint}")
+    if after.startswith("#") and not sentinel:
+        raise ValueError("fragments ('#...') are not supported (percent-encode '#' in a password as %23)")
     if after.startswith("?"):
         query = re.match(r"[^#]*", after[1:]).group()
         after = after[1 + len(query) :]
     if after.startswith("#"):
         fragment = after[1:]
     return userinfo, hostport, path, query, fragment
+
+
+# The kinds of Redis URL by scheme (url.c's redis_schemes).
+_KINDS = (("standalone", "redis://"), ("sentinel", "redis-sentinel://"), ("cluster", "redis-cluster://"))
+
+
+def _hosts(hostport, default_port, what, show_port):
+    """The comma-separated hosts of a Sentinel or Cluster URL (url.c's
+    url_hosts): [(host, port), ...], 1..HOSTS_MAX of them, no two the same;
+    `what` names one in errors."""
+    hosts = []
+    for hp in hostport.split(","):
+        if len(hosts) == HOSTS_MAX:
+            raise ValueError(f"more than {HOSTS_MAX} {what}s")
+        host, port = _hostport(hp, default_port, show_port)
+        if any(p == port and h.lower() == host.lower() for h, p in hosts):
+            raise ValueError(f"{what} {hostport_str(host, port)} is listed twice")
+        hosts.append((host, port))
+    return hosts
 
 
 def _master(cur, name, how):
@@ -107,18 +130,28 @@ def parse_url(url):
     (port 26379 by default; 1..16 of them, no duplicates), master (#NAME,
     ?master=NAME or ?sentinelMasterId=NAME: 1..64 of A-Z a-z 0-9 _ . -),
     sentinel_username and sentinel_password (the sentinels' own credentials,
-    only ever from the parameters)."""
+    only ever from the parameters).
+
+    redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0]:
+    the keys of redis:// (username and password are every node's; host and
+    port are the first seed's; db is 0, the only one a Cluster has) and kind
+    "cluster", seeds [(host, port), ...] (port 6379 by default; 1..16 of
+    them, no duplicates); no query, no fragment."""
     if not isinstance(url, str):
         raise ValueError(f"expected a str ({REDIS_USAGE}), got {type(url).__name__}")
     low = url[:17].lower()
     if low.startswith("rediss://"):
         raise ValueError("rediss:// (TLS) is not supported, use redis://")
-    sentinel = low.startswith("redis-sentinel://")
-    if not sentinel and not low.startswith("redis://"):
-        raise ValueError(f"expected {REDIS_USAGE} or {SENTINEL_USAGE}, got scheme {url.split(':', 1)[0][:16]!r}")
+    kind = next((k for k, scheme in _KINDS if low.startswith(scheme)), None)
+    if kind is None:
+        raise ValueError(
+            f"expected {REDIS_USAGE} or {SENTINEL_USAGE} or {CLUSTER_USAGE}, "
+            f"got scheme {url.split(':', 1)[0][:16]!r}"
+        )
     if _has_ctl(url):
         raise ValueError("URL contains a space or control character")
-    userinfo, hostport, path, query, fragment = _split(url[17 if sentinel else 8 :], sentinel)
+    sentinel = kind == "sentinel"
+    userinfo, hostport, path, query, fragment = _split(url[url.index("://") + 3 :], sentinel)
     username = password = None
     if userinfo is not None:
         user, colon, pw = userinfo.partition(":")
@@ -128,21 +161,24 @@ def parse_url(url):
             password = _pct_decode(pw, "password")
     db = 0
     if path:
-        db = _text_int(path, 0, REDIS_DB_MAX)
+        db = _text_int(path, 0, 0 if kind == "cluster" else REDIS_DB_MAX)
+        if db is None and kind == "cluster":
+            raise ValueError(f"Redis Cluster has database 0 only, got '/{path[:32]}'")
         if db is None:
             raise ValueError(f"database must be an integer in 0..{REDIS_DB_MAX}, got '{path[:32]}'")
     show_port = userinfo is not None
-    if not sentinel:
+    if kind == "standalone":
         host, port = _hostport(hostport, REDIS_DEFAULT_PORT, show_port)
         return {"host": host, "port": port, "db": db, "username": username, "password": password}
-    sentinels = []
-    for hp in hostport.split(","):
-        if len(sentinels) == SENTINELS_MAX:
-            raise ValueError(f"more than {SENTINELS_MAX} sentinels")
-        host, port = _hostport(hp, SENTINEL_DEFAULT_PORT, show_port)
-        if any(p == port and h.lower() == host.lower() for h, p in sentinels):
-            raise ValueError(f"sentinel {hostport_str(host, port)} is listed twice")
-        sentinels.append((host, port))
+    if kind == "cluster":
+        hosts = _hosts(hostport, REDIS_DEFAULT_PORT, "seed node", show_port)
+    else:
+        hosts = _hosts(hostport, SENTINEL_DEFAULT_PORT, "sentinel", show_port)
+    out = {"kind": kind, "host": hosts[0][0], "port": hosts[0][1], "db": db,
+           "username": username, "password": password}
+    if kind == "cluster":
+        out["seeds"] = hosts
+        return out
     master = None
     if fragment is not None:
         master = _master(master, fragment, "#")
@@ -166,18 +202,13 @@ def parse_url(url):
             )
     if master is None:
         raise ValueError("a redis-sentinel:// URL needs the master's name (#NAME or ?master=NAME)")
-    return {
-        "kind": "sentinel",
-        "host": sentinels[0][0],
-        "port": sentinels[0][1],
-        "db": db,
-        "username": username,
-        "password": password,
-        "sentinels": sentinels,
-        "master": master,
-        "sentinel_username": creds["sentinel_user"],
-        "sentinel_password": creds["sentinel_password"],
-    }
+    out.update(
+        sentinels=hosts,
+        master=master,
+        sentinel_username=creds["sentinel_user"],
+        sentinel_password=creds["sentinel_password"],
+    )
+    return out
 
 
 def redact(url):
