@@ -1,6 +1,5 @@
 #include "sentinel.h"
 
-#include <ctype.h>
 #include <stdbool.h>
 #include <string.h>
 #include <strings.h>
@@ -19,11 +18,8 @@ static int addr_set(struct sentinel_addr *a, const char *host, size_t n, const c
 {
     long long v;
 
-    if (n == 0 || n >= sizeof(a->host))
+    if (n >= sizeof(a->host) || !text_host_valid(host, n))
         return -1;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)host[i]) && !strchr(".-_:", host[i]))
-            return -1;
     if (text_int(port, plen, 1, 65535, &v) < 0)
         return -1;
     memcpy(a->host, host, n);

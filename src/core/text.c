@@ -31,10 +31,20 @@ int text_int(const char *s, size_t n, long long min, long long max, long long *o
         return -1;
     errno = 0;
     v = strtoll(buf, &end, 10);
-    if (errno != 0 || *end != '\0' || v < min || v > max)
+    if (errno != 0 || end != buf + n || v < min || v > max)
         return -1;
     *out = v;
     return 0;
+}
+
+int text_host_valid(const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && (s[i] == '\0' || !strchr(".-_:", s[i])))
+            return 0;
+    return 1;
 }
 
 long text_retry_ms(const char *msg, long def)

@@ -12,11 +12,18 @@ void text_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
 
 /*
  * The n bytes at s as a strict decimal integer: optional '-', digits,
- * nothing else (no spaces, no '+', no trailing junk), no overflow, within
- * min..max. 0, or -1.
+ * nothing else (no spaces, no '+', no trailing junk, no NUL), no overflow,
+ * within min..max. 0, or -1.
  */
 int text_int(const char *s, size_t n, long long min, long long max, long long *out)
     __attribute__((warn_unused_result));
+
+/*
+ * 1 when the n bytes at s are a host as a server names one (Sentinel,
+ * Cluster): 1..n of A-Z a-z 0-9 . - _ : (a name, IPv4, or IPv6 without
+ * brackets); else 0.
+ */
+int text_host_valid(const char *s, size_t n);
 
 /*
  * The N of "... retry in N ms" in a refusal of the idpool library
