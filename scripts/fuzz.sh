@@ -24,6 +24,10 @@
 #           grammar, never DONE on a prefix; the text/plain IDs
 #           (httpresp_ids) written back to the body; the JSON error body
 #           (httpresp_error) cut to its buffers, always NUL-terminated
+#   cluster RESP bytes through hiredis' reader: every reply as a CLUSTER
+#           SLOTS answer (cluster_table_read: the table always whole, as it
+#           was after a failed read), every error reply as a router reads
+#           it (cluster_error_read: MOVED and ASK read back the same)
 # Each target aborts when an invariant is violated, so logic bugs show up as
 # crashes, next to what ASan and UBSan catch.
 #
@@ -67,7 +71,7 @@ if ! [[ $SECS =~ ^[0-9]+$ ]] || ((SECS < 1)); then
 fi
 BUILD=build-fuzz
 # shellcheck disable=SC2206 # a list of names
-TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq httpresp})
+TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq httpresp cluster})
 CRASHES=$BUILD/fuzz-crashes
 
 if ! command -v clang >/dev/null; then

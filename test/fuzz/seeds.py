@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq,httpresp}/ (run from
-anywhere).
+"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq,httpresp,cluster}/
+(run from anywhere).
 
 Each seed is encoded the way its target decodes the input (see the comments
 at the top of test/fuzz/fuzz_*.c and the reader in test/fuzz/fuzz.h): valid
@@ -333,6 +333,60 @@ def httpresp_seeds():
     }
 
 
+def resp(v):
+    """v in RESP2, as a server writes it: int, bytes/str (bulk), None (nil),
+    list (array), or ("-", text) for an error reply."""
+    if isinstance(v, tuple):
+        return b"-" + v[1].encode() + b"\r\n"
+    if isinstance(v, int):
+        return b":%d\r\n" % v
+    if v is None:
+        return b"$-1\r\n"
+    if isinstance(v, str):
+        v = v.encode()
+    if isinstance(v, bytes):
+        return b"$%d\r\n" % len(v) + v + b"\r\n"
+    return b"*%d\r\n" % len(v) + b"".join(resp(x) for x in v)
+
+
+def cluster_seeds():
+    """A byte that picks the node asked ("10.0.0.9", none, "", "::1"), then
+    the replies a router may get: CLUSTER SLOTS answers and error replies."""
+    def node(host, port, *meta):
+        return [host, port, "07c37dfeb235213a872192d90877d0cd55635b91"] + list(meta)
+
+    three = [[0, 5460, node("127.0.0.1", 7000), node("127.0.0.1", 7003)],
+             [5461, 10922, node("127.0.0.1", 7001), node("127.0.0.1", 7004)],
+             [10923, 16383, node("127.0.0.1", 7002), node("127.0.0.1", 7005)]]
+    redis7 = [[0, 8191, node("n1.example", 6379, ["ip", "10.0.0.1"])],
+              [8192, 16383, node(None, 6380, ["hostname", "n2.example"]), node("?", 6381)]]
+    odd = [[0, 99, node("", 1)], [50, 60, node("a", 2)], [200, 200, node("?", 3)],
+           [300, 400, node("::1", 4)], [16383, 16383, node("A", 2)]]
+    errors = [("-", "MOVED 3999 127.0.0.1:6381"), ("-", "ASK 3999 ::1:6381"),
+              ("-", "MOVED 3999 :6381"), ("-", "ASK 1 [2001:db8::1]:7000"),
+              ("-", "TRYAGAIN Multiple keys request during rehashing of slot"),
+              ("-", "CLUSTERDOWN The cluster is down"), ("-", "CLUSTERDOWN Hash slot not served"),
+              ("-", "MOVED 16384 h:1"), ("-", "ERR This instance has cluster support disabled")]
+
+    def seed(asked, *replies):
+        return bytes([asked]) + b"".join(resp(r) for r in replies)
+
+    seeds = {
+        "seed-three": seed(0, three),
+        "seed-redis7": seed(1, redis7),
+        "seed-odd": seed(2, odd),
+        "seed-empty": seed(3, []),
+        "seed-errors": seed(0, *errors),
+        "seed-moved-then-table": seed(3, errors[2], three, errors[0], redis7),
+        "seed-bad-range": seed(0, three, [[7, 6, node("b", 2)]]),
+        "seed-bad-node": seed(0, [[0, 1, ["b", "2"]], [0, 1, node("b", 0)], [0, 1, ["b"]]]),
+        "seed-not-array": seed(1, "OK", 5, None, ("-", "NOAUTH Authentication required.")),
+        "seed-many": seed(0, [[i, i, node("10.0.%d.%d" % (i // 256, i % 256), 6379)]
+                              for i in range(257)]),
+    }
+    return seeds
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -353,3 +407,4 @@ if __name__ == "__main__":
     write("apireq", apireq_seeds())
     write("httpreq", httpreq_seeds())
     write("httpresp", httpresp_seeds())
+    write("cluster", cluster_seeds())
