@@ -51,8 +51,10 @@ int keys_revoked(const char *prefix, char *buf, size_t len)
     return snprintf(buf, len, "%s:revoked-tokens", prefix);
 }
 
-int keys_promoted(const char *prefix, const char *server_id, char *buf, size_t len)
+int keys_promoted(const char *prefix, const char *tag, const char *server_id, char *buf, size_t len)
 {
+    if (tag)
+        return snprintf(buf, len, "%s:promoted:{%s}:%s", prefix, tag, server_id);
     return snprintf(buf, len, "%s:promoted:%s", prefix, server_id);
 }
 
@@ -121,4 +123,16 @@ unsigned keys_slot(const char *key, size_t len)
     const char *tag = keys_hashtag(key, len, &n);
 
     return crc16(tag ? tag : key, n) % KEYS_SLOTS;
+}
+
+size_t keys_slot_tag(unsigned slot, char *buf)
+{
+    /* every slot has one below 10^6 (test_keys checks all 16384), found in ~16384 tries */
+    for (unsigned i = 0; i < 1000000; i++) {
+        size_t n = (size_t)snprintf(buf, KEYS_SLOT_TAG_MAX, "%u", i);
+        if (crc16(buf, n) % KEYS_SLOTS == slot % KEYS_SLOTS)
+            return n;
+    }
+    buf[0] = '\0';
+    return 0;
 }

@@ -62,10 +62,13 @@ int keys_scan_pattern(const char *prefix, char *buf, size_t len);
 int keys_revoked(const char *prefix, char *buf, size_t len);
 /*
  * The marker of a promoted server whose library a daemon reset,
- * "<prefix>:promoted:<server_id>" (server_id: "run_id:master_replid"); like
- * snprintf, the length it needs.
+ * "<prefix>:promoted:<server_id>" (server_id: "run_id:master_replid"), or
+ * with tag (a Cluster node: a hash tag of one of its slots, keys_slot_tag)
+ * "<prefix>:promoted:{<tag>}:<server_id>"; like snprintf, the length it
+ * needs.
  */
-int keys_promoted(const char *prefix, const char *server_id, char *buf, size_t len);
+int keys_promoted(const char *prefix, const char *tag, const char *server_id, char *buf,
+                  size_t len);
 
 /* The kind of the key of len bytes at key by its suffix; KEYS_NONE when it has none. */
 enum keys_kind keys_kind_of(const char *key, size_t len);
@@ -94,5 +97,13 @@ int keys_app_of(const char *key, size_t len, char *app, size_t cap);
 
 /* The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag, or of the key, mod 16384. */
 unsigned keys_slot(const char *key, size_t len);
+
+/*
+ * A hash tag of slot (< KEYS_SLOTS): the smallest decimal number whose
+ * slot it is, into buf (KEYS_SLOT_TAG_MAX bytes), for a key that must live
+ * on a given Cluster node. Its length.
+ */
+#define KEYS_SLOT_TAG_MAX 8
+size_t keys_slot_tag(unsigned slot, char *buf);
 
 #endif

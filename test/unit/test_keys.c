@@ -26,8 +26,10 @@ static void test_names(void)
     CHECK_STR(b, "idpool:{*}:*");
     keys_revoked("idpool", b, sizeof(b));
     CHECK_STR(b, "idpool:revoked-tokens");
-    keys_promoted("idpool", "6a1c:9f0e", b, sizeof(b));
+    keys_promoted("idpool", NULL, "6a1c:9f0e", b, sizeof(b));
     CHECK_STR(b, "idpool:promoted:6a1c:9f0e");
+    keys_promoted("idpool", "13", "6a1c:9f0e", b, sizeof(b));
+    CHECK_STR(b, "idpool:promoted:{13}:6a1c:9f0e");
 
     /* The longest prefix and application fit in KEYS_MAX exactly. */
     memset(prefix, 'p', KEYS_PREFIX_MAX);
@@ -160,6 +162,31 @@ static void test_slot(void)
     }
 }
 
+/* Every slot has a tag (a key "{tag}..." lands in it): the smallest number of that slot. */
+static void test_slot_tag(void)
+{
+    static unsigned first[KEYS_SLOTS]; /* the smallest number of each slot, + 1 */
+    char tag[KEYS_SLOT_TAG_MAX], key[KEYS_SLOT_TAG_MAX + 8];
+    size_t covered = 0;
+
+    for (unsigned i = 0; i < 1000000 && covered < KEYS_SLOTS; i++) {
+        int n = snprintf(key, sizeof(key), "%u", i);
+        unsigned s = keys_slot(key, (size_t)n);
+        if (first[s] == 0) {
+            first[s] = i + 1;
+            covered++;
+        }
+    }
+    CHECK(covered == KEYS_SLOTS);
+    for (unsigned s = 0; s < KEYS_SLOTS; s += 61) {
+        size_t n = keys_slot_tag(s, tag);
+        CHECK(n > 0 && n == strlen(tag) && n < KEYS_SLOT_TAG_MAX);
+        CHECK(strtoul(tag, NULL, 10) + 1 == first[s]);
+        snprintf(key, sizeof(key), "x{%s}y", tag);
+        CHECK(keys_slot(key, strlen(key)) == s);
+    }
+}
+
 int main(void)
 {
     RUN(test_names);
@@ -167,5 +194,6 @@ int main(void)
     RUN(test_kind);
     RUN(test_hashtag);
     RUN(test_slot);
+    RUN(test_slot_tag);
     return unit_done();
 }
