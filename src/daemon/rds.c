@@ -58,7 +58,8 @@ struct rds {
     int epoch_probed;              /* this handshake read the library's epoch (hs_epoch_reset) */
     int epoch_seen;                /* the probe's answer: EPOCH_NONE, EPOCH_OURS or EPOCH_ERROR */
     char *prefix;                  /* the key prefix, for the promoted server's marker */
-    char marker[KEYS_PREFIX_MAX + 16 + SERVER_ID_MAX]; /* keys_promoted of server_id */
+    char marker[KEYS_PREFIX_MAX + 32 + SERVER_ID_MAX]; /* keys_promoted of server_id */
+    int slot;                                          /* one the node serves (Cluster), or -1 */
     uint64_t role_check_ms;    /* last INFO replication probe sent (0 = none in flight) */
     int role_probe;            /* a probe is in flight */
     int ever_ready;            /* was ready at least once */
@@ -72,6 +73,8 @@ struct rds {
     struct event *retarget_ev; /* rds_retarget's work, outside any reply callback */
     uint64_t lost_ms;          /* when the last connection was lost (0: never connected) */
     rds_target_fn *target;     /* where to connect now; NULL: host and port above */
+    rds_error_fn *on_error;    /* sees every error reply first (a Cluster redirection) */
+    void *error_arg;
     void *target_arg;
     rds_state_fn *on_state; /* owner notification */
     void *arg;
@@ -190,6 +193,8 @@ static void rds_reply(redisAsyncContext *ac, void *reply, void *privdata)
     (void)ac;
     r->outstanding--;
     r->progress_ms = clock_ms();
+    if (reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR && r->on_error)
+        r->on_error(r, reply, r->error_arg);
     if (reply && ((redisReply *)reply)->type == REDIS_REPLY_ERROR && r->state == RDS_READY)
         reply_error(r, reply);
     if (cb->fn)
@@ -722,7 +727,13 @@ static void hs_validate(struct rds *r)
     if (r->promoted && !r->lib_fresh && !r->epoch_probed) {
         const char *watch[] = {"WATCH", r->marker}, *exists[] = {"EXISTS", r->marker};
         const char *probe[] = {"FCALL_RO", "idpool_validated", "0"};
-        size_t mlen = (size_t)keys_promoted(r->prefix, r->server_id, r->marker, sizeof(r->marker));
+        char tag[KEYS_SLOT_TAG_MAX];
+        size_t mlen;
+
+        if (r->slot >= 0)
+            keys_slot_tag((unsigned)r->slot, tag);
+        mlen = (size_t)keys_promoted(r->prefix, r->slot >= 0 ? tag : NULL, r->server_id, r->marker,
+                                     sizeof(r->marker));
         size_t wlen[] = {5, mlen}, elen[] = {6, mlen}, plen[] = {8, 16, 1};
 
         if (((r->flags & RDS_MAIN) && rds_send(r, hs_check_ok, "WATCH", 2, watch, wlen) != 0) ||
@@ -916,9 +927,19 @@ static void on_retarget(evutil_socket_t fd, short what, void *arg)
         }
         return;
     }
-    if (r->target(r, 0, &host, &port, r->target_arg) != 0 ||
-        (port == r->port && strcmp(host, r->host) == 0))
+    switch (r->target(r, 0, &host, &port, r->target_arg)) {
+    case RDS_TARGET_PARKED:
+        rds_drop(r, "the node serves nothing now; waiting until it does");
+        evtimer_del(r->retry_ev);
+        r->state = RDS_RESOLVING;
         return;
+    case RDS_TARGET_AT:
+        if (port != r->port || strcmp(host, r->host) != 0)
+            break;
+        return;
+    default:
+        return;
+    }
     snprintf(why, sizeof(why), "the primary is %s now", hostport_str(hp, sizeof(hp), host, port));
     rds_drop(r, why);
     /* the answer is newer than this loss: use it now, without a backoff */
@@ -991,6 +1012,7 @@ struct rds *rds_new(struct event_base *base, const struct config *cfg, unsigned 
     r->user = dup_or_null(cfg->redis.user);
     r->password = dup_or_null(cfg->redis.password);
     r->prefix = strdup(cfg->key_prefix);
+    r->slot = -1;
     r->db = cfg->redis.db;
     r->timeout_ms = cfg->redis_timeout_ms;
     r->backoff_ms = BACKOFF_MIN_MS;
@@ -1021,6 +1043,17 @@ void rds_set_target(struct rds *r, rds_target_fn *fn, void *arg)
 {
     r->target = fn;
     r->target_arg = arg;
+}
+
+void rds_set_slot(struct rds *r, int slot)
+{
+    r->slot = slot;
+}
+
+void rds_set_on_error(struct rds *r, rds_error_fn *fn, void *arg)
+{
+    r->on_error = fn;
+    r->error_arg = arg;
 }
 
 void rds_retarget(struct rds *r)

@@ -53,11 +53,15 @@ void rds_set_name(struct rds *r, const char *name);
 
 /*
  * Where to connect now, for a server whose address can move (a Sentinel
- * node: the primary the sentinels name). 0 with host (the target's, copied)
- * and port set, or 1: not known yet, the connection waits for rds_retarget.
- * since_ms: the answer must come from a question asked at or after it (the
- * connection's loss, so that every reconnect asks again); 0: any answer.
+ * node: the primary the sentinels name) or that may serve nothing for a
+ * while (a Cluster node that owns no slot). RDS_TARGET_AT with host (the
+ * target's, copied) and port set; RDS_TARGET_UNKNOWN: not known yet, the
+ * connection waits for rds_retarget; RDS_TARGET_PARKED: as UNKNOWN, and a
+ * connection made is dropped. since_ms: the answer must come from a
+ * question asked at or after it (the connection's loss, so that every
+ * reconnect asks again); 0: any answer.
  */
+enum { RDS_TARGET_AT = 0, RDS_TARGET_UNKNOWN = 1, RDS_TARGET_PARKED = 2 };
 typedef int rds_target_fn(struct rds *r, uint64_t since_ms, const char **host, int *port,
                           void *arg);
 /* Follow fn instead of the configured address; before the event loop runs. */
@@ -75,6 +79,19 @@ void rds_retarget(struct rds *r);
  * reset the promoted server's library, would otherwise wait up to 1 s.
  */
 void rds_kick(struct rds *r);
+/*
+ * Every error reply the connection receives goes to fn first, in any
+ * state, before the command's own callback (a Cluster node map learns
+ * MOVED and CLUSTERDOWN there). fn must not free the connection.
+ */
+typedef void rds_error_fn(struct rds *r, const redisReply *reply, void *arg);
+void rds_set_on_error(struct rds *r, rds_error_fn *fn, void *arg);
+/*
+ * A slot the server serves (a Cluster node), or -1 (the default: one
+ * server): a key the connection writes of its own (the marker of a
+ * promoted server) is made to hash there.
+ */
+void rds_set_slot(struct rds *r, int slot);
 /* "host:port" it connects to now (HOSTPORT_STR_MAX). */
 void rds_where(const struct rds *r, char *buf, size_t size);
 /* Drops the connection (pending callbacks get NULL) and frees everything. */
