@@ -404,6 +404,7 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
 static void take(struct api_app *x)
 {
     struct api *a = x->api;
+    struct node *n;
     uint64_t t, ask;
     char count[24];
     const char *argv[6];
@@ -436,7 +437,8 @@ static void take(struct api_app *x)
     argv[5] = count;
     for (int i = 0; i < 6; i++)
         len[i] = strlen(argv[i]);
-    if (rds_command_argv(nodemap_for_key(a->map, x->k_pool)->api, on_take, x, 6, argv, len) < 0) {
+    n = nodemap_for_key(a->map, x->k_pool);
+    if (n == NULL || rds_command_argv(n->api, on_take, x, 6, argv, len) < 0) {
         hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
         drain(x);
         return;

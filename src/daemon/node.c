@@ -21,6 +21,8 @@ static void on_main_state(struct rds *r, int ready, void *arg)
         rds_kick(n->push);
         rds_kick(n->api);
     }
+    if (n->map->ops->state)
+        n->map->ops->state(n->map, n, ready);
     if (n->map->on_state)
         n->map->on_state(n, ready, n->map->arg);
 }
@@ -86,7 +88,10 @@ static struct node *standalone_for_key(struct nodemap *m, const char *key)
 }
 
 static const struct nodemap_ops standalone_map_ops = {
-    REDIS_STANDALONE, "standalone", standalone_open, standalone_for_key, NULL, NULL,
+    .kind = REDIS_STANDALONE,
+    .name = "standalone",
+    .open = standalone_open,
+    .for_key = standalone_for_key,
 };
 
 static const struct nodemap_ops *const kinds[] = {
@@ -140,12 +145,13 @@ struct node *nodemap_for_key(struct nodemap *m, const char *key)
     return m->ops->for_key(m, key);
 }
 
-/* Every node of a standalone map is a primary (a Cluster map will skip its replicas here). */
+/* The nodes that serve keys now (a Cluster map's nodes that own a slot; every other one). */
 struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev)
 {
-    size_t i = prev ? prev->id + 1 : 0;
-
-    return i < m->nnodes ? m->nodes[i] : NULL;
+    for (size_t i = prev ? prev->id + 1 : 0; i < m->nnodes; i++)
+        if (!m->ops->serves || m->ops->serves(m, m->nodes[i]))
+            return m->nodes[i];
+    return NULL;
 }
 
 void nodemap_view(const struct nodemap *m, struct daemon_view *out)
@@ -156,7 +162,7 @@ void nodemap_view(const struct nodemap *m, struct daemon_view *out)
 
 int node_ready(const struct node *n)
 {
-    return rds_ready(n->main);
+    return n && rds_ready(n->main);
 }
 
 const char *node_epoch(const struct node *n)

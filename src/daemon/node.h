@@ -45,11 +45,14 @@ struct nodemap *nodemap_new(struct event_base *base, const struct config *cfg, u
 /* Drops every connection (pending callbacks get NULL replies) and frees; NULL ok. */
 void nodemap_free(struct nodemap *m);
 
-/* The node that serves key (a pool, meta, lock or any other key); never NULL. */
+/*
+ * The node that serves key (a pool, meta, lock or any other key); NULL when
+ * none does now (a Cluster slot without an owner: the map asks again).
+ */
 struct node *nodemap_for_key(struct nodemap *m, const char *key);
 /* Every primary in turn: the first after prev (NULL: the first one); NULL after the last. */
 struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev);
-/* Its main connection is ready (connected, handshake done, validated on a writer). */
+/* Its main connection is ready (connected, handshake done, validated on a writer); NULL: 0. */
 int node_ready(const struct node *n);
 /* The map's part of the status view: how the primary is found (status.h). */
 void nodemap_view(const struct nodemap *m, struct daemon_view *out);

@@ -14,6 +14,10 @@ struct nodemap_ops {
     /* Make the map's nodes and start connecting; 0, or -1 (out of memory). */
     int (*open)(struct nodemap *m, const struct config *cfg);
     struct node *(*for_key)(struct nodemap *m, const char *key);
+    /* Whether n serves keys now (a Cluster node owns a slot); NULL: every node does. */
+    int (*serves)(const struct nodemap *m, const struct node *n);
+    /* n's main connection became ready or was lost (before the owner hears it); NULL: no matter. */
+    void (*state)(struct nodemap *m, struct node *n, int ready);
     /* Its part of the status view (status.h); NULL when it has none. */
     void (*view)(const struct nodemap *m, struct daemon_view *out);
     /* Free what open made besides the nodes; NULL when nothing. */

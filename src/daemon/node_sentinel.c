@@ -428,5 +428,10 @@ static void smap_close(struct nodemap *m)
 }
 
 const struct nodemap_ops sentinel_map_ops = {
-    REDIS_SENTINEL, "sentinel", smap_open, smap_for_key, smap_view, smap_close,
+    .kind = REDIS_SENTINEL,
+    .name = "sentinel",
+    .open = smap_open,
+    .for_key = smap_for_key,
+    .view = smap_view,
+    .close = smap_close,
 };

@@ -176,6 +176,10 @@ static void refill_lock(struct pool *p, void *arg)
     run->lock_err = 0;
     run->lock_step = 0;
     run->lock_sent = 0;
+    if (n == NULL) { /* its slot has no owner now (Cluster): the next check tries again */
+        pool_set_state(p, POOL_IDLE);
+        return;
+    }
     run->node = n;
     run->node_gen = n->generation;
     if (rds_command(n->main, on_lock_phase, p, "SET %s %s NX PX %s", p->k_lock, run->token, ttl) ==
