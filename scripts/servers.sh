@@ -74,12 +74,14 @@ find_bin() {
 
 now() { echo "${EPOCHREALTIME/[,.]/}"; } # microseconds
 
-# True if PID is a live (non-zombie) process whose name is COMM.
+# True if PID is a live (non-zombie) process whose name is COMM. (Read
+# with builtins: this and pid_of run a dozen times per call of a set.)
 alive() {
-    local pid=$1 comm=$2 stat
-    [[ -n $pid && -r /proc/$pid/comm ]] || return 1
-    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$comm" ]] || return 1
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+    local pid=$1 comm=$2 name stat
+    [[ -n $pid ]] || return 1
+    read -r name 2>/dev/null <"/proc/$pid/comm" || return 1
+    [[ $name == "$comm" ]] || return 1
+    read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
     stat=${stat##*) }
     [[ ${stat%% *} != Z ]]
 }
@@ -89,33 +91,40 @@ alive() {
 # child still has the shell's name, and it is ours, so pid reuse is moot.
 starting() {
     local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
     stat=${stat##*) }
     [[ ${stat%% *} != Z ]]
 }
 
 pid_of() { # pidfile -> pid or empty
-    if [[ -r $1 ]]; then tr -dc 0-9 <"$1"; fi
+    local pid=''
+    if [[ -r $1 ]]; then read -r pid 2>/dev/null <"$1" || true; fi
+    echo "${pid//[!0-9]/}"
 }
 
-# A port nobody listens on: ask the kernel for one, fall back to probing.
-free_port() {
-    local p
-    if p=$(python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])' 2>/dev/null) && [[ -n $p ]]; then
-        echo "$p"
+# COUNT different ports nobody listens on, on one line: asked of the kernel
+# at once (one python3 start for all the ports a start needs; a start costs
+# up to a second on a loaded machine), else found by probing.
+free_ports() {
+    local n=$1 p ps=''
+    if ps=$(python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$n" 2>/dev/null) && [[ -n $ps ]]; then
+        echo "$ps"
         return 0
     fi
+    ps=' '
     for _ in $(seq 200); do
         p=$((20000 + RANDOM % 10000))
-        if port_free "$p"; then
-            echo "$p"
-            return 0
+        if [[ $ps != *" $p "* ]] && port_free "$p"; then
+            ps+="$p "
+            ((--n > 0)) || break
         fi
     done
-    die "no free TCP port found"
+    ((n == 0)) || die "no free TCP port found"
+    echo "$ps"
 }
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -131,19 +140,12 @@ setup_paths() {
     MYSQL_PIDFILE=$DIR/mysql.pid
     MYSQL_LOG=$DIR/mysql.err
     REDIS_PORT='' MYSQL_PORT='' MYSQL_SOCKET='' SENTINEL_SET=0
-    local m var
-    for m in "${SENTINEL_MEMBERS[@]}"; do
-        var=${m^^}_PORT
+    local var
+    for var in $(member_port_vars); do
         printf -v "$var" %s ''
     done
     if [[ -r $ENV_FILE ]]; then
-        REDIS_PORT=$(sed -n 's/^export REDIS_PORT=//p' "$ENV_FILE")
-        MYSQL_PORT=$(sed -n 's/^export MYSQL_PORT=//p' "$ENV_FILE")
-        MYSQL_SOCKET=$(sed -n 's/^export MYSQL_SOCKET=//p' "$ENV_FILE")
-        for m in "${SENTINEL_MEMBERS[@]}"; do
-            var=${m^^}_PORT
-            printf -v "$var" %s "$(sed -n "s/^export $var=//p" "$ENV_FILE")"
-        done
+        read_env
         [[ -z $SENTINEL1_PORT ]] || SENTINEL_SET=1
     fi
     [[ ${SERVERS_SENTINEL:-0} != 1 ]] || SENTINEL_SET=1
@@ -154,6 +156,23 @@ setup_paths() {
             MYSQL_SOCKET=${TMPDIR:-/tmp}/idpool-$(printf %s "$DIR" | md5sum | cut -c1-12).sock
         fi
     fi
+}
+
+# Reads back what DIR/env records of the servers (ports, socket), in one
+# pass: no process per variable.
+read_env() {
+    local line known
+    known=" REDIS_PORT MYSQL_PORT MYSQL_SOCKET $(member_port_vars | tr '\n' ' ') "
+    while IFS= read -r line; do
+        [[ $line =~ ^export\ ([A-Z0-9_]+)=(.*)$ && $known == *" ${BASH_REMATCH[1]} "* ]] || continue
+        printf -v "${BASH_REMATCH[1]}" %s "${BASH_REMATCH[2]}"
+    done <"$ENV_FILE"
+}
+
+# The names of the members' port variables in DIR/env.
+member_port_vars() {
+    local m
+    for m in "${SENTINEL_MEMBERS[@]}"; do echo "${m^^}_PORT"; done
 }
 
 write_env() {
@@ -232,6 +251,21 @@ redis_args() {
 }
 
 # ------------------------------------------------------------- sentinel ---
+
+# Whether member NAME of the Sentinel set runs.
+member_running() { alive "$(pid_of "$DIR/$1.pid")" redis-server; }
+
+# Chooses the ports of the members NAME... that do not run, before any of
+# them starts (a sentinel's file names the others). A running member keeps
+# its port.
+choose_member_ports() {
+    local m vars=()
+    for m in "$@"; do
+        member_running "$m" && continue
+        vars+=("${m^^}_PORT")
+    done
+    choose_port "${vars[@]}"
+}
 
 # Starts set member NAME (replica1, replica2, sentinel1..3) unless it runs.
 start_member() {
@@ -486,27 +520,35 @@ load_schema() {
 
 # --------------------------------------------------------------- common ---
 
-# Keeps the port recorded in DIR/env when it is free; else picks a new one
-# (a restart of a single server must keep its port, so that is an error).
+# For each port variable VAR...: keeps the port recorded in DIR/env when
+# it is free; else picks a new one (a restart of a single server must keep
+# its port, so that is an error).
 choose_port() {
-    local var=$1
-    if [[ -n ${!var} ]]; then
-        port_free "${!var}" && return 0
-        [[ -z $ONLY ]] || die "port ${!var} ($var) is taken by another process"
-        say "port ${!var} is taken, picking another"
-    fi
-    local p
-    p=$(free_port)
-    while [[ " $REDIS_PORT $MYSQL_PORT $(member_ports) " == *" $p "* ]]; do
-        p=$(free_port)
+    local var need=() p pool=()
+    for var in "$@"; do
+        if [[ -n ${!var} ]]; then
+            port_free "${!var}" && continue
+            [[ -z $ONLY ]] || die "port ${!var} ($var) is taken by another process"
+            say "port ${!var} is taken, picking another"
+        fi
+        need+=("$var")
     done
-    printf -v "$var" %s "$p"
+    for var in "${need[@]}"; do
+        while :; do
+            if ((${#pool[@]} == 0)); then
+                read -ra pool <<<"$(free_ports ${#need[@]})"
+                ((${#pool[@]})) || die "no free TCP port found"
+            fi
+            p=${pool[0]} pool=("${pool[@]:1}")
+            [[ " $REDIS_PORT $MYSQL_PORT $(member_ports) " == *" $p "* ]] || break
+        done
+        printf -v "$var" %s "$p"
+    done
 }
 
 member_ports() {
-    local m var
-    for m in "${SENTINEL_MEMBERS[@]}"; do
-        var=${m^^}_PORT
+    local var
+    for var in $(member_port_vars); do
         printf '%s ' "${!var}"
     done
 }
@@ -544,8 +586,16 @@ wants() {
     [[ $ONLY == set || ($ONLY == redis && ${SERVERS_SENTINEL:-0} == 1) ]]
 }
 
+# Those of the members NAME... this command is for, one a line.
+wanted() {
+    local m
+    for m in "$@"; do
+        if wants "$m"; then echo "$m"; fi
+    done
+}
+
 cmd_start() {
-    local t0 redis_up=0 mysql_up=0
+    local t0 redis_up=0 mysql_up=0 m members=()
     t0=$(now)
     REDIS_SERVER=$(find_bin redis-server) || die "redis-server not found (apt-get install redis-server)"
     REDIS_CLI=$(find_bin redis-cli) || die "redis-cli not found (apt-get install redis-tools)"
@@ -562,15 +612,10 @@ cmd_start() {
     if [[ -n $MYSQL_STARTED ]]; then wait_mysql; mysql_up=1; fi
     if wants mysql; then load_schema; fi
     if ((SENTINEL_SET)); then
-        local m
         [[ -n $REDIS_PORT ]] || die "the Sentinel set needs the primary: start DIR redis first"
-        # Every port first: each sentinel's file names the others.
-        for m in "${SENTINEL_MEMBERS[@]}"; do
-            if wants "$m"; then choose_port "${m^^}_PORT"; fi
-        done
-        for m in "${SENTINEL_MEMBERS[@]}"; do
-            if wants "$m"; then start_member "$m"; fi
-        done
+        mapfile -t members < <(wanted "${SENTINEL_MEMBERS[@]}")
+        choose_member_ports "${members[@]}"
+        for m in "${members[@]}"; do start_member "$m"; done
         write_env
         wait_members
     fi
@@ -580,7 +625,13 @@ cmd_start() {
 
 cmd_stop() {
     local sig=$1
-    local m
+    local m pid
+    # Every member is signalled first: they stop together, not one after
+    # the other (a primary may wait for its replicas before it exits).
+    for m in "${SENTINEL_MEMBERS[@]}"; do
+        pid=$(pid_of "$DIR/$m.pid")
+        if wants "$m" && alive "$pid" redis-server; then kill "-$sig" "$pid" 2>/dev/null || true; fi
+    done
     for m in "${SENTINEL_MEMBERS[@]}"; do
         if wants "$m"; then
             stop_one "$DIR/$m.pid" redis-server "$sig" # a sentinel is redis-server --sentinel
