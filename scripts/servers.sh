@@ -2,10 +2,13 @@
 # Throwaway redis-server + mariadbd for the quickstart and the integration
 # tests. Everything lives in one directory; nothing touches system services.
 #
-#   scripts/servers.sh start  DIR [redis|mysql]  start (or reuse) the servers
-#   scripts/servers.sh stop   DIR [redis|mysql]  TERM, bounded wait, then KILL
-#   scripts/servers.sh kill   DIR [redis|mysql]  SIGKILL at once (crash test)
-#   scripts/servers.sh status DIR                which servers are running
+#   scripts/servers.sh start  DIR [NAME]  start (or reuse) the servers
+#   scripts/servers.sh stop   DIR [NAME]  TERM, bounded wait, then KILL
+#   scripts/servers.sh kill   DIR [NAME]  SIGKILL at once (crash test)
+#   scripts/servers.sh status DIR         which servers are running
+#
+# NAME is redis or mysql, or a Sentinel set or a Cluster (below), whole or
+# one member of it; without NAME, every server of DIR.
 #
 # `start DIR` picks free loopback ports, writes DIR/env (IDPOOL_REDIS_URL,
 # IDPOOL_MYSQL_URL, REDIS_PORT, MYSQL_PORT, MYSQL_SOCKET) and prints it.
@@ -20,8 +23,10 @@
 # Environment: SERVERS_DETACH=1 starts the servers in their own session
 # (setsid; used by the quickstart so that Ctrl-C does not reach them),
 # SERVERS_START_TIMEOUT / SERVERS_STOP_TIMEOUT (seconds, default 30 / 20),
-# SERVERS_REDIS_ARGS: more redis-server arguments, split at spaces (e.g.
-# "--cluster-enabled yes"; its nodes.conf goes to DIR/redis).
+# SERVERS_REDIS_ARGS: more arguments of every redis-server that holds data
+# (the primary, replicas, cluster nodes), split at spaces, after and over
+# this script's (e.g. "--cluster-enabled yes" for one cluster-enabled
+# Redis, its nodes.conf in DIR/redis).
 #
 # A Sentinel set: SERVERS_SENTINEL=1 makes `start DIR` also start two
 # replicas of that Redis (replica1, replica2) and three sentinels
@@ -34,6 +39,32 @@
 # `redis` is the server started as the primary (after a failover it may be
 # a replica), `set` all five members; with SERVERS_SENTINEL=1, `start DIR
 # redis` starts the primary and its set.
+#
+# A Redis Cluster: SERVERS_CLUSTER=1 makes `start DIR` start six cluster
+# nodes (node1..node6) instead of the one Redis (nothing would use it, and
+# a test could take it for the cluster), and MariaDB as before. Each node
+# is a data server as the one Redis is, plus cluster-enabled, its
+# nodes.conf in DIR/NAME, a bus port of its own, cluster-node-timeout
+# SERVERS_CLUSTER_NODE_TIMEOUT_MS (default 1500; kept from the first start),
+# cluster-allow-reads-when-down no, cluster-require-full-coverage left at
+# its default (yes: a slot without a primary stops the whole cluster) and
+# repl-diskless-sync-delay 0 (a replica syncs at once, not 5 s later).
+# A new cluster is made by redis-cli --cluster create: node1..node3 the
+# primaries, each with one of node4..node6 as its replica (which one is
+# redis-cli's choice; roles move with failovers). It is ready when every
+# node says cluster_state:ok and cluster_slots_ok:16384, every replica's
+# link is up and every node's CLUSTER NODES tells the same map (ids,
+# addresses, roles, config epochs, slots). DIR/env then also has
+# IDPOOL_REDIS_CLUSTER_URL (redis-cluster://, node1..node3 as seeds),
+# CLUSTER_NODE_TIMEOUT_MS, NODE1_PORT..NODE6_PORT and the bus ports
+# NODE1_BUS_PORT..NODE6_BUS_PORT; IDPOOL_REDIS_URL and REDIS_PORT name
+# node1, a cluster node (a client that does not follow MOVED reaches only
+# node1's slots; after a failover node1 may be a replica). Each node can be
+# named alone: `stop|kill|start DIR node2` (started again, a node rejoins
+# from its nodes.conf: a former primary comes back as a replica), and
+# waits for its PING only; `cluster`, and in a cluster's DIR `redis`, is
+# all six, and waits until the cluster is ready. SERVERS_SENTINEL and
+# SERVERS_CLUSTER exclude each other.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,6 +73,7 @@ START_TIMEOUT=${SERVERS_START_TIMEOUT:-30}
 STOP_TIMEOUT=${SERVERS_STOP_TIMEOUT:-20}
 SENTINEL_MASTER=idpool
 SENTINEL_MEMBERS=(replica1 replica2 sentinel1 sentinel2 sentinel3)
+CLUSTER_MEMBERS=(node1 node2 node3 node4 node5 node6)
 # Bump when the template recipe below changes, to invalidate old caches.
 TEMPLATE_RECIPE=1
 
@@ -139,7 +171,8 @@ setup_paths() {
     REDIS_LOG=$DIR/redis.log
     MYSQL_PIDFILE=$DIR/mysql.pid
     MYSQL_LOG=$DIR/mysql.err
-    REDIS_PORT='' MYSQL_PORT='' MYSQL_SOCKET='' SENTINEL_SET=0
+    REDIS_PORT='' MYSQL_PORT='' MYSQL_SOCKET='' SENTINEL_SET=0 CLUSTER_SET=0
+    CLUSTER_NODE_TIMEOUT_MS=''
     local var
     for var in $(member_port_vars); do
         printf -v "$var" %s ''
@@ -147,8 +180,12 @@ setup_paths() {
     if [[ -r $ENV_FILE ]]; then
         read_env
         [[ -z $SENTINEL1_PORT ]] || SENTINEL_SET=1
+        [[ -z $NODE1_PORT ]] || CLUSTER_SET=1
     fi
     [[ ${SERVERS_SENTINEL:-0} != 1 ]] || SENTINEL_SET=1
+    [[ ${SERVERS_CLUSTER:-0} != 1 ]] || CLUSTER_SET=1
+    ((!SENTINEL_SET || !CLUSTER_SET)) || die "a Sentinel set and a Cluster exclude each other ($DIR)"
+    [[ -n $CLUSTER_NODE_TIMEOUT_MS ]] || CLUSTER_NODE_TIMEOUT_MS=${SERVERS_CLUSTER_NODE_TIMEOUT_MS:-1500}
     if [[ -z $MYSQL_SOCKET ]]; then
         # sun_path holds 108 bytes: fall back to a short path for deep DIRs.
         MYSQL_SOCKET=$DIR/mysql.sock
@@ -158,25 +195,29 @@ setup_paths() {
     fi
 }
 
-# Reads back what DIR/env records of the servers (ports, socket), in one
-# pass: no process per variable.
+# Reads back what DIR/env records of the servers (ports, socket, node
+# timeout), in one pass: no process per variable.
 read_env() {
     local line known
-    known=" REDIS_PORT MYSQL_PORT MYSQL_SOCKET $(member_port_vars | tr '\n' ' ') "
+    known=" REDIS_PORT MYSQL_PORT MYSQL_SOCKET CLUSTER_NODE_TIMEOUT_MS $(member_port_vars | tr '\n' ' ') "
     while IFS= read -r line; do
         [[ $line =~ ^export\ ([A-Z0-9_]+)=(.*)$ && $known == *" ${BASH_REMATCH[1]} "* ]] || continue
         printf -v "${BASH_REMATCH[1]}" %s "${BASH_REMATCH[2]}"
     done <"$ENV_FILE"
 }
 
-# The names of the members' port variables in DIR/env.
+# The names of the members' port variables in DIR/env (a cluster node has
+# two ports: clients' and the cluster bus').
 member_port_vars() {
     local m
     for m in "${SENTINEL_MEMBERS[@]}"; do echo "${m^^}_PORT"; done
+    for m in "${CLUSTER_MEMBERS[@]}"; do echo "${m^^}_PORT ${m^^}_BUS_PORT"; done
 }
 
 write_env() {
     local tmp=$ENV_FILE.tmp
+    # A cluster's DIR has no Redis of its own: node1 stands for it.
+    if ((CLUSTER_SET)) && [[ -n $NODE1_PORT ]]; then REDIS_PORT=$NODE1_PORT; fi
     cat >"$tmp" <<EOF
 export IDPOOL_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 export IDPOOL_MYSQL_URL=mysql://root@127.0.0.1:$MYSQL_PORT/idpool
@@ -195,6 +236,19 @@ EOF
             echo "export SENTINEL_MASTER=$SENTINEL_MASTER"
             printf 'export IDPOOL_REDIS_SENTINEL_URL=redis-sentinel://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s/0#%s\n' \
                 "$SENTINEL1_PORT" "$SENTINEL2_PORT" "$SENTINEL3_PORT" "$SENTINEL_MASTER"
+        } >>"$tmp"
+    fi
+    if ((CLUSTER_SET)) && [[ -n $NODE1_PORT ]]; then
+        local m var
+        for m in "${CLUSTER_MEMBERS[@]}"; do
+            for var in "${m^^}_PORT" "${m^^}_BUS_PORT"; do
+                echo "export $var=${!var}" >>"$tmp"
+            done
+        done
+        {
+            echo "export CLUSTER_NODE_TIMEOUT_MS=$CLUSTER_NODE_TIMEOUT_MS"
+            printf 'export IDPOOL_REDIS_CLUSTER_URL=redis-cluster://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' \
+                "$NODE1_PORT" "$NODE2_PORT" "$NODE3_PORT"
         } >>"$tmp"
     fi
     mv -f "$tmp" "$ENV_FILE"
@@ -235,41 +289,44 @@ start_redis() {
     REDIS_STARTED=$pid
 }
 
-# REDIS_ARGS: the arguments of a data server (the primary or a replica)
-# named NAME on PORT; its data in DIR/NAME.
+# REDIS_ARGS: the arguments of a data server (the primary, a replica or a
+# cluster node) named NAME on PORT, its data in DIR/NAME; ARGS (a cluster
+# node's own) come before SERVERS_REDIS_ARGS, which may override them.
 redis_args() {
     local port=$1 name=$2
+    shift 2
     mkdir -p "$DIR/$name"
     REDIS_ARGS=(--port "$port" --bind 127.0.0.1 --dir "$DIR/$name"
         --save '' --appendonly yes --appendfsync everysec
-        --repl-diskless-sync-delay 0
         --maxmemory-policy noeviction --daemonize no
         --enable-debug-command local
-        --pidfile "$DIR/$name.pid" --logfile "$DIR/$name.log")
+        --pidfile "$DIR/$name.pid" --logfile "$DIR/$name.log" "$@")
     # shellcheck disable=SC2206 # SERVERS_REDIS_ARGS is a list of arguments
     REDIS_ARGS+=(${SERVERS_REDIS_ARGS:-})
 }
 
-# ------------------------------------------------------------- sentinel ---
+# ------------------------------------------------ sentinel and cluster ---
 
-# Whether member NAME of the Sentinel set runs.
+# Whether member NAME (of a Sentinel set or a Cluster) runs.
 member_running() { alive "$(pid_of "$DIR/$1.pid")" redis-server; }
 
 # Chooses the ports of the members NAME... that do not run, before any of
-# them starts (a sentinel's file names the others). A running member keeps
-# its port.
+# them starts: a sentinel's file names the others, node1..node3 are the
+# cluster's seeds. A running member keeps its port.
 choose_member_ports() {
     local m vars=()
     for m in "$@"; do
         member_running "$m" && continue
         vars+=("${m^^}_PORT")
+        if [[ $m == node* ]]; then vars+=("${m^^}_BUS_PORT"); fi
     done
     choose_port "${vars[@]}"
 }
 
-# Starts set member NAME (replica1, replica2, sentinel1..3) unless it runs.
+# Starts member NAME (replica1, replica2, sentinel1..3 of a Sentinel set;
+# node1..node6 of a Cluster) unless it runs.
 start_member() {
-    local name=$1 var pid conf
+    local name=$1 var pid conf bus
     var=${name^^}_PORT
     pid=$(pid_of "$DIR/$name.pid")
     if alive "$pid" redis-server; then
@@ -278,6 +335,15 @@ start_member() {
     fi
     choose_port "$var"
     case $name in
+    node*)
+        bus=${name^^}_BUS_PORT
+        choose_port "$bus"
+        redis_args "${!var}" "$name" --cluster-enabled yes \
+            --cluster-config-file "$DIR/$name/nodes.conf" --cluster-port "${!bus}" \
+            --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
+            --cluster-allow-reads-when-down no --repl-diskless-sync-delay 0
+        pid=$(launch "$DIR/$name.log" "$REDIS_SERVER" "${REDIS_ARGS[@]}")
+        ;;
     replica*)
         redis_args "${!var}" "$name"
         pid=$(launch "$DIR/$name.log" "$REDIS_SERVER" "${REDIS_ARGS[@]}" \
@@ -333,12 +399,9 @@ member_cli() { # NAME ARGS...
     "$REDIS_CLI" -h 127.0.0.1 -p "${!var}" "$@"
 }
 
-# Every member just started answers; when the whole set (or its primary)
-# was started, every replica finished its first sync (a promoted one holds
-# what was written before) and every sentinel knows the master, both replicas and the two
-# other sentinels.
-wait_members() {
-    local deadline=$(($(now) + START_TIMEOUT * 1000000)) entry name pid ok m info
+# Every member just started answers PING before DEADLINE (microseconds).
+wait_answering() {
+    local deadline=$1 entry name pid
     for entry in "${STARTED_MEMBERS[@]}"; do
         name=${entry%%:*} pid=${entry#*:}
         until [[ $(member_cli "$name" ping 2>/dev/null) == PONG ]]; do
@@ -350,6 +413,15 @@ wait_members() {
             sleep 0.05
         done
     done
+}
+
+# Every member just started answers; when the whole set (or its primary)
+# was started, every replica finished its first sync (a promoted one holds
+# what was written before) and every sentinel knows the master, both replicas and the two
+# other sentinels.
+wait_members() {
+    local deadline=$(($(now) + START_TIMEOUT * 1000000)) ok m info
+    wait_answering "$deadline"
     [[ -z $ONLY || $ONLY == set || $ONLY == redis ]] || return 0
     while :; do
         ok=1
@@ -367,6 +439,105 @@ wait_members() {
             die "the replicas did not sync, or the sentinels did not find both replicas and each other, in ${START_TIMEOUT}s"
         fi
         sleep 0.1
+    done
+}
+
+# Every node just started answers; when the whole cluster was started, a
+# new one is made (cluster_create) and waited for until it is ready.
+wait_cluster() {
+    local deadline=$(($(now) + START_TIMEOUT * 1000000))
+    wait_answering "$deadline"
+    [[ -z $ONLY || $ONLY == cluster || $ONLY == redis ]] || return 0
+    cluster_create "$deadline"
+    until cluster_ready; do
+        if (($(now) >= deadline)); then
+            log_tail "$DIR/$CLUSTER_WAITING_ON.log" 10
+            die "the cluster is not ready after ${START_TIMEOUT}s: $CLUSTER_WAITING"
+        fi
+        sleep 0.1
+    done
+}
+
+# Makes a new cluster of node1..node6 (each knows only itself) with
+# redis-cli --cluster create, bounded by DEADLINE; nodes that know each
+# other from their nodes.conf are left to find each other again.
+cluster_create() {
+    local deadline=$1 m alone=0 seeds=() var
+    for m in "${CLUSTER_MEMBERS[@]}"; do
+        [[ $(member_cli "$m" CLUSTER INFO 2>/dev/null) != *cluster_known_nodes:1$'\r'* ]] ||
+            alone=$((alone + 1))
+        var=${m^^}_PORT
+        seeds+=("127.0.0.1:${!var}")
+    done
+    ((alone > 0)) || return 0
+    ((alone == ${#CLUSTER_MEMBERS[@]})) ||
+        die "$alone of the ${#CLUSTER_MEMBERS[@]} nodes know only themselves, the others know more: a cluster half made (remove $DIR)"
+    if ! timeout -k 1 $(((deadline - $(now)) / 1000000 + 1)) "$REDIS_CLI" --cluster create \
+        "${seeds[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/cluster-create.log" 2>&1; then
+        echo >>"$DIR/cluster-create.log" # it may end in the middle of a line of dots
+        log_tail "$DIR/cluster-create.log"
+        die "redis-cli --cluster create failed, or took more than ${START_TIMEOUT}s"
+    fi
+}
+
+# True when the cluster is ready: every node says cluster_state:ok and
+# cluster_slots_ok:16384 (every slot served by a primary nobody suspects),
+# every replica's link to its primary is up, every node's CLUSTER NODES
+# tells the same map (cluster_map), and in it every primary holds slots and
+# has a replica (a create cut short leaves primaries without either). Else
+# false, and CLUSTER_WAITING says what is missing, on member
+# CLUSTER_WAITING_ON. One redis-cli per node asks all three (each start of
+# it costs up to 60 ms on a loaded machine).
+cluster_ready() {
+    local m first='' info state slots id flags primary _addr _epoch
+    local -A map=() view=() followed=()
+    for m in "${CLUSTER_MEMBERS[@]}"; do
+        CLUSTER_WAITING_ON=$m
+        CLUSTER_WAITING="$m does not answer"
+        info=$(printf 'CLUSTER INFO\nINFO replication\nCLUSTER NODES\n' | member_cli "$m" 2>/dev/null) ||
+            return 1
+        if [[ $info != *cluster_state:ok$'\r'* || $info != *cluster_slots_ok:16384$'\r'* ]]; then
+            state=${info#*cluster_state:} slots=${info#*cluster_slots_ok:}
+            CLUSTER_WAITING="$m says cluster_state:${state%%$'\r'*} cluster_slots_ok:${slots%%$'\r'*}"
+            return 1
+        fi
+        CLUSTER_WAITING="$m is a replica whose master_link_status is not up"
+        [[ $info != *role:slave* || $info == *master_link_status:up* ]] || return 1
+        CLUSTER_WAITING="$m's CLUSTER NODES does not tell the map $first's does"
+        if [[ -z $first ]]; then
+            first=$m
+            cluster_map map <<<"$info"
+            continue
+        fi
+        cluster_map view <<<"$info"
+        ((${#view[@]} == ${#map[@]})) || return 1
+        for id in "${!view[@]}"; do
+            [[ ${map[$id]-} == "${view[$id]}" ]] || return 1
+        done
+    done
+    CLUSTER_WAITING="a primary without slots or without a replica (a create cut short? remove $DIR)"
+    for id in "${!map[@]}"; do
+        read -r _addr flags primary _epoch slots <<<"${map[$id]}"
+        followed[$primary]=1
+    done
+    for id in "${!map[@]}"; do
+        read -r _addr flags primary _epoch slots <<<"${map[$id]}"
+        [[ $flags != *master* || (-n $slots && -n ${followed[$id]-}) ]] || return 1
+    done
+}
+
+# Reads the lines of one node's CLUSTER NODES (those that start with a
+# node id; others are skipped) into MAP (an associative array's name) as
+# every node must tell it: per node id, its address, flags (but "myself"),
+# primary, config epoch and slots.
+cluster_map() {
+    local -n into=$1
+    local id addr flags primary _ping _pong epoch _link slots
+    into=()
+    while read -r id addr flags primary _ping _pong epoch _link slots; do
+        [[ $id =~ ^[0-9a-f]{40}$ ]] || continue
+        # shellcheck disable=SC2034 # into names the caller's array
+        into[$id]="$addr ${flags/myself,/} $primary $epoch $slots"
     done
 }
 
@@ -578,12 +749,16 @@ stop_one() {
     rm -f "$pidfile"
 }
 
-# Whether this command is for server $1. The set's members go with `set`,
-# and with `redis` when SERVERS_SENTINEL=1 (start DIR redis: the primary and its set).
+# Whether this command is for server $1. The Sentinel set's members go
+# with `set`, and with `redis` when SERVERS_SENTINEL=1 (start DIR redis: the
+# primary and its set); the cluster's nodes with `cluster` and `redis`.
 wants() {
     [[ -z $ONLY || $ONLY == "$1" ]] && return 0
-    [[ $1 == replica* || $1 == sentinel* ]] || return 1
-    [[ $ONLY == set || ($ONLY == redis && ${SERVERS_SENTINEL:-0} == 1) ]]
+    case $1 in
+    replica* | sentinel*) [[ $ONLY == set || ($ONLY == redis && ${SERVERS_SENTINEL:-0} == 1) ]] ;;
+    node*) [[ $ONLY == cluster || $ONLY == redis ]] ;;
+    *) return 1 ;;
+    esac
 }
 
 # Those of the members NAME... this command is for, one a line.
@@ -604,9 +779,15 @@ cmd_start() {
     MYSQL=$(find_bin mariadb mysql) || die "mariadb client not found (apt-get install mariadb-client)"
     mysqld_common
     REDIS_STARTED='' MYSQL_STARTED='' STARTED_MEMBERS=()
-    # Both start in parallel; then wait for each.
-    if wants redis; then start_redis; fi
+    # Redis (or the cluster's nodes) and MariaDB start in parallel; then
+    # wait for each.
+    if wants redis && ((!CLUSTER_SET)); then start_redis; fi
     if wants mysql; then start_mysql; fi
+    if ((CLUSTER_SET)); then
+        mapfile -t members < <(wanted "${CLUSTER_MEMBERS[@]}")
+        choose_member_ports "${members[@]}"
+        for m in "${members[@]}"; do start_member "$m"; done
+    fi
     write_env
     if [[ -n $REDIS_STARTED ]]; then wait_redis; redis_up=1; fi
     if [[ -n $MYSQL_STARTED ]]; then wait_mysql; mysql_up=1; fi
@@ -619,7 +800,8 @@ cmd_start() {
         write_env
         wait_members
     fi
-    say "ready in $((($(now) - t0) / 1000)) ms (started: redis=$redis_up mysql=$mysql_up) in $DIR"
+    if ((CLUSTER_SET)); then wait_cluster; fi
+    say "ready in $((($(now) - t0) / 1000)) ms (started: redis=$redis_up mysql=$mysql_up members=${#STARTED_MEMBERS[@]}) in $DIR"
     cat "$ENV_FILE"
 }
 
@@ -628,11 +810,11 @@ cmd_stop() {
     local m pid
     # Every member is signalled first: they stop together, not one after
     # the other (a primary may wait for its replicas before it exits).
-    for m in "${SENTINEL_MEMBERS[@]}"; do
+    for m in "${CLUSTER_MEMBERS[@]}" "${SENTINEL_MEMBERS[@]}"; do
         pid=$(pid_of "$DIR/$m.pid")
         if wants "$m" && alive "$pid" redis-server; then kill "-$sig" "$pid" 2>/dev/null || true; fi
     done
-    for m in "${SENTINEL_MEMBERS[@]}"; do
+    for m in "${CLUSTER_MEMBERS[@]}" "${SENTINEL_MEMBERS[@]}"; do
         if wants "$m"; then
             stop_one "$DIR/$m.pid" redis-server "$sig" # a sentinel is redis-server --sentinel
         fi
@@ -642,13 +824,15 @@ cmd_stop() {
 }
 
 cmd_status() {
-    local rc=0 pid
-    pid=$(pid_of "$REDIS_PIDFILE")
-    if alive "$pid" redis-server; then
-        echo "redis: running, pid $pid, port $REDIS_PORT"
-    else
-        echo "redis: stopped"
-        rc=3
+    local rc=0 pid members=()
+    if ((!CLUSTER_SET)); then
+        pid=$(pid_of "$REDIS_PIDFILE")
+        if alive "$pid" redis-server; then
+            echo "redis: running, pid $pid, port $REDIS_PORT"
+        else
+            echo "redis: stopped"
+            rc=3
+        fi
     fi
     pid=$(pid_of "$MYSQL_PIDFILE")
     if alive "$pid" mariadbd; then
@@ -657,9 +841,11 @@ cmd_status() {
         echo "mysql: stopped"
         rc=3
     fi
-    if ((SENTINEL_SET)); then
+    if ((SENTINEL_SET)); then members=("${SENTINEL_MEMBERS[@]}"); fi
+    if ((CLUSTER_SET)); then members=("${CLUSTER_MEMBERS[@]}"); fi
+    if ((${#members[@]})); then
         local m var
-        for m in "${SENTINEL_MEMBERS[@]}"; do
+        for m in "${members[@]}"; do
             var=${m^^}_PORT
             pid=$(pid_of "$DIR/$m.pid")
             if alive "$pid" redis-server; then
@@ -678,7 +864,7 @@ main() {
     local cmd=$1
     setup_paths "$2"
     ONLY=${3:-}
-    case $ONLY in '' | redis | mysql | set | replica[12] | sentinel[123]) ;; *) usage ;; esac
+    case $ONLY in '' | redis | mysql | set | replica[12] | sentinel[123] | cluster | node[1-6]) ;; *) usage ;; esac
     case $cmd in
     start) cmd_start ;;
     stop) cmd_stop TERM ;;
