@@ -147,7 +147,8 @@ require_redis_py() { "$PYTHON" -c 'import redis' 2>/dev/null || fail "python3-re
 # Starts throwaway servers in a fresh $DIR and loads their DIR/env
 # (IDPOOL_REDIS_URL, IDPOOL_MYSQL_URL, REDIS_PORT, MYSQL_PORT, MYSQL_SOCKET).
 # `setup redis` starts only redis-server (SERVERS_REDIS_ARGS: more of its
-# arguments, see scripts/servers.sh).
+# arguments, see scripts/servers.sh); SERVERS_SENTINEL=1 setup a Sentinel
+# set, SERVERS_CLUSTER=1 setup a Redis Cluster instead of the one Redis.
 setup() {
     local only=${1:-} bin
     for bin in redis-server redis-cli mariadbd mariadb-install-db mariadb; do
@@ -191,8 +192,11 @@ cleanup() {
             printf '\n----- %s.log (last 200 lines) -----\n' "$name" >&2
             tail -n 200 "$DIR/$name.log" >&2
         done
-        printf '\n----- redis.log (last 20 lines) -----\n' >&2
-        tail -n 20 "$DIR/redis.log" >&2
+        for name in redis node1 node2 node3 node4 node5 node6; do
+            [[ $name == redis || -f $DIR/$name.log ]] || continue
+            printf '\n----- %s.log (last 20 lines) -----\n' "$name" >&2
+            tail -n 20 "$DIR/$name.log" >&2
+        done
         printf '\n----- mysql.err (last 20 lines) -----\n' >&2
         tail -n 20 "$DIR/mysql.err" >&2
     fi
@@ -436,6 +440,121 @@ sentinel_promoted() {
         [[ $p == "$REPLICA1_PORT" || $p == "$REPLICA2_PORT" ]] || return 1
     done
     [[ $(redis-cli -h 127.0.0.1 -p "$p" ROLE | head -n 1) == master ]]
+}
+
+# A Redis Cluster (SERVERS_CLUSTER=1 setup): six nodes, node1..node6 on
+# NODE1_PORT..NODE6_PORT (node1..node3 the first primaries; roles move with
+# failovers). cluster_cli PORT ARGS...: redis-cli on the node at PORT, not
+# following redirections (a key elsewhere answers MOVED). cluster_ports:
+# the six ports; cluster_any: the first that answers PING; cluster_node
+# PORT: the member's name (node1..node6) for scripts/servers.sh.
+# cluster_slot KEY: its slot by CLUSTER KEYSLOT of a live node.
+# cluster_primary_of_slot SLOT [PORT]: the port of the primary serving SLOT
+# as the node at PORT (default: the first live one) sees it; cluster_owner
+# KEY: that of KEY's slot. cluster_replicas_of PORT: the ports of the
+# replicas of the primary at PORT, as it sees them. cluster_role PORT:
+# master or slave (ROLE). For wait_until (a node that does not answer is
+# taken for dead and skipped; at least one must answer): cluster_ok (every
+# node says cluster_state:ok), cluster_owned_by SLOT PORT [BY] (every node,
+# or the one at BY, names PORT the primary of SLOT), cluster_failed PORT
+# [BY] (every other node, or the one at BY, flags the one at PORT fail, not
+# only fail?) and cluster_follows PORT PRIMARY (the node at PORT is a
+# replica of the one at PRIMARY, its link up). They parse in the shell, one
+# redis-cli per node asked: wait_until runs them ten times a second, so
+# wait on one node's view (BY), then on all.
+cluster_cli() { redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
+cluster_ports() { echo "$NODE1_PORT $NODE2_PORT $NODE3_PORT $NODE4_PORT $NODE5_PORT $NODE6_PORT"; }
+cluster_node() {
+    local i var
+    for i in 1 2 3 4 5 6; do
+        var=NODE${i}_PORT
+        if [[ ${!var} == "$1" ]]; then
+            echo "node$i"
+            return 0
+        fi
+    done
+    fail "cluster_node: no node on port $1"
+}
+cluster_any() {
+    local p
+    for p in $(cluster_ports); do
+        if [[ $(cluster_cli "$p" PING 2>/dev/null) == PONG ]]; then
+            echo "$p"
+            return 0
+        fi
+    done
+    fail "no cluster node answers"
+}
+cluster_slot() { cluster_cli "$(cluster_any)" CLUSTER KEYSLOT "$1"; }
+# cluster_nodes_owner SLOT <<<NODES: in a CLUSTER NODES text, the port of
+# the node that holds SLOT (slots on the move, "[...]", are not held yet).
+cluster_nodes_owner() {
+    local _id addr _flags _master _ps _pr _epoch _link slots r
+    while read -r _id addr _flags _master _ps _pr _epoch _link slots; do
+        for r in $slots; do
+            [[ $r != \[* ]] || continue
+            if (($1 >= ${r%-*} && $1 <= ${r#*-})); then
+                addr=${addr#*:}
+                echo "${addr%%@*}"
+                return 0
+            fi
+        done
+    done
+}
+cluster_primary_of_slot() {
+    local nodes
+    nodes=$(cluster_cli "${2:-$(cluster_any)}" CLUSTER NODES) || return 1
+    cluster_nodes_owner "$1" <<<"$nodes"
+}
+cluster_owner() { cluster_primary_of_slot "$(cluster_slot "$1")"; }
+cluster_replicas_of() {
+    local id nodes _id addr _flags master _rest
+    id=$(cluster_cli "$1" CLUSTER MYID)
+    nodes=$(cluster_cli "$1" CLUSTER NODES)
+    while read -r _id addr _flags master _rest; do
+        if [[ $master == "$id" ]]; then
+            addr=${addr#*:}
+            echo "${addr%%@*}"
+        fi
+    done <<<"$nodes"
+}
+cluster_role() {
+    local role
+    role=$(cluster_cli "$1" ROLE) && echo "${role%%$'\n'*}"
+}
+cluster_ok() {
+    local p n=0 info
+    for p in $(cluster_ports); do
+        info=$(cluster_cli "$p" CLUSTER INFO 2>/dev/null) || continue
+        [[ $info == *cluster_state:ok* ]] || return 1
+        n=$((n + 1))
+    done
+    ((n > 0))
+}
+cluster_owned_by() {
+    local p n=0 nodes
+    for p in ${3:-$(cluster_ports)}; do
+        nodes=$(cluster_cli "$p" CLUSTER NODES 2>/dev/null) || continue
+        [[ $(cluster_nodes_owner "$1" <<<"$nodes") == "$2" ]] || return 1
+        n=$((n + 1))
+    done
+    ((n > 0))
+}
+cluster_failed() {
+    local p n=0 nodes re
+    re="(^|"$'\n'")[0-9a-f]+ 127\.0\.0\.1:$1@[0-9]+(,[^ ]*)? ([a-z?]+,)*fail(,[a-z?,]*)? "
+    for p in ${2:-$(cluster_ports)}; do
+        [[ $p != "$1" ]] || continue
+        nodes=$(cluster_cli "$p" CLUSTER NODES 2>/dev/null) || continue
+        [[ $nodes =~ $re ]] || return 1
+        n=$((n + 1))
+    done
+    ((n > 0))
+}
+cluster_follows() {
+    local info
+    info=$(cluster_cli "$1" INFO replication 2>/dev/null) || return 1
+    [[ $info == *role:slave* && $info == *master_port:$2$'\r'* && $info == *master_link_status:up* ]]
 }
 
 # A free loopback TCP port (e.g. for --http 127.0.0.1:PORT).
