@@ -380,10 +380,6 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
 
         if (redis_url_parse(value, &u, msg, sizeof(msg)) < 0)
             return fail(ld, id, "%s", msg);
-        if (u.kind == REDIS_CLUSTER) { /* parsed; nothing routes by slot yet (issue 21) */
-            redis_url_free(&u);
-            return fail(ld, id, "redis-cluster:// (Redis Cluster) is not supported yet");
-        }
         if (replace_str(ld, id, &cfg->redis_url, value) < 0) {
             redis_url_free(&u);
             return -1;

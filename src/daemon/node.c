@@ -97,6 +97,7 @@ static const struct nodemap_ops standalone_map_ops = {
 static const struct nodemap_ops *const kinds[] = {
     &standalone_map_ops,
     &sentinel_map_ops,
+    &cluster_map_ops,
 };
 
 /* --- the map ------------------------------------------------------------- */

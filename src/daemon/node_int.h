@@ -42,7 +42,8 @@ struct nodemap {
  */
 struct node *node_add(struct nodemap *m, const struct config *cfg);
 
-/* The Sentinel kind (node_sentinel.c). */
+/* The Sentinel kind (node_sentinel.c) and the Cluster kind (node_cluster.c). */
 extern const struct nodemap_ops sentinel_map_ops;
+extern const struct nodemap_ops cluster_map_ops;
 
 #endif

@@ -811,6 +811,19 @@ static void test_http_addr(void)
     expect_error(ENV({"IDPOOL_HTTP_ADDR", "h:0"}), no_args, "IDPOOL_HTTP_ADDR: port must be");
 }
 
+/* idpoold takes a redis-cluster:// URL: its seed nodes, as given. */
+static void test_cluster_config(void)
+{
+    struct config cfg;
+
+    CHECK(load(&cfg, NULL, ARGV("--redis", "redis-cluster://u:pw@n1:7000,n2")) == CONFIG_OK);
+    CHECK(cfg.redis.kind == REDIS_CLUSTER && cfg.redis.nhosts == 2);
+    CHECK_STR(cfg.redis.hosts[1].host, "n2");
+    CHECK(cfg.redis.hosts[0].port == 7000 && cfg.redis.hosts[1].port == 6379);
+    CHECK_STR(cfg.redis.user, "u");
+    config_free(&cfg);
+}
+
 /* URL errors through config_load name the source and never the password. */
 static void test_url_errors_in_config(void)
 {
@@ -820,12 +833,9 @@ static void test_url_errors_in_config(void)
     expect_error(NULL, ARGV("--redis", "redis-sentinel://:topsecret@s1,s2"),
                  "--redis: a redis-sentinel:// URL needs the master's name");
     CHECK(strstr(err, "topsecret") == NULL);
-    /* Parsed, not yet served: no program routes by slot before issue 21's later phases. */
-    expect_error(NULL, ARGV("--redis", "redis-cluster://:topsecret@n1:7000,n2:7001"),
-                 "--redis: redis-cluster:// (Redis Cluster) is not supported yet");
+    expect_error(NULL, ARGV("--redis", "redis-cluster://:topsecret@n1:7000,n2:7001/1"),
+                 "--redis: Redis Cluster has database 0 only, got '/1'");
     CHECK(strstr(err, "topsecret") == NULL);
-    expect_error(ENV({"IDPOOL_REDIS_URL", "redis-cluster://n1"}), no_args,
-                 "IDPOOL_REDIS_URL: redis-cluster:// (Redis Cluster) is not supported yet");
     expect_error(ENV({"IDPOOL_MYSQL_URL", "mysql://h:0"}), no_args,
                  "IDPOOL_MYSQL_URL: port must be an integer in 1..65535");
     write_tmp(path, "\nredis = redis://:topsecret@h:x\n");
@@ -1591,6 +1601,7 @@ int main(void)
     RUN(test_hostport);
     RUN(test_http_addr);
     RUN(test_url_errors_in_config);
+    RUN(test_cluster_config);
     RUN(test_int_settings);
     RUN(test_file_value_errors);
     RUN(test_file_syntax_errors);

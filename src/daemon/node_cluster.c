@@ -1,0 +1,537 @@
+/*
+ * node_cluster — the node map of redis-cluster://: one node per primary of
+ * a Redis Cluster, found from the slot table that CLUSTER SLOTS gives
+ * (core/cluster.h reads it), a key served by the primary of its slot.
+ *
+ *   - the table is asked on a connection of its own, to a known primary
+ *     or else a seed node of the URL, in turn, each attempt bounded; one
+ *     question at a time, at most one a second when something asked for
+ *     it (a MOVED, a node's main connection lost, a slot with no owner, a
+ *     CLUSTERDOWN) and every 10 s anyway (cluster_refresh_due);
+ *   - a MOVED patches its slot at once (the command that got it has
+ *     failed: its caller tries again, on the new owner);
+ *   - nodes are keyed by address and never freed, so that node ids stay
+ *     valid in the tables the modules keep per node (node_table_fit); a
+ *     node that owns no slot (a demoted primary, a node emptied by a
+ *     reshard) is parked: its connections closed until it owns one again
+ *     (RDS_TARGET_PARKED);
+ *   - a table that owns no slot at all (a node after CLUSTER RESET, or
+ *     one that has not joined yet) is not taken: another node is asked.
+ *
+ * Each node's connections then do what they do on one server (rds.c):
+ * the handshake refuses a replica, a writer validates the node under its
+ * own epoch, the library is loaded where it is missing (a primary added
+ * with CLUSTER MEET has none).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+
+#include "clock.h"
+#include "cluster.h"
+#include "keys.h"
+#include "log.h"
+#include "node_int.h"
+#include "rds.h"
+#include "status.h"
+
+#define TICK_MS        100 /* how often a due refresh is looked for */
+#define ATTEMPT_MIN_MS 100 /* one node's time to answer CLUSTER SLOTS, at least */
+#define ATTEMPT_MAX_MS 500 /* and at most (then the next one is asked) */
+#define ATTEMPTS       3   /* nodes asked per refresh before it is given up */
+
+/* What the map keeps per node, by node id. */
+struct cnode {
+    char host[256];
+    int port;
+    size_t owned; /* slots it serves in the table in use */
+};
+
+struct cmap {
+    struct nodemap *map;
+    /* what node_add needs of the configuration (rds_new): copied, the map outlives reloads */
+    char *user, *password, *prefix;
+    int timeout_ms;
+
+    struct cluster_table table; /* the last one taken */
+    uint16_t route[KEYS_SLOTS]; /* node id of each slot, or CLUSTER_NO_OWNER */
+    struct cnode *cn;           /* by node id */
+    size_t ncn;
+    struct cluster_addr seed[REDIS_HOSTS_MAX];
+    size_t nseeds;
+
+    /* the question: one at a time */
+    struct cluster_refresh refresh;
+    redisAsyncContext *ac;     /* to the node asked */
+    struct cluster_addr asked; /* that node */
+    size_t next;               /* candidate to ask next (rotates) */
+    int attempts;              /* of this refresh */
+    int attempt_ms;
+    struct event *attempt_ev; /* one attempt's timeout */
+    struct event *tick_ev;    /* persistent: is a refresh due? */
+    char why[512];            /* the last attempt's failure */
+    int failures;             /* refreshes in a row that no node answered */
+    uint64_t answered_ms;     /* when the table in use was read (0: never) */
+
+    uint64_t refreshes, moved, asks, tryagains, downs; /* for the log and /metrics */
+};
+
+static void attempt(struct cmap *c);
+
+static void close_ctx(redisAsyncContext **acp)
+{
+    redisAsyncContext *ac = *acp;
+
+    *acp = NULL;
+    if (ac) /* pending callbacks run with NULL replies and see that it is no longer ours */
+        redisAsyncFree(ac);
+}
+
+/* --- nodes ---------------------------------------------------------------- */
+
+/* rds_target_fn of every connection of a node: its address while it owns a slot. */
+static int cnode_target(struct rds *r, uint64_t since_ms, const char **host, int *port, void *arg)
+{
+    struct node *n = arg;
+    struct cmap *c = n->map->impl;
+    const struct cnode *cn = &c->cn[n->id];
+
+    (void)r;
+    (void)since_ms;
+    if (cn->owned == 0)
+        return RDS_TARGET_PARKED;
+    *host = cn->host;
+    *port = cn->port;
+    return RDS_TARGET_AT;
+}
+
+static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg);
+
+/* The node at host:port, made (parked until it owns a slot) when the map has none there. */
+static struct node *cnode_get(struct cmap *c, const char *host, int port)
+{
+    struct nodemap *m = c->map;
+    struct config cfg;
+    struct cnode *cn;
+    struct node *n;
+
+    for (size_t i = 0; i < c->ncn; i++)
+        if (c->cn[i].port == port && strcmp(c->cn[i].host, host) == 0)
+            return m->nodes[i];
+    if (!(cn = realloc(c->cn, (c->ncn + 1) * sizeof(*cn))))
+        return NULL;
+    c->cn = cn;
+    memset(&cn[c->ncn], 0, sizeof(*cn));
+    snprintf(cn[c->ncn].host, sizeof(cn[c->ncn].host), "%s", host);
+    cn[c->ncn].port = port;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.redis.kind = REDIS_STANDALONE;
+    cfg.redis.host = cn[c->ncn].host;
+    cfg.redis.port = port;
+    cfg.redis.user = c->user;
+    cfg.redis.password = c->password;
+    cfg.key_prefix = c->prefix;
+    cfg.redis_timeout_ms = c->timeout_ms;
+    if (!(n = node_add(m, &cfg)))
+        return NULL;
+    c->ncn++; /* n->id == c->ncn - 1: both grow together */
+    rds_set_target(n->main, cnode_target, n);
+    rds_set_target(n->push, cnode_target, n);
+    rds_set_on_error(n->main, cmap_on_error, n);
+    rds_set_on_error(n->push, cmap_on_error, n);
+    if (n->api) {
+        rds_set_target(n->api, cnode_target, n);
+        rds_set_on_error(n->api, cmap_on_error, n);
+    }
+    return n;
+}
+
+/* Node n's connections write their own keys (rds_set_slot) in the first slot it owns. */
+static void cnode_slot(struct cmap *c, struct node *n)
+{
+    int slot = -1;
+
+    for (size_t s = 0; s < KEYS_SLOTS && slot < 0; s++)
+        if (c->route[s] == n->id)
+            slot = (int)s;
+    rds_set_slot(n->main, slot);
+    rds_set_slot(n->push, slot);
+    if (n->api)
+        rds_set_slot(n->api, slot);
+}
+
+/* Every connection of node n looks at its target again (it owns slots now, or none). */
+static void cnode_retarget(struct node *n)
+{
+    rds_retarget(n->main);
+    rds_retarget(n->push);
+    if (n->api)
+        rds_retarget(n->api);
+}
+
+/* --- the table ------------------------------------------------------------ */
+
+/*
+ * Take table t: the route of every slot, nodes made for new primaries,
+ * nodes that gained or lost all their slots told so. -1 when out of memory
+ * (the table in use is kept).
+ */
+static int take_table(struct cmap *c, const struct cluster_table *t)
+{
+    struct node *of[CLUSTER_NODES_MAX];
+    size_t *owned;
+    size_t changed = 0;
+    char hp[HOSTPORT_STR_MAX];
+
+    for (size_t i = 0; i < t->nprimaries; i++)
+        if (!(of[i] = cnode_get(c, t->primary[i].host, t->primary[i].port)))
+            return -1;
+    if (!(owned = calloc(c->ncn ? c->ncn : 1, sizeof(*owned))))
+        return -1;
+    for (size_t s = 0; s < KEYS_SLOTS; s++) {
+        uint16_t id =
+            t->owner[s] == CLUSTER_NO_OWNER ? CLUSTER_NO_OWNER : (uint16_t)of[t->owner[s]]->id;
+        changed += id != c->route[s];
+        c->route[s] = id;
+        if (id != CLUSTER_NO_OWNER)
+            owned[id]++;
+    }
+    c->table = *t;
+    for (size_t i = 0; i < c->ncn; i++) {
+        int was = c->cn[i].owned > 0, is = owned[i] > 0;
+
+        c->cn[i].owned = owned[i];
+        if (is)
+            cnode_slot(c, c->map->nodes[i]);
+        if (was == is)
+            continue;
+        log_info("redis: %s %s", hostport_str(hp, sizeof(hp), c->cn[i].host, c->cn[i].port),
+                 is ? "serves slots of the cluster: connecting"
+                    : "serves no slot now: disconnecting");
+        cnode_retarget(c->map->nodes[i]);
+    }
+    free(owned);
+    if (changed || !c->answered_ms)
+        log_info("redis: cluster slot table read from %s: %zu primaries, %zu slots moved, %zu "
+                 "without an owner",
+                 hostport_str(hp, sizeof(hp), c->asked.host, c->asked.port), t->nprimaries, changed,
+                 t->unowned);
+    return 0;
+}
+
+/* The addresses to ask, in turn: the primaries of the table in use, then the seeds. */
+static const struct cluster_addr *candidate(const struct cmap *c, size_t i)
+{
+    size_t n = c->table.nprimaries + c->nseeds;
+
+    i %= n;
+    return i < c->table.nprimaries ? &c->table.primary[i] : &c->seed[i - c->table.nprimaries];
+}
+
+static void refresh_over(struct cmap *c)
+{
+    evtimer_del(c->attempt_ev);
+    close_ctx(&c->ac);
+    cluster_refresh_done(&c->refresh);
+}
+
+static void attempt_failed(struct cmap *c, const char *fmt, const char *what)
+{
+    char hp[HOSTPORT_STR_MAX];
+    int n = snprintf(c->why, sizeof(c->why),
+                     "%s: ", hostport_str(hp, sizeof(hp), c->asked.host, c->asked.port));
+
+    snprintf(c->why + n, sizeof(c->why) - (size_t)n, fmt, what);
+    evtimer_del(c->attempt_ev);
+    close_ctx(&c->ac);
+    c->next++;
+    attempt(c);
+}
+
+static void on_slots(redisAsyncContext *ac, void *reply, void *arg)
+{
+    struct cmap *c = arg;
+    struct cluster_table *t;
+    char err[200], hp[HOSTPORT_STR_MAX];
+
+    if (ac != c->ac || !reply)
+        return;
+    if (((redisReply *)reply)->type == REDIS_REPLY_ERROR) {
+        attempt_failed(c, "CLUSTER SLOTS failed: %s", ((redisReply *)reply)->str);
+        return;
+    }
+    if (!(t = malloc(sizeof(*t)))) {
+        attempt_failed(c, "%s", "out of memory");
+        return;
+    }
+    if (cluster_table_read(t, reply, c->asked.host, err, sizeof(err)) != 0) {
+        free(t);
+        attempt_failed(c, "CLUSTER SLOTS: %s", err);
+        return;
+    }
+    if (t->unowned == KEYS_SLOTS) {
+        free(t);
+        attempt_failed(c, "%s",
+                       "serves no slot and knows no node that does (not joined yet, or reset)");
+        return;
+    }
+    if (take_table(c, t) != 0) {
+        free(t);
+        attempt_failed(c, "%s", "out of memory");
+        return;
+    }
+    free(t);
+    if (c->failures)
+        log_info("redis: the cluster's slot table was read again (%s) after %d failed refreshes",
+                 hostport_str(hp, sizeof(hp), c->asked.host, c->asked.port), c->failures);
+    c->failures = 0;
+    c->answered_ms = clock_ms();
+    c->refreshes++;
+    refresh_over(c);
+}
+
+static void on_ctx_connect(const redisAsyncContext *ac, int status)
+{
+    struct cmap *c = ac->data;
+
+    if (status != REDIS_OK && ac == c->ac) {
+        c->ac = NULL; /* hiredis frees it after this callback */
+        attempt_failed(c, "%s", ac->errstr[0] ? ac->errstr : "connect failed");
+    }
+}
+
+static void on_ctx_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct cmap *c = ac->data;
+
+    (void)status;
+    if (ac != c->ac)
+        return; /* closed by us */
+    c->ac = NULL;
+    attempt_failed(c, "%s", ac->errstr[0] ? ac->errstr : "the node closed the connection");
+}
+
+static void on_attempt_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct cmap *c = arg;
+    char ms[16];
+
+    (void)fd;
+    (void)what;
+    snprintf(ms, sizeof(ms), "%d", c->attempt_ms);
+    attempt_failed(c, "no answer to CLUSTER SLOTS within %s ms", ms);
+}
+
+static void on_auth(redisAsyncContext *ac, void *reply, void *arg)
+{
+    (void)ac;
+    (void)reply;
+    (void)arg; /* its error, if any, is what CLUSTER SLOTS answers (NOAUTH, WRONGPASS) */
+}
+
+/* Ask the next candidate, or give this refresh up after ATTEMPTS of them. */
+static void attempt(struct cmap *c)
+{
+    struct timeval tv = {c->attempt_ms / 1000, (c->attempt_ms % 1000) * 1000};
+    redisAsyncContext *ac;
+
+    if (c->attempts++ >= ATTEMPTS) {
+        if (c->failures++ == 0 || c->failures % 20 == 0)
+            log_warn("redis: cannot read the cluster's slot table (last: %s); asking again "
+                     "in a second",
+                     c->why);
+        cluster_refresh_want(&c->refresh);
+        refresh_over(c);
+        return;
+    }
+    c->asked = *candidate(c, c->next);
+    ac = redisAsyncConnect(c->asked.host, c->asked.port);
+    if (!ac || ac->err) {
+        char why[128];
+        snprintf(why, sizeof(why), "%s", ac ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        attempt_failed(c, "%s", why);
+        return;
+    }
+    ac->data = c;
+    if (redisLibeventAttach(ac, c->map->base) != REDIS_OK) {
+        redisAsyncFree(ac);
+        attempt_failed(c, "%s", "cannot attach to the event loop");
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_ctx_connect);
+    redisAsyncSetDisconnectCallback(ac, on_ctx_disconnect);
+    c->ac = ac;
+    if (c->password && c->user)
+        redisAsyncCommand(ac, on_auth, c, "AUTH %s %s", c->user, c->password);
+    else if (c->password)
+        redisAsyncCommand(ac, on_auth, c, "AUTH %s", c->password);
+    evtimer_add(c->attempt_ev, &tv);
+    if (redisAsyncCommand(ac, on_slots, c, "CLUSTER SLOTS") != REDIS_OK)
+        attempt_failed(c, "%s", "cannot send CLUSTER SLOTS");
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct cmap *c = arg;
+
+    (void)fd;
+    (void)what;
+    /*
+     * While a primary of the table cannot be reached, ask every second: the
+     * other nodes still name it until its replica won the election.
+     */
+    for (size_t i = 0; i < c->ncn && !c->refresh.wanted; i++)
+        if (c->cn[i].owned > 0 && !node_ready(c->map->nodes[i]))
+            cluster_refresh_want(&c->refresh);
+    if (!cluster_refresh_due(&c->refresh, clock_ms(), NULL))
+        return;
+    c->attempts = 0;
+    attempt(c);
+}
+
+/* --- what the connections say --------------------------------------------- */
+
+/* rds_error_fn of every node connection: MOVED patches the route; both it and CLUSTERDOWN refresh.
+ */
+static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg)
+{
+    struct node *n = arg;
+    struct cmap *c = n->map->impl;
+    struct cluster_addr to;
+    struct node *owner;
+    int slot;
+
+    (void)r;
+    switch (cluster_error_read(reply->str, reply->len, c->cn[n->id].host, &slot, &to)) {
+    case CLUSTER_MOVED:
+        c->moved++;
+        cluster_refresh_want(&c->refresh);
+        /* the owner's node is made (or found) at once; the refresh tells the rest */
+        if ((owner = cnode_get(c, to.host, to.port)) && c->route[slot] != owner->id) {
+            if (c->route[slot] != CLUSTER_NO_OWNER && c->cn[c->route[slot]].owned > 0)
+                c->cn[c->route[slot]].owned--;
+            c->route[slot] = (uint16_t)owner->id;
+            if (c->cn[owner->id].owned++ == 0) {
+                cnode_slot(c, owner);
+                cnode_retarget(owner);
+            }
+        }
+        break;
+    case CLUSTER_ASK:
+        c->asks++;
+        break;
+    case CLUSTER_TRYAGAIN:
+        c->tryagains++;
+        break;
+    case CLUSTER_DOWN:
+        c->downs++;
+        cluster_refresh_want(&c->refresh);
+        break;
+    default:
+        break;
+    }
+}
+
+/* --- the map's operations ------------------------------------------------- */
+
+static int cmap_open(struct nodemap *m, const struct config *cfg)
+{
+    struct cmap *c = calloc(1, sizeof(*c));
+    const struct redis_url *u = &cfg->redis;
+    struct timeval tick = {0, TICK_MS * 1000};
+    int t = cfg->redis_timeout_ms;
+
+    if (c == NULL)
+        return -1;
+    m->impl = c;
+    c->map = m;
+    cluster_table_init(&c->table);
+    for (size_t s = 0; s < KEYS_SLOTS; s++)
+        c->route[s] = CLUSTER_NO_OWNER;
+    for (size_t i = 0; i < u->nhosts && c->nseeds < REDIS_HOSTS_MAX; i++) {
+        snprintf(c->seed[c->nseeds].host, sizeof(c->seed[0].host), "%s", u->hosts[i].host);
+        c->seed[c->nseeds++].port = u->hosts[i].port;
+    }
+    c->user = u->user ? strdup(u->user) : NULL;
+    c->password = u->password ? strdup(u->password) : NULL;
+    c->prefix = strdup(cfg->key_prefix);
+    c->timeout_ms = t;
+    c->attempt_ms = t < ATTEMPT_MIN_MS ? ATTEMPT_MIN_MS : t > ATTEMPT_MAX_MS ? ATTEMPT_MAX_MS : t;
+    c->attempt_ev = evtimer_new(m->base, on_attempt_timeout, c);
+    c->tick_ev = event_new(m->base, -1, EV_PERSIST, on_tick, c);
+    if (c->nseeds == 0 || (u->user && !c->user) || (u->password && !c->password) || !c->prefix ||
+        !c->attempt_ev || !c->tick_ev)
+        return -1;
+    cluster_refresh_want(&c->refresh);
+    evtimer_add(c->tick_ev, &tick);
+    event_active(c->tick_ev, EV_TIMEOUT, 1); /* the first question from the loop */
+    return 0;
+}
+
+static struct node *cmap_for_key(struct nodemap *m, const char *key)
+{
+    struct cmap *c = m->impl;
+    uint16_t id = c->route[keys_slot(key, strlen(key))];
+
+    if (id == CLUSTER_NO_OWNER) {
+        cluster_refresh_want(&c->refresh);
+        return NULL;
+    }
+    return m->nodes[id];
+}
+
+static int cmap_serves(const struct nodemap *m, const struct node *n)
+{
+    const struct cmap *c = m->impl;
+
+    return c->cn[n->id].owned > 0;
+}
+
+/* A node's main connection lost: the slots may have moved (a failover); ask. */
+static void cmap_state(struct nodemap *m, struct node *n, int ready)
+{
+    struct cmap *c = m->impl;
+
+    if (!ready && c->cn[n->id].owned > 0)
+        cluster_refresh_want(&c->refresh);
+}
+
+static void cmap_view(const struct nodemap *m, struct daemon_view *out)
+{
+    (void)m;
+    (void)out; /* K7: the cluster's part of the status view */
+}
+
+static void cmap_close(struct nodemap *m)
+{
+    struct cmap *c = m->impl;
+
+    if (c == NULL)
+        return;
+    close_ctx(&c->ac);
+    if (c->attempt_ev)
+        event_free(c->attempt_ev);
+    if (c->tick_ev)
+        event_free(c->tick_ev);
+    free(c->cn);
+    free(c->user);
+    free(c->password);
+    free(c->prefix);
+    free(c);
+    m->impl = NULL;
+}
+
+const struct nodemap_ops cluster_map_ops = {
+    .kind = REDIS_CLUSTER,
+    .name = "cluster",
+    .open = cmap_open,
+    .for_key = cmap_for_key,
+    .serves = cmap_serves,
+    .state = cmap_state,
+    .view = cmap_view,
+    .close = cmap_close,
+};

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# idpoold on a Redis Cluster (redis-cluster://, the seed nodes): it reads
+# the slot table, loads the function library on every primary (none had
+# it), validates each primary under an epoch of its own, and refills each
+# application's pool on the primary of the application's slot, where
+# idpool_take serves it (any other node answers MOVED). Then a primary is
+# killed (-9: the positive control, its pid gone): the daemon follows its
+# replica's promotion, which refuses takes until the daemon validated it
+# and swept the pools it inherited, refills from fresh leases, and no ID
+# taken before the kill is taken again.
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+SERVERS_CLUSTER=1 setup
+
+# Three applications, one on each primary (chosen by their keys' slots).
+declare -A APP_OF # primary port -> application
+for i in $(seq 1 60); do
+    owner=$(cluster_owner "$(pool_key "c$i")")
+    [[ -n ${APP_OF[$owner]:-} ]] || APP_OF[$owner]=c$i
+    ((${#APP_OF[@]} < 3)) || break
+done
+assert_eq 3 "${#APP_OF[@]}" "primaries with an application"
+for p in "${!APP_OF[@]}"; do
+    add_app "${APP_OF[$p]}" step=100 max_pool_size=2000 min_size_percent=50 \
+        max_size_per_times=1000 max_size_per_second=100000000
+done
+LOW=$(low_water "${APP_OF[$NODE1_PORT]:-${APP_OF[$(cluster_any)]:-c1}}")
+
+# owner_llen APP: the length of APP's pool on the primary of its slot.
+owner_llen() { cluster_cli "$(cluster_owner "$(pool_key "$1")")" LLEN "$(pool_key "$1")"; }
+owner_ge() { (($(owner_llen "$1") >= $2)); }
+# take_at PORT APP COUNT: idpool_take on the node at PORT (IDs, or the error line).
+take_at() {
+    cluster_cli "$1" FCALL idpool_take 2 "$(pool_key "$2")" "$(meta_key "$2")" "$3" 2>&1 | sed '/^$/d'
+}
+
+start_daemon a --redis "$IDPOOL_REDIS_CLUSTER_URL" --tick-ms 50 --lock-ttl-ms 500 \
+    --redis-timeout-ms 500 --instance cl-a
+for p in "${!APP_OF[@]}"; do
+    wait_until 15 owner_ge "${APP_OF[$p]}" "$LOW" || fail "${APP_OF[$p]} never filled on $p"
+done
+log_has a "redis: cluster slot table read from " || fail "no slot table in the log"
+for p in "${!APP_OF[@]}"; do
+    [[ -n $(cluster_cli "$p" FUNCTION LIST LIBRARYNAME idpool) ]] || fail "no library on $p"
+    epoch=$(cluster_cli "$p" FCALL_RO idpool_validated 0)
+    [[ $epoch == "$(redis_server_id "$p")":* ]] || fail "primary $p: epoch '$epoch' is not its own"
+    app=${APP_OF[$p]}
+    out=$(take_at "$p" "$app" 5)
+    assert_eq 5 "$(grep -cE '^[0-9]+$' <<<"$out")" "IDs taken from $app on its primary $p"
+    for q in "${!APP_OF[@]}"; do
+        [[ $q != "$p" ]] || continue
+        out=$(take_at "$q" "$app" 1)
+        [[ $out == MOVED* ]] || fail "a take of $app on $q (not its primary) answered: $out"
+    done
+done
+pass "three primaries: library loaded and validated on each, every pool filled where its slot lives, MOVED elsewhere"
+
+# ================================================ a primary killed (-9) ===
+victim=$(cluster_owner "$(pool_key "${APP_OF[$NODE1_PORT]:-c1}")")
+app=${APP_OF[$victim]}
+replica=$(cluster_replicas_of "$victim" | head -n 1)
+[[ -n $replica ]] || fail "no replica of $victim"
+take_at "$victim" "$app" 1000 | grep -E '^[0-9]+$' >"$DIR/before.ids"
+assert_eq 1000 "$(count_ids "$DIR/before.ids")" "IDs taken from $app before the kill"
+# The daemon held (SIGSTOP) from before the kill until a take on the
+# promoted replica was refused: its pool, replicated from the victim, may
+# hold IDs the victim handed out after the last write it replicated.
+signal_daemon a STOP
+pid=$(cat "$DIR/$(cluster_node "$victim").pid")
+kill -9 "$pid"
+wait_until 5 eval '! kill -0 '"$pid"' 2>/dev/null' || fail "the primary $victim (pid $pid) did not die"
+wait_until 20 eval '[[ $(cluster_role '"$replica"') == master ]]' || fail "$replica was not promoted"
+out=$(take_at "$replica" "$app" 10)
+[[ $out == IDPOOL_EPOCH* ]] || fail "a take on the promoted $replica before the daemon validated it: $out"
+signal_daemon a CONT
+own_epoch() { [[ $(cluster_cli "$replica" FCALL_RO idpool_validated 0) == "$(redis_server_id "$replica")":* ]]; }
+wait_until 15 own_epoch || fail "the daemon did not validate the promoted $replica"
+wait_until 15 eval '[[ $(cluster_cli '"$replica"' HGET '"$(meta_key "$app")"' epoch) == $(cluster_cli '"$replica"' FCALL_RO idpool_validated 0) ]]' ||
+    fail "$app's pool on $replica was not swept and refilled under its epoch"
+wait_until 15 owner_ge "$app" "$LOW" || fail "$app was not refilled on the promoted $replica"
+take_at "$replica" "$app" 1000 | grep -E '^[0-9]+$' >"$DIR/after.ids"
+assert_eq 1000 "$(count_ids "$DIR/after.ids")" "IDs taken from $app on the promoted replica"
+again=$(sort "$DIR/before.ids" "$DIR/after.ids" | uniq -d | head -n 3)
+[[ -z $again ]] || fail "IDs taken again after the failover: $again"
+pass "primary $victim killed: a take on the promoted $replica refused until the daemon validated it and refilled $app; no ID taken twice"
+stop_daemon a
