@@ -14,7 +14,7 @@
 enum metric_type { MT_COUNTER, MT_GAUGE, MT_HISTOGRAM };
 static const char *const type_names[] = {"counter", "gauge", "histogram"};
 
-enum metric_shape { SH_ONE, SH_BUILD, SH_HIST, SH_ALERTS, SH_SENT };
+enum metric_shape { SH_ONE, SH_BUILD, SH_HIST, SH_ALERTS, SH_SENT, SH_CLUS, SH_NODES };
 
 /* One sample value: integers are printed exactly, floats in shortest form. */
 struct mval {
@@ -75,8 +75,10 @@ static const char *const latency_le[STATUS_NLATENCY] = {
 #undef X
 };
 
-static struct mval daemon_value(int id, const struct daemon_view *d)
+/* nv: the node of a NODES series (NULL for the others, which do not read it). */
+static struct mval daemon_value(int id, const struct daemon_view *d, const struct node_view *nv)
 {
+    (void)nv;
     switch (id) {
 #define X(id, name, type, help, shape, labels, value)                                              \
     case MD_##id:                                                                                  \
@@ -186,6 +188,23 @@ static void render_daemon_series(struct sbuf *b, int id, const struct daemon_vie
             return;
         sbuf_printf(b, "%s ", m->name);
         break;
+    case SH_CLUS:
+        if (!d->cluster)
+            return;
+        sbuf_puts(b, m->name);
+        if (m->labels[0])
+            sbuf_printf(b, "{%s}", m->labels);
+        sbuf_puts(b, " ");
+        break;
+    case SH_NODES:
+        for (size_t i = 0; d->cluster && i < d->nnodes; i++) {
+            sbuf_printf(b, "%s{node=\"", m->name);
+            sbuf_put_label(b, d->nodes[i].addr);
+            sbuf_puts(b, "\"} ");
+            put_value(b, daemon_value(id, d, &d->nodes[i]));
+            sbuf_puts(b, "\n");
+        }
+        return;
     case SH_BUILD:
         sbuf_printf(b, "%s{version=\"", m->name);
         sbuf_put_label(b, d->version);
@@ -200,7 +219,7 @@ static void render_daemon_series(struct sbuf *b, int id, const struct daemon_vie
         sbuf_puts(b, " ");
         break;
     }
-    put_value(b, daemon_value(id, d));
+    put_value(b, daemon_value(id, d, NULL));
     sbuf_puts(b, "\n");
 }
 

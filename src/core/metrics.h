@@ -20,6 +20,9 @@
  *   shape   ONE:   one series, with `labels` (label pairs as text, "" for none);
  *           BUILD: one series labelled version="..." and instance="...";
  *           SENT:  as ONE, only when the daemon follows Redis Sentinel (d->sentinel);
+ *           CLUS:  as ONE, only on a Redis Cluster (d->cluster);
+ *           NODES: one series per primary of a Cluster (d->nodes), labelled
+ *                  node="host:port"; `value` reads `nv` (const struct node_view *);
  *           HIST:  the refill latency histogram (buckets STATUS_LATENCY_BUCKETS,
  *                  from d->refill_latency[] and d->refill_latency_sum; `value` is
  *                  the _count, which is also the +Inf bucket)
@@ -49,6 +52,26 @@
     X(sentinel_errors, "idpool_sentinel_errors_total", COUNTER,                                    \
       "Questions to one sentinel that failed (no answer in time, an error, an unknown master).",   \
       SENT, "", U(d->sentinel_errors))                                                             \
+    X(node_up, "idpool_redis_node_up", GAUGE,                                                      \
+      "1 when the connection to a primary of the Redis Cluster is ready, by node.", NODES, "",     \
+      U(nv->up != 0))                                                                              \
+    X(node_slots, "idpool_redis_node_slots", GAUGE,                                                \
+      "Slots a primary of the Redis Cluster serves in the slot table in use, by node.", NODES, "", \
+      U(nv->slots))                                                                                \
+    X(cluster_unowned, "idpool_cluster_slots_unowned", GAUGE,                                      \
+      "Slots of the Redis Cluster that no primary serves in the slot table in use.", CLUS, "",     \
+      U(d->cluster_unowned))                                                                       \
+    X(cluster_refreshes, "idpool_cluster_refreshes_total", COUNTER,                                \
+      "Slot tables of the Redis Cluster read (CLUSTER SLOTS).", CLUS, "", U(d->cluster_refreshes)) \
+    X(cluster_moved, "idpool_cluster_redirects_total", COUNTER,                                    \
+      "Redirections and refusals of the Redis Cluster seen, by kind.", CLUS, "kind=\"moved\"",     \
+      U(d->cluster_moved))                                                                         \
+    X(cluster_asks, "idpool_cluster_redirects_total", COUNTER, "", CLUS, "kind=\"ask\"",           \
+      U(d->cluster_asks))                                                                          \
+    X(cluster_tryagains, "idpool_cluster_redirects_total", COUNTER, "", CLUS, "kind=\"tryagain\"", \
+      U(d->cluster_tryagains))                                                                     \
+    X(cluster_downs, "idpool_cluster_redirects_total", COUNTER, "", CLUS, "kind=\"clusterdown\"",  \
+      U(d->cluster_downs))                                                                         \
     X(mysql_errors, "idpool_mysql_errors_total", COUNTER, "Failed MySQL jobs.", ONE, "",           \
       U(d->mysql_errors))                                                                          \
     X(mysql_reconnects, "idpool_mysql_reconnects_total", COUNTER,                                  \

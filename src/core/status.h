@@ -58,6 +58,7 @@ struct app_counters {
 /* One application, as the daemon sees it now. */
 struct app_view {
     const char *key;              /* entity_key */
+    const char *node;             /* "host:port" of the Redis node that serves it; NULL: none */
     const struct app_cfg *cfg;    /* the row in force (valid rows; for invalid ones only key/id) */
     int64_t id;                   /* row id */
     int served;                   /* 1: refilled; 0: soft-deleted or invalid */
@@ -102,6 +103,13 @@ enum http_close {
 };
 
 /* The daemon as a whole. */
+/* One primary of a Redis Cluster, as the daemon sees it. */
+struct node_view {
+    char addr[288]; /* "host:port" */
+    int up;         /* its main connection is ready */
+    size_t slots;   /* slots it serves in the table in use */
+};
+
 struct daemon_view {
     const char *version;
     const char *instance;
@@ -121,6 +129,16 @@ struct daemon_view {
     char redis_primary[288];  /* "host:port" the sentinels name ("" before an answer) */
     uint64_t redis_failovers; /* times the sentinels named another primary */
     uint64_t sentinel_errors; /* questions to one sentinel that failed */
+    /* Redis Cluster (redis-cluster://); zero and NULL with the other kinds */
+    int cluster;                   /* the nodes are the primaries of a cluster's slot table */
+    size_t cluster_unowned;        /* slots no primary serves in the table in use */
+    uint64_t cluster_refreshes;    /* slot tables read (CLUSTER SLOTS) */
+    uint64_t cluster_moved;        /* MOVED replies seen */
+    uint64_t cluster_asks;         /* ASK replies seen */
+    uint64_t cluster_tryagains;    /* TRYAGAIN replies seen */
+    uint64_t cluster_downs;        /* CLUSTERDOWN replies seen */
+    const struct node_view *nodes; /* the primaries serving slots; valid during the call */
+    size_t nnodes;
     size_t apps_served, apps_invalid, apps_deleted;
     uint64_t refill_latency[STATUS_NLATENCY + 1]; /* non-cumulative counts; last = +Inf */
     double refill_latency_sum;                    /* seconds */

@@ -190,6 +190,7 @@ cJSON *statusjson_app(const struct app_view *v)
         return NULL;
     add_str(o, "key", v->key, &bad);
     add_num(o, "id", (double)v->id, &bad);
+    add_str(o, "node", v->node, &bad);
     add_bool(o, "served", v->served, &bad);
     add_bool(o, "deleted", v->deleted, &bad);
     add_str(o, "invalid", v->invalid, &bad);
@@ -275,6 +276,34 @@ static int by_key(const void *a, const void *b)
     return strcmp(x ? x : "", y ? y : "");
 }
 
+/* The Redis Cluster's part of /healthz: the slot table in use and each primary. */
+static cJSON *cluster_json(const struct daemon_view *d, int *bad)
+{
+    cJSON *c = cJSON_CreateObject(), *r, *nodes;
+
+    add_num(c, "slots_unowned", (double)d->cluster_unowned, bad);
+    add_num(c, "refreshes", (double)d->cluster_refreshes, bad);
+    r = cJSON_CreateObject();
+    add_num(r, "moved", (double)d->cluster_moved, bad);
+    add_num(r, "ask", (double)d->cluster_asks, bad);
+    add_num(r, "tryagain", (double)d->cluster_tryagains, bad);
+    add_num(r, "clusterdown", (double)d->cluster_downs, bad);
+    add_item(c, "redirects", r, bad);
+    nodes = cJSON_CreateArray();
+    for (size_t i = 0; i < d->nnodes; i++) {
+        cJSON *n = cJSON_CreateObject();
+        add_str(n, "node", d->nodes[i].addr, bad);
+        add_bool(n, "up", d->nodes[i].up, bad);
+        add_num(n, "slots", (double)d->nodes[i].slots, bad);
+        if (n == NULL || !cJSON_AddItemToArray(nodes, n)) {
+            cJSON_Delete(n);
+            *bad = 1;
+        }
+    }
+    add_item(c, "nodes", nodes, bad);
+    return c;
+}
+
 /* The one_app callback: the object, or NULL (out of memory). */
 static void one_app(const struct app_view *v, void *arg)
 {
@@ -335,6 +364,18 @@ char *statusjson_health(const struct status_source *src, int *healthy)
             push_str(reasons, "redis down", &bad);
         if (!d.redis_up && d.sentinel && !d.sentinel_up)
             push_str(reasons, "no sentinel answers", &bad);
+        for (size_t i = 0; !d.redis_up && d.cluster && i < d.nnodes; i++) {
+            char why[sizeof(d.nodes[i].addr) + 32];
+            if (d.nodes[i].up)
+                continue;
+            snprintf(why, sizeof(why), "redis node %s down", d.nodes[i].addr);
+            push_str(reasons, why, &bad);
+        }
+        if (d.cluster && d.cluster_unowned) {
+            char why[64];
+            snprintf(why, sizeof(why), "%zu cluster slots without a primary", d.cluster_unowned);
+            push_str(reasons, why, &bad);
+        }
         if (!d.mysql_up)
             push_str(reasons,
                      d.mysql_schema_missing ? "mysql schema not loaded: load sql/schema.sql"
@@ -354,6 +395,8 @@ char *statusjson_health(const struct status_source *src, int *healthy)
         add_bool(s, "up", d.sentinel_up, &bad);
         add_num(s, "failovers", (double)d.redis_failovers, &bad);
     }
+    if (d.cluster)
+        add_item(o, "cluster", cluster_json(&d, &bad), &bad);
     add_bool(o, "mysql_up", d.mysql_up, &bad);
     add_bool(o, "rows_loaded", d.rows_loaded, &bad);
     apps = cJSON_AddObjectToObject(o, "apps");

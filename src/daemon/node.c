@@ -57,6 +57,8 @@ struct node *node_add(struct nodemap *m, const struct config *cfg)
         return NULL;
     n->map = m;
     n->id = (unsigned)m->nnodes;
+    if (cfg->redis.kind == REDIS_STANDALONE)
+        hostport_str(n->addr, sizeof(n->addr), cfg->redis.host, cfg->redis.port);
     /* a refiller's connections validate the server and write under its epoch */
     n->main = rds_new(m->base, cfg, RDS_MAIN | writer, on_main_state, n);
     n->push = rds_new(m->base, cfg, writer, NULL, NULL);

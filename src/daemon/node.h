@@ -34,6 +34,7 @@ struct node {
     struct rds *api;     /* "redis-api": the ID API's takes; NULL when the API is off */
     unsigned generation; /* +1 each time main becomes ready: a refill whose lock was taken under
                             an older one stops (hiredis-cluster's route_version) */
+    char addr[HOSTPORT_STR_MAX]; /* "host:port" of its server, for the status ("" unknown) */
 };
 
 /* A node's main connection became ready (ready = 1) or was lost (0). */

@@ -76,6 +76,8 @@ struct cmap {
     uint64_t answered_ms;     /* when the table in use was read (0: never) */
 
     uint64_t refreshes, moved, asks, tryagains, downs; /* for the log and /metrics */
+    struct node_view *views;                           /* the status view's nodes (cmap_view) */
+    size_t nviews;
 };
 
 static void attempt(struct cmap *c);
@@ -136,6 +138,7 @@ static struct node *cnode_get(struct cmap *c, const char *host, int port)
     cfg.redis_timeout_ms = c->timeout_ms;
     if (!(n = node_add(m, &cfg)))
         return NULL;
+    hostport_str(n->addr, sizeof(n->addr), host, port);
     c->ncn++; /* n->id == c->ncn - 1: both grow together */
     rds_set_target(n->main, cnode_target, n);
     rds_set_target(n->push, cnode_target, n);
@@ -502,8 +505,32 @@ static void cmap_state(struct nodemap *m, struct node *n, int ready)
 
 static void cmap_view(const struct nodemap *m, struct daemon_view *out)
 {
-    (void)m;
-    (void)out; /* K7: the cluster's part of the status view */
+    struct cmap *c = m->impl;
+    size_t n = 0;
+
+    out->cluster = 1;
+    out->cluster_unowned = c->table.unowned;
+    out->cluster_refreshes = c->refreshes;
+    out->cluster_moved = c->moved;
+    out->cluster_asks = c->asks;
+    out->cluster_tryagains = c->tryagains;
+    out->cluster_downs = c->downs;
+    if (c->nviews < c->ncn) {
+        struct node_view *v = realloc(c->views, c->ncn * sizeof(*v));
+        if (v == NULL)
+            return; /* the nodes are left out of this view */
+        c->views = v;
+        c->nviews = c->ncn;
+    }
+    for (size_t i = 0; i < c->ncn; i++) {
+        if (c->cn[i].owned == 0)
+            continue;
+        snprintf(c->views[n].addr, sizeof(c->views[n].addr), "%s", m->nodes[i]->addr);
+        c->views[n].up = node_ready(m->nodes[i]);
+        c->views[n++].slots = c->cn[i].owned;
+    }
+    out->nodes = c->views;
+    out->nnodes = n;
 }
 
 static void cmap_close(struct nodemap *m)
@@ -518,6 +545,7 @@ static void cmap_close(struct nodemap *m)
     if (c->tick_ev)
         event_free(c->tick_ev);
     free(c->cn);
+    free(c->views);
     free(c->user);
     free(c->password);
     free(c->prefix);

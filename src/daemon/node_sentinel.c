@@ -180,6 +180,7 @@ static void answered(struct smap *s, const char *host, int port)
     s->failovers += moved;
     snprintf(s->host, sizeof(s->host), "%s", host);
     s->port = port;
+    hostport_str(n->addr, sizeof(n->addr), host, port);
     s->answer_ms = s->asked_ms;
     s->asking = 0;
     s->tried = 0;

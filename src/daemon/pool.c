@@ -496,8 +496,11 @@ void pools_set_tick(struct pools *reg, int tick_ms)
 
 static void fill_view(const struct pool *p, struct app_view *v)
 {
+    const struct node *n = nodemap_for_key(p->reg->env.map, p->k_pool);
+
     memset(v, 0, sizeof(*v));
     v->key = p->cfg.key;
+    v->node = n && n->addr[0] ? n->addr : NULL;
     v->cfg = &p->cfg;
     v->id = p->cfg.id;
     v->served = p->live;

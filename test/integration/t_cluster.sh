@@ -34,8 +34,11 @@ take_at() {
     cluster_cli "$1" FCALL idpool_take 2 "$(pool_key "$2")" "$(meta_key "$2")" "$3" 2>&1 | sed '/^$/d'
 }
 
+HTTP_PORT=$(free_port)
+# get PATH: the status server's answer (body) to GET PATH.
+get() { curl -sS --max-time 5 "http://127.0.0.1:$HTTP_PORT$1"; }
 start_daemon a --redis "$IDPOOL_REDIS_CLUSTER_URL" --tick-ms 50 --lock-ttl-ms 500 \
-    --redis-timeout-ms 500 --instance cl-a
+    --redis-timeout-ms 500 --instance cl-a --http "127.0.0.1:$HTTP_PORT"
 for p in "${!APP_OF[@]}"; do
     wait_until 15 owner_ge "${APP_OF[$p]}" "$LOW" || fail "${APP_OF[$p]} never filled on $p"
 done
@@ -53,7 +56,27 @@ for p in "${!APP_OF[@]}"; do
         [[ $out == MOVED* ]] || fail "a take of $app on $q (not its primary) answered: $out"
     done
 done
-pass "three primaries: library loaded and validated on each, every pool filled where its slot lives, MOVED elsewhere"
+# The status: each primary up with its share of the slots, each application's node.
+wait_until 5 eval '[[ $(curl -sS -o /dev/null -w "%{http_code}" http://127.0.0.1:$HTTP_PORT/healthz) == 200 ]]' ||
+    fail "/healthz: $(get /healthz)"
+metrics=$(get /metrics)
+for p in "${!APP_OF[@]}"; do
+    grep -qE "^idpool_redis_node_up\{node=\"127\.0\.0\.1:$p\"\} 1$" <<<"$metrics" ||
+        fail "/metrics: no idpool_redis_node_up 1 for $p"
+    "$PYTHON" - "$(get "/v1/apps/${APP_OF[$p]}")" "127.0.0.1:$p" <<'PY' || fail "/v1/apps/${APP_OF[$p]} does not name 127.0.0.1:$p"
+import json, sys
+sys.exit(0 if json.loads(sys.argv[1])["node"] == sys.argv[2] else 1)
+PY
+done
+grep -qx 'idpool_cluster_slots_unowned 0' <<<"$metrics" || fail "/metrics: slots without an owner"
+"$PYTHON" - "$(get /healthz)" <<'PY' || fail "/healthz cluster object: $(get /healthz)"
+import json, sys
+c = json.loads(sys.argv[1])["cluster"]
+nodes = c["nodes"]
+sys.exit(0 if len(nodes) == 3 and sum(n["slots"] for n in nodes) == 16384
+         and all(n["up"] for n in nodes) and c["slots_unowned"] == 0 else 1)
+PY
+pass "three primaries: library loaded and validated on each, every pool filled where its slot lives, MOVED elsewhere; /healthz, /metrics and /v1/apps name the nodes"
 
 # ================================================ a primary killed (-9) ===
 victim=$(cluster_owner "$(pool_key "${APP_OF[$NODE1_PORT]:-c1}")")

@@ -89,6 +89,7 @@ static void fake_init(struct fake *f)
     /* Served, monotonic, a lease near the top of the ID space, one alert. */
     v = &f->apps[f->napps++];
     v->key = "user";
+    v->node = "10.0.0.1:7000";
     v->cfg = &f->user_cfg;
     v->id = 3;
     v->served = 1;
@@ -558,6 +559,8 @@ static void test_json_list(void)
     CHECK(strcmp(jstr(gone, "key"), "gone") == 0);
     CHECK(strcmp(jstr(order, "key"), "order") == 0);
     CHECK(strcmp(jstr(user, "key"), "user") == 0);
+    CHECK(strcmp(jstr(user, "node"), "10.0.0.1:7000") == 0);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(order, "node")));
 
     /* user */
     CHECK(jnum(user, "id") == 3);
@@ -752,6 +755,61 @@ static void test_sentinel_view(void)
     free(text);
 }
 
+/* redis-cluster://: the Cluster families, one series per primary, and /healthz's "cluster". */
+static void test_cluster_view(void)
+{
+    static const struct node_view nodes[] = {{"10.0.0.1:7000", 1, 5461}, {"[::1]:7001", 0, 5462}};
+    struct fake f;
+    struct status_source src;
+    cJSON *doc, *c, *n;
+    char *m, *text;
+    int healthy = -1;
+
+    fake_init(&f);
+    m = render(&f);
+    if (m)
+        CHECK_NO(m, "idpool_cluster_"); /* redis://: no Cluster families */
+    free(m);
+    f.d.cluster = 1;
+    f.d.nodes = nodes;
+    f.d.nnodes = 2;
+    f.d.cluster_unowned = 5461;
+    f.d.cluster_refreshes = 4;
+    f.d.cluster_moved = 3;
+    f.d.cluster_downs = 1;
+    m = render(&f);
+    if (!m)
+        return;
+    CHECK_LINE(m, "# TYPE idpool_redis_node_up gauge");
+    CHECK_LINE(m, "idpool_redis_node_up{node=\"10.0.0.1:7000\"} 1");
+    CHECK_LINE(m, "idpool_redis_node_up{node=\"[::1]:7001\"} 0");
+    CHECK_LINE(m, "idpool_redis_node_slots{node=\"[::1]:7001\"} 5462");
+    CHECK_LINE(m, "idpool_cluster_slots_unowned 5461");
+    CHECK_LINE(m, "idpool_cluster_refreshes_total 4");
+    CHECK_LINE(m, "# TYPE idpool_cluster_redirects_total counter");
+    CHECK_LINE(m, "idpool_cluster_redirects_total{kind=\"moved\"} 3");
+    CHECK_LINE(m, "idpool_cluster_redirects_total{kind=\"ask\"} 0");
+    CHECK_LINE(m, "idpool_cluster_redirects_total{kind=\"clusterdown\"} 1");
+    free(m);
+
+    src = source_of(&f);
+    f.d.redis_up = 0;
+    text = statusjson_health(&src, &healthy);
+    CHECK(healthy == 0);
+    CHECK_STR_CONTAINS(text, "\"reasons\":[\"redis down\",\"redis node [::1]:7001 down\","
+                             "\"5461 cluster slots without a primary\"]");
+    doc = cJSON_Parse(text);
+    c = cJSON_GetObjectItemCaseSensitive(doc, "cluster");
+    CHECK(c != NULL);
+    CHECK(jnum(c, "slots_unowned") == 5461 && jnum(c, "refreshes") == 4);
+    CHECK(jnum(cJSON_GetObjectItemCaseSensitive(c, "redirects"), "moved") == 3);
+    n = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "nodes"), 1);
+    CHECK(n != NULL && strcmp(jstr(n, "node"), "[::1]:7001") == 0 && jnum(n, "slots") == 5462);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(n, "up")));
+    cJSON_Delete(doc);
+    free(text);
+}
+
 int main(void)
 {
     RUN(test_sbuf);
@@ -764,5 +822,6 @@ int main(void)
     RUN(test_bad_key_row);
     RUN(test_json_health);
     RUN(test_sentinel_view);
+    RUN(test_cluster_view);
     return unit_done();
 }
