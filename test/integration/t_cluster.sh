@@ -3,7 +3,10 @@
 # the slot table, loads the function library on every primary (none had
 # it), validates each primary under an epoch of its own, and refills each
 # application's pool on the primary of the application's slot, where
-# idpool_take serves it (any other node answers MOVED). Then a primary is
+# idpool_take serves it (any other node answers MOVED); /healthz, /metrics
+# and /v1/apps name the nodes. A busy application's slot is migrated by
+# hand: the pool that arrives under the source's epoch is refused until
+# the daemon, sent there by MOVED, swept and refilled it. Then a primary is
 # killed (-9: the positive control, its pid gone): the daemon follows its
 # replica's promotion, which refuses takes until the daemon validated it
 # and swept the pools it inherited, refills from fresh leases, and no ID
@@ -77,6 +80,45 @@ sys.exit(0 if len(nodes) == 3 and sum(n["slots"] for n in nodes) == 16384
          and all(n["up"] for n in nodes) and c["slots_unowned"] == 0 else 1)
 PY
 pass "three primaries: library loaded and validated on each, every pool filled where its slot lives, MOVED elsewhere; /healthz, /metrics and /v1/apps name the nodes"
+
+# ====================================== a busy slot migrated by hand ===
+# The slot of one application moves to another primary while the daemon
+# refills it: its keys are MIGRATEd half-way (the source answers ASK for
+# them, the target serves them only after ASKING), then the slot is given
+# to the target. The pool arrives under the source's epoch: refused there
+# until the daemon, sent there by MOVED, swept it and refilled it under the
+# target's epoch; no ID taken on the source is taken again.
+mig_app=${APP_OF[$NODE2_PORT]:-c1}
+src=$(cluster_owner "$(pool_key "$mig_app")")
+for p in "${!APP_OF[@]}"; do [[ $p == "$src" ]] || dst=$p; done
+slot=$(cluster_slot "$(pool_key "$mig_app")")
+src_id=$(cluster_cli "$src" CLUSTER MYID) dst_id=$(cluster_cli "$dst" CLUSTER MYID)
+take_at "$src" "$mig_app" 500 | grep -E '^[0-9]+$' >"$DIR/mig_before.ids"
+assert_eq 500 "$(count_ids "$DIR/mig_before.ids")" "IDs taken from $mig_app before the migration"
+assert_eq OK "$(cluster_cli "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$src_id")" "IMPORTING on $dst"
+assert_eq OK "$(cluster_cli "$src" CLUSTER SETSLOT "$slot" MIGRATING "$dst_id")" "MIGRATING on $src"
+mapfile -t keys < <(cluster_cli "$src" CLUSTER GETKEYSINSLOT "$slot" 100)
+((${#keys[@]} >= 2)) || fail "the slot of $mig_app holds ${#keys[@]} keys: ${keys[*]}"
+assert_eq OK "$(cluster_cli "$src" MIGRATE 127.0.0.1 "$dst" "" 0 5000 KEYS "${keys[@]}")" "MIGRATE"
+out=$(take_at "$src" "$mig_app" 10)
+[[ $out == ASK* ]] || fail "a take of $mig_app on the source after MIGRATE: $out"
+out=$(printf 'ASKING\nFCALL idpool_take 2 %s %s 10\n' "$(pool_key "$mig_app")" "$(meta_key "$mig_app")" |
+    cluster_cli "$dst" 2>&1 | sed -n 2p)
+[[ $out == IDPOOL_EPOCH* ]] || fail "a take of the migrated pool on $dst (ASKING) was not refused: $out"
+for p in $(cluster_ports); do
+    cluster_cli "$p" CLUSTER SETSLOT "$slot" NODE "$dst_id" >/dev/null 2>&1 || true
+done
+wait_until 10 eval '[[ $(cluster_primary_of_slot '"$slot"' '"$src"') == '"$dst"' ]]' ||
+    fail "the slot did not move to $dst"
+mig_served() { [[ $(take_at "$dst" "$mig_app" 1) =~ ^[0-9]+$ ]]; }
+wait_until 15 mig_served || fail "$mig_app not served on $dst after the migration: $(take_at "$dst" "$mig_app" 1)"
+take_at "$dst" "$mig_app" 500 | grep -E '^[0-9]+$' >"$DIR/mig_after.ids"
+assert_eq 500 "$(count_ids "$DIR/mig_after.ids")" "IDs taken from $mig_app on $dst"
+again=$(sort "$DIR/mig_before.ids" "$DIR/mig_after.ids" | uniq -d | head -n 3)
+[[ -z $again ]] || fail "IDs taken again after the migration: $again"
+redirects=$(get /metrics | awk '/^idpool_cluster_redirects_total\{kind="(moved|ask)"\}/ { n += $2 } END { print n + 0 }')
+assert_gt "$redirects" 0 "MOVED and ASK replies the daemon saw (it followed the slot)"
+pass "$mig_app's slot $slot migrated from $src to $dst: ASK half-way, the migrated pool refused under $src's epoch, refilled on $dst; no ID taken twice"
 
 # ================================================ a primary killed (-9) ===
 victim=$(cluster_owner "$(pool_key "${APP_OF[$NODE1_PORT]:-c1}")")
