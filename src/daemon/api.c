@@ -30,6 +30,8 @@
 #define HOLD_DOWN_MS  takereply_retry_ms(TR_UNAVAILABLE) /* Redis unreachable or refusing */
 #define HOLD_LIMIT_MS 1000 /* meta's limits are below the row's (until a refiller syncs them) */
 #define HOLD_AUTH_MS  1000 /* Retry-After while the tokens have not been read yet */
+#define HOLD_MOVE_MS  50   /* a Cluster slot being migrated (TRYAGAIN), or an ASK not followed */
+#define REDIRECTS_MAX 5    /* MOVED and ASK followed in a row for one application's take */
 #define STACK_BODY    4096 /* bodies up to this are built on the stack */
 #define CTYPE_TEXT    "text/plain; charset=utf-8"
 #define CTYPE_JSON    "application/json"
@@ -58,6 +60,8 @@ struct api_app {
     int filling;           /* an idpool_take is in flight */
     uint64_t asked;        /* its count */
     int short_fill;        /* the last take brought less than asked */
+    struct node *node;     /* where it was sent */
+    int redirects;         /* MOVED and ASK followed since the last take served */
     TAILQ_HEAD(, api_wait) waiters;
     size_t nwait;                  /* waiters */
     uint64_t want;                 /* IDs they ask for */
@@ -340,6 +344,38 @@ static void skip_entry(const char *entry, void *arg)
     log_warn("api: %s: skipped a pool entry that is not an ID: '%.40s'", x->key, entry);
 }
 
+static void take(struct api_app *x);
+static int send_take(struct api_app *x, struct node *n, int asking);
+
+/*
+ * A Redis Cluster redirection or refusal of a take: a MOVED is taken again
+ * at once (the map has the slot's new node), an ASK sent once to the node
+ * named, with ASKING; a few in a row at most. A slot whose keys are split
+ * by a migration (TRYAGAIN), or a cluster that cannot serve it, is held
+ * briefly. 0 when handled, -1 when reply is not one of them.
+ */
+static int on_redirect(struct api_app *x, const redisReply *reply)
+{
+    struct node *to;
+    enum node_err e = node_error(x->node, reply, &to);
+
+    if (e == NODE_ERR_OTHER)
+        return -1;
+    if (e == NODE_ERR_MOVED && x->redirects++ < REDIRECTS_MAX) {
+        take(x);
+        return 0;
+    }
+    if (e == NODE_ERR_ASK && to && node_ready(to) && x->redirects++ < REDIRECTS_MAX &&
+        send_take(x, to, 1) == 0)
+        return 0;
+    hold(x, TR_UNAVAILABLE, e == NODE_ERR_DOWN ? HOLD_DOWN_MS : HOLD_MOVE_MS,
+         e == NODE_ERR_DOWN ? "the Redis Cluster cannot serve this application now; retry shortly"
+                            : "this application's keys are moving between Redis nodes; retry "
+                              "shortly");
+    drain(x);
+    return 0;
+}
+
 static void on_take(struct rds *r, redisReply *reply, void *arg)
 {
     struct api_app *x = arg;
@@ -350,6 +386,8 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
     x->filling = 0;
     x->short_fill = 0;
     if (a->stopping)
+        return;
+    if (reply && reply->type == REDIS_REPLY_ERROR && on_redirect(x, reply) == 0)
         return;
     if (reply == NULL) {
         hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
@@ -369,6 +407,7 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
         } else {
             x->held = TR_NONE;
         }
+        x->redirects = 0;
     } else if (reply->type == REDIS_REPLY_ERROR) {
         const char *m;
         enum take_refusal why = takereply_parse(reply->str, &m);
@@ -404,11 +443,7 @@ static void on_take(struct rds *r, redisReply *reply, void *arg)
 static void take(struct api_app *x)
 {
     struct api *a = x->api;
-    struct node *n;
     uint64_t t, ask;
-    char count[24];
-    const char *argv[6];
-    size_t len[6];
 
     if (x->filling || a->stopping)
         return;
@@ -428,24 +463,33 @@ static void take(struct api_app *x)
         drain(x);
         return;
     }
-    snprintf(count, sizeof(count), "%" PRIu64, ask);
-    argv[0] = "FCALL";
-    argv[1] = "idpool_take";
-    argv[2] = "2";
-    argv[3] = x->k_pool;
-    argv[4] = x->k_meta;
-    argv[5] = count;
-    for (int i = 0; i < 6; i++)
-        len[i] = strlen(argv[i]);
-    n = nodemap_for_key(a->map, x->k_pool);
-    if (n == NULL || rds_command_argv(n->api, on_take, x, 6, argv, len) < 0) {
+    x->asked = ask;
+    if (send_take(x, nodemap_for_key(a->map, x->k_pool), 0) < 0) {
         hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "Redis is unreachable; retry shortly");
         drain(x);
-        return;
     }
+}
+
+/* idpool_take of x->asked IDs on node n (after ASKING: an ASK redirection); 0, or -1. */
+static int send_take(struct api_app *x, struct node *n, int asking)
+{
+    char count[24];
+    const char *argv[6] = {"FCALL", "idpool_take", "2", x->k_pool, x->k_meta, count};
+    size_t len[6];
+    static const char *const askv[] = {"ASKING"};
+    static const size_t asklen[] = {6};
+
+    snprintf(count, sizeof(count), "%" PRIu64, x->asked);
+    for (int i = 0; i < 6; i++)
+        len[i] = strlen(argv[i]);
+    if (n == NULL ||
+        (asking && rds_command_argv(n->api, NULL, NULL, 1, (const char **)askv, asklen) < 0) ||
+        rds_command_argv(n->api, on_take, x, 6, argv, len) < 0)
+        return -1;
+    x->node = n;
     x->filling = 1;
-    x->asked = ask;
-    a->st.takes++;
+    x->api->st.takes++;
+    return 0;
 }
 
 /* --- requests ------------------------------------------------------------ */

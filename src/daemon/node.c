@@ -163,6 +163,14 @@ void nodemap_view(const struct nodemap *m, struct daemon_view *out)
         m->ops->view(m, out);
 }
 
+enum node_err node_error(struct node *n, const redisReply *reply, struct node **to)
+{
+    *to = NULL;
+    if (!n->map->ops->error || !reply || reply->type != REDIS_REPLY_ERROR)
+        return NODE_ERR_OTHER;
+    return n->map->ops->error(n->map, n, reply, to);
+}
+
 int node_ready(const struct node *n)
 {
     return n && rds_ready(n->main);

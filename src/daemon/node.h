@@ -13,6 +13,7 @@
 #define IDPOOL_NODE_H
 
 #include <event2/event.h>
+#include <hiredis/hiredis.h>
 
 #include "config.h"
 
@@ -53,6 +54,20 @@ void nodemap_free(struct nodemap *m);
 struct node *nodemap_for_key(struct nodemap *m, const char *key);
 /* Every primary in turn: the first after prev (NULL: the first one); NULL after the last. */
 struct node *nodemap_next_primary(const struct nodemap *m, const struct node *prev);
+/* What an error reply says of where a key lives (Redis Cluster; NODE_ERR_OTHER elsewhere). */
+enum node_err {
+    NODE_ERR_OTHER = 0, /* not about the key's place: the command's own error */
+    NODE_ERR_MOVED,     /* the slot lives on another node now (the map knows it already) */
+    NODE_ERR_ASK,       /* this once on another node: ASKING, then the command there */
+    NODE_ERR_TRYAGAIN,  /* the slot is being migrated and the keys are split: soon */
+    NODE_ERR_DOWN,      /* CLUSTERDOWN: the cluster cannot serve the slot now */
+};
+/*
+ * Read an error reply that a connection of node n got; for MOVED and ASK,
+ * *to is the node named (made when the map had none there; NULL when out
+ * of memory or the map is not a Cluster's).
+ */
+enum node_err node_error(struct node *n, const redisReply *reply, struct node **to);
 /* Its main connection is ready (connected, handshake done, validated on a writer); NULL: 0. */
 int node_ready(const struct node *n);
 /* The map's part of the status view: how the primary is found (status.h). */

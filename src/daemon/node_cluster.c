@@ -439,6 +439,29 @@ static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg)
     }
 }
 
+static enum node_err cmap_error(struct nodemap *m, struct node *n, const redisReply *reply,
+                                struct node **to)
+{
+    struct cmap *c = m->impl;
+    struct cluster_addr at;
+    int slot;
+
+    switch (cluster_error_read(reply->str, reply->len, c->cn[n->id].host, &slot, &at)) {
+    case CLUSTER_MOVED:
+        *to = cnode_get(c, at.host, at.port);
+        return NODE_ERR_MOVED;
+    case CLUSTER_ASK:
+        *to = cnode_get(c, at.host, at.port);
+        return NODE_ERR_ASK;
+    case CLUSTER_TRYAGAIN:
+        return NODE_ERR_TRYAGAIN;
+    case CLUSTER_DOWN:
+        return NODE_ERR_DOWN;
+    default:
+        return NODE_ERR_OTHER;
+    }
+}
+
 /* --- the map's operations ------------------------------------------------- */
 
 static int cmap_open(struct nodemap *m, const struct config *cfg)
@@ -560,6 +583,7 @@ const struct nodemap_ops cluster_map_ops = {
     .for_key = cmap_for_key,
     .serves = cmap_serves,
     .state = cmap_state,
+    .error = cmap_error,
     .view = cmap_view,
     .close = cmap_close,
 };

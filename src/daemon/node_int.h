@@ -18,6 +18,9 @@ struct nodemap_ops {
     int (*serves)(const struct nodemap *m, const struct node *n);
     /* n's main connection became ready or was lost (before the owner hears it); NULL: no matter. */
     void (*state)(struct nodemap *m, struct node *n, int ready);
+    /* node_error for this kind; NULL: every error is NODE_ERR_OTHER. */
+    enum node_err (*error)(struct nodemap *m, struct node *n, const redisReply *reply,
+                           struct node **to);
     /* Its part of the status view (status.h); NULL when it has none. */
     void (*view)(const struct nodemap *m, struct daemon_view *out);
     /* Free what open made besides the nodes; NULL when nothing. */

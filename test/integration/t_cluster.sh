@@ -37,11 +37,29 @@ take_at() {
     cluster_cli "$1" FCALL idpool_take 2 "$(pool_key "$2")" "$(meta_key "$2")" "$3" 2>&1 | sed '/^$/d'
 }
 
-HTTP_PORT=$(free_port)
+HTTP_PORT=$(free_port) API_PORT=$(free_port)
+TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add cl \
+    --apps "$(echo "${APP_OF[@]}" | tr ' ' ',')" |
+    "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["token"])') || fail "tokens add"
+# api_take APP: the issuer's answer to a take of 5 (the body, then the HTTP status).
+api_take() {
+    curl -sS --max-time 5 -H "Authorization: Bearer $TOKEN" -w '\n%{http_code}' \
+        "http://127.0.0.1:$API_PORT/v1/ids/$1?count=5" 2>&1
+}
+# api_ids APP: the IDs of a served take of 5 through the issuer, one a line; fails otherwise.
+api_ids() {
+    local out
+    out=$(api_take "$1")
+    [[ ${out##*$'\n'} == 200 ]] || return 1
+    "$PYTHON" -c 'import json, sys; print("\n".join(json.loads(sys.argv[1])["ids"]))' "${out%$'\n'*}"
+}
 # get PATH: the status server's answer (body) to GET PATH.
 get() { curl -sS --max-time 5 "http://127.0.0.1:$HTTP_PORT$1"; }
 start_daemon a --redis "$IDPOOL_REDIS_CLUSTER_URL" --tick-ms 50 --lock-ttl-ms 500 \
     --redis-timeout-ms 500 --instance cl-a --http "127.0.0.1:$HTTP_PORT"
+# An issuer-only daemon with a buffer of one ID: (nearly) every request takes from Redis.
+start_daemon i --redis "$IDPOOL_REDIS_CLUSTER_URL" --refill off --api "127.0.0.1:$API_PORT" \
+    --api-buffer 1 --redis-timeout-ms 500 --reload-ms 300 --instance cl-i
 for p in "${!APP_OF[@]}"; do
     wait_until 15 owner_ge "${APP_OF[$p]}" "$LOW" || fail "${APP_OF[$p]} never filled on $p"
 done
@@ -95,6 +113,7 @@ slot=$(cluster_slot "$(pool_key "$mig_app")")
 src_id=$(cluster_cli "$src" CLUSTER MYID) dst_id=$(cluster_cli "$dst" CLUSTER MYID)
 take_at "$src" "$mig_app" 500 | grep -E '^[0-9]+$' >"$DIR/mig_before.ids"
 assert_eq 500 "$(count_ids "$DIR/mig_before.ids")" "IDs taken from $mig_app before the migration"
+wait_until 5 eval 'api_ids '"$mig_app"' >>"$DIR/mig_before.ids"' || fail "the issuer did not serve $mig_app"
 assert_eq OK "$(cluster_cli "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$src_id")" "IMPORTING on $dst"
 assert_eq OK "$(cluster_cli "$src" CLUSTER SETSLOT "$slot" MIGRATING "$dst_id")" "MIGRATING on $src"
 mapfile -t keys < <(cluster_cli "$src" CLUSTER GETKEYSINSLOT "$slot" 100)
@@ -105,6 +124,20 @@ out=$(take_at "$src" "$mig_app" 10)
 out=$(printf 'ASKING\nFCALL idpool_take 2 %s %s 10\n' "$(pool_key "$mig_app")" "$(meta_key "$mig_app")" |
     cluster_cli "$dst" 2>&1 | sed -n 2p)
 [[ $out == IDPOOL_EPOCH* ]] || fail "a take of the migrated pool on $dst (ASKING) was not refused: $out"
+# The issuer follows the ASK (ASKING and its take on the target) and is
+# refused there too: it answers with what its buffer (one ID) held, or 503.
+asking_calls() { cluster_cli "$dst" INFO commandstats | sed -n 's/^cmdstat_asking:calls=\([0-9]*\),.*/\1/p'; }
+asked0=$(asking_calls)
+out=$(api_take "$mig_app")
+if [[ ${out##*$'\n'} == 200 ]]; then
+    "$PYTHON" -c 'import json, sys; print("\n".join(json.loads(sys.argv[1])["ids"]))' "${out%$'\n'*}" \
+        >"$DIR/mig_window.ids"
+    assert_le "$(count_ids "$DIR/mig_window.ids")" 1 "IDs the issuer handed out half-way (its buffer)"
+    cat "$DIR/mig_window.ids" >>"$DIR/mig_before.ids"
+else
+    assert_eq 503 "${out##*$'\n'}" "the issuer's answer for $mig_app half-way through the migration"
+fi
+assert_gt "$(asking_calls)" "$asked0" "ASKING sent to $dst by the issuer (it followed the ASK)"
 for p in $(cluster_ports); do
     cluster_cli "$p" CLUSTER SETSLOT "$slot" NODE "$dst_id" >/dev/null 2>&1 || true
 done
@@ -114,11 +147,13 @@ mig_served() { [[ $(take_at "$dst" "$mig_app" 1) =~ ^[0-9]+$ ]]; }
 wait_until 15 mig_served || fail "$mig_app not served on $dst after the migration: $(take_at "$dst" "$mig_app" 1)"
 take_at "$dst" "$mig_app" 500 | grep -E '^[0-9]+$' >"$DIR/mig_after.ids"
 assert_eq 500 "$(count_ids "$DIR/mig_after.ids")" "IDs taken from $mig_app on $dst"
+wait_until 5 eval 'api_ids '"$mig_app"' >>"$DIR/mig_after.ids"' ||
+    fail "the issuer did not serve $mig_app after the migration: $(api_take "$mig_app")"
 again=$(sort "$DIR/mig_before.ids" "$DIR/mig_after.ids" | uniq -d | head -n 3)
 [[ -z $again ]] || fail "IDs taken again after the migration: $again"
 redirects=$(get /metrics | awk '/^idpool_cluster_redirects_total\{kind="(moved|ask)"\}/ { n += $2 } END { print n + 0 }')
 assert_gt "$redirects" 0 "MOVED and ASK replies the daemon saw (it followed the slot)"
-pass "$mig_app's slot $slot migrated from $src to $dst: ASK half-way, the migrated pool refused under $src's epoch, refilled on $dst; no ID taken twice"
+pass "$mig_app's slot $slot migrated from $src to $dst: ASK half-way (followed by the issuer), the migrated pool refused under $src's epoch, refilled on $dst; no ID taken twice"
 
 # ================================================ a primary killed (-9) ===
 victim=$(cluster_owner "$(pool_key "${APP_OF[$NODE1_PORT]:-c1}")")
@@ -148,4 +183,5 @@ assert_eq 1000 "$(count_ids "$DIR/after.ids")" "IDs taken from $app on the promo
 again=$(sort "$DIR/before.ids" "$DIR/after.ids" | uniq -d | head -n 3)
 [[ -z $again ]] || fail "IDs taken again after the failover: $again"
 pass "primary $victim killed: a take on the promoted $replica refused until the daemon validated it and refilled $app; no ID taken twice"
+stop_daemon i
 stop_daemon a
