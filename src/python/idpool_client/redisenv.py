@@ -1,6 +1,7 @@
 """The Redis transport (src/lib/redisenv.c's mirror): redis:// and
 redis-sentinel:// environments, taken from with FCALL idpool_take on
-redis-py (Debian's python3-redis). A row of env.TRANSPORTS.
+redis-py (Debian's python3-redis). A row of env.TRANSPORTS; fcall_take
+is what a take's answer makes of an environment.
 
 A Sentinel environment is one environment: redis.sentinel.Sentinel asks
 the sentinels (SENTINEL MASTERS) for the primary at every new connection,
@@ -122,11 +123,24 @@ def _connect(e):
 
 def take(e, a, count, now):
     """FCALL idpool_take of application a on Redis e: env.Env.take()'s result."""
+    return fcall_take(
+        e, count, now, _connect,
+        lambda conn: conn.execute_command("FCALL", "idpool_take", 2, a._k_pool, a._k_meta, count),
+    )
+
+
+def fcall_take(e, count, now, connect, send):
+    """One take of count IDs on e: send(conn) sends it on e's connection
+    (made by connect(e) when e has none) and returns the reply. What came
+    back as env.Env.take() answers it: an error reply is read by
+    classify_reply; one that is not ours, or any other exception (refused,
+    timed out, lost reply ...), is DOWN, and e fails: its connection closes,
+    it backs off."""
     try:
         if e.conn is None:
-            e.conn = _connect(e)
+            e.conn = connect(e)
         e.used = True
-        reply = e.conn.execute_command("FCALL", "idpool_take", 2, a._k_pool, a._k_meta, count)
+        reply = send(e.conn)
     except redis.ResponseError as err:
         e.backoff = 0.0
         msg = str(err)
