@@ -6,7 +6,9 @@ refusals, errors, close) driven by a scripted fake in place of Redis.
 PYTHONPATH must hold src/python (meson sets it); runs without redis-py
 too (a stub stands in for it)."""
 
+import gc
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -165,17 +167,19 @@ class UrlVectors(unittest.TestCase):
         self.assertEqual(e.name, "mymaster via Sentinel 127.0.0.1:1")
         self.assertIs(e.ops, m.redisenv)
 
-    def test_cluster_url_refused(self):
-        """Parsed (its own errors first), then refused by the client."""
+    def test_env_of_a_cluster_url(self):
+        """Parsed as url.c parses it (its own errors first), served by clusterenv."""
         self.assertEqual(m.parse_url("redis-cluster://n1,n2:7001")["seeds"], [("n1", 6379), ("n2", 7001)])
         with self.assertRaisesRegex(ValueError, "seed node n1:6379 is listed twice"):
             m.parse_env("redis-cluster://n1,n1")
-        with self.assertRaisesRegex(ValueError, r"redis-cluster:// is not supported by the Python client"):
-            m.parse_env("redis-cluster://n1")
+        self.assertEqual(m.parse_env("redis-cluster://n1")[0], "redis")
+        e = m.env.Env(0, "redis-cluster://:pw@127.0.0.1:1,127.0.0.1:2", 0.5)
+        self.assertEqual(e.name, "Cluster via 127.0.0.1:1")
+        self.assertIs(e.ops, m.clusterenv)
         with self.assertRaises(ValueError) as cm:
-            m.Client(["redis-cluster://:topsecret@127.0.0.1:7000"])
+            m.Client(["redis-cluster://:topsecret@127.0.0.1:7000/1"])
         self.assertIn("environment 0", str(cm.exception))
-        self.assertIn("redis-cluster:// is not supported", str(cm.exception))
+        self.assertIn("database 0 only", str(cm.exception))
         self.assertNotIn("topsecret", str(cm.exception))
 
 
@@ -190,13 +194,16 @@ except ImportError:
 class FakeRedis:
     """A scripted RESP server on 127.0.0.1 (a sentinel or a data server):
     reply(cmd) answers each command (a list of str) with what resp()
-    sends, or None to close the connection without a reply. Every command is kept."""
+    sends, or None to close the connection without a reply. Every command is
+    kept, and the connection it came on."""
 
     def __init__(self, reply):
         import socket
 
         self.reply = reply
         self.cmds = []
+        self.conn_of = []  # the connection (1, 2, ... in the order accepted) of each command
+        self.conns = 0  # connections accepted
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -209,9 +216,10 @@ class FakeRedis:
                 c, _ = self.sock.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+            self.conns += 1
+            threading.Thread(target=self._serve, args=(c, self.conns), daemon=True).start()
 
-    def _serve(self, c):
+    def _serve(self, c, conn):
         f = c.makefile("rb")
         try:
             while True:
@@ -223,6 +231,7 @@ class FakeRedis:
                     n = int(f.readline()[1:])
                     cmd.append(f.read(n + 2)[:-2].decode())
                 self.cmds.append(cmd)
+                self.conn_of.append(conn)
                 out = self.reply(cmd)
                 if out is None:
                     return
@@ -355,6 +364,227 @@ class SentinelTransport(unittest.TestCase):
         o, _, _, msg = self.take()
         self.assertEqual(o, m.DOWN)
         self.assertIn("mymaster", msg)
+
+
+def fork_next(a, in_child=None):
+    """Fork; in the child a.next() (application a of an inherited client)
+    must raise IdpoolClosed, then in_child() runs. The child's exit status:
+    0 when it did, 1 for an ID, 2 for another error."""
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            a.next()
+            code = 1
+        except m.IdpoolClosed:
+            if in_child is not None:
+                in_child()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@unittest.skipUnless(HAVE_REDIS, "redis-py (python3-redis) not importable")
+class ClusterTransport(unittest.TestCase):
+    """The Cluster transport on a redis-cluster:// URL against two scripted
+    primaries, A (slots 0-8191) and B (8192-16383), and a node C outside
+    the table: the table is read from the first seed that answers, every
+    connection authenticated; a take goes to its slot's primary without
+    asking COMMAND GETKEYS; MOVED patches the slot, ASK is followed on one
+    connection and leaves the table, TRYAGAIN is waited out within
+    io_timeout; a lost or late reply is DOWN and the take is never sent
+    again; a DOWN drops the table, read from the seeds at the next take."""
+
+    IO = 0.3  # the environments' io_timeout (s)
+
+    def setUp(self):
+        import socket
+
+        log = logging.getLogger("redis.cluster")  # a traceback for each seed that refuses
+        log.disabled = True
+        self.addCleanup(setattr, log, "disabled", False)
+        self.next_id = 1
+        self.fcall = {}  # node name -> cmd -> reply (default: IDs)
+        self.nodes = {}
+        for name in "ABC":
+            self.nodes[name] = FakeRedis(lambda cmd, name=name: self._reply(name, cmd))
+            self.addCleanup(self.nodes[name].close)
+        self.A, self.B, self.C = (self.nodes[n] for n in "ABC")
+        quiet = socket.socket()  # bound, not listening: connections are refused
+        self.addCleanup(quiet.close)
+        quiet.bind(("127.0.0.1", 0))
+        self.dead = quiet.getsockname()[1]
+        self.e = self.env(f"redis-cluster://app:pw@127.0.0.1:{self.dead},127.0.0.1:{self.A.port}")
+        self.a = self.app_in(0, 8191)  # served by A
+        self.b = self.app_in(8192, 16383)  # served by B
+
+    def env(self, url):
+        e = m.env.Env(0, url, self.IO)
+        self.addCleanup(e.close)
+        return e
+
+    @staticmethod
+    def app_in(lo, hi):
+        """An application whose keys' slot lies in lo..hi."""
+        from redis.crc import key_slot
+
+        for i in range(1000):
+            pool = m.redis_key("idpool", f"k{i}", "pool")
+            slot = key_slot(pool.encode())
+            if lo <= slot <= hi:
+                meta = m.redis_key("idpool", f"k{i}", "meta")
+                return types.SimpleNamespace(key=f"k{i}", _k_pool=pool, _k_meta=meta, slot=slot)
+        raise LookupError(f"no key in slots {lo}..{hi}")
+
+    def _reply(self, name, cmd):
+        c = cmd[0].upper()
+        if c in ("AUTH", "ASKING"):
+            return b"+OK"
+        if c == "INFO":
+            return "# Cluster\r\ncluster_enabled:1\r\n"
+        if cmd[:2] == ["CLUSTER", "SLOTS"]:
+            return [[b":0", b":8191", ["127.0.0.1", b":%d" % self.A.port, "a" * 40]],
+                    [b":8192", b":16383", ["127.0.0.1", b":%d" % self.B.port, "b" * 40]]]
+        if c == "FCALL":
+            script = self.fcall.get(name)
+            return script(cmd) if script else self.ids(int(cmd[-1]))
+        return b"-ERR unknown command"
+
+    def ids(self, n):
+        out = [str(i) for i in range(self.next_id, self.next_id + n)]
+        self.next_id += n
+        return out
+
+    def take(self, app, e=None):
+        return m.clusterenv.take(e or self.e, app, 3, time.monotonic())
+
+    def fcalls(self, node):
+        return [c for c in node.cmds if c[0] == "FCALL"]
+
+    @staticmethod
+    def sent(app):
+        """The take of 3 IDs of app as a node receives it."""
+        return ["FCALL", "idpool_take", "2", app._k_pool, app._k_meta, "3"]
+
+    def test_routed_by_slot_authenticated_once_per_connection(self):
+        self.assertEqual(self.take(self.a)[:2], (m.IDS, [1, 2, 3]))
+        self.assertEqual(self.take(self.b)[:2], (m.IDS, [4, 5, 6]))
+        self.assertEqual(self.fcalls(self.A), [self.sent(self.a)])
+        self.assertEqual(self.fcalls(self.B), [self.sent(self.b)])
+        for node in (self.A, self.B):
+            firsts = [node.cmds[node.conn_of.index(n)] for n in set(node.conn_of)]
+            self.assertEqual(firsts, [["AUTH", "app", "pw"]] * len(firsts))
+            self.assertFalse([c for c in node.cmds if c[0] == "COMMAND"], node.cmds)
+        self.assertEqual(self.A.count("CLUSTER"), 1)  # from A, the second seed: the first refuses
+        conns = self.A.conns
+        self.assertEqual(self.take(self.a)[0], m.IDS)
+        self.assertEqual((self.A.count("CLUSTER"), self.A.conns), (1, conns))  # the table and connection kept
+
+    def test_moved_patches_the_slot(self):
+        self.fcall["A"] = lambda cmd: b"-MOVED %d 127.0.0.1:%d" % (self.a.slot, self.B.port)
+        self.assertEqual(self.take(self.a)[:2], (m.IDS, [1, 2, 3]))
+        self.assertEqual((len(self.fcalls(self.A)), len(self.fcalls(self.B))), (1, 1))
+        self.assertEqual(self.take(self.a)[0], m.IDS)
+        self.assertEqual((len(self.fcalls(self.A)), len(self.fcalls(self.B))), (1, 2))  # straight to B
+        self.assertEqual(self.take(self.b)[0], m.IDS)
+        self.assertEqual(self.A.count("CLUSTER") + self.B.count("CLUSTER"), 1)  # patched, not read again
+
+    def test_ask_is_followed_on_one_connection_and_leaves_the_table(self):
+        self.fcall["A"] = lambda cmd: b"-ASK %d 127.0.0.1:%d" % (self.a.slot, self.C.port)
+
+        def c_node(cmd):  # as an importing node: served only right after ASKING on that connection
+            i = len(self.C.cmds) - 1
+            prev = [self.C.cmds[j] for j in range(i) if self.C.conn_of[j] == self.C.conn_of[i]]
+            if prev and prev[-1] == ["ASKING"]:
+                return self.ids(3)
+            return b"-MOVED %d 127.0.0.1:%d" % (self.a.slot, self.A.port)
+
+        self.fcall["C"] = c_node
+        self.assertEqual(self.take(self.a)[:2], (m.IDS, [1, 2, 3]))
+        self.assertEqual(self.C.cmds[-2:], [["ASKING"], self.sent(self.a)])
+        self.assertEqual(self.C.conn_of[-2], self.C.conn_of[-1])
+        self.assertEqual(self.take(self.a)[0], m.IDS)
+        self.assertEqual((len(self.fcalls(self.A)), self.C.count("ASKING")), (2, 2))  # A first again
+
+    def test_tryagain_is_waited_out(self):
+        tryagain = b"-TRYAGAIN Multiple keys request during rehashing of slot"
+        self.fcall["A"] = lambda cmd: tryagain if len(self.fcalls(self.A)) <= 2 else self.ids(3)
+        self.assertEqual(self.take(self.a)[:2], (m.IDS, [1, 2, 3]))
+        self.assertEqual(len(self.fcalls(self.A)), 3)
+        self.fcall["A"] = lambda cmd: tryagain
+        t0 = time.monotonic()
+        o, _, _, msg = self.take(self.a)
+        dt = time.monotonic() - t0
+        self.assertEqual(o, m.DOWN)
+        self.assertIn("TRYAGAIN for", msg)
+        self.assertGreater(dt, self.IO / 3)
+        self.assertLess(dt, self.IO + 0.2)
+        self.assertIsNone(self.e.conn)  # the table is read again at the next take
+
+    def test_a_lost_reply_is_down_and_the_take_is_not_resent(self):
+        self.assertEqual(self.take(self.a)[0], m.IDS)
+        self.fcall["A"] = lambda cmd: None  # the connection is cut before the reply
+        o, ids, _, msg = self.take(self.a)
+        self.assertEqual((o, ids), (m.DOWN, []))
+        self.assertIn("ConnectionError", msg)
+        self.assertEqual(len(self.fcalls(self.A)), 2)  # not resent
+        self.assertIsNone(self.e.conn)
+        self.assertFalse(self.e.used)
+        del self.fcall["A"]
+        self.assertEqual(self.take(self.a)[0], m.IDS)
+        self.assertEqual(self.A.count("CLUSTER"), 2)  # the table read again from the seeds
+
+    def test_a_late_reply_is_down_within_io_timeout_and_not_resent(self):
+        self.fcall["A"] = lambda cmd: time.sleep(3 * self.IO)  # then closes, without a reply
+        t0 = time.monotonic()
+        o, _, _, msg = self.take(self.a)
+        dt = time.monotonic() - t0
+        self.assertEqual(o, m.DOWN)
+        self.assertIn("TimeoutError", msg)
+        self.assertLess(dt, 2 * self.IO)
+        self.assertEqual(len(self.fcalls(self.A)), 1)
+
+    def test_answers_that_end_a_take(self):
+        self.fcall["A"] = lambda cmd: b"-IDPOOL_EPOCH pool not yet re-validated; retry in 50 ms"
+        self.assertEqual(self.take(self.a)[:3], (m.EPOCH, [], 0.05))
+        self.assertIsNotNone(self.e.conn)  # a refusal of ours keeps the table
+        self.fcall["A"] = lambda cmd: []
+        self.assertEqual(self.take(self.a)[:2], (m.DRY, []))
+        self.fcall["A"] = lambda cmd: b"-CLUSTERDOWN The cluster is down"
+        self.assertEqual(self.take(self.a)[0], m.DOWN)
+        self.assertIsNone(self.e.conn)
+        # MOVED back and forth: given up after REDIRECTS_MAX, sent once more than that
+        self.fcall["A"] = lambda cmd: b"-MOVED %d 127.0.0.1:%d" % (self.a.slot, self.B.port)
+        self.fcall["B"] = lambda cmd: b"-MOVED %d 127.0.0.1:%d" % (self.a.slot, self.A.port)
+        before = len(self.fcalls(self.A)) + len(self.fcalls(self.B))
+        o, _, _, msg = self.take(self.a)
+        self.assertEqual(o, m.DOWN)
+        self.assertIn(f"after {m.clusterenv.REDIRECTS_MAX} redirections", msg)
+        sent = len(self.fcalls(self.A)) + len(self.fcalls(self.B)) - before
+        self.assertEqual(sent, m.clusterenv.REDIRECTS_MAX + 1)
+
+    def test_no_seed_answers(self):
+        e = self.env(f"redis-cluster://127.0.0.1:{self.dead}")
+        o, _, _, msg = self.take(self.a, e)
+        self.assertEqual(o, m.DOWN)
+        self.assertIn("cannot be connected", msg)
+        self.assertGreater(e.down_until, 0)
+
+    @unittest.skipUnless(hasattr(os, "fork"), "no fork")
+    def test_a_forked_child_leaves_the_parents_connections(self):
+        """The child's client is closed (no ID of the parent's); dropping the
+        table it inherited closes only its own copies of the sockets: the
+        parent goes on taking on the connections it had."""
+        with m.Client([f"redis-cluster://app:pw@127.0.0.1:{self.A.port}"], timeout=2.0) as c:
+            a = c.app(self.a.key)
+            a.next()
+            conns = self.A.conns
+            self.assertEqual(fork_next(a, gc.collect), 0)  # the child finalizes what it dropped
+            ids = a.next_n(3000)  # more takes than were buffered
+            self.assertEqual(len(set(ids)), 3000)
+            self.assertEqual(self.A.conns, conns)
 
 
 class IssuerUrls(unittest.TestCase):
@@ -833,18 +1063,7 @@ class StateMachine(unittest.TestCase):
         with c:
             a = c.app("u")
             a.next()
-            pid = os.fork()
-            if pid == 0:  # the child must not hand out the parent's buffered IDs
-                try:
-                    a.next()
-                    code = 1
-                except m.IdpoolClosed:
-                    code = 0
-                except BaseException:  # noqa: BLE001
-                    code = 2
-                os._exit(code)
-            _, status = os.waitpid(pid, 0)
-            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            self.assertEqual(fork_next(a), 0)  # the child must not hand out the parent's buffered IDs
             a.next()  # the parent goes on
 
     def test_bad_take(self):

@@ -8,7 +8,10 @@ that their IDs never collide). An environment is a Redis
 ``idpool_take``), a Redis primary found through Sentinel
 (``redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master``,
 ``?sentinel_user=U&sentinel_password=PW`` for the sentinels' own
-credentials: see url.parse_url) or an ID issuer (``http[s]://TOKEN@host[:port][/prefix]``,
+credentials: see url.parse_url), a Redis Cluster
+(``redis-cluster://[[user]:password@]host[:port][,host[:port]...]``, the
+seed nodes; each take on the primary of the application's slot) or an
+ID issuer (``http[s]://TOKEN@host[:port][/prefix]``,
 ``GET /v1/ids/{key}?count=N`` with the token; https verified against the
 system's CAs or ``ca_file``). A background thread per client keeps a
 buffer per application filled from them, so ``app.next()`` is a read from

@@ -288,7 +288,9 @@ class Client:
     """A client of environments `envs` in preference order: Redis URLs
     (redis://[[user]:password@]host[:port][/db], or
     redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#master
-    for the primary a set of sentinels names: url.parse_url) or issuer URLs
+    for the primary a set of sentinels names, or
+    redis-cluster://[[user]:password@]host[:port][,host[:port]...] for a
+    Redis Cluster by its seed nodes: url.parse_url) or issuer URLs
     (http[s]://TOKEN@host[:port][/prefix]; ca_file: the CAs, PEM, that
     verify an https issuer, default the system's). Times are in seconds.
     Nothing is connected until an application is first used."""

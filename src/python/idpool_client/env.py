@@ -1,16 +1,17 @@
 """The environments: where a take goes, and what came back (src/lib/env.h's
 mirror). An environment is reached by a transport, one module each:
-redisenv (redis:// and redis-sentinel://, FCALL idpool_take) and issuer (http[s]://, GET
-/v1/ids/{key}?count=N), listed in TRANSPORTS; a new kind of environment is
-a new module and a row there. A transport module has KIND, SCHEMES, USAGE,
-parse(url), prepare(envs, ca_file), take(e, a, count, now) and close(e);
-every take answers (outcome, ids, arg, message) with the outcomes of
-takereply. Used by the client's background thread only: blocking I/O,
-bounded by io_timeout."""
+redisenv (redis:// and redis-sentinel://, FCALL idpool_take), clusterenv
+(redis-cluster://, FCALL idpool_take on the primary of the application's
+slot) and issuer (http[s]://, GET /v1/ids/{key}?count=N), listed in
+TRANSPORTS; a new kind of environment is a new module and a row there. A
+transport module has KIND, SCHEMES, USAGE, parse(url), prepare(envs,
+ca_file), take(e, a, count, now) and close(e); every take answers
+(outcome, ids, arg, message) with the outcomes of takereply. Used by the
+client's background thread only: blocking I/O, bounded by io_timeout."""
 
 import time
 
-from . import issuer, redisenv
+from . import clusterenv, issuer, redisenv
 from .takereply import DOWN
 from .url import hostport_str
 
@@ -19,7 +20,7 @@ BACKOFF_MAX = 2.000  # ... doubling up to this
 SKIPPED = "skipped"  # DOWN's arg when the environment was not tried (backing off)
 
 # The transports, by URL scheme (the first also reads what is no URL of any).
-TRANSPORTS = (redisenv, issuer)
+TRANSPORTS = (redisenv, clusterenv, issuer)
 
 
 def _transport(url):
@@ -77,6 +78,8 @@ class Env:
         self.name = hostport_str(self.parts["host"], self.parts["port"])
         if "master" in self.parts:  # redis-sentinel://: the primary's name, the first sentinel
             self.name = f"{self.parts['master']} via Sentinel {self.name}"
+        elif "seeds" in self.parts:  # redis-cluster://: the first seed
+            self.name = f"Cluster via {self.name}"
         self.url = url
         self.io_timeout = io_timeout  # every step of a take (s)
         self.tls = None  # an https issuer's ssl.SSLContext (prepare)

@@ -1,7 +1,7 @@
 """The Redis transport (src/lib/redisenv.c's mirror): redis:// and
 redis-sentinel:// environments, taken from with FCALL idpool_take on
-redis-py (Debian's python3-redis). A row of env.TRANSPORTS; fcall_take
-is what a take's answer makes of an environment.
+redis-py (Debian's python3-redis). A row of env.TRANSPORTS; fcall_take,
+what a take's answer makes of an environment, serves clusterenv too.
 
 A Sentinel environment is one environment: redis.sentinel.Sentinel asks
 the sentinels (SENTINEL MASTERS) for the primary at every new connection,
@@ -22,17 +22,9 @@ except ImportError:  # pragma: no cover - Debian: apt-get install python3-redis
     redis = None
 
 KIND = "redis"
-SCHEMES = ("redis://", "redis-sentinel://", "redis-cluster://")
+SCHEMES = ("redis://", "redis-sentinel://")
 USAGE = f"{REDIS_USAGE} or {SENTINEL_USAGE}"
-
-
-def parse(url):
-    """parse_url(url) of a URL this transport serves: a redis-cluster://
-    one is parsed (its own errors first), then refused."""
-    p = parse_url(url)
-    if p.get("kind") == "cluster":
-        raise ValueError("redis-cluster:// is not supported by the Python client (idpool_client) yet")
-    return p
+parse = parse_url  # url.c's checks (env sends redis-cluster:// to clusterenv)
 
 SENTINEL_TIMEOUT = 0.300  # a sentinel's connect, and its answer, at most (s; less when io_timeout is)
 
@@ -135,7 +127,7 @@ def fcall_take(e, count, now, connect, send):
     back as env.Env.take() answers it: an error reply is read by
     classify_reply; one that is not ours, or any other exception (refused,
     timed out, lost reply ...), is DOWN, and e fails: its connection closes,
-    it backs off."""
+    it backs off. Shared by the Redis transports (this one, clusterenv)."""
     try:
         if e.conn is None:
             e.conn = connect(e)
