@@ -557,6 +557,39 @@ cluster_follows() {
     [[ $info == *role:slave* && $info == *master_port:$2$'\r'* && $info == *master_link_status:up* ]]
 }
 
+# A slot moved by hand, as redis-cli --cluster reshard moves it.
+# cluster_migrate_keys SLOT SRC DST: SLOT of the primary at SRC goes to
+# the one at DST: IMPORTING on DST, MIGRATING on SRC, then every key of the
+# slot (up to 100) MIGRATEd to DST in one command; the keys moved, one a
+# line, in $DIR/migrated. The slot is still SRC's: SRC answers ASK for the
+# keys it no longer has, DST serves them after ASKING. cluster_slot_give
+# SLOT SRC DST: SETSLOT SLOT NODE DST on DST, then SRC, then every other
+# live primary (a replica refuses SETSLOT; it learns from its primary).
+# Any answer but OK fails the test.
+cluster_migrate_keys() {
+    local keys
+    assert_eq OK "$(cluster_cli "$3" CLUSTER SETSLOT "$1" IMPORTING "$(cluster_cli "$2" CLUSTER MYID)")" \
+        "SETSLOT $1 IMPORTING on $3"
+    assert_eq OK "$(cluster_cli "$2" CLUSTER SETSLOT "$1" MIGRATING "$(cluster_cli "$3" CLUSTER MYID)")" \
+        "SETSLOT $1 MIGRATING on $2"
+    cluster_cli "$2" CLUSTER GETKEYSINSLOT "$1" 100 >"$DIR/migrated"
+    mapfile -t keys <"$DIR/migrated"
+    ((${#keys[@]} > 0)) || fail "slot $1 holds no key on $2"
+    assert_eq OK "$(cluster_cli "$2" MIGRATE 127.0.0.1 "$3" "" 0 5000 KEYS "${keys[@]}")" "MIGRATE of ${keys[*]}"
+}
+cluster_slot_give() {
+    local p id others=()
+    id=$(cluster_cli "$3" CLUSTER MYID)
+    for p in $(cluster_ports); do
+        if [[ $p != "$2" && $p != "$3" && $(cluster_role "$p" 2>/dev/null) == master ]]; then
+            others+=("$p")
+        fi
+    done
+    for p in "$3" "$2" "${others[@]}"; do
+        assert_eq OK "$(cluster_cli "$p" CLUSTER SETSLOT "$1" NODE "$id")" "SETSLOT $1 NODE on $p"
+    done
+}
+
 # A free loopback TCP port (e.g. for --http 127.0.0.1:PORT).
 free_port() {
     python3 -c 'import socket

@@ -61,13 +61,6 @@ owner_ge() {
 take_at() {
     cluster_cli "$1" FCALL idpool_take 2 "$(pool_key "$2")" "$(meta_key "$2")" "$3" 2>&1 | sed '/^$/d'
 }
-# live_primaries: the ports of the nodes that answer and say master.
-live_primaries() {
-    local p
-    for p in $(cluster_ports); do
-        if [[ $(cluster_role "$p" 2>/dev/null) == master ]]; then echo "$p"; fi
-    done
-}
 # node_stat PORT errorstat|cmdstat NAME: that counter of the node at PORT
 # since its CONFIG RESETSTAT (0 when it has not counted yet).
 node_stat() {
@@ -228,27 +221,18 @@ S=$NODE2_PORT
 T=$NODE3_PORT
 slot=$(cluster_slot "$(pool_key "$Y")")
 assert_eq "$S" "$(cluster_owner "$(pool_key "$Y")")" "the primary of $Y's slot $slot"
-s_id=$(cluster_cli "$S" CLUSTER MYID)
-t_id=$(cluster_cli "$T" CLUSTER MYID)
 wait_until 10 taken_ge "$Y" $(($(taken "$Y") + 1000)) || fail "$Y is not busy"
-assert_eq OK "$(cluster_cli "$T" CLUSTER SETSLOT "$slot" IMPORTING "$s_id")" "IMPORTING on T"
-assert_eq OK "$(cluster_cli "$S" CLUSTER SETSLOT "$slot" MIGRATING "$t_id")" "MIGRATING on S"
-mapfile -t keys < <(cluster_cli "$S" CLUSTER GETKEYSINSLOT "$slot" 100)
-[[ " ${keys[*]} " == *" $(pool_key "$Y") "* && " ${keys[*]} " == *" $(meta_key "$Y") "* ]] ||
-    fail "slot $slot holds ${keys[*]}, not $Y's pool and meta"
-assert_eq OK "$(cluster_cli "$S" MIGRATE 127.0.0.1 "$T" "" 0 5000 KEYS "${keys[@]}")" "MIGRATE of ${keys[*]}"
+cluster_migrate_keys "$slot" "$S" "$T"
+grep -qxF "$(pool_key "$Y")" "$DIR/migrated" && grep -qxF "$(meta_key "$Y")" "$DIR/migrated" ||
+    fail "slot $slot held $(xargs <"$DIR/migrated"), not $Y's pool and meta"
 # The keys are on T, the slot still S's: S answers ASK, and the client
 # asks T (the daemon never sends ASKING).
 asked_at_t() { (($(node_stat "$T" cmdstat asking) > 0)); }
 wait_until 10 asked_at_t || fail "the client did not follow S's ASK to T"
 asks=$(node_stat "$S" errorstat ASK)
 assert_gt "$asks" 0 "ASK answered by S"
-# SETSLOT NODE: T first, then S, then the other primaries (a replica
-# refuses SETSLOT; it learns the owner from its primary's messages).
-for p in "$T" "$S" $(live_primaries | grep -vxE "$T|$S"); do
-    assert_eq OK "$(cluster_cli "$p" CLUSTER SETSLOT "$slot" NODE "$t_id")" "SETSLOT $slot NODE on $p"
-done
-wait_until 10 cluster_owned_by "$slot" "$T" "$(live_primaries)" || fail "slot $slot is not T's on every primary"
+cluster_slot_give "$slot" "$S" "$T"
+wait_until 10 cluster_owned_by "$slot" "$T" || fail "slot $slot is not T's on every node"
 mark=$(taken "$Y")
 wait_until 20 taken_ge "$Y" $((mark + 2000)) || fail "the client took too few IDs of $Y from T: $(taken "$Y") (mark $mark)"
 moved=$(node_stat "$S" errorstat MOVED)
