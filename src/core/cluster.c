@@ -62,6 +62,18 @@ int cluster_table_node(struct cluster_table *t, const char *host, int port)
     return node_index(t, host, strlen(host), port);
 }
 
+int cluster_table_move(struct cluster_table *t, unsigned slot, const char *host, int port)
+{
+    int i = slot < KEYS_SLOTS ? node_index(t, host, strlen(host), port) : -1;
+
+    if (i < 0)
+        return -1;
+    if (t->owner[slot] == CLUSTER_NO_OWNER)
+        t->unowned--;
+    t->owner[slot] = (uint16_t)i;
+    return i;
+}
+
 /* What one entry of CLUSTER SLOTS says: slots first..last live on the primary host:port. */
 struct entry {
     long long first, last;

@@ -60,6 +60,15 @@ int cluster_table_read(struct cluster_table *t, const struct redisReply *slots, 
 int cluster_table_node(struct cluster_table *t, const char *host, int port)
     __attribute__((warn_unused_result));
 
+/*
+ * A MOVED: slot (< KEYS_SLOTS) lives at host:port now, the primary added
+ * when absent (cluster_table_node) and the count of unowned slots kept.
+ * The primary's index, or -1 (the table is full, or no host): t is then
+ * unchanged.
+ */
+int cluster_table_move(struct cluster_table *t, unsigned slot, const char *host, int port)
+    __attribute__((warn_unused_result));
+
 /* What an error reply means to a router. */
 enum cluster_error {
     CLUSTER_ERR_OTHER = 0, /* not a cluster error: the command's own */

@@ -311,6 +311,25 @@ static void test_errors(void)
     CHECK(text_host_valid("a/b", 3) == 0);
 }
 
+/* A MOVED patches one slot: to a known primary, to a new one, or not at all. */
+static void test_table_move(void)
+{
+    cluster_table_init(&t);
+    CHECK(cluster_table_node(&t, "10.0.0.1", 7000) == 0);
+    CHECK(cluster_table_move(&t, 5, "10.0.0.1", 7000) == 0);
+    CHECK(t.owner[5] == 0 && t.unowned == KEYS_SLOTS - 1);
+    CHECK(cluster_table_move(&t, 5, "10.0.0.2", 7001) == 1); /* a primary the table did not know */
+    CHECK(t.owner[5] == 1 && t.unowned == KEYS_SLOTS - 1 && t.nprimaries == 2);
+    CHECK_ADDR(t.primary[1], "10.0.0.2", 7001);
+    CHECK(cluster_table_move(&t, KEYS_SLOTS - 1, "10.0.0.2", 7001) == 1);
+    CHECK(t.unowned == KEYS_SLOTS - 2);
+    before = t;
+    CHECK(cluster_table_move(&t, KEYS_SLOTS, "10.0.0.2", 7001) == -1); /* no such slot */
+    CHECK(cluster_table_move(&t, 6, "a b", 7001) == -1);               /* no host */
+    CHECK(cluster_table_move(&t, 6, "10.0.0.2", 0) == -1);
+    CHECK(memcmp(&before, &t, sizeof(t)) == 0);
+}
+
 /* The throttle's timeline: first read at once, then at most one a second, one at a time. */
 static void test_refresh(void)
 {
@@ -361,6 +380,7 @@ int main(void)
     RUN(test_read_malformed);
     RUN(test_read_many);
     RUN(test_table_node);
+    RUN(test_table_move);
     RUN(test_errors);
     RUN(test_refresh);
     return unit_done();
