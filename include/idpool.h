@@ -126,6 +126,15 @@ struct idpool_app;
  *                                                 (asked at every reconnect; ROLE
  *                                                 must say master; a lost take is
  *                                                 never sent again), or
+ *   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
+ *                                                 a Redis Cluster from its seed
+ *                                                 nodes: each take goes to the
+ *                                                 primary of its keys' slot (a
+ *                                                 connection per primary; the slot
+ *                                                 table from CLUSTER SLOTS; MOVED,
+ *                                                 ASK, TRYAGAIN and CLUSTERDOWN
+ *                                                 followed within io_timeout_ms; a
+ *                                                 lost take never sent again), or
  *   http[s]://TOKEN@host[:port][/prefix]          an ID issuer (idpoold --api,
  *                                                 GET /v1/ids/{key}?count=N with
  *                                                 the token; https verified).
@@ -181,6 +190,10 @@ struct idpool_stats {
     uint64_t buffered;      /* IDs in the shared buffer now (not counting threads' blocks) */
     int env;                /* the environment takes go to now (index into envs) */
     unsigned batch;         /* IDs per take now */
+    /* A Redis Cluster environment's answers (0 with the others): */
+    uint64_t moved; /* MOVED redirections followed (a slot moved: a failover, a reshard) */
+    uint64_t asked; /* ASK redirections followed (a slot being migrated) */
+    uint64_t cluster_retries; /* TRYAGAIN and CLUSTERDOWN answers waited out and sent again */
 };
 
 /* Fill *out (whose size field the caller set) with a's counters. */

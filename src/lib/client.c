@@ -8,7 +8,8 @@
  *   the application's shared buffer (a ring under the application's lock);
  *   the pool in Redis, through the Redis Function idpool_take (FCALL), by
  *     the background thread only,
- *     on its own connection per environment (blocking hiredis, timeouts).
+ *     on its own connection per environment (blocking hiredis, timeouts;
+ *     a Cluster: one per primary).
  *
  * Environments are tried in preference order, each through its transport
  * (env.h); which one an application's takes go to, and when it is looked
@@ -437,17 +438,20 @@ enum idpool_rc idpool_next_n(struct idpool_app *a, uint64_t *ids, size_t n, size
 
 /* --- the background thread ---------------------------------------------- */
 
-/* When environment i may be tried again (failover_opts' retry_at). */
+/* When environment i may be tried again for application arg (failover_opts' retry_at). */
 static uint64_t env_retry(int i, void *arg)
 {
-    const struct idpool_client *c = arg;
+    const struct idpool_app *a = arg;
 
-    return env_retry_at(c->envs[i]);
+    return env_retry_at(a->c->envs[i], a->k_pool);
 }
 
 /* The counters of a refusal or failure (the IDs' own are counted where they are kept). */
 static void count_outcome(struct idpool_app *a, enum take_outcome o, const struct take_result *r)
 {
+    a->st.moved += r->moved;
+    a->st.asked += r->asked;
+    a->st.cluster_retries += r->retried;
     switch (o) {
     case T_IDS:
     case T_LIMIT:
@@ -480,7 +484,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
 {
     struct idpool_client *c = a->c;
     struct failover_opts opts = {(unsigned)c->nenv, c->o.failover_ms, c->o.failback_ms, env_retry,
-                                 c};
+                                 a};
     struct failover_plan p;
     struct failover_step s;
     struct take_req q = {&c->o, a->key, a->k_pool, a->k_meta, 0};
@@ -725,9 +729,9 @@ enum idpool_rc idpool_client_new(const char *const *envs, size_t n,
             goto nomem;
         if (envs[i] == NULL || (c->envs[i] = env_new(envs[i], msg, sizeof(msg))) == NULL) {
             errf(err, errlen, "environment %zu: %s", i,
-                 envs[i]
-                     ? msg
-                     : "NULL (expected redis://host[:port][/db] or http[s]://TOKEN@host[:port])");
+                 envs[i] ? msg
+                         : "NULL (expected redis://host[:port][/db], redis-sentinel://..., "
+                           "redis-cluster://... or http[s]://TOKEN@host[:port])");
             idpool_client_free(c);
             return IDPOOL_EINVAL;
         }

@@ -30,6 +30,7 @@ void env_tls_unlock(void)
 /* The transports, by URL scheme: a new kind of environment is a row here and its file. */
 static const struct env_ops *const transports[] = {
     &redis_env_ops,
+    &cluster_env_ops,
     &issuer_env_ops,
 };
 #define NTRANSPORTS (sizeof(transports) / sizeof(transports[0]))
@@ -84,18 +85,22 @@ void env_free(struct env *e)
     e->ops->free(e);
 }
 
-uint64_t env_retry_at(const struct env *e)
+uint64_t env_retry_at(const struct env *e, const char *key)
 {
+    if (e->ops->retry_at)
+        return e->ops->retry_at(e, key);
     return e->ops->connected(e) ? 0 : e->down_until_ms;
 }
 
 enum take_outcome env_take(struct env *e, const struct take_req *q, uint64_t now,
                            struct take_result *r)
 {
+    uint64_t at = env_retry_at(e, q->k_pool);
+
     memset(r, 0, sizeof(*r));
-    if (!e->ops->connected(e) && now < e->down_until_ms) {
+    if (now < at) {
         r->skipped = 1;
-        take_msg(r, e, "down, next try in %llu ms", (unsigned long long)(e->down_until_ms - now));
+        take_msg(r, e, "down, next try in %llu ms", (unsigned long long)(at - now));
         return T_DOWN;
     }
     return e->ops->take(e, q, r);

@@ -2,8 +2,10 @@
  * env — libidpool's environments: where a take goes, and what came back.
  * An environment is reached by a transport, one file each behind struct
  * env_ops (seatd's seat_impl, hiredis' redisContextFuncs): redisenv.c
- * (redis://, FCALL idpool_take) and issuer.c (http[s]://, GET
- * /v1/ids/{key}?count=N), listed in env.c's transports[]; a new kind of
+ * (redis://, redis-sentinel://: FCALL idpool_take), clusterenv.c
+ * (redis-cluster://: the same, where the key's slot lives) and issuer.c
+ * (http[s]://, GET /v1/ids/{key}?count=N), listed in env.c's
+ * transports[]; a new kind of
  * environment is a new file and a row there. Every transport answers the
  * same way: IDs, or a refusal the client acts on (takereply.h, failover.h).
  * Used by the client's background thread only: blocking I/O, bounded by
@@ -28,6 +30,10 @@ struct take_result {
     unsigned limit;   /* T_LIMIT: max_size_per_times */
     char msg[256];    /* what went wrong, naming the environment (not T_IDS) */
     int skipped;      /* T_DOWN without a try: the environment is backing off */
+    /* A Cluster's answers on the way (any outcome): */
+    unsigned moved;   /* MOVED followed */
+    unsigned asked;   /* ASK followed */
+    unsigned retried; /* TRYAGAIN and CLUSTERDOWN waited out */
 };
 
 /* What one take asks for: `count` IDs of application `key`. */
@@ -54,6 +60,15 @@ struct env_ops {
     int (*connected)(const struct env *e); /* e holds a connection */
     void (*close)(struct env *e);          /* close e's connection (no back-off) */
     void (*free)(struct env *e);           /* e and all it holds (closed first) */
+    /*
+     * Optional (a transport with a connection per server: a Cluster's):
+     * when a take of key may be tried (CLOCK_MONOTONIC ms; <= now: now),
+     * instead of e's own back-off while it holds no connection; and in a
+     * forked child, close the child's copies of the sockets that
+     * struct env's one sock cannot name (see env_forget).
+     */
+    uint64_t (*retry_at)(const struct env *e, const char *key);
+    void (*forget)(struct env *e);
 };
 
 /* What every environment has; each transport's struct begins with it. */
@@ -72,7 +87,7 @@ struct env {
 };
 
 /* The transports (env.c's transports[] lists them). */
-extern const struct env_ops redis_env_ops, issuer_env_ops;
+extern const struct env_ops redis_env_ops, cluster_env_ops, issuer_env_ops;
 
 /* A new environment of url, by the transport of its scheme: NULL with a message in err. */
 struct env *env_new(const char *url, char *err, size_t errlen);
@@ -87,8 +102,12 @@ void env_free(struct env *e);
 enum take_outcome env_take(struct env *e, const struct take_req *q, uint64_t now,
                            struct take_result *r);
 
-/* When e may be tried again: 0 when it has a connection or is not backing off. */
-uint64_t env_retry_at(const struct env *e);
+/*
+ * When a take of key (its pool's Redis key) from e may be tried again: 0
+ * when e has a connection (a Cluster: to the key's primary) or is not
+ * backing off.
+ */
+uint64_t env_retry_at(const struct env *e, const char *key);
 
 /*
  * What a refusal "IDPOOL_<CODE> <message>" (idpool_take's error reply, or
@@ -108,6 +127,16 @@ void take_msg(struct take_result *r, const struct env *e, const char *fmt, ...)
 void env_fail(struct env *e);
 /* Close e's connection, whichever transport (no back-off). */
 void env_close(struct env *e);
+
+struct redisReply;
+/*
+ * For the Redis transports: what idpool_take's reply y means (IDs into r,
+ * or a refusal read by env_refusal; anything else T_DOWN), r->msg saying
+ * what, after node (the server that answered, or NULL). Closes nothing:
+ * the transport decides what a T_DOWN closes.
+ */
+enum take_outcome redis_take_reply(const struct env *e, const char *node, const struct take_req *q,
+                                   const struct redisReply *y, struct take_result *r);
 
 /*
  * Held around every OpenSSL call of the issuer transport, never across a
@@ -138,6 +167,8 @@ static inline void env_forget(struct env *e)
 
     if (fd >= 0)
         close(fd);
+    if (e->ops->forget)
+        e->ops->forget(e);
 }
 
 #endif

@@ -37,7 +37,10 @@ struct failover_opts {
     unsigned nenv;        /* environments, 1..32 */
     uint64_t failover_ms; /* dry or not re-validated this long: the next environment */
     uint64_t failback_ms; /* a more preferred environment is tried again after this */
-    /* When environment i may be tried again (0: now): a down one backs off. */
+    /*
+     * When environment i may be tried again (0: now) for this application
+     * (a Cluster's primaries back off one by one): a down one backs off.
+     */
     uint64_t (*retry_at)(int i, void *arg);
     void *arg;
 };

@@ -71,12 +71,6 @@ static struct env *redis_open(const char *url, char *err, size_t errlen)
         free(x);
         return NULL;
     }
-    if (x->url.kind == REDIS_CLUSTER) { /* parsed, so that a bad one says what is wrong */
-        snprintf(err, errlen, "redis-cluster:// is not supported by libidpool yet");
-        redis_url_free(&x->url);
-        free(x);
-        return NULL;
-    }
     env_base(&x->env, &redis_env_ops, x->url.host, x->url.port);
     if (x->url.kind == REDIS_SENTINEL) {
         /* Always a Sentinel URL here: resolve_init cannot fail. */
@@ -203,6 +197,30 @@ static void dry_recheck(struct redis_env *x, const struct idpool_options *o)
         env_close(&x->env);
 }
 
+enum take_outcome redis_take_reply(const struct env *e, const char *node, const struct take_req *q,
+                                   const struct redisReply *y, struct take_result *r)
+{
+    const char *sep = node ? ": " : "";
+    enum take_outcome out;
+
+    node = node ? node : "";
+    if (y->type == REDIS_REPLY_ARRAY) {
+        r->ids = malloc((y->elements ? y->elements : 1) * sizeof(*r->ids));
+        if (r->ids)
+            r->n = takereply_ids(y, r->ids, NULL, NULL);
+        out = r->n ? T_IDS : T_DRY;
+        if (out == T_DRY)
+            take_msg(r, e, "%s%sthe pool is empty", node, sep);
+    } else if (y->type == REDIS_REPLY_ERROR) {
+        out = env_refusal(y->str, q->count, r);
+        take_msg(r, e, "%s%s%s", node, sep, y->str);
+    } else {
+        out = T_DOWN;
+        take_msg(r, e, "%s%sunexpected reply type %d to idpool_take", node, sep, y->type);
+    }
+    return out;
+}
+
 static enum take_outcome redis_take(struct env *e, const struct take_req *q, struct take_result *r)
 {
     struct redis_env *x = redis_of(e);
@@ -219,36 +237,21 @@ static enum take_outcome redis_take(struct env *e, const struct take_req *q, str
         env_fail(e);
         return T_DOWN;
     }
-    if (y->type == REDIS_REPLY_ARRAY) {
-        r->ids = malloc((y->elements ? y->elements : 1) * sizeof(*r->ids));
-        if (r->ids)
-            r->n = takereply_ids(y, r->ids, NULL, NULL);
-        out = r->n ? T_IDS : T_DRY;
-        if (out == T_DRY) {
-            take_msg(r, e, "the pool is empty");
-            dry_recheck(x, q->o);
-        }
-    } else if (y->type == REDIS_REPLY_ERROR) {
-        /*
-         * Not ours (a missing library, READONLY from a demoted primary,
-         * NOREPLICAS, ...): T_DOWN, closed; a Sentinel environment asks
-         * the sentinels again at the next try.
-         */
-        out = env_refusal(y->str, q->count, r);
-        take_msg(r, e, "%s", y->str);
-        if (out == T_DOWN)
-            env_fail(e);
-    } else {
-        out = T_DOWN;
-        take_msg(r, e, "unexpected reply type %d to idpool_take", y->type);
+    out = redis_take_reply(e, NULL, q, y, r);
+    /*
+     * An error not ours (a missing library, READONLY from a demoted
+     * primary, NOREPLICAS, ...) or a reply that makes no sense: closed; a
+     * Sentinel environment asks the sentinels again at the next try.
+     */
+    if (out == T_DOWN)
         env_fail(e);
-    }
+    else if (out == T_DRY)
+        dry_recheck(x, q->o);
     freeReplyObject(y);
     return out;
 }
 
-static const char *const redis_schemes[] = {"redis://", "redis-sentinel://", "redis-cluster://",
-                                            NULL};
+static const char *const redis_schemes[] = {"redis://", "redis-sentinel://", NULL};
 
 const struct env_ops redis_env_ops = {
     .schemes = redis_schemes,

@@ -12,12 +12,15 @@
  * T threads and frees it, C times (for leak checkers).
  *
  * T threads take N IDs each from application APP through one client made
- * of the environments ENV... (preference order): with idpool_next, or with
+ * of the environments ENV... (preference order); APP may be several,
+ * a,b,c: thread i takes those of the (i mod n)-th (on a Cluster, apps of
+ * different primaries through one client). With idpool_next, or with
  * idpool_take in batches of K. With --record PREFIX, thread i writes the
  * pop log PREFIX.i.bin that idpool-check reads (test/tools/poplog.h; client
  * kind POPLOG_TAKE; with idpool_next, up to 1024 consecutive IDs make
  * one record). Prints one line of counters at the end (ids, IDs by
- * remainder modulo --mod M, the client's stats, seconds). Exit status 0
+ * remainder modulo --mod M, the client's stats summed over the
+ * applications, seconds). Exit status 0
  * when every thread got all its IDs, 1 otherwise.
  *
  * --until-failbacks N: the threads stop, successfully, once the client
@@ -133,6 +136,42 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* The counters of the distinct applications of w[0..n) added up (env and batch: the first's). */
+static void stats_sum(struct worker *w, unsigned n, struct idpool_stats *sum)
+{
+    struct idpool_stats st;
+
+    memset(sum, 0, sizeof(*sum));
+    sum->size = st.size = sizeof(st);
+    for (unsigned t = 0; t < n; t++) {
+        unsigned u = 0;
+
+        while (u < t && w[u].app != w[t].app)
+            u++;
+        if (u < t) /* counted already */
+            continue;
+        idpool_app_stats(w[t].app, &st);
+        if (t == 0) {
+            sum->env = st.env;
+            sum->batch = st.batch;
+        }
+        sum->blocks += st.blocks;
+        sum->waits += st.waits;
+        sum->timeouts += st.timeouts;
+        sum->takes += st.takes;
+        sum->taken += st.taken;
+        sum->refused_epoch += st.refused_epoch;
+        sum->refused_rate += st.refused_rate;
+        sum->empty += st.empty;
+        sum->errors += st.errors;
+        sum->failovers += st.failovers;
+        sum->failbacks += st.failbacks;
+        sum->moved += st.moved;
+        sum->asked += st.asked;
+        sum->cluster_retries += st.cluster_retries;
+    }
+}
+
 /*
  * --timeline: samples a's stats every TIMELINE_MS until all the
  * workers finished; a line to f for the first sample and each change of
@@ -215,6 +254,26 @@ static void *watch_stop_file(void *arg)
         nanosleep(&d, NULL);
     }
     return NULL;
+}
+
+/* The application of thread t in the list "a,b,c" (the (t mod n)-th) into key: 0, or -1. */
+static int app_nth(const char *list, unsigned t, char *key, size_t len)
+{
+    unsigned n = 1;
+    const char *p = list, *e;
+
+    for (const char *q = list; *q; q++)
+        n += *q == ',';
+    for (t %= n; t > 0; t--)
+        p = strchr(p, ',') + 1;
+    e = strchr(p, ',');
+    if (!e)
+        e = p + strlen(p);
+    if (e == p || (size_t)(e - p) >= len)
+        return -1;
+    memcpy(key, p, (size_t)(e - p));
+    key[e - p] = '\0';
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -334,11 +393,14 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned t = 0; t < threads; t++) {
+        char key[128];
+
         w[t].want = ids;
         w[t].take = take;
         w[t].mod = mod;
-        if (idpool_app_get(c, argv[i], &w[t].app) != IDPOOL_OK) {
-            fprintf(stderr, "idpool-clientload: bad application key '%s'\n", argv[i]);
+        if (app_nth(argv[i], t, key, sizeof(key)) < 0 ||
+            idpool_app_get(c, key, &w[t].app) != IDPOOL_OK) {
+            fprintf(stderr, "idpool-clientload: bad application key in '%s'\n", argv[i]);
             return 2;
         }
         if (prefix) {
@@ -410,15 +472,16 @@ int main(int argc, char **argv)
         }
         printf("\n");
     }
-    st.size = sizeof(st);
-    idpool_app_stats(w[0].app, &st);
+    stats_sum(w, threads, &st);
     printf("clientload: ids=%" PRIu64 " secs=%.3f blocks=%" PRIu64 " waits=%" PRIu64
            " timeouts=%" PRIu64 " takes=%" PRIu64 " taken=%" PRIu64 " epoch=%" PRIu64
            " rate=%" PRIu64 " empty=%" PRIu64 " errors=%" PRIu64 " failovers=%" PRIu64
-           " failbacks=%" PRIu64 " env=%d batch=%u\n",
+           " failbacks=%" PRIu64 " env=%d batch=%u moved=%" PRIu64 " asked=%" PRIu64
+           " cluster_retries=%" PRIu64 "\n",
            got, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
            st.blocks, st.waits, st.timeouts, st.takes, st.taken, st.refused_epoch, st.refused_rate,
-           st.empty, st.errors, st.failovers, st.failbacks, st.env, st.batch);
+           st.empty, st.errors, st.failovers, st.failbacks, st.env, st.batch, st.moved, st.asked,
+           st.cluster_retries);
     idpool_client_free(c);
     free(w);
     return ok ? 0 : 1;
