@@ -341,6 +341,11 @@ static const char help_grant[] =
     "connections) within its reload interval. --json: {\"user\", \"password\", \"key\",\n"
     "\"applied\", \"rotated\", \"closed_connections\"}.\n"
     "\n"
+    "Redis Cluster (redis-cluster://): ACL users are per node, so the user is created\n"
+    "on every primary (and its old connections closed there); a primary that cannot\n"
+    "be reached or refuses is named in the warning. The example names the primary of\n"
+    "the pool's slot, with -c (redis-cli follows a MOVED after a reshard).\n"
+    "\n"
     "Redis database: with a database other than 0 the grant is refused (exit 1) unless\n"
     "--allow-any-db is given. The user then needs SELECT to reach the database, and\n"
     "Redis ACLs limit neither SELECT nor key patterns to one database: the user could\n"
@@ -353,9 +358,9 @@ static const char help_revoke[] =
     "Usage: %s [global options] apps revoke KEY [--json]\n"
     "\n"
     "Revoke the Redis user of application KEY: revoked_at = now in `redis_user`, then\n"
-    "ACL DELUSER (its connections are closed). If Redis cannot be reached, a warning\n"
-    "says so and idpoold deletes the user when it (re)connects. Exit 1 if KEY has no\n"
-    "active Redis user.\n";
+    "ACL DELUSER (its connections are closed; on a Redis Cluster, on every primary). If\n"
+    "Redis cannot be reached, a warning says so and idpoold deletes the user when it\n"
+    "(re)connects. Exit 1 if KEY has no active Redis user.\n";
 
 const struct ctl_cmd ctl_apps_cmds[] = {
     {"list", "", "every application: key, id, type, step, max_pool_size, state", cmd_list,

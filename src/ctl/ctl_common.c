@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "clock.h"
 #include "resolve.h"
+#include "route.h"
 
 void ctl_oom(void)
 {
@@ -183,6 +185,122 @@ static int redis_setup_reply(struct ctl *c, redisReply *r, const char *what)
     return rc;
 }
 
+/*
+ * A Cluster: its slot table read from the seeds (or the primaries they
+ * name), each asked within the Redis timeout; the primaries are connected
+ * when a command needs them. 0, or CTL_ERROR after reporting.
+ */
+static int cluster_open(struct ctl *c)
+{
+    const struct redis_url *u = &c->cfg.redis;
+    char where[REDIS_HOSTS_MAX * HOSTPORT_STR_MAX + 64], err[1024];
+    unsigned ms = (unsigned)c->cfg.redis_timeout_ms;
+
+    snprintf(c->rds_where, sizeof(c->rds_where), "Redis %s",
+             redis_url_where(where, sizeof(where), u));
+    c->route = route_new(u, ms, NULL, NULL);
+    if (!c->route)
+        ctl_oom();
+    if (route_sync(c->route, clock_ms() + (uint64_t)ms * ROUTE_ASK_MAX, err, sizeof(err)) < 0)
+        return ctl_fail(c, CTL_ERROR, "%s: %s", c->rds_where, err);
+    return 0;
+}
+
+void ctl_redis_where(const struct ctl *c, const redisContext *x, char *where, size_t wlen)
+{
+    char hp[HOSTPORT_STR_MAX];
+
+    if (x == c->rds)
+        snprintf(where, wlen, "%s", c->rds_where);
+    else
+        snprintf(where, wlen, "Redis cluster node %s",
+                 hostport_str(hp, sizeof(hp), x->tcp.host, x->tcp.port));
+}
+
+redisContext *ctl_redis_for_key(struct ctl *c, const char *key, char *where, size_t wlen)
+{
+    char err[1024];
+    redisContext *x;
+
+    if (!c->route) {
+        snprintf(where, wlen, "%s", c->rds_where);
+        return c->rds;
+    }
+    x = route_key_conn(c->route, key, clock_ms() + (uint64_t)c->cfg.redis_timeout_ms, err,
+                       sizeof(err));
+    if (!x) {
+        snprintf(where, wlen, "%s", c->rds_where);
+        ctl_fail(c, CTL_ERROR, "%s: %s", c->rds_where, err);
+        return NULL;
+    }
+    ctl_redis_where(c, x, where, wlen);
+    return x;
+}
+
+int ctl_redis_keyed(struct ctl *c, const char *key, int argc, const char **argv, redisReply **out,
+                    char *where, size_t wlen, char *err, size_t errlen)
+{
+    char why[1024];
+    size_t lens[16];
+    struct route_trip trip;
+
+    *out = NULL;
+    snprintf(where, wlen, "%s", c->rds_where);
+    if (argc > 16) {
+        snprintf(err, errlen, "%s: %s: too many arguments", c->rds_where, argv[0]);
+        return -1;
+    }
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    if (!c->route) {
+        *out = redisCommandArgv(c->rds, argc, argv, lens);
+        if (!*out)
+            snprintf(err, errlen, "%s: %s failed: %s", c->rds_where, argv[0],
+                     c->rds->errstr[0] ? c->rds->errstr : "no reply");
+        return *out ? 0 : -1;
+    }
+    /* A lost command is not sent again: it may have run. */
+    if (route_command(c->route, key, argc, argv, lens,
+                      clock_ms() + (uint64_t)c->cfg.redis_timeout_ms, out, &trip, why,
+                      sizeof(why)) == ROUTE_REPLY) {
+        snprintf(where, wlen, "Redis cluster node %s", trip.where);
+        return 0;
+    }
+    snprintf(err, errlen, "%s: %s failed: %s", c->rds_where, argv[0], why);
+    return -1;
+}
+
+size_t ctl_redis_servers(const struct ctl *c)
+{
+    return c->route ? route_primaries(c->route) : 1;
+}
+
+redisContext *ctl_redis_server(struct ctl *c, size_t i, char *where, size_t wlen, char *err,
+                               size_t errlen)
+{
+    char why[1024];
+    redisContext *x;
+
+    if (!c->route) {
+        snprintf(where, wlen, "%s", c->rds_where);
+        return c->rds;
+    }
+    x = route_primary_conn(c->route, i, clock_ms() + (uint64_t)c->cfg.redis_timeout_ms, why,
+                           sizeof(why));
+    if (!x) {
+        const struct cluster_addr *a = route_primary(c->route, i);
+        char hp[HOSTPORT_STR_MAX] = "?";
+
+        if (a)
+            hostport_str(hp, sizeof(hp), a->host, a->port);
+        snprintf(where, wlen, "Redis cluster node %s", hp);
+        snprintf(err, errlen, "%s", why);
+        return NULL;
+    }
+    ctl_redis_where(c, x, where, wlen);
+    return x;
+}
+
 int ctl_redis_open(struct ctl *c)
 {
     const struct redis_url *u = &c->cfg.redis;
@@ -192,10 +310,10 @@ int ctl_redis_open(struct ctl *c)
     int port = u->port;
     redisContext *r;
 
-    if (c->rds)
+    if (c->rds || c->route)
         return 0;
-    if (u->kind == REDIS_CLUSTER) /* config.c refuses it already */
-        return ctl_fail(c, CTL_ERROR, "redis-cluster:// is not supported by idpoolctl yet");
+    if (u->kind == REDIS_CLUSTER)
+        return cluster_open(c);
     if (u->kind == REDIS_SENTINEL) {
         struct resolver res;
 
@@ -251,6 +369,8 @@ void ctl_close(struct ctl *c)
     if (c->rds)
         redisFree(c->rds);
     c->rds = NULL;
+    route_free(c->route);
+    c->route = NULL;
     if (c->cfg_loaded)
         config_free(&c->cfg);
     c->cfg_loaded = 0;

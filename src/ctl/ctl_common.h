@@ -21,6 +21,8 @@
 
 #include "config.h"
 
+struct router;
+
 enum ctl_exit {
     CTL_OK = 0,
     CTL_ERROR = 1,
@@ -42,10 +44,12 @@ struct ctl {
     const char *cmd;          /* "apps add", for messages */
     char errmsg[CTL_MSG_MAX]; /* the last error, for the --json error document */
     MYSQL *db;                /* after ctl_db_open() */
-    redisContext *rds;        /* after ctl_redis_open() */
+    redisContext *rds;        /* after ctl_redis_open() (not a Cluster) */
+    struct router *route;     /* after ctl_redis_open() of a Cluster: its primaries (route.h) */
     char rds_host[256];       /* the server c->rds is connected to (Sentinel: the primary) */
-    int rds_port;             /* ... and its port; "" and 0 before ctl_redis_open() */
-    char rds_where[400];      /* "Redis at H:P", "Redis NAME via Sentinel (primary H:P)" */
+    int rds_port;             /* ... and its port; "" and 0 before ctl_redis_open(), Cluster */
+    char rds_where[400];      /* "Redis at H:P", "Redis NAME via Sentinel (primary H:P)",
+                                 "Redis cluster via seeds H:P,..." */
 };
 
 /*
@@ -63,6 +67,35 @@ int ctl_setup(struct ctl *c) __attribute__((warn_unused_result));
 /* Connect to MySQL / Redis as configured. 0, or CTL_ERROR after reporting (naming the server). */
 int ctl_db_open(struct ctl *c) __attribute__((warn_unused_result));
 int ctl_redis_open(struct ctl *c) __attribute__((warn_unused_result));
+
+/*
+ * Redis by key and by server, whichever the deployment: one server (the
+ * URL's, or the primary a Sentinel set names) or a Cluster (the primary of
+ * a key's slot; ACL users and such on every primary). After
+ * ctl_redis_open().
+ *
+ * ctl_redis_for_key: the connection of the server of key (a Cluster: of
+ * its slot's primary, connected as needed), its name for messages into
+ * where ("Redis at H:P", "Redis cluster node H:P"); NULL after reporting.
+ */
+redisContext *ctl_redis_for_key(struct ctl *c, const char *key, char *where, size_t wlen);
+/*
+ * One command about key where key lives, a Cluster's redirections followed
+ * (MOVED, ASK, TRYAGAIN and CLUSTERDOWN within the Redis timeout): 0 with
+ * the reply in *out (an error reply of the command's own, maybe; the
+ * caller frees it) and the server that answered into where, or -1 with err
+ * naming Redis and the command (nothing reported).
+ */
+int ctl_redis_keyed(struct ctl *c, const char *key, int argc, const char **argv, redisReply **out,
+                    char *where, size_t wlen, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* The name of connection x (from the calls here) for messages, into where. */
+void ctl_redis_where(const struct ctl *c, const redisContext *x, char *where, size_t wlen);
+/* The servers that commands like ACL SETUSER go to: 1, or a Cluster's primaries. */
+size_t ctl_redis_servers(const struct ctl *c);
+/* Server i's connection (< ctl_redis_servers), its name into where: NULL with err. */
+redisContext *ctl_redis_server(struct ctl *c, size_t i, char *where, size_t wlen, char *err,
+                               size_t errlen);
 
 /* Close whatever is open and free the settings. */
 void ctl_close(struct ctl *c);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "keys.h"
 
 /* The daemon's row columns (idpoold's loader reads the same ones), then the audit times. */
@@ -226,16 +227,54 @@ static int alert_field(const char *f, const char *v)
     return strncmp(f, "alert:", 6) == 0 && f[6] && !strchr(f + 6, ':') && strcmp(v, "firing") == 0;
 }
 
+/* 1 when reply r is a Cluster's: the command did not run there (a slot on the move). */
+static int cluster_said(const redisReply *r)
+{
+    struct cluster_addr to;
+    int slot;
+
+    return r->type == REDIS_REPLY_ERROR &&
+           cluster_error_read(r->str, r->len, NULL, &slot, &to) != CLUSTER_ERR_OTHER;
+}
+
+/*
+ * LLEN and HGETALL of one application again, one by one, a Cluster's
+ * redirections followed: 0 with both replies, or CTL_ERROR after reporting.
+ */
+static int pool_read_routed(struct ctl *c, const char *pool, const char *meta, void **r1, void **r2)
+{
+    const char *llen[2] = {"LLEN", pool}, *hgetall[2] = {"HGETALL", meta};
+    char err[CTL_MSG_MAX], where[400];
+    redisReply *a = NULL, *b = NULL;
+
+    if (ctl_redis_keyed(c, pool, 2, llen, &a, where, sizeof(where), err, sizeof(err)) != 0 ||
+        ctl_redis_keyed(c, meta, 2, hgetall, &b, where, sizeof(where), err, sizeof(err)) != 0) {
+        freeReplyObject(a);
+        return ctl_fail(c, CTL_ERROR, "%s", err);
+    }
+    *r1 = a;
+    *r2 = b;
+    return 0;
+}
+
 int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_pool *out)
 {
-    char pool[KEYS_MAX], meta[KEYS_MAX];
+    char pool[KEYS_MAX], meta[KEYS_MAX], where[400];
+    redisContext **conn = ctl_xcalloc(n, sizeof(*conn));
     int rc = 0;
 
-    for (size_t i = 0; i < n; i++) {
+    /*
+     * Pipelined: each application's two commands on the connection of its
+     * server (a Cluster: of its slot's primary), then the replies in the
+     * same order (one connection answers in order).
+     */
+    for (size_t i = 0; i < n && rc == 0; i++) {
         keys_app(c->cfg.key_prefix, keys[i], KEYS_POOL, pool, sizeof(pool));
         keys_app(c->cfg.key_prefix, keys[i], KEYS_META, meta, sizeof(meta));
-        if (redisAppendCommand(c->rds, "LLEN %s", pool) != REDIS_OK ||
-            redisAppendCommand(c->rds, "HGETALL %s", meta) != REDIS_OK)
+        if (!(conn[i] = ctl_redis_for_key(c, pool, where, sizeof(where))))
+            rc = CTL_ERROR;
+        else if (redisAppendCommand(conn[i], "LLEN %s", pool) != REDIS_OK ||
+                 redisAppendCommand(conn[i], "HGETALL %s", meta) != REDIS_OK)
             ctl_oom();
     }
     for (size_t i = 0; i < n; i++) {
@@ -247,18 +286,27 @@ int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_
         out[i].alerts = ctl_jcheck(cJSON_CreateArray());
         if (rc != 0)
             continue;
-        if (redisGetReply(c->rds, &r1) != REDIS_OK || redisGetReply(c->rds, &r2) != REDIS_OK) {
-            rc = ctl_fail(c, CTL_ERROR, "%s: %s", c->rds_where,
-                          c->rds->errstr[0] ? c->rds->errstr : "no reply");
+        keys_app(c->cfg.key_prefix, keys[i], KEYS_POOL, pool, sizeof(pool));
+        keys_app(c->cfg.key_prefix, keys[i], KEYS_META, meta, sizeof(meta));
+        ctl_redis_where(c, conn[i], where, sizeof(where));
+        if (redisGetReply(conn[i], &r1) != REDIS_OK || redisGetReply(conn[i], &r2) != REDIS_OK) {
+            rc = ctl_fail(c, CTL_ERROR, "%s: %s", where,
+                          conn[i]->errstr[0] ? conn[i]->errstr : "no reply");
             freeReplyObject(r1);
             continue;
+        }
+        if (cluster_said(r1) || cluster_said(r2)) { /* its slot moved since the table was read */
+            freeReplyObject(r1);
+            freeReplyObject(r2);
+            if ((rc = pool_read_routed(c, pool, meta, &r1, &r2)) != 0)
+                continue;
         }
         len = r1;
         h = r2;
         if (len->type == REDIS_REPLY_INTEGER) {
             out[i].length = len->integer;
         } else if (len->type == REDIS_REPLY_ERROR) {
-            rc = ctl_fail(c, CTL_ERROR, "%s: LLEN: %s", c->rds_where, len->str);
+            rc = ctl_fail(c, CTL_ERROR, "%s: LLEN: %s", where, len->str);
         }
         if (h->type == REDIS_REPLY_ARRAY) {
             for (size_t k = 0; k + 1 < h->elements; k += 2) {
@@ -270,11 +318,12 @@ int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_
                     cJSON_AddItemToArray(out[i].alerts, ctl_jcheck(cJSON_CreateString(f->str + 6)));
             }
         } else if (h->type == REDIS_REPLY_ERROR && rc == 0) {
-            rc = ctl_fail(c, CTL_ERROR, "%s: HGETALL: %s", c->rds_where, h->str);
+            rc = ctl_fail(c, CTL_ERROR, "%s: HGETALL: %s", where, h->str);
         }
         freeReplyObject(len);
         freeReplyObject(h);
     }
+    free(conn);
     return rc;
 }
 

@@ -396,7 +396,7 @@ int ctl_status(struct ctl *c, int argc, char **argv)
     }
     if ((rc = lines_direct(c, &lines, &n)) != 0)
         return rc;
-    if (c->cfg.redis.kind == REDIS_SENTINEL) /* which server the pools were read from */
+    if (c->cfg.redis.kind != REDIS_STANDALONE) /* which servers the pools were read from */
         snprintf(note + strlen(note), sizeof(note) - strlen(note), "; %s", c->rds_where);
     status_print(c, lines, n, "direct", note);
     lines_free(lines, n);

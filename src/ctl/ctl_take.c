@@ -269,7 +269,7 @@ const char ctl_take_help[] =
     "\n"
     "Take N IDs (default 1, at most 10000000) of application KEY the way an application\n"
     "does: through libidpool, from the environments given with --env in preference\n"
-    "order (Redis URLs redis://... or redis-sentinel://..., or ID issuers\n"
+    "order (Redis URLs redis://..., redis-sentinel://... or redis-cluster://..., or ID issuers\n"
     "http[s]://host:port), by default from the configured Redis (--redis,\n"
     "IDPOOL_REDIS_URL). Prints one ID per line.\n"
     "\n"

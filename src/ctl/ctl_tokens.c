@@ -27,7 +27,9 @@
 
 #include "acluser.h"
 #include "app.h"
+#include "cluster.h"
 #include "keys.h"
+#include "route.h"
 #include "token.h"
 
 #define APPS_COL_MAX 4096 /* api_token.apps is VARCHAR(4096) */
@@ -127,16 +129,19 @@ static cJSON *apps_json(const char *apps)
 }
 
 /*
- * Send one command on idpoolctl's Redis connection, opened on first use.
- * 0 (an integer reply into *n when n is not NULL), or -1 with the Redis
- * error in err (naming Redis and the command), or an empty err when
- * ctl_redis_open() has already reported it.
+ * Send one command to Redis, the connection opened on first use: where
+ * key lives (a Cluster: its slot's primary, redirections followed), or
+ * with key NULL to every server (a Cluster's every primary: ACL users are
+ * per node). 0 (integer replies summed into *n when n is not NULL), or -1
+ * with the Redis errors in err (naming each server and the command; the
+ * servers that took it did), or an empty err when ctl_redis_open() has
+ * already reported it.
  */
-static int redis_run(struct ctl *c, int argc, const char **argv, const char *what, char *err,
-                     size_t len, long long *n)
+static int redis_run(struct ctl *c, const char *key, int argc, const char **argv, const char *what,
+                     char *err, size_t len, long long *n)
 {
-    size_t lens[ACLUSER_ARGC_MAX];
-    redisReply *r;
+    size_t lens[ACLUSER_ARGC_MAX], used = 0, servers;
+    char where[400], why[CTL_MSG_MAX];
     int rc = 0;
 
     err[0] = '\0';
@@ -144,19 +149,36 @@ static int redis_run(struct ctl *c, int argc, const char **argv, const char *wha
         return -1;
     for (int i = 0; i < argc && i < ACLUSER_ARGC_MAX; i++)
         lens[i] = strlen(argv[i]);
-    r = redisCommandArgv(c->rds, argc, argv, lens);
-    if (!r) {
-        snprintf(err, len, "%s: %s failed: %s", c->rds_where, what,
-                 c->rds->errstr[0] ? c->rds->errstr : "no reply");
-        return -1;
+    servers = key ? 1 : ctl_redis_servers(c);
+    for (size_t s = 0; s < servers; s++) {
+        redisContext *x = NULL;
+        redisReply *r = NULL;
+
+        why[0] = '\0';
+        if (key) {
+            if (ctl_redis_keyed(c, key, argc, argv, &r, where, sizeof(where), why, sizeof(why)) !=
+                0) {
+                snprintf(err, len, "%s", why); /* names Redis and the command */
+                return -1;
+            }
+        } else if ((x = ctl_redis_server(c, s, where, sizeof(where), why, sizeof(why))) != NULL) {
+            r = redisCommandArgv(x, argc, argv, lens);
+            if (!r)
+                snprintf(why, sizeof(why), "%s", x->errstr[0] ? x->errstr : "no reply");
+        }
+        if (!r) {
+            used += (size_t)snprintf(err + used, used < len ? len - used : 0, "%s%s: %s failed: %s",
+                                     rc ? "; " : "", where, what, why);
+            rc = -1;
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            used += (size_t)snprintf(err + used, used < len ? len - used : 0,
+                                     "%s%s: %s refused: %s", rc ? "; " : "", where, what, r->str);
+            rc = -1;
+        } else if (n && r->type == REDIS_REPLY_INTEGER) {
+            *n += r->integer;
+        }
+        freeReplyObject(r);
     }
-    if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, len, "%s: %s refused: %s", c->rds_where, what, r->str);
-        rc = -1;
-    } else if (n && r->type == REDIS_REPLY_INTEGER) {
-        *n = r->integer;
-    }
-    freeReplyObject(r);
     return rc;
 }
 
@@ -501,7 +523,7 @@ static int cmd_revoke(struct ctl *c, int argc, char **argv)
         const char *av[3] = {"SADD", key, row[2]};
 
         keys_revoked(c->cfg.key_prefix, key, sizeof(key));
-        in_redis = redis_run(c, 3, av, "SADD", err, sizeof(err), NULL) == 0;
+        in_redis = redis_run(c, key, 3, av, "SADD", err, sizeof(err), NULL) == 0;
         if (!in_redis)
             redis_warn(c, err,
                        "the token is revoked in MySQL; an issuer that cannot read MySQL keeps "
@@ -642,7 +664,8 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     char space[2 * ACLUSER_NAME_MAX + 80], pool[KEYS_MAX], err[CTL_MSG_MAX + 400], db[24];
     char port[24] = "PORT";
     const char *av[ACLUSER_ARGC_MAX];
-    const char *prefix;
+    const char *prefix, *host;
+    struct cluster_addr own;
     int rc, ac, rotated, applied, any_db = 0;
     long long killed = 0;
 
@@ -673,7 +696,7 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     prefix = c->cfg.key_prefix;
     acluser_name(prefix, key, user, sizeof(user));
     ac = acluser_setuser(prefix, key, hash, c->cfg.redis.db, space, av);
-    applied = redis_run(c, ac, av, "ACL SETUSER", err, sizeof(err), NULL) == 0;
+    applied = redis_run(c, NULL, ac, av, "ACL SETUSER", err, sizeof(err), NULL) == 0;
     /*
      * ACL SETUSER leaves connections that logged in with the old password
      * open: close every connection of the user (none can have logged in
@@ -684,7 +707,7 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
         av[1] = "KILL";
         av[2] = "USER";
         av[3] = user;
-        if (redis_run(c, 4, av, "CLIENT KILL USER", err, sizeof(err), &killed) != 0)
+        if (redis_run(c, NULL, 4, av, "CLIENT KILL USER", err, sizeof(err), &killed) != 0)
             redis_warn(c, err,
                        "connections that logged in with the previous password stay open; "
                        "idpoold closes them when it applies the user");
@@ -712,16 +735,24 @@ int ctl_redis_user_grant(struct ctl *c, int argc, char **argv)
     printf("(shown once: only its hash is stored; the user may LPOP and LLEN %s, nothing else)\n",
            pool);
     snprintf(db, sizeof(db), " -n %d", c->cfg.redis.db);
-    /* The server it was applied on: with Sentinel the primary (never a sentinel). */
-    if (c->cfg.redis.kind != REDIS_SENTINEL)
+    /*
+     * The server it was applied on: with Sentinel the primary (never a
+     * sentinel); a Cluster's primary of the pool's slot, with -c (redis-cli
+     * follows a MOVED when the slot has moved since).
+     */
+    host = c->cfg.redis.host;
+    if (c->cfg.redis.kind == REDIS_CLUSTER && c->route && route_addr(c->route, pool, &own) == 0) {
+        host = own.host;
+        snprintf(port, sizeof(port), "%d -c", own.port);
+    } else if (c->cfg.redis.kind != REDIS_SENTINEL) {
         snprintf(port, sizeof(port), "%d", c->cfg.redis.port);
-    else if (c->rds_port != 0)
-        snprintf(port, sizeof(port), "%d", c->rds_port);
-    printf("example:  redis-cli -h %s -p %s%s --user %s --pass %s LPOP %s 10\n",
-           c->cfg.redis.kind != REDIS_SENTINEL ? c->cfg.redis.host
-           : c->rds_port != 0                  ? c->rds_host
-                                               : "PRIMARY",
-           port, c->cfg.redis.db != 0 ? db : "", user, pw, pool);
+    } else {
+        host = c->rds_port != 0 ? c->rds_host : "PRIMARY";
+        if (c->rds_port != 0)
+            snprintf(port, sizeof(port), "%d", c->rds_port);
+    }
+    printf("example:  redis-cli -h %s -p %s%s --user %s --pass %s LPOP %s 10\n", host, port,
+           c->cfg.redis.db != 0 ? db : "", user, pw, pool);
 out:
     explicit_bzero(pw, sizeof(pw));
     return rc;
@@ -754,7 +785,7 @@ int ctl_redis_user_revoke(struct ctl *c, int argc, char **argv)
     av[0] = "ACL";
     av[1] = "DELUSER";
     av[2] = user;
-    applied = redis_run(c, 3, av, "ACL DELUSER", err, sizeof(err), NULL) == 0;
+    applied = redis_run(c, NULL, 3, av, "ACL DELUSER", err, sizeof(err), NULL) == 0;
     if (!applied)
         redis_warn(c, err,
                    "the user is revoked in MySQL; idpoold deletes it from Redis when it "
