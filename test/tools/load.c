@@ -21,6 +21,16 @@
  * replies are counted by class too (reply_readonly, reply_noreplicas,
  * reply_loading).
  *
+ * --cluster H:P[,H:P...]: a Redis Cluster from its seed nodes: every
+ * connect goes to the primary of --key's slot in the slot table (one for
+ * all connections, read with CLUSTER SLOTS when due: src/lib/route.h); a
+ * MOVED patches the table (a read of it wanted) and connects again, to the
+ * new owner, with or without --reconnect. ASK is not followed (a migrating
+ * slot's requests are refused until it has moved; then MOVED); ASK,
+ * TRYAGAIN and CLUSTERDOWN are error replies, counted (reply_moved,
+ * reply_ask, reply_tryagain, reply_clusterdown) and waited out with
+ * --reconnect.
+ *
  * Chaos use: --record logs only requests whose reply was parsed, each ID
  * once; --reconnect survives restarts and partitions (connect and command
  * timeouts, backoff 50 ms doubling to 1 s; --backoff-ms 1:1 retries every
@@ -64,6 +74,10 @@ const struct eclass_row eclasses[C_NCLASSES] = {
     [C_READONLY] = {"READONLY", "reply_readonly"},
     [C_NOREPLICAS] = {"NOREPLICAS", "reply_noreplicas"},
     [C_LOADING] = {"LOADING", "reply_loading"},
+    [C_MOVED] = {"MOVED", "reply_moved"},
+    [C_ASK] = {"ASK", "reply_ask"},
+    [C_TRYAGAIN] = {"TRYAGAIN", "reply_tryagain"},
+    [C_CLUSTERDOWN] = {"CLUSTERDOWN", "reply_clusterdown"},
 };
 
 /* 0 running, 1 graceful stop (drain in-flight), 2 stop now. Set by the
@@ -109,6 +123,9 @@ static void usage(FILE *f)
                "                      sentinels name (asked at every connect; ROLE must say\n"
                "                      master; READONLY or NOREPLICAS: connect again)\n"
                "  --master NAME       with --sentinel: the primary's name there\n"
+               "  --cluster H:P[,H:P...]  instead of --host/--port: a Redis Cluster from\n"
+               "                      these seeds, the primary of --key's slot (MOVED:\n"
+               "                      the table patched, connect again there)\n"
                "  --password PW       AUTH password\n"
                "  --db N              database (0)\n"
                "  --mode MODE         lpop | take | incrby | rpush | llen | subscribe\n"
@@ -173,7 +190,17 @@ static int check_opts(struct opts *o, bool have_mode, bool set_conns, bool set_b
     bool pop = o->mode == MODE_LPOP || o->mode == MODE_TAKE || o->mode == MODE_INCRBY;
     bool sampler = o->mode == MODE_LLEN || o->mode == MODE_SUBSCRIBE;
 
-    if (o->sentinel != NULL) {
+    if (o->cluster != NULL) {
+        char url[1024], err[256];
+
+        if (o->port != 0 || o->sentinel != NULL || o->db != 0)
+            return usage_error("--cluster", "not with --port, --sentinel or --db");
+        snprintf(url, sizeof url, "redis-cluster://%.1000s", o->cluster);
+        if (redis_url_parse(url, &o->curl, err, sizeof err) != 0)
+            return usage_error("--cluster", err);
+        if (o->password && (o->curl.password = strdup(o->password)) == NULL)
+            return usage_error("--cluster", "out of memory");
+    } else if (o->sentinel != NULL) {
         char url[1024], err[256];
 
         if (o->port != 0)
@@ -258,6 +285,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->sentinel = v;
         } else if (strcmp(a, "--master") == 0) {
             o->master = v;
+        } else if (strcmp(a, "--cluster") == 0) {
+            o->cluster = v;
         } else if (strcmp(a, "--password") == 0) {
             o->password = v;
         } else if (strcmp(a, "--db") == 0) {
@@ -406,7 +435,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "(idpool-load --help for usage)\n");
         free(o.meta);
         redis_url_free(&o.surl);
+        redis_url_free(&o.curl);
         return EXIT_USAGE;
+    }
+    pthread_mutex_init(&run.route_mu, NULL);
+    if (o.cluster != NULL &&
+        (run.route = route_new(&o.curl, (unsigned)o.timeout_ms, NULL, NULL)) == NULL) {
+        fprintf(stderr, "idpool-load: out of memory\n");
+        rc = EXIT_ERROR;
+        goto out;
     }
     if (o.mode == MODE_RPUSH && make_push_ids(&run, o.batch) != 0) {
         fprintf(stderr, "idpool-load: out of memory\n");
@@ -503,7 +540,10 @@ out:
     free(run.push_lens);
     if (run.cmd != NULL)
         redisFreeCommand(run.cmd);
+    route_free(run.route);
+    pthread_mutex_destroy(&run.route_mu);
     free(o.meta);
     redis_url_free(&o.surl);
+    redis_url_free(&o.curl);
     return rc;
 }

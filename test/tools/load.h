@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 
 #include "resolve.h"
+#include "route.h"
 #include "url.h"
 
 #define EXIT_ERROR     1
@@ -67,8 +68,17 @@ enum ekind {
 };
 extern const char *const ekind_names[]; /* of enum ekind, as the summary shows them */
 
-/* Error replies counted by class too (of err_reply): a failover shows as these. */
-enum eclass { C_READONLY, C_NOREPLICAS, C_LOADING, C_NCLASSES };
+/* Error replies counted by class too (of err_reply): a failover or a reshard shows as these. */
+enum eclass {
+    C_READONLY,
+    C_NOREPLICAS,
+    C_LOADING,
+    C_MOVED,
+    C_ASK,
+    C_TRYAGAIN,
+    C_CLUSTERDOWN,
+    C_NCLASSES
+};
 /* Of enum eclass: the reply's first word, and the summary's name. */
 extern const struct eclass_row {
     const char *prefix;
@@ -82,6 +92,8 @@ struct opts {
     const char *sentinel;    /* --sentinel H:P[,H:P...]: the primary a Sentinel set names */
     const char *master;      /* --master NAME: its name there */
     struct redis_url surl;   /* --sentinel as a redis-sentinel:// URL (kind REDIS_SENTINEL) */
+    const char *cluster;     /* --cluster H:P[,H:P...]: the primary of --key's slot */
+    struct redis_url curl;   /* --cluster as a redis-cluster:// URL (kind REDIS_CLUSTER) */
     const char *password;    /* AUTH with this, if set */
     int db;                  /* SELECT this database */
     enum mode mode;          /* what to send */
@@ -200,6 +212,8 @@ struct run {
     atomic_uint live;             /* threads still running */
     _Atomic uint64_t claimed;     /* --count: IDs asked for or received */
     _Atomic uint64_t received;    /* --count: IDs received */
+    struct router *route;         /* --cluster: the slot table, shared (route_mu) */
+    pthread_mutex_t route_mu;
 };
 
 /* 0 running, 1 graceful stop (drain in-flight), 2 stop now. Set by the

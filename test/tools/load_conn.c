@@ -5,7 +5,9 @@
  * reconnect with backoff (--backoff-ms: doubling from MIN to MAX); the one
  * line said when an outage starts and when replies come again. With
  * --sentinel every connect asks the sentinels first (resolve.h) and checks
- * ROLE; the server popped from is said once per connect.
+ * ROLE; the server popped from is said once per connect. With --cluster
+ * every connect goes to the primary of --key's slot in the shared slot
+ * table (read first when due: route.h), said once per connect too.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -18,7 +20,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "hist.h"
+#include "keys.h"
 #include "load.h"
 #include "tools.h"
 
@@ -118,6 +122,32 @@ void conn_close(struct conn *cn)
 }
 
 /*
+ * --cluster: the primary of --key's slot in the run's slot table (read
+ * first when due, each node asked within --timeout-ms) into host and
+ * *port. 0, or -1 with the reason in cn->err.
+ */
+static int cluster_primary(struct conn *cn, char *host, size_t len, int *port)
+{
+    struct run *run = cn->run;
+    const struct opts *o = cn->o;
+    struct cluster_addr a;
+    char why[1024];
+    int rc = -1;
+
+    pthread_mutex_lock(&run->route_mu);
+    if (route_sync(run->route, clock_ms() + o->timeout_ms * ROUTE_ASK_MAX, why, sizeof why) != 0)
+        snprintf(cn->err, sizeof cn->err, "%s", why);
+    else if (route_addr(run->route, o->key, &a) != 0)
+        snprintf(cn->err, sizeof cn->err, "slot %u of %s has no primary in the slot table",
+                 keys_slot(o->key, strlen(o->key)), o->key);
+    else if (snprintf(host, len, "%s", a.host) < (int)len)
+        rc = 0;
+    *port = a.port;
+    pthread_mutex_unlock(&run->route_mu);
+    return rc;
+}
+
+/*
  * One connect attempt: TCP with --timeout-ms, AUTH, SELECT, then the
  * socket gets a 100 ms receive timeout (a blocked read(2) comes back to
  * check the stop flags and the request deadline itself) and a --timeout-ms
@@ -140,6 +170,10 @@ static int conn_open(struct conn *cn)
             snprintf(cn->err, sizeof cn->err, "%s", why);
             return -1;
         }
+        host = primary;
+    } else if (o->cluster != NULL) {
+        if (cluster_primary(cn, primary, sizeof primary, &port) != 0)
+            return -1;
         host = primary;
     }
     cn->c = redisConnectWithTimeout(host, port, tv);
@@ -166,6 +200,9 @@ static int conn_open(struct conn *cn)
         }
         fprintf(stderr, "idpool-load: conn %u: primary %s:%d\n", cn->idx, host, port);
     }
+    if (o->cluster != NULL)
+        fprintf(stderr, "idpool-load: conn %u: primary %s:%d (slot %u)\n", cn->idx, host, port,
+                keys_slot(o->key, strlen(o->key)));
     if (o->mode == MODE_SUBSCRIBE &&
         setup_cmd(cn, "SUBSCRIBE", redisCommand(cn->c, "SUBSCRIBE %s", o->key)) != 0)
         goto fail;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "load.h"
 #include "tools.h"
 
@@ -144,6 +145,27 @@ static uint64_t claim(struct conn *cn)
 }
 
 /*
+ * --cluster: a MOVED (text) patches the run's slot table and drops the
+ * connection (the next connect goes to the new owner; the requests in
+ * flight did not run, their claims go back). 0, or -1 when it cannot be
+ * read.
+ */
+static int cluster_moved(struct conn *cn, const char *text)
+{
+    struct cluster_addr to;
+    int slot;
+
+    if (cluster_error_read(text, strlen(text), NULL, &slot, &to) != CLUSTER_MOVED)
+        return -1;
+    pthread_mutex_lock(&cn->run->route_mu);
+    route_moved(cn->run->route, (unsigned)slot, &to);
+    pthread_mutex_unlock(&cn->run->route_mu);
+    fprintf(stderr, "idpool-load: conn %u: %s: connecting again\n", cn->idx, text);
+    cn->drop = true;
+    return 0;
+}
+
+/*
  * Handles one complete reply (in conn.rs / conn.ids) to the oldest request
  * in flight: counts it, its latency and IDs, and records it. Returns 0, or
  * -1 when the run must end (fatal set).
@@ -188,6 +210,10 @@ static int on_reply(struct conn *cn)
         case C_READONLY:
         case C_NOREPLICAS:
             cn->drop = o->sentinel != NULL; /* not (or no longer) a primary: ask the sentinels */
+            break;
+        case C_MOVED:
+            if (o->cluster != NULL && cluster_moved(cn, rs->what) == 0)
+                goto done; /* not an error of the run: connect again, to the new owner */
             break;
         default:
             break;
