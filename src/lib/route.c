@@ -557,6 +557,7 @@ enum route_rc route_command(struct router *r, const char *key, int argc, const c
 {
     unsigned slot = keys_slot(key, strlen(key)), wait = ROUTE_RETRY_MIN_MS, hops = 0;
     struct cluster_addr ask = {"", 0};
+    char last[256] = ""; /* the last TRYAGAIN or CLUSTERDOWN, for a message at the deadline */
     int asking = 0;
 
     *reply = NULL;
@@ -584,7 +585,8 @@ enum route_rc route_command(struct router *r, const char *key, int argc, const c
         if (!node_conn(r, (size_t)n, deadline_ms, err, errlen))
             return ROUTE_UNSENT;
         if (node_bound(r, (size_t)n, deadline_ms) < 0) {
-            text_err(err, errlen, "%s: out of time", trip->where);
+            text_err(err, errlen, "%s: out of time%s%s", trip->where, last[0] ? " after " : "",
+                     last);
             return ROUTE_UNSENT;
         }
         if (round_trip(r, (size_t)n, asking, argc, argv, lens, &y) < 0) {
@@ -613,7 +615,8 @@ enum route_rc route_command(struct router *r, const char *key, int argc, const c
             trip->retried++;
             if (strncmp(y->str, "CLUSTERDOWN", 11) == 0)
                 cluster_refresh_want(&r->refresh);
-            text_err(err, errlen, "%s: %.200s", trip->where, y->str);
+            snprintf(last, sizeof(last), "%.200s", y->str);
+            text_err(err, errlen, "%s: %s", trip->where, last);
             freeReplyObject(y);
             asking = 0; /* routed again by the table */
             if (retry_pause(r, &wait, deadline_ms) == 0)
