@@ -17,6 +17,7 @@
 
 #include "resolve.h"
 #include "unit.h"
+#include "unit_net.h"
 
 static int open_fds, reports;
 
@@ -27,25 +28,9 @@ static void on_fd(void *arg, int fd)
     open_fds += fd >= 0 ? 1 : -1;
 }
 
-/* A loopback socket bound to a free port; listening or not. Its port in *port. */
-static int bound(int listening, int *port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || (listening && listen(s, 8) < 0) ||
-        getsockname(s, (struct sockaddr *)&a, &len) < 0) {
-        perror("socket");
-        exit(1);
-    }
-    *port = ntohs(a.sin_port);
-    return s;
-}
-
 static void test_refused(void)
 {
-    int p1, p2, s1 = bound(0, &p1), s2 = bound(0, &p2), port = 0;
+    int p1, p2, s1 = unit_bound(0, &p1), s2 = unit_bound(0, &p2), port = 0;
     char url[256], err[1024], host[256], want[64];
     struct redis_url u;
     struct resolver r;
@@ -112,7 +97,7 @@ static void *fake(void *arg)
 
 static void test_answer(void)
 {
-    int p1, p2, s1 = bound(0, &p1), s2 = bound(1, &p2), port = 0;
+    int p1, p2, s1 = unit_bound(0, &p1), s2 = unit_bound(1, &p2), port = 0;
     char url[256], err[1024] = "", host[256] = "";
     struct redis_url u;
     struct resolver r;

@@ -25,6 +25,7 @@
 #include "keys.h"
 #include "route.h"
 #include "unit.h"
+#include "unit_net.h"
 
 #define SCRIPT_MAX 16
 
@@ -47,22 +48,6 @@ static void on_fd(void *arg, size_t node, int fd)
     (void)arg;
     (void)node;
     open_fds += fd >= 0 ? 1 : -1;
-}
-
-/* A loopback socket bound to a free port, listening or not; its port in *port. */
-static int bound(int listening, int *port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || (listening && listen(s, 8) < 0) ||
-        getsockname(s, (struct sockaddr *)&a, &len) < 0) {
-        perror("socket");
-        exit(1);
-    }
-    *port = ntohs(a.sin_port);
-    return s;
 }
 
 /* The first word of each RESP command in buf[0..n): ASKING, CLUSTER, FCALL...; pipelined ones too.
@@ -175,7 +160,7 @@ static enum route_rc get(struct router *r, const char *key, unsigned ms, struct 
 
 static void test_route(void)
 {
-    int dead_port, dead = bound(0, &dead_port);
+    int dead_port, dead = unit_bound(0, &dead_port);
     char url[256], err[512], got[64], moved[96], ask[96];
     struct route_trip trip;
     struct cluster_addr a;
@@ -184,7 +169,7 @@ static void test_route(void)
     uint64_t t0;
 
     for (int i = 0; i < 3; i++) {
-        nodes[i].ls = bound(1, &nodes[i].port);
+        nodes[i].ls = unit_bound(1, &nodes[i].port);
         pthread_create(&nodes[i].th, NULL, serve, &nodes[i]);
     }
     for (int i = 0; i < 3; i++)
