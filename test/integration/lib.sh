@@ -551,6 +551,19 @@ cluster_failed() {
     done
     ((n > 0))
 }
+# cluster_apps PREFIX: one application per primary, named PREFIX1, PREFIX2 ...
+# (the first whose keys' slot each primary serves), into the associative
+# array APP_OF (primary port -> application; declare -A APP_OF first); at
+# least three primaries must get one.
+cluster_apps() {
+    local i owner
+    for i in $(seq 1 60); do
+        owner=$(cluster_owner "$(pool_key "$1$i")")
+        [[ -n ${APP_OF[$owner]:-} ]] || APP_OF[$owner]=$1$i
+        ((${#APP_OF[@]} < 3)) || break
+    done
+    assert_eq 3 "${#APP_OF[@]}" "primaries with an application"
+}
 cluster_follows() {
     local info
     info=$(cluster_cli "$1" INFO replication 2>/dev/null) || return 1

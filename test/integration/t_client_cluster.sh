@@ -39,12 +39,7 @@ export IDPOOL_HTTP_ADDR=127.0.0.1:$HTTP_PORT # no daemon answers there: status r
 
 # Three applications, one on each primary (chosen by their keys' slots).
 declare -A APP_OF # primary port -> application
-for i in $(seq 1 60); do
-    owner=$(cluster_owner "$(pool_key "k$i")")
-    [[ -n ${APP_OF[$owner]:-} ]] || APP_OF[$owner]=k$i
-    ((${#APP_OF[@]} < 3)) || break
-done
-assert_eq 3 "${#APP_OF[@]}" "primaries with an application"
+cluster_apps k
 APPS=()
 for p in "${!APP_OF[@]}"; do APPS+=("${APP_OF[$p]}"); done
 A1=${APPS[0]} A2=${APPS[1]} A3=${APPS[2]}

@@ -17,12 +17,7 @@ SERVERS_CLUSTER=1 setup
 
 # Three applications, one on each primary (chosen by their keys' slots).
 declare -A APP_OF # primary port -> application
-for i in $(seq 1 60); do
-    owner=$(cluster_owner "$(pool_key "c$i")")
-    [[ -n ${APP_OF[$owner]:-} ]] || APP_OF[$owner]=c$i
-    ((${#APP_OF[@]} < 3)) || break
-done
-assert_eq 3 "${#APP_OF[@]}" "primaries with an application"
+cluster_apps c
 for p in "${!APP_OF[@]}"; do
     add_app "${APP_OF[$p]}" step=100 max_pool_size=2000 min_size_percent=50 \
         max_size_per_times=1000 max_size_per_second=100000000
