@@ -25,9 +25,10 @@ struct route_node {
 struct router {
     const struct redis_url *url; /* seeds and credentials (the caller's) */
     unsigned io_ms;
-    struct cluster_table *table;    /* the table in use (heap: 100 kB) */
-    int have_table;                 /* one was read */
-    int node_of[CLUSTER_NODES_MAX]; /* node of each primary of table, -1: none */
+    struct cluster_table *table;       /* the table in use (heap: 100 kB) */
+    int have_table;                    /* one was read */
+    int node_of[CLUSTER_NODES_MAX];    /* node of each primary of table, -1: none */
+    uint16_t owned[CLUSTER_NODES_MAX]; /* slots each primary of table owns (count_owned) */
     struct cluster_refresh refresh;
     struct route_node *nodes; /* ROUTE_NODES_MAX entries */
     uint32_t rng;             /* xorshift32: where reads start, the waits' jitter */
@@ -262,6 +263,15 @@ static redisContext *node_conn(struct router *r, size_t n, uint64_t deadline_ms,
 
 /* --- the table ------------------------------------------------------------ */
 
+/* The slots each primary of the table owns, counted again after the table changed. */
+static void count_owned(struct router *r)
+{
+    memset(r->owned, 0, sizeof(r->owned));
+    for (size_t s = 0; s < KEYS_SLOTS; s++)
+        if (r->table->owner[s] != CLUSTER_NO_OWNER)
+            r->owned[r->table->owner[s]]++;
+}
+
 /*
  * Take table t (a copy): the node of each primary found or made, and the
  * connections of nodes it no longer names closed (a demoted primary, a
@@ -276,6 +286,7 @@ static void take_table(struct router *r, const struct cluster_table *t)
     for (size_t n = 0; n < ROUTE_NODES_MAX; n++)
         if (r->nodes[n].rc && !node_in_table(r, n))
             node_close(r, n);
+    count_owned(r);
 }
 
 /*
@@ -447,16 +458,7 @@ void route_moved(struct router *r, unsigned slot, const struct cluster_addr *to)
     cluster_refresh_want(&r->refresh); /* a failover or a reshard moves more than one slot */
     if (i >= 0 && r->node_of[i] < 0)
         r->node_of[i] = node_get(r, to);
-}
-
-/* How many slots primary i of the table in use owns. */
-static size_t owned(const struct router *r, size_t i)
-{
-    size_t k = 0;
-
-    for (size_t s = 0; s < KEYS_SLOTS; s++)
-        k += r->table->owner[s] == i;
-    return k;
+    count_owned(r);
 }
 
 size_t route_primaries(const struct router *r)
@@ -464,14 +466,14 @@ size_t route_primaries(const struct router *r)
     size_t k = 0;
 
     for (size_t i = 0; r->have_table && i < r->table->nprimaries; i++)
-        k += owned(r, i) > 0;
+        k += r->owned[i] > 0;
     return k;
 }
 
 const struct cluster_addr *route_primary(const struct router *r, size_t i)
 {
     for (size_t j = 0; r->have_table && j < r->table->nprimaries; j++)
-        if (owned(r, j) > 0 && i-- == 0)
+        if (r->owned[j] > 0 && i-- == 0)
             return &r->table->primary[j];
     return NULL;
 }
