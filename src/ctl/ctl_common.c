@@ -217,6 +217,30 @@ void ctl_redis_where(const struct ctl *c, const redisContext *x, char *where, si
                  hostport_str(hp, sizeof(hp), x->tcp.host, x->tcp.port));
 }
 
+/*
+ * A Cluster's connection to the primary of key's slot, or with key NULL
+ * to its i-th primary, opened as needed within the Redis timeout: NULL
+ * with err saying why. Its name into where either way.
+ */
+static redisContext *routed(struct ctl *c, const char *key, size_t i, char *where, size_t wlen,
+                            char *err, size_t errlen)
+{
+    uint64_t deadline = clock_ms() + (uint64_t)c->cfg.redis_timeout_ms;
+    const struct cluster_addr *a = key ? NULL : route_primary(c->route, i);
+    char hp[HOSTPORT_STR_MAX] = "?";
+    redisContext *x = key ? route_key_conn(c->route, key, deadline, err, errlen)
+                          : route_primary_conn(c->route, i, deadline, err, errlen);
+
+    if (x)
+        ctl_redis_where(c, x, where, wlen);
+    else if (a)
+        snprintf(where, wlen, "Redis cluster node %s",
+                 hostport_str(hp, sizeof(hp), a->host, a->port));
+    else
+        snprintf(where, wlen, "%s", c->rds_where);
+    return x;
+}
+
 redisContext *ctl_redis_for_key(struct ctl *c, const char *key, char *where, size_t wlen)
 {
     char err[1024];
@@ -226,14 +250,8 @@ redisContext *ctl_redis_for_key(struct ctl *c, const char *key, char *where, siz
         snprintf(where, wlen, "%s", c->rds_where);
         return c->rds;
     }
-    x = route_key_conn(c->route, key, clock_ms() + (uint64_t)c->cfg.redis_timeout_ms, err,
-                       sizeof(err));
-    if (!x) {
-        snprintf(where, wlen, "%s", c->rds_where);
+    if (!(x = routed(c, key, 0, where, wlen, err, sizeof(err))))
         ctl_fail(c, CTL_ERROR, "%s: %s", c->rds_where, err);
-        return NULL;
-    }
-    ctl_redis_where(c, x, where, wlen);
     return x;
 }
 
@@ -278,27 +296,11 @@ size_t ctl_redis_servers(const struct ctl *c)
 redisContext *ctl_redis_server(struct ctl *c, size_t i, char *where, size_t wlen, char *err,
                                size_t errlen)
 {
-    char why[1024];
-    redisContext *x;
-
     if (!c->route) {
         snprintf(where, wlen, "%s", c->rds_where);
         return c->rds;
     }
-    x = route_primary_conn(c->route, i, clock_ms() + (uint64_t)c->cfg.redis_timeout_ms, why,
-                           sizeof(why));
-    if (!x) {
-        const struct cluster_addr *a = route_primary(c->route, i);
-        char hp[HOSTPORT_STR_MAX] = "?";
-
-        if (a)
-            hostport_str(hp, sizeof(hp), a->host, a->port);
-        snprintf(where, wlen, "Redis cluster node %s", hp);
-        snprintf(err, errlen, "%s", why);
-        return NULL;
-    }
-    ctl_redis_where(c, x, where, wlen);
-    return x;
+    return routed(c, NULL, i, where, wlen, err, errlen);
 }
 
 int ctl_redis_open(struct ctl *c)

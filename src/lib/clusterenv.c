@@ -60,11 +60,9 @@ static struct env *cluster_open(const char *url, char *err, size_t errlen)
     struct cluster_env *x = calloc(1, sizeof(*x));
     char where[REDIS_HOSTS_MAX * HOSTPORT_STR_MAX + 64];
 
-    if (x == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (redis_url_parse(url, &x->url, err, errlen) < 0) {
+    if (x == NULL || redis_url_parse(url, &x->url, err, errlen) < 0) {
+        if (x == NULL)
+            snprintf(err, errlen, "out of memory");
         free(x);
         return NULL;
     }
