@@ -580,15 +580,15 @@ cluster_follows() {
 # live primary (a replica refuses SETSLOT; it learns from its primary).
 # Any answer but OK fails the test.
 cluster_migrate_keys() {
-    local keys
+    local slot_keys
     assert_eq OK "$(cluster_cli "$3" CLUSTER SETSLOT "$1" IMPORTING "$(cluster_cli "$2" CLUSTER MYID)")" \
         "SETSLOT $1 IMPORTING on $3"
     assert_eq OK "$(cluster_cli "$2" CLUSTER SETSLOT "$1" MIGRATING "$(cluster_cli "$3" CLUSTER MYID)")" \
         "SETSLOT $1 MIGRATING on $2"
     cluster_cli "$2" CLUSTER GETKEYSINSLOT "$1" 100 >"$DIR/migrated"
-    mapfile -t keys <"$DIR/migrated"
-    ((${#keys[@]} > 0)) || fail "slot $1 holds no key on $2"
-    assert_eq OK "$(cluster_cli "$2" MIGRATE 127.0.0.1 "$3" "" 0 5000 KEYS "${keys[@]}")" "MIGRATE of ${keys[*]}"
+    mapfile -t slot_keys <"$DIR/migrated"
+    ((${#slot_keys[@]} > 0)) || fail "slot $1 holds no key on $2"
+    assert_eq OK "$(cluster_cli "$2" MIGRATE 127.0.0.1 "$3" "" 0 5000 KEYS "${slot_keys[@]}")" "MIGRATE of ${slot_keys[*]}"
 }
 cluster_slot_give() {
     local p id others=()
