@@ -123,7 +123,8 @@ static void check_config(const struct config *c, const char *config_file)
     /* Redis: the URL string parses to the struct (the password may be overridden). */
     CHECK(c->redis_url != NULL);
     CHECK(redis_url_parse(c->redis_url, &ru, err, sizeof(err)) == 0);
-    CHECK(c->redis.kind == ru.kind && c->redis.kind != REDIS_CLUSTER); /* Cluster: refused */
+    CHECK(c->redis.kind == ru.kind && c->redis.nhosts == ru.nhosts);
+    CHECK(c->redis.kind == REDIS_STANDALONE || (c->redis.nhosts >= 1 && c->redis.hosts != NULL));
     check_host(c->redis.host);
     CHECK(str_eq(ru.host, c->redis.host) && ru.port == c->redis.port && ru.db == c->redis.db);
     CHECK(str_eq(ru.user, c->redis.user));
