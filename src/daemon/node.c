@@ -4,8 +4,12 @@
  * one serves a key. Standalone, here: the one node of redis://; Sentinel
  * in node_sentinel.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
 
 #include "node_int.h"
 #include "rds.h"
@@ -25,6 +29,51 @@ static void on_main_state(struct rds *r, int ready, void *arg)
         n->map->ops->state(n->map, n, ready);
     if (n->map->on_state)
         n->map->on_state(n, ready, n->map->arg);
+}
+
+static void on_auth_reply(redisAsyncContext *ac, void *reply, void *arg)
+{
+    (void)ac;
+    (void)reply;
+    (void)arg; /* its error, if any, is what the next command answers */
+}
+
+redisAsyncContext *node_control_connect(struct nodemap *m, const char *host, int port,
+                                        const char *user, const char *password,
+                                        redisConnectCallback *on_connect,
+                                        redisDisconnectCallback *on_disconnect, void *data,
+                                        char *why, size_t whylen)
+{
+    redisAsyncContext *ac = redisAsyncConnect(host, port);
+
+    if (!ac || ac->err) {
+        snprintf(why, whylen, "%s", ac ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = data;
+    if (redisLibeventAttach(ac, m->base) != REDIS_OK) {
+        redisAsyncFree(ac);
+        snprintf(why, whylen, "cannot attach to the event loop");
+        return NULL;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (password && user)
+        redisAsyncCommand(ac, on_auth_reply, NULL, "AUTH %s %s", user, password);
+    else if (password)
+        redisAsyncCommand(ac, on_auth_reply, NULL, "AUTH %s", password);
+    return ac;
+}
+
+void node_control_close(redisAsyncContext **acp)
+{
+    redisAsyncContext *ac = *acp;
+
+    *acp = NULL;
+    if (ac)
+        redisAsyncFree(ac);
 }
 
 static void node_free(struct node *n)
@@ -122,6 +171,7 @@ struct nodemap *nodemap_new(struct event_base *base, const struct config *cfg, u
     }
     m->base = base;
     m->flags = flags;
+    m->timeout_ms = cfg->redis_timeout_ms;
     m->on_state = on_state;
     m->arg = arg;
     if (m->ops->open(m, cfg) < 0) {
@@ -188,6 +238,7 @@ void node_check_library(struct node *n)
 
 void nodemap_set_timeout(struct nodemap *m, int timeout_ms)
 {
+    m->timeout_ms = timeout_ms;
     for (size_t i = 0; i < m->nnodes; i++) {
         struct node *n = m->nodes[i];
         rds_set_timeout(n->main, timeout_ms);

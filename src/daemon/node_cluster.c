@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
 #include "clock.h"
@@ -53,7 +52,6 @@ struct cmap {
     struct nodemap *map;
     /* what node_add needs of the configuration (rds_new): copied, the map outlives reloads */
     char *user, *password, *prefix;
-    int timeout_ms;
 
     struct cluster_table table; /* the last one taken */
     uint16_t route[KEYS_SLOTS]; /* node id of each slot, or CLUSTER_NO_OWNER */
@@ -81,15 +79,6 @@ struct cmap {
 };
 
 static void attempt(struct cmap *c);
-
-static void close_ctx(redisAsyncContext **acp)
-{
-    redisAsyncContext *ac = *acp;
-
-    *acp = NULL;
-    if (ac) /* pending callbacks run with NULL replies and see that it is no longer ours */
-        redisAsyncFree(ac);
-}
 
 /* --- nodes ---------------------------------------------------------------- */
 
@@ -135,7 +124,7 @@ static struct node *cnode_get(struct cmap *c, const char *host, int port)
     cfg.redis.user = c->user;
     cfg.redis.password = c->password;
     cfg.key_prefix = c->prefix;
-    cfg.redis_timeout_ms = c->timeout_ms;
+    cfg.redis_timeout_ms = m->timeout_ms; /* a reload's, for a node made after it */
     if (!(n = node_add(m, &cfg)))
         return NULL;
     hostport_str(n->addr, sizeof(n->addr), host, port);
@@ -236,7 +225,7 @@ static const struct cluster_addr *candidate(const struct cmap *c, size_t i)
 static void refresh_over(struct cmap *c)
 {
     evtimer_del(c->attempt_ev);
-    close_ctx(&c->ac);
+    node_control_close(&c->ac);
     cluster_refresh_done(&c->refresh);
 }
 
@@ -248,7 +237,7 @@ static void attempt_failed(struct cmap *c, const char *fmt, const char *what)
 
     snprintf(c->why + n, sizeof(c->why) - (size_t)n, fmt, what);
     evtimer_del(c->attempt_ev);
-    close_ctx(&c->ac);
+    node_control_close(&c->ac);
     c->next++;
     attempt(c);
 }
@@ -327,18 +316,12 @@ static void on_attempt_timeout(evutil_socket_t fd, short what, void *arg)
     attempt_failed(c, "no answer to CLUSTER SLOTS within %s ms", ms);
 }
 
-static void on_auth(redisAsyncContext *ac, void *reply, void *arg)
-{
-    (void)ac;
-    (void)reply;
-    (void)arg; /* its error, if any, is what CLUSTER SLOTS answers (NOAUTH, WRONGPASS) */
-}
-
 /* Ask the next candidate, or give this refresh up after ATTEMPTS of them. */
 static void attempt(struct cmap *c)
 {
     struct timeval tv = {c->attempt_ms / 1000, (c->attempt_ms % 1000) * 1000};
     redisAsyncContext *ac;
+    char why[128];
 
     if (c->attempts++ >= ATTEMPTS) {
         if (c->failures++ == 0 || c->failures % 20 == 0)
@@ -350,28 +333,13 @@ static void attempt(struct cmap *c)
         return;
     }
     c->asked = *candidate(c, c->next);
-    ac = redisAsyncConnect(c->asked.host, c->asked.port);
-    if (!ac || ac->err) {
-        char why[128];
-        snprintf(why, sizeof(why), "%s", ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
+    ac = node_control_connect(c->map, c->asked.host, c->asked.port, c->user, c->password,
+                              on_ctx_connect, on_ctx_disconnect, c, why, sizeof(why));
+    if (!ac) {
         attempt_failed(c, "%s", why);
         return;
     }
-    ac->data = c;
-    if (redisLibeventAttach(ac, c->map->base) != REDIS_OK) {
-        redisAsyncFree(ac);
-        attempt_failed(c, "%s", "cannot attach to the event loop");
-        return;
-    }
-    redisAsyncSetConnectCallback(ac, on_ctx_connect);
-    redisAsyncSetDisconnectCallback(ac, on_ctx_disconnect);
     c->ac = ac;
-    if (c->password && c->user)
-        redisAsyncCommand(ac, on_auth, c, "AUTH %s %s", c->user, c->password);
-    else if (c->password)
-        redisAsyncCommand(ac, on_auth, c, "AUTH %s", c->password);
     evtimer_add(c->attempt_ev, &tv);
     if (redisAsyncCommand(ac, on_slots, c, "CLUSTER SLOTS") != REDIS_OK)
         attempt_failed(c, "%s", "cannot send CLUSTER SLOTS");
@@ -398,55 +366,18 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* --- what the connections say --------------------------------------------- */
 
-/* rds_error_fn of every node connection: MOVED patches the route; both it and CLUSTERDOWN refresh.
+/*
+ * What an error reply that a connection of n got means, the one reading of
+ * it: the redirection's slot and the node named (made when the map had none
+ * there; NULL when out of memory).
  */
-static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg)
+static enum node_err cmap_read(struct cmap *c, const struct node *n, const redisReply *reply,
+                               int *slot, struct node **to)
 {
-    struct node *n = arg;
-    struct cmap *c = n->map->impl;
-    struct cluster_addr to;
-    struct node *owner;
-    int slot;
-
-    (void)r;
-    switch (cluster_error_read(reply->str, reply->len, c->cn[n->id].host, &slot, &to)) {
-    case CLUSTER_MOVED:
-        c->moved++;
-        cluster_refresh_want(&c->refresh);
-        /* the owner's node is made (or found) at once; the refresh tells the rest */
-        if ((owner = cnode_get(c, to.host, to.port)) && c->route[slot] != owner->id) {
-            if (c->route[slot] != CLUSTER_NO_OWNER && c->cn[c->route[slot]].owned > 0)
-                c->cn[c->route[slot]].owned--;
-            c->route[slot] = (uint16_t)owner->id;
-            if (c->cn[owner->id].owned++ == 0) {
-                cnode_slot(c, owner);
-                cnode_retarget(owner);
-            }
-        }
-        break;
-    case CLUSTER_ASK:
-        c->asks++;
-        break;
-    case CLUSTER_TRYAGAIN:
-        c->tryagains++;
-        break;
-    case CLUSTER_DOWN:
-        c->downs++;
-        cluster_refresh_want(&c->refresh);
-        break;
-    default:
-        break;
-    }
-}
-
-static enum node_err cmap_error(struct nodemap *m, struct node *n, const redisReply *reply,
-                                struct node **to)
-{
-    struct cmap *c = m->impl;
     struct cluster_addr at;
-    int slot;
 
-    switch (cluster_error_read(reply->str, reply->len, c->cn[n->id].host, &slot, &at)) {
+    *to = NULL;
+    switch (cluster_error_read(reply->str, reply->len, c->cn[n->id].host, slot, &at)) {
     case CLUSTER_MOVED:
         *to = cnode_get(c, at.host, at.port);
         return NODE_ERR_MOVED;
@@ -460,6 +391,56 @@ static enum node_err cmap_error(struct nodemap *m, struct node *n, const redisRe
     default:
         return NODE_ERR_OTHER;
     }
+}
+
+/*
+ * rds_error_fn of every node connection, before the command's own callback
+ * (which may ask node_error what the reply means): MOVED patches the route
+ * at once, and both it and CLUSTERDOWN want the table read again.
+ */
+static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg)
+{
+    struct node *n = arg, *owner;
+    struct cmap *c = n->map->impl;
+    int slot;
+
+    (void)r;
+    switch (cmap_read(c, n, reply, &slot, &owner)) {
+    case NODE_ERR_MOVED:
+        c->moved++;
+        cluster_refresh_want(&c->refresh);
+        /* the refresh tells the rest */
+        if (owner && c->route[slot] != owner->id) {
+            if (c->route[slot] != CLUSTER_NO_OWNER && c->cn[c->route[slot]].owned > 0)
+                c->cn[c->route[slot]].owned--;
+            c->route[slot] = (uint16_t)owner->id;
+            if (c->cn[owner->id].owned++ == 0) {
+                cnode_slot(c, owner);
+                cnode_retarget(owner);
+            }
+        }
+        break;
+    case NODE_ERR_ASK:
+        c->asks++;
+        break;
+    case NODE_ERR_TRYAGAIN:
+        c->tryagains++;
+        break;
+    case NODE_ERR_DOWN:
+        c->downs++;
+        cluster_refresh_want(&c->refresh);
+        break;
+    default:
+        break;
+    }
+}
+
+static enum node_err cmap_error(struct nodemap *m, struct node *n, const redisReply *reply,
+                                struct node **to)
+{
+    int slot;
+
+    return cmap_read(m->impl, n, reply, &slot, to);
 }
 
 /* --- the map's operations ------------------------------------------------- */
@@ -485,7 +466,6 @@ static int cmap_open(struct nodemap *m, const struct config *cfg)
     c->user = u->user ? strdup(u->user) : NULL;
     c->password = u->password ? strdup(u->password) : NULL;
     c->prefix = strdup(cfg->key_prefix);
-    c->timeout_ms = t;
     c->attempt_ms = t < ATTEMPT_MIN_MS ? ATTEMPT_MIN_MS : t > ATTEMPT_MAX_MS ? ATTEMPT_MAX_MS : t;
     c->attempt_ev = evtimer_new(m->base, on_attempt_timeout, c);
     c->tick_ev = event_new(m->base, -1, EV_PERSIST, on_tick, c);
@@ -562,7 +542,7 @@ static void cmap_close(struct nodemap *m)
 
     if (c == NULL)
         return;
-    close_ctx(&c->ac);
+    node_control_close(&c->ac);
     if (c->attempt_ev)
         event_free(c->attempt_ev);
     if (c->tick_ev)

@@ -31,6 +31,7 @@ struct nodemap {
     const struct nodemap_ops *ops;
     struct event_base *base;
     unsigned flags;      /* NODEMAP_WRITER, NODEMAP_API */
+    int timeout_ms;      /* the connections': the config's, then nodemap_set_timeout's */
     struct node **nodes; /* by node id */
     size_t nnodes;
     node_state_fn *on_state; /* the owner's */
@@ -44,6 +45,22 @@ struct nodemap {
  * when out of memory.
  */
 struct node *node_add(struct nodemap *m, const struct config *cfg);
+
+/*
+ * A control connection of a map (to a sentinel, to a Cluster node asked for
+ * its slot table) at host:port, on m's event loop: DATA is its ac->data,
+ * the callbacks are set, and AUTH is queued when PASSWORD (USER may be
+ * NULL): its error, if any, is what the next command answers (NOAUTH,
+ * WRONGPASS). NULL with the reason in WHY.
+ */
+redisAsyncContext *node_control_connect(struct nodemap *m, const char *host, int port,
+                                        const char *user, const char *password,
+                                        redisConnectCallback *on_connect,
+                                        redisDisconnectCallback *on_disconnect, void *data,
+                                        char *why, size_t whylen);
+
+/* Close *ACP if open and forget it: its pending callbacks run with NULL replies. */
+void node_control_close(redisAsyncContext **acp);
 
 /* The Sentinel kind (node_sentinel.c) and the Cluster kind (node_cluster.c). */
 extern const struct nodemap_ops sentinel_map_ops;

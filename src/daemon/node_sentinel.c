@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
 #include "clock.h"
@@ -80,15 +79,6 @@ struct smap {
 static void ask(struct smap *s);
 static void attempt(struct smap *s);
 
-static void close_ctx(redisAsyncContext **acp)
-{
-    redisAsyncContext *ac = *acp;
-
-    *acp = NULL;
-    if (ac) /* pending callbacks run with NULL replies and see that it is no longer ours */
-        redisAsyncFree(ac);
-}
-
 static void schedule_next(struct smap *s, int ms)
 {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -105,7 +95,7 @@ static void attempt_failed(struct smap *s, const char *fmt, const char *what)
              hostport_str(hp, sizeof(hp), s->set.a[s->tried].host, s->set.a[s->tried].port));
     snprintf(s->why + strlen(s->why), sizeof(s->why) - strlen(s->why), fmt, what);
     evtimer_del(s->attempt_ev);
-    close_ctx(&s->ac);
+    node_control_close(&s->ac);
     s->errors++;
     s->tried++;
     attempt(s);
@@ -149,17 +139,15 @@ static void on_switch(redisAsyncContext *ac, void *reply, void *arg)
     ask(s);
 }
 
-static redisAsyncContext *sentinel_connect(struct smap *s, const struct sentinel_addr *a,
-                                           void (*on_reply)(redisAsyncContext *, void *, void *));
-static void on_auth_ignored(redisAsyncContext *ac, void *reply, void *arg);
+static redisAsyncContext *sentinel_connect(struct smap *s, const struct sentinel_addr *a);
 
 /* Listen to +switch-master on the sentinel that answered last. */
 static void subscribe(struct smap *s)
 {
-    if (s->sub || !(s->sub = sentinel_connect(s, &s->set.a[0], on_auth_ignored)))
+    if (s->sub || !(s->sub = sentinel_connect(s, &s->set.a[0])))
         return;
     if (redisAsyncCommand(s->sub, on_switch, s, "SUBSCRIBE +switch-master") != REDIS_OK)
-        close_ctx(&s->sub);
+        node_control_close(&s->sub);
 }
 
 /* The answer of the sentinel at set.a[tried]: the connections go there. */
@@ -263,38 +251,10 @@ static void on_ctx_disconnect(const redisAsyncContext *ac, int status)
 }
 
 /* A connection to a sentinel, AUTH queued; NULL with s->why set. */
-static redisAsyncContext *sentinel_connect(struct smap *s, const struct sentinel_addr *a,
-                                           void (*on_reply)(redisAsyncContext *, void *, void *))
+static redisAsyncContext *sentinel_connect(struct smap *s, const struct sentinel_addr *a)
 {
-    redisAsyncContext *ac = redisAsyncConnect(a->host, a->port);
-
-    if (!ac || ac->err) {
-        snprintf(s->why, sizeof(s->why), "%s", ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
-        return NULL;
-    }
-    ac->data = s;
-    if (redisLibeventAttach(ac, s->map->base) != REDIS_OK) {
-        redisAsyncFree(ac);
-        snprintf(s->why, sizeof(s->why), "cannot attach to the event loop");
-        return NULL;
-    }
-    redisAsyncSetConnectCallback(ac, on_ctx_connect);
-    redisAsyncSetDisconnectCallback(ac, on_ctx_disconnect);
-    /* its error, if any, is what the next command answers (NOAUTH, WRONGPASS) */
-    if (s->password && s->user)
-        redisAsyncCommand(ac, on_reply, s, "AUTH %s %s", s->user, s->password);
-    else if (s->password)
-        redisAsyncCommand(ac, on_reply, s, "AUTH %s", s->password);
-    return ac;
-}
-
-static void on_auth_ignored(redisAsyncContext *ac, void *reply, void *arg)
-{
-    (void)ac;
-    (void)reply;
-    (void)arg;
+    return node_control_connect(s->map, a->host, a->port, s->user, s->password, on_ctx_connect,
+                                on_ctx_disconnect, s, s->why, sizeof(s->why));
 }
 
 /* Ask set.a[tried], or give up this question when every sentinel failed. */
@@ -314,7 +274,7 @@ static void attempt(struct smap *s)
         s->retry_ms = s->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : s->retry_ms * 2;
         return;
     }
-    if (!s->ac && !(s->ac = sentinel_connect(s, &s->set.a[s->tried], on_auth_ignored))) {
+    if (!s->ac && !(s->ac = sentinel_connect(s, &s->set.a[s->tried]))) {
         char why[sizeof(s->why)];
         memcpy(why, s->why, sizeof(why));
         attempt_failed(s, "%s", why);
@@ -415,8 +375,8 @@ static void smap_close(struct nodemap *m)
     if (s == NULL)
         return;
     s->asking = 0;
-    close_ctx(&s->ac);
-    close_ctx(&s->sub);
+    node_control_close(&s->ac);
+    node_control_close(&s->sub);
     if (s->attempt_ev)
         event_free(s->attempt_ev);
     if (s->next_ev)
