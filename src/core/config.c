@@ -106,8 +106,10 @@ static const struct setting settings[S_COUNT] = {
                  "primary the sentinels name: redis-sentinel://[[user]:password@]\n"
                  "host[:port][,host[:port]...][/db]#master (port 26379 by default;\n"
                  "?master=NAME, sentinel_user=, sentinel_password= for the sentinels'\n"
-                 "own credentials); host may be [IPv6]; percent-encode special\n"
-                 "characters (%40 for @); rediss:// (TLS) is not supported",
+                 "own credentials), or a Redis Cluster from its seed nodes:\n"
+                 "redis-cluster://[[user]:password@]host[:port][,host[:port]...];\n"
+                 "host may be [IPv6]; percent-encode special characters (%40 for @);\n"
+                 "rediss:// (TLS) is not supported",
                  K_REDIS_URL, FROM_ALL, 0, 0, 0},
     [S_REDIS_PASSWORD] = {"redis-password", NULL, "IDPOOL_REDIS_PASSWORD", "Redis", NULL, NULL,
                           "none",

@@ -145,7 +145,7 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
     keys[0] = r.key;
     rrc = ctl_redis_open(c);
     if (rrc == 0)
-        rrc = ctl_pools_read(c, keys, 1, &p);
+        rrc = ctl_pools_read(c, keys, 1, &p, 0);
     if (c->json) {
         cJSON *doc = ctl_row_json(&r), *rd;
 

@@ -226,7 +226,10 @@ static redisContext *routed(struct ctl *c, const char *key, size_t i, char *wher
                             char *err, size_t errlen)
 {
     uint64_t deadline = clock_ms() + (uint64_t)c->cfg.redis_timeout_ms;
-    const struct cluster_addr *a = key ? NULL : route_primary(c->route, i);
+    struct cluster_addr ka;
+    const struct cluster_addr *a = !key ? route_primary(c->route, i)
+                                   : route_addr(c->route, key, &ka) == 0 ? &ka
+                                                                         : NULL;
     char hp[HOSTPORT_STR_MAX] = "?";
     redisContext *x = key ? route_key_conn(c->route, key, deadline, err, errlen)
                           : route_primary_conn(c->route, i, deadline, err, errlen);
@@ -241,16 +244,33 @@ static redisContext *routed(struct ctl *c, const char *key, size_t i, char *wher
     return x;
 }
 
-redisContext *ctl_redis_for_key(struct ctl *c, const char *key, char *where, size_t wlen)
+int ctl_redis_where_key(const struct ctl *c, const char *key, char *where, size_t wlen)
 {
-    char err[1024];
-    redisContext *x;
+    struct cluster_addr a;
+    char hp[HOSTPORT_STR_MAX];
 
+    if (!c->route || route_addr(c->route, key, &a) < 0)
+        return -1;
+    snprintf(where, wlen, "Redis cluster node %s", hostport_str(hp, sizeof(hp), a.host, a.port));
+    return 0;
+}
+
+redisContext *ctl_redis_try_key(struct ctl *c, const char *key, char *where, size_t wlen, char *err,
+                                size_t errlen)
+{
     if (!c->route) {
         snprintf(where, wlen, "%s", c->rds_where);
         return c->rds;
     }
-    if (!(x = routed(c, key, 0, where, wlen, err, sizeof(err))))
+    return routed(c, key, 0, where, wlen, err, errlen);
+}
+
+redisContext *ctl_redis_for_key(struct ctl *c, const char *key, char *where, size_t wlen)
+{
+    char err[1024];
+    redisContext *x = ctl_redis_try_key(c, key, where, wlen, err, sizeof(err));
+
+    if (!x)
         ctl_fail(c, CTL_ERROR, "%s: %s", c->rds_where, err);
     return x;
 }

@@ -79,6 +79,11 @@ int ctl_redis_open(struct ctl *c) __attribute__((warn_unused_result));
  * where ("Redis at H:P", "Redis cluster node H:P"); NULL after reporting.
  */
 redisContext *ctl_redis_for_key(struct ctl *c, const char *key, char *where, size_t wlen);
+/* A Cluster's name of the primary of key's slot into where, as routed messages say it: 0, or -1. */
+int ctl_redis_where_key(const struct ctl *c, const char *key, char *where, size_t wlen);
+/* As ctl_redis_for_key, but NULL with err saying why and nothing reported. */
+redisContext *ctl_redis_try_key(struct ctl *c, const char *key, char *where, size_t wlen, char *err,
+                                size_t errlen);
 /*
  * One command about key where key lives, a Cluster's redirections followed
  * (MOVED, ASK, TRYAGAIN and CLUSTERDOWN within the Redis timeout): 0 with

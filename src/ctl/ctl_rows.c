@@ -257,12 +257,47 @@ static int pool_read_routed(struct ctl *c, const char *pool, const char *meta, v
     return 0;
 }
 
-int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_pool *out)
+/* The servers that could not be read (ctl_pools_read's partial): each reported once. */
+struct unread {
+    char where[8][400];
+    size_t n;
+};
+
+static int unread_known(const struct unread *u, const char *where)
 {
-    char pool[KEYS_MAX], meta[KEYS_MAX], where[400];
+    for (size_t i = 0; i < u->n; i++)
+        if (strcmp(u->where[i], where) == 0)
+            return 1;
+    return 0;
+}
+
+/* Application p cannot be read at where: reported when where is new. */
+static void unread_mark(struct ctl *c, struct unread *u, struct ctl_pool *p, const char *where,
+                        const char *err)
+{
+    p->unread = 1;
+    p->length = -1;
+    if (unread_known(u, where))
+        return;
+    if (u->n < sizeof(u->where) / sizeof(u->where[0]))
+        snprintf(u->where[u->n++], sizeof(u->where[0]), "%s", where);
+    ctl_fail(c, CTL_ERROR, "%s: %s (its applications' pools unknown)", where, err);
+}
+
+int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_pool *out,
+                   int partial)
+{
+    char pool[KEYS_MAX], meta[KEYS_MAX], where[400], err[1024];
     redisContext **conn = ctl_xcalloc(n, sizeof(*conn));
+    struct unread unread = {.n = 0};
     int rc = 0;
 
+    for (size_t i = 0; i < n; i++) {
+        out[i].length = -1;
+        out[i].unread = 0;
+        out[i].meta = ctl_jcheck(cJSON_CreateObject());
+        out[i].alerts = ctl_jcheck(cJSON_CreateArray());
+    }
     /*
      * Pipelined: each application's two commands on the connection of its
      * server (a Cluster: of its slot's primary), then the replies in the
@@ -271,28 +306,38 @@ int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_
     for (size_t i = 0; i < n && rc == 0; i++) {
         keys_app(c->cfg.key_prefix, keys[i], KEYS_POOL, pool, sizeof(pool));
         keys_app(c->cfg.key_prefix, keys[i], KEYS_META, meta, sizeof(meta));
-        if (!(conn[i] = ctl_redis_for_key(c, pool, where, sizeof(where))))
-            rc = CTL_ERROR;
-        else if (redisAppendCommand(conn[i], "LLEN %s", pool) != REDIS_OK ||
-                 redisAppendCommand(conn[i], "HGETALL %s", meta) != REDIS_OK)
+        if (partial && ctl_redis_where_key(c, pool, where, sizeof(where)) == 0 &&
+            unread_known(&unread, where)) {
+            out[i].unread = 1; /* not asked again: it may take the whole timeout */
+            continue;
+        }
+        if (!(conn[i] = ctl_redis_try_key(c, pool, where, sizeof(where), err, sizeof(err)))) {
+            if (partial)
+                unread_mark(c, &unread, &out[i], where, err);
+            else
+                rc = ctl_fail(c, CTL_ERROR, "%s: %s", where, err);
+        } else if (redisAppendCommand(conn[i], "LLEN %s", pool) != REDIS_OK ||
+                   redisAppendCommand(conn[i], "HGETALL %s", meta) != REDIS_OK) {
             ctl_oom();
+        }
     }
     for (size_t i = 0; i < n; i++) {
         redisReply *len = NULL, *h = NULL;
         void *r1 = NULL, *r2 = NULL;
 
-        out[i].length = -1;
-        out[i].meta = ctl_jcheck(cJSON_CreateObject());
-        out[i].alerts = ctl_jcheck(cJSON_CreateArray());
-        if (rc != 0)
+        if (rc != 0 || !conn[i])
             continue;
         keys_app(c->cfg.key_prefix, keys[i], KEYS_POOL, pool, sizeof(pool));
         keys_app(c->cfg.key_prefix, keys[i], KEYS_META, meta, sizeof(meta));
         ctl_redis_where(c, conn[i], where, sizeof(where));
         if (redisGetReply(conn[i], &r1) != REDIS_OK || redisGetReply(conn[i], &r2) != REDIS_OK) {
-            rc = ctl_fail(c, CTL_ERROR, "%s: %s", where,
-                          conn[i]->errstr[0] ? conn[i]->errstr : "no reply");
             freeReplyObject(r1);
+            if (partial)
+                unread_mark(c, &unread, &out[i], where,
+                            conn[i]->errstr[0] ? conn[i]->errstr : "no reply");
+            else
+                rc = ctl_fail(c, CTL_ERROR, "%s: %s", where,
+                              conn[i]->errstr[0] ? conn[i]->errstr : "no reply");
             continue;
         }
         if (cluster_said(r1) || cluster_said(r2)) { /* its slot moved since the table was read */

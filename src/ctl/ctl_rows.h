@@ -77,14 +77,21 @@ const char *ctl_row_reason(const struct ctl_row *r);
 
 /* What Redis holds for one application. */
 struct ctl_pool {
-    long long length; /* LLEN of the pool */
+    long long length; /* LLEN of the pool; -1 when unread */
     cJSON *meta;      /* the meta hash: object of field -> string ({} when absent) */
     cJSON *alerts;    /* array of the alert kinds firing in meta */
+    int unread;       /* its server could not be read (ctl_pools_read's partial) */
 };
 
-/* Read pool length and meta of n applications in one pipeline. 0, or CTL_ERROR after reporting. */
-int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_pool *out)
-    __attribute__((warn_unused_result));
+/*
+ * Read pool length and meta of n applications in one pipeline. 0, or
+ * CTL_ERROR after reporting. With partial (a Cluster with a primary down),
+ * a server that cannot be read is reported once (not tried again for its
+ * other applications), its applications are marked unread and the others
+ * read: 0 then.
+ */
+int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_pool *out,
+                   int partial) __attribute__((warn_unused_result));
 void ctl_pool_free(struct ctl_pool *p);
 
 #endif

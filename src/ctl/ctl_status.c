@@ -129,6 +129,7 @@ struct status_line {
     char state[16];   /* served | deleted | invalid */
     char type[16];    /* monotonic | trend | - */
     long long length; /* -1: unknown */
+    int unread;       /* its Redis server could not be read */
     double fill;      /* < 0: unknown */
     double rate;      /* < 0: unknown */
     cJSON *alerts;    /* array of strings (owned) */
@@ -225,7 +226,7 @@ static int lines_direct(struct ctl *c, struct status_line **out, size_t *n)
     for (size_t i = 0; i < nrows; i++)
         if (app_key_valid(rows[i].key))
             keys[nk++] = rows[i].key;
-    if ((rc = ctl_pools_read(c, keys, nk, pools)) != 0)
+    if ((rc = ctl_pools_read(c, keys, nk, pools, 1)) != 0)
         goto done;
     *out = ctl_xcalloc(nrows, sizeof(**out));
     *n = nrows;
@@ -241,6 +242,7 @@ static int lines_direct(struct ctl *c, struct status_line **out, size_t *n)
         snprintf(l->type, sizeof(l->type), "%s",
                  r->valid ? (r->cfg.type == APP_TREND ? "trend" : "monotonic") : "-");
         l->length = p ? p->length : -1;
+        l->unread = p && p->unread;
         l->fill = (p && r->valid && r->cfg.max_pool)
                       ? 100.0 * (double)p->length / (double)r->cfg.max_pool
                       : -1;
@@ -291,6 +293,8 @@ static void status_print(struct ctl *c, const struct status_line *l, size_t n, c
                 ctl_json_i64(o, "pool_length", l[i].length);
             else
                 ctl_jcheck(cJSON_AddNullToObject(o, "pool_length"));
+            if (l[i].unread)
+                ctl_jcheck(cJSON_AddTrueToObject(o, "pool_unread"));
             if (l[i].fill >= 0)
                 ctl_jcheck(cJSON_AddNumberToObject(o, "fill_pct", l[i].fill));
             else
@@ -319,7 +323,7 @@ static void status_print(struct ctl *c, const struct status_line *l, size_t n, c
         if (l[i].length >= 0)
             snprintf(len, sizeof(len), "%lld", l[i].length);
         else
-            snprintf(len, sizeof(len), "-");
+            snprintf(len, sizeof(len), "%s", l[i].unread ? "?" : "-");
         if (l[i].fill >= 0)
             snprintf(fill, sizeof(fill), "%.1f%%", l[i].fill);
         else
@@ -347,7 +351,7 @@ static void status_print(struct ctl *c, const struct status_line *l, size_t n, c
 int ctl_status(struct ctl *c, int argc, char **argv)
 {
     struct status_line *lines = NULL;
-    size_t n = 0;
+    size_t n = 0, unread = 0;
     char *pos[1], *body = NULL, err[256], where[300], note[700];
     int npos, rc, status = 0;
     cJSON *doc;
@@ -398,6 +402,12 @@ int ctl_status(struct ctl *c, int argc, char **argv)
         return rc;
     if (c->cfg.redis.kind != REDIS_STANDALONE) /* which servers the pools were read from */
         snprintf(note + strlen(note), sizeof(note) - strlen(note), "; %s", c->rds_where);
+    for (size_t i = 0; i < n; i++)
+        unread += lines[i].unread;
+    if (unread) /* the servers were named on stderr */
+        snprintf(note + strlen(note), sizeof(note) - strlen(note),
+                 "; %zu pool%s unknown ('?'): %s Redis server could not be read", unread,
+                 unread == 1 ? "" : "s", unread == 1 ? "its" : "their");
     status_print(c, lines, n, "direct", note);
     lines_free(lines, n);
     return 0;
@@ -414,4 +424,6 @@ const char ctl_status_help[] =
     "\n"
     "It asks idpoold (GET /v1/apps on --http / IDPOOL_HTTP_ADDR, 2 s timeout). When no\n"
     "daemon answers it reads Redis and MySQL directly (the rate is then unknown, '?')\n"
-    "and the footer line says so. Exit 1 only when neither source can be read.\n";
+    "and the footer line says so; on a Redis Cluster with a primary unreachable, its\n"
+    "applications' POOL is '?' and the node is named on stderr. Exit 1 only when\n"
+    "neither source can be read.\n";
