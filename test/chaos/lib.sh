@@ -504,6 +504,7 @@ alert_count() {
 # (run it after daemons_stop), so the check covers the pool's content too.
 drain() {
     local app=$1 n
+    redis_of "$app"
     n=$(llen "$app")
     ((n > 0)) || return 0
     "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$app")" --conns 1 \
@@ -901,7 +902,7 @@ round_apps_filled() {
 # round_app_add APP...: applications of a round (monotonic unless
 # ROUND_APP_TYPE=2, step 1000, pool 30000, low water 50 %, takes not
 # rate-limited). apps_filled APP...: each is above its low-water mark
-# (the daemons filled it).
+# (the daemons filled it), read where its pool lives (redis_of).
 round_app_add() {
     local app
     for app in "$@"; do
@@ -913,7 +914,8 @@ apps_filled() {
     local app
     for app in "$@"; do
         app_params "$app"
-            wait_until 20 pool_ge "$app" "$P_LOW" || fail "$app never filled"
+        redis_of "$app"
+        wait_until 20 pool_ge "$app" "$P_LOW" || fail "$app never filled"
     done
 }
 
@@ -1101,7 +1103,7 @@ takes_in() {
 #   round_end R APP T_FROM TO REFUSALS
 #   failover_times APP BUDGET    # detect_ms, first_take_ms, budget_ms
 #   failover_landed APP NOTE [COND]
-# and at the end failover_finish.
+# and at the end failover_finish [key=val...].
 
 # failover_rounds: ROUNDS (CHAOS_ROUNDS), PER_ROUND (the IDs a round pops)
 # and the budget of a switch as clients feel it: BUDGET_MS (1000) plus
@@ -1208,11 +1210,12 @@ failover_landed() {
          (($(logs_count "app=$1 redis restart or failover detected") > 0)) ${3:+&& $3}"
 }
 
-# failover_finish: rollback_finish, with the medians of the rounds' times.
+# failover_finish [key=val...]: rollback_finish, with the medians of the
+# rounds' times and the columns given.
 failover_finish() {
     rollback_finish detect_ms="$(median "${DETECTS[@]}")" first_take_ms="$(median "${FIRSTS[@]}")" \
         low_water_ms="$(median "${LOWS[@]}")" budget_ms="$(median "${BUDGETS[@]:-0}")" \
-        budget_limit_ms=$((BUDGET_MS + SLACK_MS))
+        budget_limit_ms=$((BUDGET_MS + SLACK_MS)) "$@"
 }
 
 # first_take_ms APP T0_NS: ms from T0_NS to when takes of APP were served
@@ -1402,3 +1405,145 @@ sentinel_scenario() {
     failover_finish
 }
 
+# -------------------------------------------------------------- Cluster ---
+# The Cluster scenarios (25-): the Cluster of scripts/servers.sh (node1..6,
+# three primaries with a replica each, cluster-node-timeout 1500 ms); every
+# daemon and consumer follows the slot table by itself. Each round's
+# application lives on one primary, its control on another.
+
+# redis_of APP: REDIS_PORT becomes the port of the Redis holding APP's
+# pool: the primary of its slot on a Cluster (CLUSTER=1); else unchanged
+# (one Redis, or Sentinel's primary, which REDIS_PORT follows).
+CLUSTER=0
+redis_of() {
+    ((CLUSTER == 0)) || REDIS_PORT=$(cluster_owner "$(pool_key "$1")")
+}
+
+# cluster_setup: chaos_setup with a Cluster; LOAD_TARGET makes every
+# idpool-load consumer follow the slot table from the seeds (--cluster).
+cluster_setup() {
+    SERVERS_CLUSTER=1 chaos_setup
+    CLUSTER=1
+    # A consumer retrying every millisecond while the cluster is down
+    # (CLUSTERDOWN on every primary) would load the nodes whose gossip
+    # decides the failover
+    CONSUMER_BACKOFF=5:50
+    LOAD_TARGET=(--cluster "${IDPOOL_REDIS_CLUSTER_URL#redis-cluster://}")
+}
+
+# cluster_round_apps: the applications of the rounds, chosen by their
+# keys' slots (cluster_apps): round r's, VICTIM[r], on the r-th primary
+# (by port), and its control, CONTROL[r], on the next one; at most three
+# rounds (one a primary).
+cluster_round_apps() {
+    local i primaries
+    ((ROUNDS <= 3)) || fail "a Cluster scenario runs one round a primary, three at most (not $ROUNDS)"
+    declare -gA APP_OF=()
+    cluster_apps ck
+    mapfile -t primaries < <(printf '%s\n' "${!APP_OF[@]}" | sort -n)
+    for ((i = 0; i < ROUNDS; i++)); do VICTIM[i + 1]=${APP_OF[${primaries[i]}]}; done
+    APP_OF=()
+    cluster_apps cc
+    for ((i = 0; i < ROUNDS; i++)); do CONTROL[i + 1]=${APP_OF[${primaries[(i + 1) % 3]}]}; done
+    round_app_add "${VICTIM[@]}" "${CONTROL[@]}"
+}
+
+# cluster_watch OLD_PORT APP OLD_EPOCH: rollback.py's cluster watcher in
+# the background (start it just before the fault; failover_watch_read
+# waits for it): detect_ms ends when a majority of the surviving nodes
+# (all but OLD_PORT) name another primary of APP's slot (CLUSTER SLOTS).
+cluster_watch() {
+    local p ports=()
+    for p in $(cluster_ports); do [[ $p == "$1" ]] || ports+=("$p"); done
+    rm -f "$DIR/watch"
+    "$PYTHON" "$ROLLBACK_PY" cluster "$(joined , "${ports[@]}")" "$1" "$(cluster_slot "$(pool_key "$2")")" \
+        "$(meta_key "$2")" "$3" "$DIR/watch" 30 &
+    WATCHER=$!
+}
+
+# cluster_control APP PORT EPOCH: the positive and negative control of a
+# round, APP on the surviving primary at PORT, whose consumers ran
+# through the victim's window [T_FROM, W_TO] and were stopped: they took
+# inside it (CTL_TAKES), yet APP saw no window: its meta there still
+# carries EPOCH (never swept), no daemon discarded its pool, no take of it
+# was refused with IDPOOL_EPOCH; CTL_FIRSTS gets the end of its longest
+# pause in served takes after the fault (the cluster down meanwhile).
+cluster_control() {
+    local app=$1 now
+    takes_in "$app" "$T_FROM" "$W_TO"
+    CTL_TAKES=$TAKES_IN
+    expect "((CTL_TAKES > 0))" "control $app: no idpool_take request inside the window"
+    now=$(now_ns)
+    takes_in "$app" 0 "$now"
+    expect "((REFUSED_IN == 0))" "control $app: $REFUSED_IN takes refused with IDPOOL_EPOCH (a window)"
+    expect "[[ '$(cluster_cli "$2" HGET "$(meta_key "$app")" epoch)' == '$3' ]]" \
+        "control $app: its meta on $2 is no longer of epoch $3 (swept: a window)"
+    expect "(($(logs_count "app=$app redis restart or failover detected") == 0))" \
+        "control $app: a daemon discarded its pool (a window)"
+    CTL_FIRSTS+=("$(first_take_ms "$app" "$T_FROM")")
+}
+
+# cluster_scenario REFUSALS: the rounds of a Cluster scenario
+# (cluster_round_apps: at most three), two refilling daemons and an
+# issuer-only one on the Cluster URL (failover_daemons). Each round,
+# consumers of every kind pop the round's application APP and its control
+# (failover_consumers, idpool-load following the slot table), then the
+# scenario's hooks run:
+#   cluster_fault OLD MEMBER APP     the fault on the primary of APP's slot
+#                                    (OLD: its port, MEMBER: its servers.sh
+#                                    name), T_FROM just before; sets
+#                                    FAULT_NOTE
+#   cluster_after OLD MEMBER APP     after the switch (the old primary back)
+# A watcher times the switch (detect_ms: a majority of the surviving nodes
+# name another primary of the slot) and the sweep on the new primary (the
+# window's end); first_take_ms, low_water_ms, budget_ms = first_take_ms -
+# detect_ms within BUDGET_MS + SLACK_MS: 2000 ms, as the daemons and the
+# clients read the slot table at most once a second (core/cluster.h), plus
+# the slack of failover_rounds. The control must see no window at all
+# (cluster_control; checked with none: U A L M over everything).
+# REFUSALS: takes_exposed's (optional or required). Evidence: the new
+# primary validated under its own server id, the inherited pool
+# discarded, and the control's takes inside the window (control_takes).
+cluster_scenario() {
+    local refusals=$1 r app ctl old member port epoch
+    CTL_FIRSTS=()
+    failover_rounds
+    BUDGET_MS=2000
+    cluster_round_apps
+    failover_daemons "$IDPOOL_REDIS_CLUSTER_URL"
+    apps_filled "${VICTIM[@]}" "${CONTROL[@]}"
+    for ((r = 1; r <= ROUNDS; r++)); do
+        app=${VICTIM[r]} ctl=${CONTROL[r]}
+        old=$(cluster_owner "$(pool_key "$app")")
+        member=$(cluster_node "$old")
+        port=$(cluster_owner "$(pool_key "$ctl")")
+        [[ $port != "$old" ]] || fail "control $ctl is on $app's primary $old"
+        # the control first: round_begin's N0 and P_MAX must be the round's application's
+        failover_consumers "$ctl" "$IDPOOL_REDIS_CLUSTER_URL"
+        failover_consumers "$app" "$IDPOOL_REDIS_CLUSTER_URL"
+        pop_past "$app"
+        failover_probe "$old" "$app"
+        epoch=$(cluster_cli "$port" HGET "$(meta_key "$ctl")" epoch)
+        [[ -n $epoch ]] || fail "control $ctl: no epoch in its meta on $port"
+        cluster_watch "$old" "$app" "$PROBE_EPOCH"
+        T_FROM=$(now_ns)
+        cluster_fault "$old" "$member" "$app"
+        failover_watch_read "$app"
+        failover_switched "$app"
+        cluster_after "$old" "$member" "$app"
+        WINDOW=$(((W_TO - T_FROM) / 1000000))
+        round_end "$r" "$app" "$T_FROM" "$W_TO" "$refusals"
+        consumers_stop "$ctl"
+        cluster_control "$ctl" "$port" "$epoch"
+        failover_times "$app" 1
+        failover_landed "$app" "$FAULT_NOTE,new=$(cluster_node "$W_NEW"),detect_ms=$DETECT,stale=$STALE,control_takes=$CTL_TAKES"
+    done
+    # The controls: checked without a window (U A L, and M over every
+    # unbuffered log), then the rounds' applications with theirs.
+    daemons_stop
+    for ctl in "${CONTROL[@]}"; do
+        drain "$ctl"
+        check_rollback "$ctl" 0 0
+    done
+    failover_finish control_first_take_ms="$(median "${CTL_FIRSTS[@]}")"
+}
