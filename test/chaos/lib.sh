@@ -1097,6 +1097,7 @@ takes_in() {
 # on its application APP:
 #   failover_consumers APP URL   # consumers of every kind, popping
 #   failover_probe OLD APP       # the old primary's copy of APP
+#   DISCARDS0=$(pool_discards APP)
 #   ... a watcher started (sentinel_watch, cluster_watch), the fault ...
 #   failover_watch_read APP      # the switch, and the sweep that ended it
 #   failover_switched APP        # the new primary: validated, refilled (R)
@@ -1203,12 +1204,17 @@ failover_times() {
 
 # failover_landed APP NOTE [COND]: the evidence of a round (fault_landed
 # NOTE): the new primary was validated under its own server id, not
-# under the old epoch, the daemons discarded the pool it inherited, and
-# COND holds.
+# under the old epoch, the daemons discarded the pool it inherited (more
+# discards of APP logged than DISCARDS0, counted before the fault: an
+# earlier round's may have discarded it already), and COND holds.
 failover_landed() {
     fault_landed "$2" "[[ '$W_EPOCH' == '$W_ID':* && '$W_EPOCH' != '$PROBE_EPOCH' ]] &&
-         (($(logs_count "app=$1 redis restart or failover detected") > 0)) ${3:+&& $3}"
+         (($(pool_discards "$1") > $DISCARDS0)) ${3:+&& $3}"
 }
+
+# pool_discards APP: how many times the daemons logged a discard of APP's
+# pool (a restart, failover or rollback detected) so far.
+pool_discards() { logs_count "app=$1 redis restart or failover detected"; }
 
 # failover_finish [key=val...]: rollback_finish, with the medians of the
 # rounds' times and the columns given.
@@ -1382,6 +1388,7 @@ sentinel_scenario() {
         else
             failover_probe "$old" "$app"
         fi
+        DISCARDS0=$(pool_discards "$app")
         sentinel_watch "$old" "$app" "$PROBE_EPOCH"
         T_FROM=$(now_ns)
         sentinel_fault "$old" "$member" "$app"
@@ -1461,13 +1468,15 @@ cluster_watch() {
     WATCHER=$!
 }
 
-# cluster_control APP PORT EPOCH: the positive and negative control of a
-# round, APP on the surviving primary at PORT, whose consumers ran
-# through the victim's window [T_FROM, W_TO] and were stopped: they took
-# inside it (CTL_TAKES), yet APP saw no window: its meta there still
-# carries EPOCH (never swept), no daemon discarded its pool, no take of it
-# was refused with IDPOOL_EPOCH; CTL_FIRSTS gets the end of its longest
-# pause in served takes after the fault (the cluster down meanwhile).
+# cluster_control APP PORT EPOCH DISCARDS: the positive and negative
+# control of a round, APP on the surviving primary at PORT, whose
+# consumers ran through the victim's window [T_FROM, W_TO] and were
+# stopped: they took inside it (CTL_TAKES), yet APP saw no window: its
+# meta there still carries EPOCH (never swept), the daemons logged no
+# discard of its pool beyond the DISCARDS before the round (an earlier
+# round may have killed the primary it had then), no take of it was
+# refused with IDPOOL_EPOCH; CTL_FIRSTS gets the end of its longest pause
+# in served takes after the fault (the cluster down meanwhile).
 cluster_control() {
     local app=$1 now
     takes_in "$app" "$T_FROM" "$W_TO"
@@ -1478,8 +1487,7 @@ cluster_control() {
     expect "((REFUSED_IN == 0))" "control $app: $REFUSED_IN takes refused with IDPOOL_EPOCH (a window)"
     expect "[[ '$(cluster_cli "$2" HGET "$(meta_key "$app")" epoch)' == '$3' ]]" \
         "control $app: its meta on $2 is no longer of epoch $3 (swept: a window)"
-    expect "(($(logs_count "app=$app redis restart or failover detected") == 0))" \
-        "control $app: a daemon discarded its pool (a window)"
+    expect "(($(pool_discards "$app") == $4))" "control $app: a daemon discarded its pool (a window)"
     CTL_FIRSTS+=("$(first_take_ms "$app" "$T_FROM")")
 }
 
@@ -1505,7 +1513,7 @@ cluster_control() {
 # primary validated under its own server id, the inherited pool
 # discarded, and the control's takes inside the window (control_takes).
 cluster_scenario() {
-    local refusals=$1 r app ctl old member port epoch
+    local refusals=$1 r app ctl old member port epoch discards
     CTL_FIRSTS=()
     failover_rounds
     BUDGET_MS=2000
@@ -1525,6 +1533,8 @@ cluster_scenario() {
         failover_probe "$old" "$app"
         epoch=$(cluster_cli "$port" HGET "$(meta_key "$ctl")" epoch)
         [[ -n $epoch ]] || fail "control $ctl: no epoch in its meta on $port"
+        discards=$(pool_discards "$ctl")
+        DISCARDS0=$(pool_discards "$app")
         cluster_watch "$old" "$app" "$PROBE_EPOCH"
         T_FROM=$(now_ns)
         cluster_fault "$old" "$member" "$app"
@@ -1534,7 +1544,7 @@ cluster_scenario() {
         WINDOW=$(((W_TO - T_FROM) / 1000000))
         round_end "$r" "$app" "$T_FROM" "$W_TO" "$refusals"
         consumers_stop "$ctl"
-        cluster_control "$ctl" "$port" "$epoch"
+        cluster_control "$ctl" "$port" "$epoch" "$discards"
         failover_times "$app" 1
         failover_landed "$app" "$FAULT_NOTE,new=$(cluster_node "$W_NEW"),detect_ms=$DETECT,stale=$STALE,control_takes=$CTL_TAKES"
     done
