@@ -1097,10 +1097,7 @@ takes_in() {
 # on its application APP:
 #   failover_consumers APP URL   # consumers of every kind, popping
 #   failover_probe OLD APP       # the old primary's copy of APP
-#   DISCARDS0=$(pool_discards APP)
-#   ... a watcher started (sentinel_watch, cluster_watch), the fault ...
-#   failover_watch_read APP      # the switch, and the sweep that ended it
-#   failover_switched APP        # the new primary: validated, refilled (R)
+#   failover_strike KIND OLD MEMBER APP  # the fault, watched; R
 #   round_end R APP T_FROM TO REFUSALS
 #   failover_times APP BUDGET    # detect_ms, first_take_ms, budget_ms
 #   failover_landed APP NOTE [COND]
@@ -1150,6 +1147,25 @@ failover_consumers() {
 failover_probe() {
     PROBE_EPOCH=$(redis-cli -p "$1" HGET "$(meta_key "$2")" epoch)
     redis-cli -p "$1" LRANGE "$(pool_key "$2")" 0 -1 >"$DIR/probe.pool"
+}
+
+# failover_strike KIND OLD MEMBER APP: the fault of a round on APP, whose
+# primary is at port OLD (servers.sh's MEMBER), KIND sentinel or cluster:
+# DISCARDS0 counted (failover_landed), KIND's watcher started
+# (KIND_watch OLD APP PROBE_EPOCH), T_FROM, the scenario's hook KIND_fault
+# OLD MEMBER APP (it may set T_FROM again, at the fault itself), the
+# watcher read (failover_watch_read), the new primary checked and R
+# waited for (failover_switched), then the hook KIND_after OLD MEMBER APP.
+failover_strike() {
+    local kind=$1
+    shift
+    DISCARDS0=$(pool_discards "$3")
+    "${kind}_watch" "$1" "$3" "$PROBE_EPOCH"
+    T_FROM=$(now_ns)
+    "${kind}_fault" "$@"
+    failover_watch_read "$3"
+    failover_switched "$3"
+    "${kind}_after" "$@"
 }
 
 # failover_watch_read APP: waits for the watcher (sentinel_watch,
@@ -1388,14 +1404,8 @@ sentinel_scenario() {
         else
             failover_probe "$old" "$app"
         fi
-        DISCARDS0=$(pool_discards "$app")
-        sentinel_watch "$old" "$app" "$PROBE_EPOCH"
-        T_FROM=$(now_ns)
-        sentinel_fault "$old" "$member" "$app"
-        failover_watch_read "$app"
-        failover_switched "$app"
         T_OLD_GONE=0
-        sentinel_after "$old" "$member" "$app"
+        failover_strike sentinel "$old" "$member" "$app"
         # the primary now (a loaded machine may see more failovers than the
         # one inflicted: the daemons and consumers follow them too)
         wait_until 30 settled_primary || failure "$app: no primary the sentinels agree on"
@@ -1534,13 +1544,7 @@ cluster_scenario() {
         epoch=$(cluster_cli "$port" HGET "$(meta_key "$ctl")" epoch)
         [[ -n $epoch ]] || fail "control $ctl: no epoch in its meta on $port"
         discards=$(pool_discards "$ctl")
-        DISCARDS0=$(pool_discards "$app")
-        cluster_watch "$old" "$app" "$PROBE_EPOCH"
-        T_FROM=$(now_ns)
-        cluster_fault "$old" "$member" "$app"
-        failover_watch_read "$app"
-        failover_switched "$app"
-        cluster_after "$old" "$member" "$app"
+        failover_strike cluster "$old" "$member" "$app"
         WINDOW=$(((W_TO - T_FROM) / 1000000))
         round_end "$r" "$app" "$T_FROM" "$W_TO" "$refusals"
         consumers_stop "$ctl"
