@@ -461,6 +461,11 @@ void route_moved(struct router *r, unsigned slot, const struct cluster_addr *to)
     count_owned(r);
 }
 
+void route_want(struct router *r)
+{
+    cluster_refresh_want(&r->refresh);
+}
+
 size_t route_primaries(const struct router *r)
 {
     size_t k = 0;

@@ -85,6 +85,12 @@ int route_addr(const struct router *r, const char *key, struct cluster_addr *out
 
 /* A MOVED seen by the caller (idpool-load's own connections): the slot patched, a read wanted. */
 void route_moved(struct router *r, unsigned slot, const struct cluster_addr *to);
+/*
+ * The caller's own connection to a primary of the table failed (refused,
+ * lost): that primary may be gone in a failover, so a read is wanted (the
+ * next route_sync reads when due, at most one a second).
+ */
+void route_want(struct router *r);
 
 /*
  * The primaries that own slots in the table in use: how many, and the

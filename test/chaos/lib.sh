@@ -504,6 +504,7 @@ alert_count() {
 # (run it after daemons_stop), so the check covers the pool's content too.
 drain() {
     local app=$1 n
+    redis_of "$app"
     n=$(llen "$app")
     ((n > 0)) || return 0
     "$IDPOOL_LOAD" --port "$REDIS_PORT" --mode lpop --key "$(pool_key "$app")" --conns 1 \
@@ -887,20 +888,34 @@ rollback_apps() {
 }
 
 # round_apps_add PREFIX ROUNDS: the applications PREFIX1..ROUNDS of a
-# rollback or Sentinel scenario; round_apps_filled PREFIX ROUNDS: each is
-# above its low-water mark (the daemons filled them).
+# rollback or failover scenario (round_app_add); round_apps_filled PREFIX
+# ROUNDS: each is above its low-water mark (apps_filled).
 round_apps_add() {
     local r
-    for ((r = 1; r <= $2; r++)); do
-        add_app "$1$r" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
-            max_size_per_second=1000000 increasing_type="${ROUND_APP_TYPE:-1}"
-    done
+    for ((r = 1; r <= $2; r++)); do round_app_add "$1$r"; done
 }
 round_apps_filled() {
     local r
-    for ((r = 1; r <= $2; r++)); do
-        app_params "$1$r"
-        wait_until 20 pool_ge "$1$r" "$P_LOW" || fail "$1$r never filled"
+    for ((r = 1; r <= $2; r++)); do apps_filled "$1$r"; done
+}
+
+# round_app_add APP...: applications of a round (monotonic unless
+# ROUND_APP_TYPE=2, step 1000, pool 30000, low water 50 %, takes not
+# rate-limited). apps_filled APP...: each is above its low-water mark
+# (the daemons filled it), read where its pool lives (redis_of).
+round_app_add() {
+    local app
+    for app in "$@"; do
+        add_app "$app" step=1000 max_pool_size=30000 min_size_percent=50 increment_max=3 \
+            max_size_per_second=1000000 increasing_type="${ROUND_APP_TYPE:-1}"
+    done
+}
+apps_filled() {
+    local app
+    for app in "$@"; do
+        app_params "$app"
+        redis_of "$app"
+        wait_until 20 pool_ge "$app" "$P_LOW" || fail "$app never filled"
     done
 }
 
@@ -985,8 +1000,8 @@ run_watched() {
 #   ... the fault, a watcher (window_read / run_watched) ...
 #   round_end R APP FROM TO  # consumers stop; takes_exposed; STALE
 #   fault_landed "...stale=$STALE..."
-# and at the end rollback_finish PREFIX ROUNDS [key=val...].
-WINDOWS=() TAKES=() REFUSED=() ROUND_WINDOW=() STALE_SUM=0
+# and at the end rollback_finish [key=val...].
+WINDOWS=() TAKES=() REFUSED=() ROUND_APP=() ROUND_WINDOW=() STALE_SUM=0
 
 # round_begin APP: two LPOP and two idpool_take consumers of APP that retry
 # every millisecond (they pop the moment Redis serves again; the backoff
@@ -1013,7 +1028,8 @@ pop_past() {
 # past N0) and stop; the take consumers' exposure to the window [FROM, TO]
 # (takes_exposed) and STALE, the IDs of $DIR/probe.pool popped by requests
 # sent before FROM, are counted. WINDOWS (WINDOW), TAKES, REFUSED,
-# STALE_SUM and ROUND_WINDOW[R] keep the round for rollback_finish.
+# STALE_SUM, ROUND_APP[R] and ROUND_WINDOW[R] keep the round for
+# rollback_finish.
 round_end() {
     local r=$1 app=$2 from=$3 to=$4
     consumers_wait "$app" "$((PER_ROUND > N0 + P_MAX ? PER_ROUND : N0 + P_MAX))"
@@ -1022,21 +1038,21 @@ round_end() {
     WINDOWS+=("$WINDOW") TAKES+=("$TAKES_IN") REFUSED+=("$REFUSED_IN")
     STALE=$(python3 "$ROLLBACK_PY" stale "$DIR/probe.pool" "$from" "$DIR/$app".c*.bin)
     STALE_SUM=$((STALE_SUM + STALE))
+    ROUND_APP[r]=$app
     ROUND_WINDOW[r]="$from:$to"
 }
 
-# rollback_finish PREFIX ROUNDS [key=val...]: every daemon stopped, the
-# applications PREFIX1..ROUNDS drained and checked with their windows
+# rollback_finish [key=val...]: every daemon stopped, the applications of
+# the rounds (round_end) drained and checked with their windows
 # (check_rollback), and the row: window_ms (the worst), windows_ms,
 # window_limit_ms, takes and refused (per round), stale and the columns
 # given.
 rollback_finish() {
-    local prefix=$1 rounds=$2 r w max=0
-    shift 2
+    local r w max=0
     daemons_stop
-    for ((r = 1; r <= rounds; r++)); do
-        drain "$prefix$r"
-        check_rollback "$prefix$r" "${ROUND_WINDOW[r]%%:*}" "${ROUND_WINDOW[r]#*:}"
+    for r in "${!ROUND_APP[@]}"; do
+        drain "${ROUND_APP[r]}"
+        check_rollback "${ROUND_APP[r]}" "${ROUND_WINDOW[r]%%:*}" "${ROUND_WINDOW[r]#*:}"
     done
     for w in "${WINDOWS[@]}"; do ((w <= max)) || max=$w; done
     row window_ms="$max" windows_ms="$(joined / "${WINDOWS[@]}")" \
@@ -1051,12 +1067,8 @@ rollback_finish() {
 # (no refusal is not one with REFUSALS=optional: a window where the takes
 # may never meet a stale pool).
 takes_exposed() {
-    local app=$1 logs=() f
-    for f in "$DIR/$app".c*.bin "$DIR/$app".c*.refused; do
-        [[ -e $f ]] && logs+=("$f")
-    done
-    read -r TAKES_IN REFUSED_IN < <(python3 "$ROLLBACK_PY" takes "$2" "$3" "${logs[@]}") ||
-        TAKES_IN=0 REFUSED_IN=0
+    local app=$1
+    takes_in "$app" "$2" "$3"
     info "$app: idpool_take consumers sent $TAKES_IN requests inside the window," \
         "$REFUSED_IN refused with IDPOOL_EPOCH"
     expect "((TAKES_IN > 0))" "$app: no idpool_take request inside the window (the takes were idle)"
@@ -1065,8 +1077,230 @@ takes_exposed() {
             "$app: no IDPOOL_EPOCH refusal inside the window (the takes never met the stale pool)"
 }
 
+# takes_in APP FROM TO: TAKES_IN, the requests APP's idpool_take consumers
+# sent inside [FROM, TO], and REFUSED_IN, how many of them IDPOOL_EPOCH
+# refused (rollback.py takes over their pop logs and .refused logs).
+takes_in() {
+    local logs=() f
+    for f in "$DIR/$1".c*.bin "$DIR/$1".c*.refused; do
+        [[ -e $f ]] && logs+=("$f")
+    done
+    read -r TAKES_IN REFUSED_IN < <(python3 "$ROLLBACK_PY" takes "$2" "$3" "${logs[@]}") ||
+        TAKES_IN=0 REFUSED_IN=0
+}
+
+# ------------------------------------------------------------ failovers ---
+# A primary lost under load and another promoted: behind Sentinel (19-24)
+# or in a Cluster (25-). What their drivers, sentinel_scenario and
+# cluster_scenario, share: once, failover_rounds (the settings) and
+# failover_daemons URL (two refilling daemons and an issuer); each round,
+# on its application APP:
+#   failover_consumers APP URL   # consumers of every kind, popping
+#   failover_probe OLD APP       # the old primary's copy of APP
+#   failover_strike KIND OLD MEMBER APP  # the fault, watched; R
+#   round_end R APP T_FROM TO REFUSALS
+#   failover_times APP BUDGET    # detect_ms, first_take_ms, budget_ms
+#   failover_landed APP NOTE [COND]
+# and at the end failover_finish [key=val...].
+
+# failover_rounds: ROUNDS (CHAOS_ROUNDS), PER_ROUND (the IDs a round pops)
+# and the budget of a switch as clients feel it: BUDGET_MS (1000) plus
+# SLACK_MS (CHAOS_FAILOVER_SLACK_MS: default 1500 in the quick profile, 0
+# in the long one).
+failover_rounds() {
+    ROUNDS=$CHAOS_ROUNDS
+    PER_ROUND=$((CHAOS_IDS / ROUNDS))
+    WINDOW_LIMIT_MS=- # the window includes the promotion: budget_ms is what is bounded
+    BUDGET_MS=1000
+    if [[ $PROFILE == quick ]]; then SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-1500}; else SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-0}; fi
+    DETECTS=() FIRSTS=() LOWS=() BUDGETS=()
+}
+
+# failover_daemons URL: daemons a and b refilling, i only issuing IDs
+# (--refill off, --api on API_PORT), all on URL; TOKEN, a token of the
+# issuer for every application.
+failover_daemons() {
+    chaos_daemon a --redis "$1"
+    chaos_daemon b --redis "$1"
+    API_PORT=$(free_port)
+    chaos_daemon i --redis "$1" --refill off --api "127.0.0.1:$API_PORT"
+    TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add \
+        "chaos$CHAOS_NUM" --apps '*' | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["token"])') ||
+        fail "tokens add"
+}
+
+# failover_consumers APP URL: consumers of APP of every kind, each
+# following the primary by itself: idpool-load LPOP and FCALL takes
+# (round_begin, on LOAD_TARGET), libidpool and the Python client on URL,
+# and the issuer (libidpool's HTTP transport); returns once the first
+# popped a quarter of PER_ROUND (N0: what they popped by then).
+failover_consumers() {
+    round_begin "$1"
+    client_consumers_start "$1" "$2"
+    client_consumers_start "$1" "http://$TOKEN@127.0.0.1:$API_PORT"
+    py_consumers_start "$1" "$2"
+}
+
+# failover_probe OLD APP: the old primary's (at port OLD) copy of APP: its
+# meta's epoch, PROBE_EPOCH, and its pool, $DIR/probe.pool (the stale IDs
+# a promoted replica may hold).
+failover_probe() {
+    PROBE_EPOCH=$(redis-cli -p "$1" HGET "$(meta_key "$2")" epoch)
+    redis-cli -p "$1" LRANGE "$(pool_key "$2")" 0 -1 >"$DIR/probe.pool"
+}
+
+# failover_strike KIND OLD MEMBER APP: the fault of a round on APP, whose
+# primary is at port OLD (servers.sh's MEMBER), KIND sentinel or cluster:
+# DISCARDS0 counted (failover_landed), KIND's watcher started
+# (KIND_watch OLD APP PROBE_EPOCH), T_FROM, the scenario's hook KIND_fault
+# OLD MEMBER APP (it may set T_FROM again, at the fault itself), the
+# watcher read (failover_watch_read), the new primary checked and R
+# waited for (failover_switched), then the hook KIND_after OLD MEMBER APP.
+failover_strike() {
+    local kind=$1
+    shift
+    DISCARDS0=$(pool_discards "$3")
+    "${kind}_watch" "$1" "$3" "$PROBE_EPOCH"
+    T_FROM=$(now_ns)
+    "${kind}_fault" "$@"
+    failover_watch_read "$3"
+    failover_switched "$3"
+    "${kind}_after" "$@"
+}
+
+# failover_watch_read APP: waits for the watcher (sentinel_watch,
+# cluster_watch): W_STATE, T_DETECT (the switch), W_TO (ns: the old meta
+# gone from the new primary), W_NEW (the new primary's port).
+failover_watch_read() {
+    local polls t_from
+    wait_until 35 test -s "$DIR/watch" || failure "$1: the failover watcher did not report"
+    wait "$WATCHER" 2>/dev/null || true
+    W_STATE=missing T_DETECT=0 W_TO=0 W_NEW=''
+    [[ -s $DIR/watch ]] && read -r W_STATE T_DETECT W_TO polls W_NEW t_from <"$DIR/watch"
+    ((W_TO > 0)) || W_TO=$(now_ns)
+    info "$1: the primary is $W_NEW, named $(((T_DETECT - T_FROM) / 1000000)) ms after the fault;" \
+        "the old meta $W_STATE there after $(((W_TO - T_FROM) / 1000000)) ms ($polls polls)"
+}
+
+# failover_switched APP: the old pool on the new primary W_NEW was
+# discarded (else a failure); W_EPOCH, the epoch validated there (before
+# the sweep that ended the watch), and W_ID, its server id, are read;
+# REDIS_PORT becomes W_NEW, and R is waited for there (recovered, 30 s at
+# most; its time kept for low_water_ms).
+failover_switched() {
+    local app=$1
+    expect "[[ $W_STATE == discarded || $W_STATE == replaced ]]" \
+        "$app: the old pool on the new primary was not discarded (watcher: $W_STATE)"
+    [[ -n $W_NEW ]] || fail "$app: no new primary"
+    W_EPOCH=$(redis-cli -p "$W_NEW" FCALL_RO idpool_validated 0)
+    W_ID=$(redis_server_id "$W_NEW")
+    REDIS_PORT=$W_NEW
+    LAST_RECOVERY_MS=timeout
+    recovered "$app" "$T_FROM" 30
+    LOWS+=("$LAST_RECOVERY_MS")
+}
+
+# failover_times APP BUDGET: the round's times (after round_end): DETECT,
+# the fault (T_FROM) to the switch (T_DETECT), and first_take_ms; with
+# BUDGET=1, budget_ms = first_take_ms - detect_ms must be within BUDGET_MS
+# + SLACK_MS. None served after the fault is a failure.
+failover_times() {
+    local app=$1 first
+    DETECT=$(((T_DETECT - T_FROM) / 1000000))
+    first=$(first_take_ms "$app" "$T_FROM")
+    DETECTS+=("$DETECT") FIRSTS+=("$first")
+    if [[ $first == none ]]; then
+        failure "$app: no take was served after the fault"
+    elif [[ $2 == 1 ]]; then
+        BUDGETS+=($((first - DETECT)))
+        expect "((first - DETECT <= BUDGET_MS + SLACK_MS))" \
+            "$app: the first take came $((first - DETECT)) ms after the switch (budget $BUDGET_MS + $SLACK_MS ms)"
+    fi
+}
+
+# failover_landed APP NOTE [COND]: the evidence of a round (fault_landed
+# NOTE): the new primary was validated under its own server id, not
+# under the old epoch, the daemons discarded the pool it inherited (more
+# discards of APP logged than DISCARDS0, counted before the fault: an
+# earlier round's may have discarded it already), and COND holds.
+failover_landed() {
+    fault_landed "$2" "[[ '$W_EPOCH' == '$W_ID':* && '$W_EPOCH' != '$PROBE_EPOCH' ]] &&
+         (($(pool_discards "$1") > $DISCARDS0)) ${3:+&& $3}"
+}
+
+# pool_discards APP: how many times the daemons logged a discard of APP's
+# pool (a restart, failover or rollback detected) so far.
+pool_discards() { logs_count "app=$1 redis restart or failover detected"; }
+
+# failover_finish [key=val...]: rollback_finish, with the medians of the
+# rounds' times and the columns given.
+failover_finish() {
+    rollback_finish detect_ms="$(median "${DETECTS[@]}")" first_take_ms="$(median "${FIRSTS[@]}")" \
+        low_water_ms="$(median "${LOWS[@]}")" budget_ms="$(median "${BUDGETS[@]:-0}")" \
+        budget_limit_ms=$((BUDGET_MS + SLACK_MS)) "$@"
+}
+
+# first_take_ms APP T0_NS: ms from T0_NS to when takes of APP were served
+# again (the end of the longest pause in served takes after T0_NS, any
+# direct take consumer: every take of idpool-load goes to Redis, while the
+# buffered clients' logs, *.buffered.*, show IDs their buffers held, and a
+# stale one's, *.stale.*, takes on a partitioned primary), or "none".
+first_take_ms() {
+    local t logs=()
+    for f in "$DIR/$1".c*.bin; do [[ $f == *.buffered.* || $f == *.stale.* ]] || logs+=("$f"); done
+    t=$("$PYTHON" "$ROLLBACK_PY" first_take "$2" "${logs[@]}")
+    if ((t > 0)); then echo $(((t - $2) / 1000000)); else echo none; fi
+}
+
+# client_consumers_start APP ENV [idpool-clientload args]: one recorded
+# libidpool consumer of APP (idpool-clientload, kind take) through ENV (a
+# Redis, Sentinel or Cluster URL: libidpool; http://TOKEN@host:port: an
+# issuer), taking 100 IDs every 5 ms and retrying every error after 1 ms,
+# until consumers_stop (a consumer group like consumers_start's:
+# $DIR/APP.c<g>.buffered.0.bin: a client that buffers IDs hands out ones it
+# took before a pop of another consumer completed, so check_rollback leaves
+# "buffered" logs out of the M check).
+IDPOOL_CLIENTLOAD=${IDPOOL_CLIENTLOAD:-$CHAOS_BUILD/test/idpool-clientload}
+client_consumers_start() {
+    local app=$1 env=$2 g
+    shift 2
+    g=${CONS_GEN[$app]:-0}
+    CONS_GEN[$app]=$((g + 1))
+    bg_run "cons.$app.$g" "$IDPOOL_CLIENTLOAD" --take 100 --pause-ms 5 --ids 1000000000 \
+        --timeout-ms 1000 --record "$DIR/$app.c$g.buffered" --stop-file "$DIR/cons.$app.$g.stopfile" "$@" \
+        "$app" "$env"
+}
+
+# py_consumers_start APP ENV: one recorded Python client consumer of APP
+# (pytake.py: App.next_n(100) every 5 ms, errors retried), a consumer group
+# like consumers_start's.
+py_consumers_start() {
+    local app=$1 g
+    g=${CONS_GEN[$app]:-0}
+    CONS_GEN[$app]=$((g + 1))
+    bg_run "cons.$app.$g" env PYTHONPATH="$IDPOOL_SOURCE_ROOT/src/python" "$PYTHON" \
+        "$CHAOS_LIB_DIR/pytake.py" "$app" "$2" "$DIR/$app.c$g.buffered.0.bin" \
+        "$DIR/cons.$app.$g.stopfile"
+}
+
+# redis_info PORT SECTION FIELD: one field of INFO SECTION of the Redis at PORT.
+redis_info() { redis-cli -p "$1" INFO "$2" | tr -d '\r' | sed -n "s/^$3://p"; }
+
+# primary_kill9 OLD MEMBER: the primary at port OLD (servers.sh's MEMBER)
+# killed (-9), T_FROM just before; returns once the process is gone.
+primary_kill9() {
+    local old=$1 member=$2 pid
+    pid=$(redis_info "$old" server process_id)
+    T_FROM=$(now_ns)
+    kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
+    wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
+}
+
+# median N...: the median of the numbers given (the lower one of two).
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
 # ------------------------------------------------------------- Sentinel ---
-# The Sentinel scenarios (19-): a Sentinel set of scripts/servers.sh (the
+# The Sentinel scenarios (19-24): a Sentinel set of scripts/servers.sh (the
 # primary, replica1, replica2, sentinel1..3); every daemon and consumer
 # follows the primary through the sentinels. REDIS_PORT follows the
 # primary too (the harness' helpers read pools there).
@@ -1111,121 +1345,55 @@ settled_primary() {
 }
 
 # sentinel_watch OLD_PORT APP OLD_EPOCH: rollback.py's sentinel watcher in
-# the background (start it just before the fault); sentinel_watch_read
-# waits for it: W_STATE, T_DETECT, W_TO (ns), W_NEW (the new primary's port).
+# the background (start it just before the fault; failover_watch_read
+# waits for it): detect_ms ends when a majority of the sentinels name
+# another primary.
 sentinel_watch() {
     rm -f "$DIR/watch"
     "$PYTHON" "$ROLLBACK_PY" sentinel "$SENTINEL_PORTS" "$SENTINEL_MASTER" "$1" "$(meta_key "$2")" \
         "$3" "$DIR/watch" 30 &
     WATCHER=$!
 }
-sentinel_watch_read() {
-    local polls t_from
-    wait_until 35 test -s "$DIR/watch" || failure "$1: the Sentinel watcher did not report"
-    wait "$WATCHER" 2>/dev/null || true
-    W_STATE=missing T_DETECT=0 W_TO=0 W_NEW=''
-    [[ -s $DIR/watch ]] && read -r W_STATE T_DETECT W_TO polls W_NEW t_from <"$DIR/watch"
-    ((W_TO > 0)) || W_TO=$(now_ns)
-    info "$1: the sentinels named $W_NEW after $(((T_DETECT - T_FROM) / 1000000)) ms; the old" \
-        "meta $W_STATE $(((W_TO - T_FROM) / 1000000)) ms after the fault ($polls polls)"
-}
-
-# first_take_ms APP T0_NS: ms from T0_NS to when takes of APP were served
-# again (the end of the longest pause in served takes after T0_NS, any
-# direct take consumer: every take of idpool-load goes to Redis, while the
-# buffered clients' logs, *.buffered.*, show IDs their buffers held, and a
-# stale one's, *.stale.*, takes on a partitioned primary), or "none".
-first_take_ms() {
-    local t logs=()
-    for f in "$DIR/$1".c*.bin; do [[ $f == *.buffered.* || $f == *.stale.* ]] || logs+=("$f"); done
-    t=$("$PYTHON" "$ROLLBACK_PY" first_take "$2" "${logs[@]}")
-    if ((t > 0)); then echo $(((t - $2) / 1000000)); else echo none; fi
-}
-
-# client_consumers_start APP ENV [idpool-clientload args]: one recorded
-# libidpool consumer of APP (idpool-clientload, kind take) through ENV (a
-# Redis or Sentinel URL: libidpool; http://TOKEN@host:port: an issuer),
-# taking 100 IDs every 5 ms and retrying every error after 1 ms, until
-# consumers_stop (a consumer group like consumers_start's:
-# $DIR/APP.c<g>.buffered.0.bin: a client that buffers IDs hands out ones it
-# took before a pop of another consumer completed, so check_rollback leaves
-# "buffered" logs out of the M check).
-IDPOOL_CLIENTLOAD=${IDPOOL_CLIENTLOAD:-$CHAOS_BUILD/test/idpool-clientload}
-client_consumers_start() {
-    local app=$1 env=$2 g
-    shift 2
-    g=${CONS_GEN[$app]:-0}
-    CONS_GEN[$app]=$((g + 1))
-    bg_run "cons.$app.$g" "$IDPOOL_CLIENTLOAD" --take 100 --pause-ms 5 --ids 1000000000 \
-        --timeout-ms 1000 --record "$DIR/$app.c$g.buffered" --stop-file "$DIR/cons.$app.$g.stopfile" "$@" \
-        "$app" "$env"
-}
-
-# py_consumers_start APP ENV: one recorded Python client consumer of APP
-# (pytake.py: App.next_n(100) every 5 ms, errors retried), a consumer group
-# like consumers_start's.
-py_consumers_start() {
-    local app=$1 g
-    g=${CONS_GEN[$app]:-0}
-    CONS_GEN[$app]=$((g + 1))
-    bg_run "cons.$app.$g" env PYTHONPATH="$IDPOOL_SOURCE_ROOT/src/python" "$PYTHON" \
-        "$CHAOS_LIB_DIR/pytake.py" "$app" "$2" "$DIR/$app.c$g.buffered.0.bin" \
-        "$DIR/cons.$app.$g.stopfile"
-}
-
-# redis_info PORT SECTION FIELD: one field of INFO SECTION of the Redis at PORT.
-redis_info() { redis-cli -p "$1" INFO "$2" | tr -d '\r' | sed -n "s/^$3://p"; }
 
 # sentinel_scenario PREFIX REFUSALS: the rounds of a Sentinel scenario, one
 # monotonic application PREFIX<r> each, two refilling daemons and an
-# issuer-only one on the Sentinel URL. Each round, consumers of every kind
-# pop (round_begin: idpool-load LPOP and FCALL takes following the
-# sentinels; libidpool and the Python client on the Sentinel URL; the
-# issuer), then the scenario's hooks run:
+# issuer-only one on the Sentinel URL (failover_daemons). Each round,
+# consumers of every kind pop (failover_consumers, idpool-load following
+# the sentinels), then the scenario's hooks run:
 #   sentinel_prepare OLD MEMBER APP  (optional) instead of pop_past (the
 #                                    consumers pop past a third of the pool)
 #   sentinel_probe OLD APP           (optional) the stale copy: PROBE_EPOCH
-#                                    and $DIR/probe.pool (default: OLD's)
+#                                    and $DIR/probe.pool (default:
+#                                    failover_probe, OLD's)
 #   sentinel_fault OLD MEMBER APP    the fault, T_FROM just before (or set
 #                                    by the hook at the fault); sets FAULT_NOTE
 #   sentinel_after OLD MEMBER APP    after the switch (the old primary back);
 #                                    T_OLD_GONE: when the old primary
 #                                    stopped serving, if it ran on
 # (OLD: the primary's port, MEMBER: its servers.sh name). A watcher times
-# the switch (detect_ms) and the sweep on the new primary (the window's
-# end); first_take_ms (the fault to the first take of a direct take
-# consumer answered with IDs, sent after it), low_water_ms; budget_ms = first_take_ms - detect_ms within
-# 1000 + CHAOS_FAILOVER_SLACK_MS (1500 in the quick profile, 0 in the long
-# one; not checked with SENTINEL_BUDGET=0, where the old primary serves
-# on). SENTINEL_STALE_REQUIRED=1: the evidence needs stale > 0 (the new
-# primary held IDs handed out before the fault). REFUSALS: takes_exposed's (optional or required). Evidence: a
-# majority of sentinels named another primary, validated under its own
-# server id, and the inherited pool was discarded.
+# the switch (detect_ms: a majority of the sentinels name another primary)
+# and the sweep on the new primary (the window's end); first_take_ms (the
+# fault to the first take of a direct take consumer answered with IDs,
+# sent after it), low_water_ms; budget_ms = first_take_ms - detect_ms
+# within 1000 + CHAOS_FAILOVER_SLACK_MS (failover_rounds; not checked with
+# SENTINEL_BUDGET=0, where the old primary serves on).
+# SENTINEL_STALE_REQUIRED=1: the evidence needs stale > 0 (the new primary
+# held IDs handed out before the fault). REFUSALS: takes_exposed's
+# (optional or required). Evidence: a majority of sentinels named another
+# primary, validated under its own server id, and the inherited pool was
+# discarded.
 sentinel_scenario() {
-    local prefix=$1 refusals=$2 r app old member detect first epoch to id_new
-    local -a detects=() firsts=() lows=() budgets=()
-    ROUNDS=$CHAOS_ROUNDS
-    PER_ROUND=$((CHAOS_IDS / ROUNDS))
-    WINDOW_LIMIT_MS=- # the window includes Sentinel's detection: budget_ms is what is bounded
-    if [[ $PROFILE == quick ]]; then SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-1500}; else SLACK_MS=${CHAOS_FAILOVER_SLACK_MS:-0}; fi
+    local prefix=$1 refusals=$2 r app old member to
+    failover_rounds
     round_apps_add "$prefix" "$ROUNDS"
-    sentinel_daemon a
-    sentinel_daemon b
-    API_PORT=$(free_port)
-    sentinel_daemon i --refill off --api "127.0.0.1:$API_PORT"
-    TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add \
-        "chaos$CHAOS_NUM" --apps '*' | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["token"])') ||
-        fail "tokens add"
+    failover_daemons "$IDPOOL_REDIS_SENTINEL_URL"
     round_apps_filled "$prefix" "$ROUNDS"
     for ((r = 1; r <= ROUNDS; r++)); do
         app=$prefix$r
         old=$(sentinel_primary)
         [[ $old == "$REDIS_PORT" ]] || fail "the sentinels name $old, the harness $REDIS_PORT"
         member=${MEMBER_OF[$old]}
-        round_begin "$app"
-        client_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
-        client_consumers_start "$app" "http://$TOKEN@127.0.0.1:$API_PORT"
-        py_consumers_start "$app" "$IDPOOL_REDIS_SENTINEL_URL"
+        failover_consumers "$app" "$IDPOOL_REDIS_SENTINEL_URL"
         if declare -F sentinel_prepare >/dev/null; then
             sentinel_prepare "$old" "$member" "$app"
         else
@@ -1234,25 +1402,10 @@ sentinel_scenario() {
         if declare -F sentinel_probe >/dev/null; then
             sentinel_probe "$old" "$app"
         else
-            PROBE_EPOCH=$(redis-cli -p "$old" HGET "$(meta_key "$app")" epoch)
-            redis-cli -p "$old" LRANGE "$(pool_key "$app")" 0 -1 >"$DIR/probe.pool"
+            failover_probe "$old" "$app"
         fi
-        sentinel_watch "$old" "$app" "$PROBE_EPOCH"
-        T_FROM=$(now_ns)
-        sentinel_fault "$old" "$member" "$app"
-        sentinel_watch_read "$app"
-        expect "[[ $W_STATE == discarded || $W_STATE == replaced ]]" \
-            "$app: the old pool on the new primary was not discarded (watcher: $W_STATE)"
-        [[ -n $W_NEW ]] || fail "$app: no new primary"
-        # validated before the sweep that ended the watch
-        epoch=$(redis-cli -p "$W_NEW" FCALL_RO idpool_validated 0)
-        id_new=$(redis_server_id "$W_NEW")
-        REDIS_PORT=$W_NEW
-        LAST_RECOVERY_MS=timeout
-        recovered "$app" "$T_FROM" 30
-        lows+=("$LAST_RECOVERY_MS")
         T_OLD_GONE=0
-        sentinel_after "$old" "$member" "$app"
+        failover_strike sentinel "$old" "$member" "$app"
         # the primary now (a loaded machine may see more failovers than the
         # one inflicted: the daemons and consumers follow them too)
         wait_until 30 settled_primary || failure "$app: no primary the sentinels agree on"
@@ -1262,35 +1415,149 @@ sentinel_scenario() {
         to=$((T_OLD_GONE > W_TO ? T_OLD_GONE : W_TO))
         WINDOW=$(((to - T_FROM) / 1000000))
         round_end "$r" "$app" "$T_FROM" "$to" "$refusals"
-        detect=$(((T_DETECT - T_FROM) / 1000000))
-        first=$(first_take_ms "$app" "$T_FROM")
-        detects+=("$detect") firsts+=("$first")
-        if [[ $first == none ]]; then
-            failure "$app: no take was served after the fault"
-        elif [[ ${SENTINEL_BUDGET:-1} == 1 ]]; then
-            budgets+=($((first - detect)))
-            expect "((first - detect <= 1000 + SLACK_MS))" \
-                "$app: the first take came $((first - detect)) ms after the sentinels named the new primary (budget 1000 + $SLACK_MS ms)"
-        fi
-        fault_landed "$FAULT_NOTE,new=${MEMBER_OF[$W_NEW]},detect_ms=$detect,stale=$STALE" \
-            "[[ '$epoch' == '$id_new':* && '$epoch' != '$PROBE_EPOCH' ]] &&
-             (($(logs_count "app=$app redis restart or failover detected") > 0)) &&
-             ((${SENTINEL_STALE_REQUIRED:-0} == 0 || STALE > 0))"
+        failover_times "$app" "${SENTINEL_BUDGET:-1}"
+        failover_landed "$app" "$FAULT_NOTE,new=${MEMBER_OF[$W_NEW]},detect_ms=$DETECT,stale=$STALE" \
+            "((${SENTINEL_STALE_REQUIRED:-0} == 0 || STALE > 0))"
     done
-    rollback_finish "$prefix" "$ROUNDS" detect_ms="$(median "${detects[@]}")" \
-        first_take_ms="$(median "${firsts[@]}")" low_water_ms="$(median "${lows[@]}")" \
-        budget_ms="$(median "${budgets[@]:-0}")" budget_limit_ms=$((1000 + SLACK_MS))
+    failover_finish
 }
 
-# primary_kill9 OLD MEMBER: the primary at port OLD (servers.sh's MEMBER)
-# killed (-9), T_FROM just before; returns once the process is gone.
-primary_kill9() {
-    local old=$1 member=$2 pid
-    pid=$(redis_info "$old" server process_id)
-    T_FROM=$(now_ns)
-    kill -KILL "$pid" || fail "could not kill $member (pid $pid)"
-    wait_until 5 proc_gone "$pid" || fail "$member (pid $pid) survived kill -9"
+# -------------------------------------------------------------- Cluster ---
+# The Cluster scenarios (25-): the Cluster of scripts/servers.sh (node1..6,
+# three primaries with a replica each, cluster-node-timeout 1500 ms); every
+# daemon and consumer follows the slot table by itself. Each round's
+# application lives on one primary, its control on another.
+
+# redis_of APP: REDIS_PORT becomes the port of the Redis holding APP's
+# pool: the primary of its slot on a Cluster (CLUSTER=1); else unchanged
+# (one Redis, or Sentinel's primary, which REDIS_PORT follows).
+CLUSTER=0
+redis_of() {
+    ((CLUSTER == 0)) || REDIS_PORT=$(cluster_owner "$(pool_key "$1")")
 }
 
-# median N...: the median of the numbers given (the lower one of two).
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# cluster_setup: chaos_setup with a Cluster; LOAD_TARGET makes every
+# idpool-load consumer follow the slot table from the seeds (--cluster).
+cluster_setup() {
+    SERVERS_CLUSTER=1 chaos_setup
+    CLUSTER=1
+    # A consumer retrying every millisecond while the cluster is down
+    # (CLUSTERDOWN on every primary) would load the nodes whose gossip
+    # decides the failover
+    CONSUMER_BACKOFF=5:50
+    LOAD_TARGET=(--cluster "${IDPOOL_REDIS_CLUSTER_URL#redis-cluster://}")
+}
+
+# cluster_round_apps: the applications of the rounds, chosen by their
+# keys' slots (cluster_apps): round r's, VICTIM[r], on the r-th primary
+# (by port), and its control, CONTROL[r], on the next one; at most three
+# rounds (one a primary).
+cluster_round_apps() {
+    local i primaries
+    ((ROUNDS <= 3)) || fail "a Cluster scenario runs one round a primary, three at most (not $ROUNDS)"
+    declare -gA APP_OF=()
+    cluster_apps ck
+    mapfile -t primaries < <(printf '%s\n' "${!APP_OF[@]}" | sort -n)
+    for ((i = 0; i < ROUNDS; i++)); do VICTIM[i + 1]=${APP_OF[${primaries[i]}]}; done
+    APP_OF=()
+    cluster_apps cc
+    for ((i = 0; i < ROUNDS; i++)); do CONTROL[i + 1]=${APP_OF[${primaries[(i + 1) % 3]}]}; done
+    round_app_add "${VICTIM[@]}" "${CONTROL[@]}"
+}
+
+# cluster_watch OLD_PORT APP OLD_EPOCH: rollback.py's cluster watcher in
+# the background (start it just before the fault; failover_watch_read
+# waits for it): detect_ms ends when a majority of the surviving nodes
+# (all but OLD_PORT) name another primary of APP's slot (CLUSTER SLOTS).
+cluster_watch() {
+    local p ports=()
+    for p in $(cluster_ports); do [[ $p == "$1" ]] || ports+=("$p"); done
+    rm -f "$DIR/watch"
+    "$PYTHON" "$ROLLBACK_PY" cluster "$(joined , "${ports[@]}")" "$1" "$(cluster_slot "$(pool_key "$2")")" \
+        "$(meta_key "$2")" "$3" "$DIR/watch" 30 &
+    WATCHER=$!
+}
+
+# cluster_control APP PORT EPOCH DISCARDS: the positive and negative
+# control of a round, APP on the surviving primary at PORT, whose
+# consumers ran through the victim's window [T_FROM, W_TO] and were
+# stopped: they took inside it (CTL_TAKES), yet APP saw no window: its
+# meta there still carries EPOCH (never swept), the daemons logged no
+# discard of its pool beyond the DISCARDS before the round (an earlier
+# round may have killed the primary it had then), no take of it was
+# refused with IDPOOL_EPOCH; CTL_FIRSTS gets the end of its longest pause
+# in served takes after the fault (the cluster down meanwhile).
+cluster_control() {
+    local app=$1 now
+    takes_in "$app" "$T_FROM" "$W_TO"
+    CTL_TAKES=$TAKES_IN
+    expect "((CTL_TAKES > 0))" "control $app: no idpool_take request inside the window"
+    now=$(now_ns)
+    takes_in "$app" 0 "$now"
+    expect "((REFUSED_IN == 0))" "control $app: $REFUSED_IN takes refused with IDPOOL_EPOCH (a window)"
+    expect "[[ '$(cluster_cli "$2" HGET "$(meta_key "$app")" epoch)' == '$3' ]]" \
+        "control $app: its meta on $2 is no longer of epoch $3 (swept: a window)"
+    expect "(($(pool_discards "$app") == $4))" "control $app: a daemon discarded its pool (a window)"
+    CTL_FIRSTS+=("$(first_take_ms "$app" "$T_FROM")")
+}
+
+# cluster_scenario REFUSALS: the rounds of a Cluster scenario
+# (cluster_round_apps: at most three), two refilling daemons and an
+# issuer-only one on the Cluster URL (failover_daemons). Each round,
+# consumers of every kind pop the round's application APP and its control
+# (failover_consumers, idpool-load following the slot table), then the
+# scenario's hooks run:
+#   cluster_fault OLD MEMBER APP     the fault on the primary of APP's slot
+#                                    (OLD: its port, MEMBER: its servers.sh
+#                                    name), T_FROM just before; sets
+#                                    FAULT_NOTE
+#   cluster_after OLD MEMBER APP     after the switch (the old primary back)
+# A watcher times the switch (detect_ms: a majority of the surviving nodes
+# name another primary of the slot) and the sweep on the new primary (the
+# window's end); first_take_ms, low_water_ms, budget_ms = first_take_ms -
+# detect_ms within BUDGET_MS + SLACK_MS: 2000 ms, as the daemons and the
+# clients read the slot table at most once a second (core/cluster.h), plus
+# the slack of failover_rounds. The control must see no window at all
+# (cluster_control; checked with none: U A L M over everything).
+# REFUSALS: takes_exposed's (optional or required). Evidence: the new
+# primary validated under its own server id, the inherited pool
+# discarded, and the control's takes inside the window (control_takes).
+cluster_scenario() {
+    local refusals=$1 r app ctl old member port epoch discards
+    CTL_FIRSTS=()
+    failover_rounds
+    BUDGET_MS=2000
+    cluster_round_apps
+    failover_daemons "$IDPOOL_REDIS_CLUSTER_URL"
+    apps_filled "${VICTIM[@]}" "${CONTROL[@]}"
+    for ((r = 1; r <= ROUNDS; r++)); do
+        app=${VICTIM[r]} ctl=${CONTROL[r]}
+        old=$(cluster_owner "$(pool_key "$app")")
+        member=$(cluster_node "$old")
+        port=$(cluster_owner "$(pool_key "$ctl")")
+        [[ $port != "$old" ]] || fail "control $ctl is on $app's primary $old"
+        # the control first: round_begin's N0 and P_MAX must be the round's application's
+        failover_consumers "$ctl" "$IDPOOL_REDIS_CLUSTER_URL"
+        failover_consumers "$app" "$IDPOOL_REDIS_CLUSTER_URL"
+        pop_past "$app"
+        failover_probe "$old" "$app"
+        epoch=$(cluster_cli "$port" HGET "$(meta_key "$ctl")" epoch)
+        [[ -n $epoch ]] || fail "control $ctl: no epoch in its meta on $port"
+        discards=$(pool_discards "$ctl")
+        failover_strike cluster "$old" "$member" "$app"
+        WINDOW=$(((W_TO - T_FROM) / 1000000))
+        round_end "$r" "$app" "$T_FROM" "$W_TO" "$refusals"
+        consumers_stop "$ctl"
+        cluster_control "$ctl" "$port" "$epoch" "$discards"
+        failover_times "$app" 1
+        failover_landed "$app" "$FAULT_NOTE,new=$(cluster_node "$W_NEW"),detect_ms=$DETECT,stale=$STALE,control_takes=$CTL_TAKES"
+    done
+    # The controls: checked without a window (U A L, and M over every
+    # unbuffered log), then the rounds' applications with theirs.
+    daemons_stop
+    for ctl in "${CONTROL[@]}"; do
+        drain "$ctl"
+        check_rollback "$ctl" 0 0
+    done
+    failover_finish control_first_take_ms="$(median "${CTL_FIRSTS[@]}")"
+}

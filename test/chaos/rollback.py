@@ -30,6 +30,11 @@ sentinel PORT,PORT,... MASTER OLD_PORT META OLD_EPOCH OUT TIMEOUT_S
     until a majority names a primary other than OLD_PORT (t_detect), then
     that primary's HGET META epoch until it is no longer OLD_EPOCH
     (t_swept). Writes "state t_detect_ns t_swept_ns polls new_port t_from_ns".
+cluster PORT,PORT,... OLD_PORT SLOT META OLD_EPOCH OUT TIMEOUT_S
+    the Cluster scenarios' watcher, as sentinel's: polls CLUSTER SLOTS of
+    every node given (the survivors) until a majority names a primary of
+    SLOT other than OLD_PORT (t_detect), then that primary's meta
+    (CLUSTERDOWN and TRYAGAIN answers are waited out). Same output.
 first_take FROM_NS LOG...
     when takes were served again after the fault at FROM_NS: over the take
     consumers' logs, the takes answered with IDs from FROM_NS on, and the
@@ -46,15 +51,21 @@ import sys
 import time
 
 
-def poll_meta(redis, r, meta, old, deadline):
+def poll_meta(redis, r, meta, old, deadline, transient=()):
     """Polls META's epoch until it is no longer OLD: (state, t_first_ns,
-    t_ns, polls), t_first_ns the first reply that was not LOADING; state
-    'timeout' with t_ns 0 when the deadline passed first."""
+    t_ns, polls), t_first_ns the first reply that was not LOADING or an
+    error beginning with one of TRANSIENT; state 'timeout' with t_ns 0
+    when the deadline passed first."""
     polls, t_first = 0, 0
     while time.monotonic() < deadline:
         try:
             v = r.hget(meta, 'epoch')
         except redis.exceptions.BusyLoadingError:  # -LOADING
+            time.sleep(0.001)
+            continue
+        except redis.exceptions.ResponseError as e:
+            if not str(e).startswith(transient):
+                raise
             time.sleep(0.001)
             continue
         t = time.monotonic_ns()
@@ -189,7 +200,12 @@ def stale(pool_file, before, *logs):
     print(len(pool & seen))
 
 
-def sentinel(ports, master, old_port, meta, old, out, timeout):
+def switch_watch(ports, named, old_port, meta, old, out, timeout, transient=()):
+    """The failover watchers' loop: NAMED(conn), the port of the primary
+    the server behind conn (one of PORTS) names (None: none), asked of
+    every one every 5 ms until a majority names a port other than
+    OLD_PORT; then that primary's meta is polled (poll_meta). Writes
+    "state t_detect_ns t_swept_ns polls new_port t_from_ns"."""
     import redis
 
     t_from = time.monotonic_ns()
@@ -198,15 +214,15 @@ def sentinel(ports, master, old_port, meta, old, out, timeout):
                          decode_responses=True) for p in ports.split(',')]
     new_port, t_detect = None, 0
     while time.monotonic() < deadline and new_port is None:
-        named = {}
+        votes = {}
         for c in conns:
             try:
-                a = c.execute_command('SENTINEL', 'get-master-addr-by-name', master)
+                p = named(c)
             except (OSError, redis.exceptions.RedisError):
                 continue
-            if a and str(a[1]) != str(old_port):
-                named[a[1]] = named.get(a[1], 0) + 1
-        for port, n in named.items():
+            if p is not None and str(p) != str(old_port):
+                votes[p] = votes.get(p, 0) + 1
+        for port, n in votes.items():
             if n * 2 > len(conns):
                 new_port, t_detect = int(port), time.monotonic_ns()
         if new_port is None:
@@ -215,9 +231,30 @@ def sentinel(ports, master, old_port, meta, old, out, timeout):
         report(out, 'timeout', 0, 0, 0, 0, t_from)
         return
     r = redis.Redis(host='127.0.0.1', port=new_port, socket_timeout=1, decode_responses=True)
-    state, _, t_end, polls = poll_meta(redis, r, meta, old, deadline)
+    state, _, t_end, polls = poll_meta(redis, r, meta, old, deadline, transient)
     r.close()
     report(out, state, t_detect, t_end, polls, new_port, t_from)
+
+
+def sentinel(ports, master, old_port, meta, old, out, timeout):
+    def named(c):
+        a = c.execute_command('SENTINEL', 'get-master-addr-by-name', master)
+        return a[1] if a else None
+
+    switch_watch(ports, named, old_port, meta, old, out, timeout)
+
+
+def cluster(ports, old_port, slot, meta, old, out, timeout):
+    slot = int(slot)
+
+    def named(c):
+        # CLUSTER SLOTS: [first, last, [host, port, id], replicas...] per range
+        for r in c.execute_command('CLUSTER', 'SLOTS'):
+            if r[0] <= slot <= r[1]:
+                return r[2][1]
+        return None
+
+    switch_watch(ports, named, old_port, meta, old, out, timeout, ('CLUSTERDOWN', 'TRYAGAIN'))
 
 
 def first_take(lo, *logs):
@@ -240,4 +277,4 @@ def first_take(lo, *logs):
 
 if __name__ == '__main__':
     {'watch': watch, 'run': run, 'takes': takes, 'filter': filter_log,
-     'stale': stale, 'sentinel': sentinel, 'first_take': first_take, 'served': served}[sys.argv[1]](*sys.argv[2:])
+     'stale': stale, 'sentinel': sentinel, 'cluster': cluster, 'first_take': first_take, 'served': served}[sys.argv[1]](*sys.argv[2:])

@@ -90,4 +90,4 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fault_landed "$kind:stale=$STALE,epochs=$(($(epochs) - e0))" \
         "((STALE > 0 && $(epochs) > e0)) && [[ '$PROBE_EPOCH' != \$(run_id):* ]]"
 done
-rollback_finish rb "$ROUNDS"
+rollback_finish

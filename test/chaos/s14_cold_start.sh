@@ -95,4 +95,4 @@ metas_alone=$(logs_count 'epoch sweep \(epoch [^)]*\): 0 pools and [0-9]+ metas 
 fault_landed "stale=$STALE_SUM,discarded_with_mysql_down=$DOWN_AT_DISCARD/$ROUNDS" \
     "((STALE_SUM > 0 && DOWN_AT_DISCARD == ROUNDS))"
 fault_landed "sweeps=$(sweeps),metas_alone=$metas_alone"
-rollback_finish cs "$ROUNDS" since_start_ms="$(joined / "${SINCE_START[@]}")"
+rollback_finish since_start_ms="$(joined / "${SINCE_START[@]}")"

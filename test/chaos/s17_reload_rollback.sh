@@ -69,4 +69,4 @@ for ((r = 1; r <= ROUNDS; r++)); do
         "((STALE > 0 && e1 > 0 && v1 > 0)) &&
          [[ '$server0' == '$server1' && '$epoch1' == '$server1':* && '$epoch1' != '$PROBE_EPOCH' ]]"
 done
-rollback_finish rl "$ROUNDS"
+rollback_finish

@@ -125,4 +125,4 @@ for ((s = 1; s <= SWITCHES; s++)); do
         switch_over "$B_PORT" "$A_PORT" "fb$s"
     fi
 done
-rollback_finish fb "$SWITCHES"
+rollback_finish

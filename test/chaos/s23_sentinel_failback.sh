@@ -84,4 +84,4 @@ fault_landed "failback:b_validated_unswept,full_syncs=$((full1 - full0)),stale=$
     "((swept_b == 0 && full1 > full0)) && [[ '$meta_back' == '$epoch_a' && '$take' == IDPOOL_EPOCH* &&
      '$epoch_a2' == '$(redis_server_id "$A")':* && '$epoch_a2' != '$epoch_a' ]]"
 WINDOW_LIMIT_MS=-
-rollback_finish fb 1
+rollback_finish

@@ -148,6 +148,22 @@ static int cluster_primary(struct conn *cn, char *host, size_t len, int *port)
 }
 
 /*
+ * --cluster: the connection to the primary of --key's slot failed (a
+ * connect refused, a reply lost, an error reply). In a failover that
+ * primary is gone and only a read of the slot table names its promoted
+ * replica: one is wanted (route.h: at most one a second), else the next
+ * connects would go to the dead address until the table's periodic read.
+ */
+static void cluster_suspect(struct conn *cn)
+{
+    if (cn->o->cluster == NULL)
+        return;
+    pthread_mutex_lock(&cn->run->route_mu);
+    route_want(cn->run->route);
+    pthread_mutex_unlock(&cn->run->route_mu);
+}
+
+/*
  * One connect attempt: TCP with --timeout-ms, AUTH, SELECT, then the
  * socket gets a 100 ms receive timeout (a blocked read(2) comes back to
  * check the stop flags and the request deadline itself) and a --timeout-ms
@@ -279,6 +295,7 @@ void conn_fail(struct conn *cn, enum ekind kind, const char *why)
                 cn->o->reconnect ? "; reconnecting" : "");
     cn->down_reported = true;
     conn_drop(cn);
+    cluster_suspect(cn);
     if (!cn->o->reconnect) {
         cn->fatal = EXIT_ERROR;
         request_stop(1);
@@ -311,6 +328,7 @@ int conn_ensure(struct conn *cn, bool first)
         cn->down_attempts++;
         cn->down_errors++;
         count_error(cn, E_CONNECT, tools_ns());
+        cluster_suspect(cn);
         if (!cn->down_reported || !cn->o->reconnect)
             fprintf(stderr, "idpool-load: conn %u: %s%s\n", cn->idx, cn->err,
                     cn->o->reconnect ? "; retrying" : "");
