@@ -47,6 +47,7 @@ connections of redis-py close only the child's copies of the sockets
 parent may have held at the fork.
 """
 
+import random
 import time
 
 from . import redisenv
@@ -86,12 +87,15 @@ def _on_connect(conn):
 
 
 def _connect(e):
-    """The slot table of environment e, read from its seeds (a
+    """The slot table of environment e, read from its seeds in a random order (a
     redis.cluster.NodesManager); the seeds' own connections are closed
     once it is read. Nothing is retried: no retry_on_timeout."""
     p = e.parts
+    # shuffled, as libidpool's route.c starts at a random node: the clients
+    # of one URL do not all ask its first seed (NodesManager asks in order)
+    seeds = random.sample(p["seeds"], len(p["seeds"]))
     nm = redis.cluster.NodesManager(
-        [redis.cluster.ClusterNode(host, port) for host, port in p["seeds"]],
+        [redis.cluster.ClusterNode(host, port) for host, port in seeds],
         require_full_coverage=False,  # a slot without a primary fails only its takes
         dynamic_startup_nodes=False,  # nm.startup_nodes stays the seeds (closed below)
         username=p["username"],
