@@ -103,6 +103,16 @@
       U(d->api_requests[7]))                                                                       \
     X(api_requests_503, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"503\"",             \
       U(d->api_requests[8]))                                                                       \
+    X(api_requests_408, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"408\"",             \
+      U(d->api_requests[9]))                                                                       \
+    X(api_requests_411, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"411\"",             \
+      U(d->api_requests[10]))                                                                      \
+    X(api_requests_413, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"413\"",             \
+      U(d->api_requests[11]))                                                                      \
+    X(api_requests_431, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"431\"",             \
+      U(d->api_requests[12]))                                                                      \
+    X(api_requests_505, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"505\"",             \
+      U(d->api_requests[13]))                                                                      \
     X(api_ids, "idpool_api_ids_total", COUNTER, "IDs handed out by the ID API.", ONE, "",          \
       U(d->api_ids))                                                                               \
     X(api_takes, "idpool_api_takes_total", COUNTER,                                                \

@@ -144,13 +144,14 @@ struct daemon_view {
     double refill_latency_sum;                    /* seconds */
     uint64_t refill_latency_count;
     /* the ID API (zero when it is off) */
-    uint64_t api_requests[9]; /* answers by status: 200 400 401 403 404 405 429 500 503 */
-    uint64_t api_ids;         /* IDs handed out */
-    uint64_t api_takes;       /* idpool_take calls filling the buffers */
-    uint64_t api_buffered;    /* IDs in the buffers now */
-    uint64_t api_tokens;      /* active tokens loaded */
-    uint64_t api_no_token;    /* 401s: no or a malformed Authorization: Bearer */
-    uint64_t api_bad_token;   /* 401s: an unknown or revoked token */
+    uint64_t api_requests[14]; /* answers by status: 200 400 401 403 404 405 429 500 503
+                                  408 411 413 431 505 (api.h API_CODES) */
+    uint64_t api_ids;          /* IDs handed out */
+    uint64_t api_takes;        /* idpool_take calls filling the buffers */
+    uint64_t api_buffered;     /* IDs in the buffers now */
+    uint64_t api_tokens;       /* active tokens loaded */
+    uint64_t api_no_token;     /* 401s: no or a malformed Authorization: Bearer */
+    uint64_t api_bad_token;    /* 401s: an unknown or revoked token */
     uint64_t http_closes[2][HTTP_CLOSE_COUNT]; /* closed by the server: [0] status, [1] API */
 };
 

@@ -770,4 +770,7 @@ void api_get_stats(const struct api *a, struct api_stats *out)
 {
     *out = a->st;
     apihttp_get_closes(a->srv, out->closes);
+    /* and what the HTTP server refused before a request reached us */
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        out->requests[i] += apihttp_refused(a->srv, codes[i]);
 }

@@ -53,7 +53,7 @@ enum api_auth {
 
 /* Counters for /metrics. */
 struct api_stats {
-    uint64_t requests[9];               /* by API_CODE_* below */
+    uint64_t requests[14];              /* by status, in API_CODES order */
     uint64_t auth_failures[API_AUTH_N]; /* by enum api_auth */
     uint64_t ids;                       /* IDs handed out */
     uint64_t takes;                     /* idpool_take calls (buffer fills) */
@@ -65,7 +65,7 @@ struct api_stats {
 /* The status codes counted, in struct api_stats order. */
 #define API_CODES                                                                                  \
     {                                                                                              \
-        200, 400, 401, 403, 404, 405, 429, 500, 503                                                \
+        200, 400, 401, 403, 404, 405, 429, 500, 503, 408, 411, 413, 431, 505                       \
     }
 
 /*

@@ -104,6 +104,7 @@ struct apihttp {
     size_t npeer_buckets; /* a power of two */
     char addr[300];
     uint64_t closes[HTTP_CLOSE_COUNT]; /* closed on our own, by reason */
+    uint64_t refused[600];             /* requests refused here (not parsed), by status */
     struct http_burst close_log[HTTP_CLOSE_COUNT];
     struct http_burst accept_log;
 };
@@ -336,6 +337,8 @@ static int refuse(struct conn *c, int code, const char *msg)
     c->keep_alive = 0;
     c->close_after = 1;
     c->in_len = 0;
+    if (code >= 0 && code < (int)(sizeof(c->srv->refused) / sizeof(c->srv->refused[0])))
+        c->srv->refused[code]++;
     if (queue_answer(c, code, CTYPE_JSON, NULL, body, (size_t)n) < 0)
         c->dead = 1;
     return flush(c);
@@ -959,4 +962,11 @@ void apihttp_get_closes(const struct apihttp *s, uint64_t out[HTTP_CLOSE_COUNT])
 {
     for (int i = 0; i < HTTP_CLOSE_COUNT; i++)
         out[i] = s ? s->closes[i] : 0;
+}
+
+uint64_t apihttp_refused(const struct apihttp *s, int code)
+{
+    if (!s || code < 0 || code >= (int)(sizeof(s->refused) / sizeof(s->refused[0])))
+        return 0;
+    return s->refused[code];
 }

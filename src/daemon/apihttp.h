@@ -87,5 +87,10 @@ void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const c
 
 /* Connections closed by the server on its own so far, by reason (zeros for NULL). */
 void apihttp_get_closes(const struct apihttp *s, uint64_t out[HTTP_CLOSE_COUNT]);
+/*
+ * Requests the server answered itself with status code, never handed to the
+ * owner (malformed 400, 408, 411, 413, 431, 505), so far (0 for NULL).
+ */
+uint64_t apihttp_refused(const struct apihttp *s, int code);
 
 #endif

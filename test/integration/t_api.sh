@@ -553,7 +553,8 @@ ok = True
 for name, raw, want in (("one header of 9000 bytes", big_hdr, ("431",)),
                         ("100 headers of 100 bytes", many, ("431",)),
                         ("a body of %d bytes" % len(body), big_body, ("413",)),
-                        ("a chunked body (no Content-Length)", chunked, ("411",))):
+                        ("a chunked body (no Content-Length)", chunked, ("411",)),
+                        ("HTTP/3.0", b"GET /v1/ids/user HTTP/3.0\r\nHost: x\r\n" + auth + b"\r\n", ("505",))):
     line = send(raw)
     good = len(line.split()) > 1 and line.split()[1] in want
     ok &= good
@@ -563,7 +564,7 @@ EOF
 info "oversized: $(tr '\n' ';' <"$DIR/big.out")"
 req -H "Authorization: Bearer $T1" -d "count=1&$(printf 'x%.0s' {1..1100})" /v1/ids/user
 [[ $CODE == 413 ]] || fail "curl POST with a 1.1 KiB body: $(what)"
-pass "heads above 8 KiB refused with 431, bodies above 1 KiB with 413, chunked bodies with 411 (Content-Length only)"
+pass "heads above 8 KiB refused with 431, bodies above 1 KiB with 413, chunked bodies with 411 (Content-Length only), HTTP/3.0 with 505"
 
 # ------------------------------------------ issuer-only: no refill work ---
 assert_eq 0 "$(sql "SELECT COUNT(*) FROM application_lease WHERE instance = 'issuer1'")" "leases of issuer1"
@@ -577,7 +578,8 @@ grep -E '^idpool_(refills_total|ids_pushed_total)\{' "$DIR/metrics.issuer1" >"$D
     fail "issuer1 /metrics lacks idpool_refills_total / idpool_ids_pushed_total"
 ! grep -vE ' 0$' "$DIR/m.refill" || fail "issuer1 /metrics: refills or pushes counted: $(grep -vE ' 0$' "$DIR/m.refill" | head -n 3)"
 m_val() { sed -n "s/^$1 //p" "$DIR/metrics.issuer1"; }
-for code in 200 400 401 403 404 405 429; do
+# 411, 413, 431 and 505: answered by the HTTP server itself (above)
+for code in 200 400 401 403 404 405 429 411 413 431 505; do
     assert_gt "$(m_val "idpool_api_requests_total{code=\"$code\"}")" 0 "idpool_api_requests_total{code=\"$code\"}"
 done
 assert_gt "$(m_val idpool_api_ids_total)" 0 idpool_api_ids_total
