@@ -7,7 +7,7 @@ enum cadence_check cadence_check(const struct cadence_pool *p)
     if (p->epoch_due && p->sweeping)
         return CADENCE_NONE; /* the sweep's idpool_epoch for this pool is on its way (or it has
                                 none) */
-    if (p->dead || !p->idle || (!p->live && !p->epoch_due) || (p->now < p->due_ms && !p->epoch_due))
+    if (p->dead || !p->idle || (p->now < p->due_ms && !p->epoch_due))
         return CADENCE_NONE;
     if (p->epoch_due)
         return CADENCE_EPOCH;

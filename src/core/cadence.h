@@ -8,6 +8,13 @@
  * CADENCE_IDLE_STATUS_MS. Any change of length (pops, takes) makes it busy
  * again at once, so a burst waits at most CADENCE_IDLE_CHECK_MS.
  *
+ * A pool whose row is not served (soft-deleted, invalid) is still looked
+ * at, never refilled: clients may pop it, and what the status shows of it
+ * must be its length now, not the last one seen while it was served. Its
+ * checks come every CADENCE_IDLE_CHECK_MS at the most (an invalid row's
+ * interval means nothing), each one a full idpool_status (which also
+ * removes the limits from its meta).
+ *
  * The epoch: the first look at a pool on a Redis process whose epoch it was
  * not checked against runs idpool_epoch first, at once and even if the row
  * is not served (clients may still pop), unless the sweep after a

@@ -158,11 +158,18 @@ static void sync_limits(struct pool *p, const redisReply *per_take, const redisR
     pool_limits(p, t, ps);
 }
 
+/* The interval of p's checks: its row's; a row not served, whose interval may mean nothing: slow.
+ */
+static uint64_t check_interval(const struct pool *p)
+{
+    return p->live ? p->cfg.interval_ms : CADENCE_IDLE_CHECK_MS;
+}
+
 /* After a check: is the pool busy, and when to look again (if it is not refilled now). */
 static void check_done(struct pool *p, uint64_t len)
 {
     p->sched.busy = cadence_busy(p->seen.len_known, p->seen.len, len, p->seen.rate);
-    p->sched.due_ms = cadence_next_check(p->sched.check_ms, p->cfg.interval_ms, p->sched.busy);
+    p->sched.due_ms = cadence_next_check(p->sched.check_ms, check_interval(p), p->sched.busy);
     if (p->live && len >= p->cfg.low_water) /* (an invalid row's low water means nothing) */
         health_pool_ok(p);
     p->seen.len = len;
@@ -238,7 +245,7 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
     if (p->live)
         health_check(s->env.health, p, prev_underflows, uf_in_meta);
     p->seen.counters_known = 1;
-    p->sched.status_due_ms = cadence_next_status(p->sched.check_ms, p->cfg.interval_ms,
+    p->sched.status_due_ms = cadence_next_status(p->sched.check_ms, check_interval(p),
                                                  health_pending(p) || uf_in_meta, p->sched.busy);
     check_next(s, p);
 }
@@ -340,7 +347,7 @@ static void check_one(struct sched *s, struct pool *p, struct node *n, uint64_t 
     if (what == CADENCE_NONE)
         return;
     p->sched.check_ms = now;
-    p->sched.due_ms = now + p->cfg.interval_ms;
+    p->sched.due_ms = now + check_interval(p);
     pool_set_state(p, POOL_CHECK);
     if (what == CADENCE_EPOCH && rds_command(rds, on_epoch, p, "FCALL idpool_epoch 2 %s %s %s",
                                              p->k_pool, p->k_meta, epoch) != 0) {

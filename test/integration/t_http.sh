@@ -325,6 +325,28 @@ sql "RENAME TABLE application_moved TO application"
 wait_until 5 healthz_is 200 || fail "/healthz still $CODE with the table back: $(cat "$DIR/body")"
 pass "/healthz and the log: 'mysql schema not loaded: load sql/schema.sql' while a table is missing"
 
+# --- a row no longer served: its pool's length now ------------------------------------------
+# h2 (served, filled) is soft-deleted, then popped by a client: /v1/apps and
+# idpoolctl status show the length now, not the last one seen while the
+# row was served.
+sql "UPDATE application SET deleted_at = NOW() WHERE entity_key = 'h2'"
+h2_is() {
+    get /v1/apps/h2
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("%s %s" % (d["deleted"], d["pool"]["length"]))' \
+        "$DIR/body"
+}
+wait_until 5 eval '[[ $(h2_is) == True* ]]' || fail "h2 not deleted in /v1/apps: $(cat "$DIR/body")"
+len0=$(llen h2)
+((len0 >= 2)) || fail "h2's pool holds $len0 IDs"
+rcli LPOP "$(pool_key h2)" $((len0 / 2)) >/dev/null
+want=$((len0 - len0 / 2))
+wait_until 5 eval '[[ $(h2_is) == "True $want" ]]' ||
+    fail "/v1/apps/h2 after $((len0 / 2)) of its $len0 IDs were popped: $(h2_is), expected True $want"
+"$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --http "127.0.0.1:$HTTP_PORT" status \
+    >"$DIR/status.out" || fail "idpoolctl status failed"
+grep -Eq "^h2 +deleted +trend +$want " "$DIR/status.out" || fail "idpoolctl status: $(cat "$DIR/status.out")"
+pass "a soft-deleted row's pool popped: /v1/apps and idpoolctl status show its length now ($want, was $len0)"
+
 # --- a port in use ------------------------------------------------------------------------------
 start_daemon b --http "127.0.0.1:$HTTP_PORT"
 wait_until 5 eval '! daemon_alive b' || fail "a second daemon on the same --http port keeps running"

@@ -42,9 +42,11 @@ static void test_check(void)
     p = due_pool();
     p.waiting = 1; /* in line for a slot: its check waits too */
     CHECK(cadence_check(&p) == CADENCE_NONE);
-    /* a row not served is not checked ... */
+    /* a row not served is still checked (clients may pop it), with the whole status */
     p = due_pool();
     p.live = 0;
+    CHECK(cadence_check(&p) == CADENCE_STATUS);
+    p.now = p.due_ms - 1;
     CHECK(cadence_check(&p) == CADENCE_NONE);
 }
 
