@@ -326,6 +326,8 @@ static void on_install(struct rds *r, redisReply *reply, void *arg)
         refill_unlock(p);
         return;
     }
+    p->seen.lease = p->run.batch.st; /* with the prefetched lease, as meta has it now */
+    p->seen.lease_known = 1;
     refill_continue(rf, p);
 }
 

@@ -189,6 +189,21 @@ check(x["alerts"] == ["invalid_config"], "hbad alerts %r" % x["alerts"])
 EOF
 pass "/v1/apps: sorted array, config as in the rows, pool length = LLEN, lease values exact strings, counters follow takes"
 
+# The leases /v1/apps shows are meta's, the prefetched one too (it showed
+# next_lo null while meta held one): a pool filled and not refilled, its
+# leases in meta (next hi nlo nhi) and in /v1/apps the same.
+lease_is_meta() {
+    local meta
+    meta=$(rcli HMGET "$(meta_key "$1")" next hi nlo nhi | tr '\n' ' ')
+    get "/v1/apps/$1"
+    python3 -c 'import json, sys
+L = json.load(open(sys.argv[1]))["lease"]
+got = " ".join(L[f] or "" for f in ("next", "hi", "next_lo", "next_hi"))
+sys.exit(got.split() != sys.argv[2].split() or len(sys.argv[2].split()) != 4)' "$DIR/body" "$meta"
+}
+wait_until 5 lease_is_meta h2 ||
+    fail "/v1/apps/h2 lease $(cat "$DIR/body") is not meta's: $(rcli HMGET "$(meta_key h2)" next hi nlo nhi | tr '\n' ' ')"
+
 get /v1/apps/h1
 assert_eq 200 "$CODE" "/v1/apps/h1 status"
 json 'isinstance(d, dict)' 'd["key"] == "h1"' 'd["config"]["step"] == 500'
