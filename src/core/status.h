@@ -68,6 +68,7 @@ struct app_view {
     uint64_t pool_len;            /* LLEN at the last check */
     double fill_pct;              /* pool_len / max_pool_size x 100 */
     double rate;                  /* consumption, IDs/s, smoothed */
+    int stale;                    /* its Redis node is unreachable: pool_len and rate as last seen */
     int lease_known;              /* lease was read from meta */
     struct gen_state lease;       /* current (next, hi) and prefetched (nlo, nhi) lease */
     uint64_t lease_remaining;     /* ID space left in the leases: (hi - next) + (nhi - nlo) */

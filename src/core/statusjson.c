@@ -208,8 +208,13 @@ cJSON *statusjson_app(const struct app_view *v)
         add_null(pool, "length", &bad);
         add_null(pool, "fill_pct", &bad);
     }
+    /* Redis unreachable: the length is the last one seen, the rate unknown (not frozen) */
+    add_bool(pool, "stale", v->stale, &bad);
     add_item(o, "pool", pool, &bad);
-    add_num(o, "rate_ids_per_s", round2(v->rate), &bad);
+    if (v->stale)
+        add_null(o, "rate_ids_per_s", &bad);
+    else
+        add_num(o, "rate_ids_per_s", round2(v->rate), &bad);
     if (v->lease_known)
         add_item(o, "lease", lease_json(v, &bad), &bad);
     else

@@ -130,6 +130,7 @@ struct status_line {
     char type[16];    /* monotonic | trend | - */
     long long length; /* -1: unknown */
     int unread;       /* its Redis server could not be read */
+    int stale;        /* idpoold cannot reach its Redis: length as last seen, rate unknown */
     double fill;      /* < 0: unknown */
     double rate;      /* < 0: unknown */
     cJSON *alerts;    /* array of strings (owned) */
@@ -189,6 +190,7 @@ static int lines_from_daemon(const cJSON *arr, struct status_line **out, size_t 
         l->length = (long long)jnum(pool, "length", -1);
         l->fill = jnum(pool, "fill_pct", -1);
         l->rate = jnum(app, "rate_ids_per_s", -1);
+        l->stale = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pool, "stale"));
         l->alerts = ctl_jcheck(cJSON_CreateArray());
         cJSON_ArrayForEach(a, alerts)
         {
@@ -295,6 +297,8 @@ static void status_print(struct ctl *c, const struct status_line *l, size_t n, c
                 ctl_jcheck(cJSON_AddNullToObject(o, "pool_length"));
             if (l[i].unread)
                 ctl_jcheck(cJSON_AddTrueToObject(o, "pool_unread"));
+            if (l[i].stale)
+                ctl_jcheck(cJSON_AddTrueToObject(o, "pool_stale"));
             if (l[i].fill >= 0)
                 ctl_jcheck(cJSON_AddNumberToObject(o, "fill_pct", l[i].fill));
             else
@@ -351,7 +355,7 @@ static void status_print(struct ctl *c, const struct status_line *l, size_t n, c
 int ctl_status(struct ctl *c, int argc, char **argv)
 {
     struct status_line *lines = NULL;
-    size_t n = 0, unread = 0;
+    size_t n = 0, unread = 0, stale = 0;
     char *pos[1], *body = NULL, err[256], where[300], note[700];
     int npos, rc, status = 0;
     cJSON *doc;
@@ -392,6 +396,12 @@ int ctl_status(struct ctl *c, int argc, char **argv)
             cJSON_Delete(doc);
             free(body);
             snprintf(note, sizeof(note), "from idpoold at http://%s/v1/apps", where);
+            for (size_t i = 0; i < n; i++)
+                stale += lines[i].stale;
+            if (stale)
+                snprintf(note + strlen(note), sizeof(note) - strlen(note),
+                         "; %zu pool%s as last seen, rate '?': idpoold cannot reach %s Redis",
+                         stale, stale == 1 ? "" : "s", stale == 1 ? "its" : "their");
             status_print(c, lines, n, "daemon", note);
             lines_free(lines, n);
             return 0;

@@ -510,6 +510,7 @@ static void fill_view(const struct pool *p, struct app_view *v)
     v->pool_len = p->seen.len;
     v->fill_pct = p->cfg.max_pool ? (double)p->seen.len * 100.0 / (double)p->cfg.max_pool : 0;
     v->rate = p->seen.rate;
+    v->stale = !node_ready(n);
     v->lease_known = p->seen.lease_known;
     v->lease = p->seen.lease;
     v->lease_remaining = p->seen.lease_known ? gen_remaining(&p->seen.lease) : 0;

@@ -362,6 +362,27 @@ wait_until 5 eval '[[ $(h2_is) == "True $want" ]]' ||
 grep -Eq "^h2 +deleted +trend +$want " "$DIR/status.out" || fail "idpoolctl status: $(cat "$DIR/status.out")"
 pass "a soft-deleted row's pool popped: /v1/apps and idpoolctl status show its length now ($want, was $len0)"
 
+# --- Redis unreachable: lengths as last seen, rate unknown -----------------------------------
+# (the rate shown was the last one computed, frozen, for as long as the
+# smoothing took to notice nothing, with nothing saying so)
+redis_stop
+h1_stale() {
+    get /v1/apps/h1
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["pool"]["stale"] is True and d["rate_ids_per_s"] is None and d["pool"]["length"] is not None))' "$DIR/body"
+}
+wait_until 5 h1_stale || fail "/v1/apps/h1 with Redis stopped: $(cat "$DIR/body")"
+"$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --http "127.0.0.1:$HTTP_PORT" status \
+    >"$DIR/status.out" || fail "idpoolctl status failed with Redis stopped"
+grep -Eq '^h1 +served +monotonic +[0-9]+ +[0-9.]+% +\? ' "$DIR/status.out" ||
+    fail "idpoolctl status with Redis stopped: $(cat "$DIR/status.out")"
+grep -Eq "pools as last seen, rate '\?': idpoold cannot reach their Redis" "$DIR/status.out" ||
+    fail "idpoolctl status does not say the pools are as last seen: $(cat "$DIR/status.out")"
+redis_start
+wait_until 10 eval '! h1_stale && [[ $(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))[\"pool\"][\"stale\"])" "$DIR/body") == False ]]' ||
+    fail "/v1/apps/h1 still stale after Redis came back: $(cat "$DIR/body")"
+pass "Redis stopped: /v1/apps says pool.stale and rate null, idpoolctl status '?' and why; fresh again once Redis is back"
+
 # --- a port in use ------------------------------------------------------------------------------
 start_daemon b --http "127.0.0.1:$HTTP_PORT"
 wait_until 5 eval '! daemon_alive b' || fail "a second daemon on the same --http port keeps running"
