@@ -13,7 +13,9 @@
  *      (raw value, then its resolved default), delta, remainder (against the
  *      resolved delta), increment_max;
  *   2. then the relations between columns:
- *      max_size_per_times <= max_pool_size; max_pool_size >= step;
+ *      max_size_per_times <= max_pool_size; max_size_per_times <=
+ *      max_size_per_second (its default, 1000, is lowered to it);
+ *      max_pool_size >= step;
  *      a refill must fit above the low-water mark; room in the ID space for
  *      one full pool above start_offset. (current_offset running into the
  *      end of the ID space is a state, space_warning, not an error: the
@@ -392,6 +394,9 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
         sizing(v, "min_size_percent", row->min_size_percent, APP_DEFAULT_MIN_PCT, 1, 99,
                &c.min_percent))
         return -1;
+    /* the default take is never more than a second grants */
+    if (row->max_size_per_times == 0 && c.per_take > c.per_second)
+        c.per_take = c.per_second;
     if (row->interval < 0 || row->interval > APP_MAX_INTERVAL)
         return fail(v, "interval", "must be 1..%lld ms (0 means the tick), got %" PRId64,
                     APP_MAX_INTERVAL, row->interval);
@@ -432,6 +437,11 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
     if (c.per_take > c.max_pool)
         return fail(v, "max_size_per_times", "must be <= max_pool_size (%" PRIu64 "), got %" PRIu64,
                     c.max_pool, c.per_take);
+    if (c.per_take > c.per_second)
+        return fail(v, "max_size_per_times",
+                    "must be <= max_size_per_second (%" PRIu64 "), got %" PRIu64
+                    ": a take of more than a second grants can never be served",
+                    c.per_second, c.per_take);
     if (c.max_pool < c.step)
         return fail(v, "max_pool_size", "must be >= step (%" PRIu64 "), got %" PRIu64, c.step,
                     c.max_pool);

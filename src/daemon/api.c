@@ -456,12 +456,8 @@ static void take(struct api_app *x)
     if (x->n >= x->want + (t + 1) / 2)
         return;
     ask = x->want + t - x->n;
-    /* a take above either limit is refused whole (IDPOOL_LIMIT): the waiting requests' count alone
-     * may fit, the buffer's top-up on it need not */
     if (ask > x->per_take)
         ask = x->per_take;
-    if (ask > x->per_second)
-        ask = x->per_second;
     if (ring_reserve(x, x->n + ask) < 0) {
         hold(x, TR_UNAVAILABLE, HOLD_DOWN_MS, "out of memory");
         drain(x);
@@ -631,13 +627,6 @@ static void on_request(struct apihttp_req *req, void *arg)
     if (count > p->cfg.per_take) {
         fail(a, req, TR_LIMIT, 0, NULL, "count %" PRIu64 " exceeds max_size_per_times %" PRIu64,
              count, p->cfg.per_take);
-        return;
-    }
-    if (count > p->cfg.per_second) { /* the words of idpool_take's own refusal */
-        fail(a, req, TR_LIMIT, 0, NULL,
-             "count %" PRIu64 " exceeds max_size_per_second %" PRIu64
-             ": it can never be granted within one second",
-             count, p->cfg.per_second);
         return;
     }
     fmt = apireq_accept(req->accept);

@@ -96,6 +96,8 @@ static int ref_valid(const struct app_row *r)
     pct = ref_sizing(r->min_size_percent, 80, 1, 99);
     if (step < 0 || per_take < 0 || per_second < 0 || pct < 0)
         return 0;
+    if (r->max_size_per_times == 0 && per_take > per_second)
+        per_take = per_second; /* the default take is lowered to a second's grant */
     if (r->interval < 0 || r->interval > LIM_INTERVAL)
         return 0;
     pool = r->max_pool_size == 0 ? 60 * per_second : (i128)r->max_pool_size;
@@ -107,7 +109,7 @@ static int ref_valid(const struct app_row *r)
     inc = ref_sizing(r->increment_max, 1, 1, LIM_INCREMENT);
     if (inc < 0)
         return 0;
-    if (per_take > pool || pool < step || pool * (100 - pct) / 100 < step)
+    if (per_take > pool || per_take > per_second || pool < step || pool * (100 - pct) / 100 < step)
         return 0;
     /* A full pool above start_offset stays below 2^63 (current_offset may be
      * anywhere up to 2^63-1: a state). app.c also refuses a span of exactly
@@ -144,10 +146,11 @@ static void check_cfg(const struct app_row *r, uint64_t tick, const struct app_c
     CHECK(c->current_offset == (uint64_t)r->current_offset);
     CHECK(c->step >= 1 && c->step <= APP_MAX_STEP);
     CHECK(c->step == (r->step ? (uint64_t)r->step : APP_DEFAULT_STEP));
-    CHECK(c->per_take ==
-          (r->max_size_per_times ? (uint64_t)r->max_size_per_times : APP_DEFAULT_PER_TAKE));
     CHECK(c->per_second ==
           (r->max_size_per_second ? (uint64_t)r->max_size_per_second : APP_DEFAULT_PER_SECOND));
+    CHECK(c->per_take == (r->max_size_per_times                  ? (uint64_t)r->max_size_per_times
+                          : APP_DEFAULT_PER_TAKE < c->per_second ? APP_DEFAULT_PER_TAKE
+                                                                 : c->per_second));
     CHECK(c->min_percent >= 1 && c->min_percent <= 99);
     CHECK(c->min_percent ==
           (r->min_size_percent ? (uint64_t)r->min_size_percent : APP_DEFAULT_MIN_PCT));
@@ -163,6 +166,7 @@ static void check_cfg(const struct app_row *r, uint64_t tick, const struct app_c
     CHECK(c->max_pool >= c->step);
     CHECK(c->max_pool * (100 - c->min_percent) / 100 >= c->step);
     CHECK(c->per_take <= c->max_pool);
+    CHECK(c->per_take <= c->per_second);
     CHECK(c->low_water == c->max_pool * c->min_percent / 100);
     CHECK(c->low_water < c->max_pool && c->max_pool - c->low_water >= c->step);
 

@@ -16,7 +16,7 @@ setup
 
 TIMEOUT_MS=1500
 SLACK_MS=300
-add_app slow step=100 max_pool_size=1200 max_size_per_times=100 max_size_per_second=20
+add_app slow step=100 max_pool_size=1200 max_size_per_times=20 max_size_per_second=20
 start_daemon a --tick-ms 50
 wait_until 15 pool_ge slow 1000 || fail "slow's pool did not fill"
 

@@ -139,6 +139,8 @@ ctl_expect 1 apps add rem --delta 4 --remainder 4
 err_has "application 'rem'.*remainder: must be"
 ctl_expect 1 apps add taker --per-take 7000 --max-pool 6000
 err_has "application 'taker'.*max_size_per_times: must be <= max_pool_size"
+ctl_expect 1 apps add taker --per-take 5000 --per-second 1000
+err_has "application 'taker'.*max_size_per_times: must be <= max_size_per_second \\(1000\\), got 5000: a take of more than a second grants can never be served"
 ctl_expect 1 apps add 'a b'
 err_has "entity_key: must match"
 ctl_expect 1 apps add 'k{x}'

@@ -254,6 +254,7 @@ static void test_offsets(void)
 static void test_per_take(void)
 {
     struct app_row r = row_default();
+    struct app_cfg c;
 
     r.max_size_per_times = 1;
     CHECK(ok(&r));
@@ -269,13 +270,21 @@ static void test_per_take(void)
     /* against a defaulted pool: 60 x 100 = 6000 */
     r.max_pool_size = 0;
     r.max_size_per_second = 100;
-    r.max_size_per_times = 6000;
-    CHECK(ok(&r));
     r.max_size_per_times = 6001;
     CHECK(bad(&r, "max_size_per_times"));
     CHECK_STR_CONTAINS(err, "(6000)");
-    /* the default (1000) is checked too */
+    /* must be <= max_size_per_second: a take above it is never granted */
+    r.max_size_per_times = 100;
+    CHECK(ok(&r));
+    r.max_size_per_times = 101;
+    CHECK(bad(&r, "max_size_per_times"));
+    CHECK_STR_CONTAINS(err, "must be <= max_size_per_second (100), got 101");
+    /* the default (1000) is lowered to max_size_per_second */
     r.max_size_per_times = 0;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.per_take, 100);
+    /* the default (1000) is checked too */
+    r.max_size_per_second = 0;
     r.max_pool_size = 999;
     r.step = 1;
     CHECK(bad(&r, "max_size_per_times"));
