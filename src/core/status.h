@@ -57,24 +57,24 @@ struct app_counters {
 
 /* One application, as the daemon sees it now. */
 struct app_view {
-    const char *key;              /* entity_key */
-    const char *node;             /* "host:port" of the Redis node that serves it; NULL: none */
-    const struct app_cfg *cfg;    /* the row in force (valid rows; for invalid ones only key/id) */
-    int64_t id;                   /* row id */
-    int served;                   /* 1: refilled; 0: soft-deleted or invalid */
-    int deleted;                  /* soft-deleted */
-    const char *invalid;          /* validation error, or NULL */
-    int len_known;                /* pool_len was observed */
-    uint64_t pool_len;            /* LLEN at the last check */
-    double fill_pct;              /* pool_len / max_pool_size x 100 */
-    double rate;                  /* consumption, IDs/s, smoothed */
-    int stale;                    /* its Redis node is unreachable: pool_len and rate as last seen */
-    int lease_known;              /* lease was read from meta */
-    struct gen_state lease;       /* current (next, hi) and prefetched (nlo, nhi) lease */
-    uint64_t lease_remaining;     /* ID space left in the leases: (hi - next) + (nhi - nlo) */
-    uint64_t reserve_lo;          /* this daemon's failover reserve [reserve_lo, reserve_hi) */
-    uint64_t reserve_hi;          /* (plan.h); 0: none held */
-    struct app_counters c;        /* the counters (APP_COUNTERS) */
+    const char *key;           /* entity_key */
+    const char *node;          /* "host:port" of the Redis node that serves it; NULL: none */
+    const struct app_cfg *cfg; /* the row in force (valid rows; for invalid ones only key/id) */
+    int64_t id;                /* row id */
+    int served;                /* 1: refilled; 0: soft-deleted or invalid */
+    int deleted;               /* soft-deleted */
+    const char *invalid;       /* validation error, or NULL */
+    int len_known;             /* pool_len was observed */
+    uint64_t pool_len;         /* LLEN at the last check */
+    double fill_pct;           /* pool_len / max_pool_size x 100 */
+    double rate;               /* consumption, IDs/s, smoothed */
+    int stale;                 /* its Redis node is unreachable: pool_len and rate as last seen */
+    int lease_known;           /* lease was read from meta */
+    struct gen_state lease;    /* current (next, hi) and prefetched (nlo, nhi) lease */
+    uint64_t lease_remaining;  /* ID space left in the leases: (hi - next) + (nhi - nlo) */
+    uint64_t reserve_lo;       /* this daemon's failover reserve [reserve_lo, reserve_hi) */
+    uint64_t reserve_hi;       /* (plan.h); 0: none held */
+    struct app_counters c;     /* the counters (APP_COUNTERS) */
     uint64_t last_refill_unix_ms; /* wall clock of the last successful refill, 0 = never */
     const char *last_error;       /* last refill problem, NULL when fine */
     int alerts[ALERT_COUNT];      /* 1 = firing */
