@@ -19,7 +19,8 @@
     X(STALLED, "stalled")                                                                          \
     X(OFFSET_REGRESSION, "offset_regression")                                                      \
     X(INVALID_CONFIG, "invalid_config")                                                            \
-    X(ID_SPACE_EXHAUSTION, "id_space_exhaustion")
+    X(ID_SPACE_EXHAUSTION, "id_space_exhaustion")                                                  \
+    X(POOL_MEMORY, "pool_memory")
 
 enum alert_kind {
 #define X(id, name) ALERT_##id,

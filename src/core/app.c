@@ -492,3 +492,20 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
     *out = c;
     return 0;
 }
+
+int app_memory_over(const struct app_cfg *c, int budget_mb, char *buf, size_t len)
+{
+    uint64_t bytes = sat_mul(c->max_pool, APP_BYTES_PER_ID);
+    uint64_t budget = (uint64_t)(budget_mb > 0 ? budget_mb : 0) * 1024 * 1024;
+
+    if (len)
+        buf[0] = '\0';
+    if (bytes <= budget)
+        return 0;
+    snprintf(buf, len,
+             "a full pool of %" PRIu64 " IDs takes about %" PRIu64 " MiB of Redis (%d bytes an "
+             "ID), above pool-memory-mb %d: lower max_pool_size (or max_size_per_second, which "
+             "sizes a default pool) or raise pool-memory-mb",
+             c->max_pool, (bytes + 1024 * 1024 - 1) / (1024 * 1024), APP_BYTES_PER_ID, budget_mb);
+    return 1;
+}

@@ -21,7 +21,8 @@
 #define APP_DEFAULT_PER_TAKE   1000
 #define APP_DEFAULT_PER_SECOND 5000
 #define APP_DEFAULT_MIN_PCT    80
-#define APP_POOL_SECONDS       60        /* max_pool_size default = 60 x max_size_per_second */
+#define APP_POOL_SECONDS       60 /* max_pool_size default = 60 x max_size_per_second */
+#define APP_BYTES_PER_ID       10 /* Redis memory of one pooled ID (deploy/redis-idpool.conf) */
 #define APP_ID_MAX             INT64_MAX /* no ID may exceed 2^63-1 */
 /*
  * No ID is ever 0: MySQL AUTO_INCREMENT reads an inserted 0 as "generate
@@ -287,5 +288,13 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
  * one delta for alignment. Saturates at APP_ID_MAX.
  */
 uint64_t app_span_for(const struct app_cfg *cfg, uint64_t count);
+
+/*
+ * Whether a full pool of c (max_pool_size x APP_BYTES_PER_ID bytes of
+ * Redis) is above budget_mb MiB: 1 with the warning in buf ("a full pool
+ * of 100000000 IDs takes about 954 MiB of Redis (10 bytes an ID), above
+ * pool-memory-mb 64"), else 0 (buf empty).
+ */
+int app_memory_over(const struct app_cfg *c, int budget_mb, char *buf, size_t len);
 
 #endif

@@ -55,6 +55,7 @@ enum setting_id {
     S_ALERT_WEBHOOK,
     S_STALL,
     S_ALERT_RESOLVE,
+    S_POOL_MEMORY,
     S_LOG_LEVEL,
     S_CONFIG,
     S_COUNT,
@@ -237,6 +238,11 @@ static const struct setting settings[S_COUNT] = {
                          "5000", NULL,
                          "an alert resolves once its condition stayed clear this long",
                          INT_SETTING(0, 3600000, alert_resolve_ms)},
+    [S_POOL_MEMORY] = {"pool-memory-mb", NULL, "IDPOOL_POOL_MEMORY_MB", "Alerts", "MIB", "64", NULL,
+                       "'pool_memory' fires (and apps add/set warn) for an application\n"
+                       "whose full pool would take more Redis memory than this (about\n"
+                       "10 bytes an ID)",
+                       INT_SETTING(1, 1048576, pool_memory_mb)},
     [S_LOG_LEVEL] = {"log-level", NULL, "IDPOOL_LOG_LEVEL", "General", "LEVEL", "info", NULL,
                      "error, warn, info or debug", K_LOG_LEVEL, FROM_ALL, 0, 0, 0},
     [S_CONFIG] = {"config", NULL, "IDPOOL_CONFIG", "General", "FILE", NULL, "none",

@@ -57,6 +57,26 @@ static int opt_int(struct ctl *c, const char *name, const char *value, int64_t *
     return 0;
 }
 
+/*
+ * The row r as written would pass pool-memory-mb: a warning on stderr
+ * (idpoold logs it and raises pool_memory), and in doc's "warnings" when
+ * doc is not NULL (--json). Written all the same: the operator may mean it.
+ */
+static void memory_warning(struct ctl *c, const struct ctl_row *r, cJSON *doc)
+{
+    char why[400];
+
+    if (!r->valid || !app_memory_over(&r->cfg, c->cfg.pool_memory_mb, why, sizeof(why)))
+        return;
+    fprintf(stderr, "%s: %s: warning: application '%s': %s\n", c->prog, c->cmd, r->key, why);
+    if (doc) {
+        cJSON *w = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
+        if (!w)
+            w = ctl_jcheck(cJSON_AddArrayToObject(doc, "warnings"));
+        cJSON_AddItemToArray(w, ctl_jcheck(cJSON_CreateString(why)));
+    }
+}
+
 /* monotonic | trend | a number (an unknown number is for app_validate to reject). */
 static int opt_type(struct ctl *c, const char *name, const char *value, int64_t *out)
 {
@@ -341,9 +361,11 @@ int ctl_apps_add(struct ctl *c, int argc, char **argv)
             ctl_jcheck(cJSON_AddStringToObject(doc, "history_hi", ctl_i64(history, buf)));
         else
             ctl_jcheck(cJSON_AddNullToObject(doc, "history_hi"));
+        memory_warning(c, &r, doc);
         ctl_json_print(c, doc);
         return 0;
     }
+    memory_warning(c, &r, NULL);
     printf("added application '%s' (id %" PRId64 "): %s, step %" PRIu64 ", max_pool_size %" PRIu64
            ", low water %" PRIu64 "\n",
            r.key, r.row.id, ctl_type_name(r.cfg.type), r.cfg.step, r.cfg.max_pool, r.cfg.low_water);
@@ -508,8 +530,10 @@ int ctl_apps_set(struct ctl *c, int argc, char **argv)
         cJSON *doc = result_json("updated", &nr);
         cJSON_AddItemToObject(doc, "changes", changes);
         changes = NULL;
+        memory_warning(c, &nr, doc);
         ctl_json_print(c, doc);
     } else {
+        memory_warning(c, &nr, NULL);
         const cJSON *ch;
         printf("updated application '%s' (id %" PRId64 "):\n", nr.key, nr.row.id);
         cJSON_ArrayForEach(ch, changes)

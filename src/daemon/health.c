@@ -256,9 +256,11 @@ void health_row_deleted(struct health *h, struct pool *p)
     observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
 }
 
-void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg)
+void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg,
+                      const char *memory)
 {
     observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
+    observe(h, p, ALERT_POOL_MEMORY, memory != NULL, 0, "%s", memory ? memory : "-");
     observe(h, p, ALERT_ID_SPACE_EXHAUSTION, cfg->space_warning || p->health.space_exhausted, 0,
             "%s %" PRIu64 " is above 90%% of 2^63-1 or leaves less than one full pool below it: "
             "the ID space will run out",

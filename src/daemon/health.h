@@ -65,7 +65,8 @@ void health_exhausted(struct health *h, struct pool *p, const char *why);
 /* The row as applied: invalid (err), soft-deleted, valid (the new cfg), or removed. */
 void health_row_invalid(struct health *h, struct pool *p, const char *err);
 void health_row_deleted(struct health *h, struct pool *p);
-void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg);
+void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg,
+                      const char *memory);
 void health_row_removed(struct health *h, struct pool *p);
 
 /*

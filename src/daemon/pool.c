@@ -340,7 +340,8 @@ static void row_invalid(struct pools *reg, struct pool *p, const char *err)
 
 static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *cfg)
 {
-    char desc[256];
+    char desc[256], memory[400];
+    int over;
 
     if (p->bad) {
         log_info("app=%s row fixed; serving again", p->cfg.key);
@@ -352,7 +353,11 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
                  " is above 90%% of 2^63-1 or leaves less than one full pool below it",
                  cfg->key, cfg->space_field, cfg->space_base);
     p->space_warned = cfg->space_warning;
-    health_row_valid(reg->env.health, p, cfg);
+    over = app_memory_over(cfg, reg->env.pool_memory_mb, memory, sizeof(memory));
+    if (over && !p->memory_warned)
+        log_warn("app=%s pool_memory: %s", cfg->key, memory);
+    p->memory_warned = over;
+    health_row_valid(reg->env.health, p, cfg, over ? memory : NULL);
     app_describe(cfg, desc, sizeof(desc));
     if (!p->live) {
         log_info("app=%s serving: %s", cfg->key, desc);
@@ -490,6 +495,11 @@ void pools_stop(struct pools *reg)
 void pools_set_tick(struct pools *reg, int tick_ms)
 {
     reg->env.tick_ms = tick_ms;
+}
+
+void pools_set_memory(struct pools *reg, int pool_memory_mb)
+{
+    reg->env.pool_memory_mb = pool_memory_mb;
 }
 
 /* --- views --------------------------------------------------------------- */

@@ -114,6 +114,7 @@ struct pool {
     int mark;               /* reload sweep mark */
     char *bad;              /* current validation error (heap) */
     int space_warned;       /* the ID-space warning was logged for this row */
+    int memory_warned;      /* the pool-memory warning was logged for this row */
     unsigned side_calls;    /* renewals, limit syncs in flight (the pool is not freed meanwhile) */
     uint64_t live_since_ms; /* when it became served */
     uint64_t last_refill_unix_ms;
@@ -131,6 +132,7 @@ struct pools_env {
     struct health *health;
     struct nodemap *map; /* side calls (limits) on the main connection of the meta's node */
     int tick_ms;         /* default check interval of rows with interval = 0 */
+    int pool_memory_mb;  /* pool_memory fires for a full pool above this (pools_set_memory) */
     /* A pool went idle (slots, pending stop); called by pool_set_state. */
     void (*on_idle)(struct pool *p, void *arg);
     /* The rows were (re)loaded or failed to load. */
@@ -141,6 +143,8 @@ struct pools_env {
 struct pools *pools_new(const char *prefix, const struct pools_env *env);
 void pools_free(struct pools *reg);
 void pools_set_tick(struct pools *reg, int tick_ms);
+/* pool-memory-mb, for the rows (re)loaded from now on. */
+void pools_set_memory(struct pools *reg, int pool_memory_mb);
 
 /* The `arg` of the registry's environment (the refill loop that owns the pools). */
 void *pool_owner(const struct pool *p);

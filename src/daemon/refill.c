@@ -611,6 +611,7 @@ void refill_configure(struct refill *rf, const struct config *cfg)
             pusher_configure(rf->pushers[i], cfg->lock_ttl_ms);
     sched_configure(rf->sched, cfg->tick_ms, cfg->reload_ms, cfg->lock_ttl_ms);
     pools_set_tick(rf->pools, cfg->tick_ms);
+    pools_set_memory(rf->pools, cfg->pool_memory_mb);
 }
 
 void refill_node_state(struct refill *rf, struct node *n, int ready)
@@ -673,6 +674,7 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
                                 .health = rf->health,
                                 .map = map,
                                 .tick_ms = cfg->tick_ms,
+                                .pool_memory_mb = cfg->pool_memory_mb,
                                 .on_idle = on_idle,
                                 .on_loaded = on_loaded,
                                 .arg = rf};

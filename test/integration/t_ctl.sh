@@ -141,6 +141,16 @@ ctl_expect 1 apps add taker --per-take 7000 --max-pool 6000
 err_has "application 'taker'.*max_size_per_times: must be <= max_pool_size"
 ctl_expect 1 apps add taker --per-take 5000 --per-second 1000
 err_has "application 'taker'.*max_size_per_times: must be <= max_size_per_second \\(1000\\), got 5000: a take of more than a second grants can never be served"
+# Valid, but its full pool would take ~954 MiB of Redis: added with a
+# warning naming the bytes (idpoold raises pool_memory: t_invalid); then
+# removed before any daemon runs here.
+ctl_expect 0 apps add huge --max-pool 100000000 --per-second 100000000
+err_has "apps add: warning: application 'huge': a full pool of 100000000 IDs takes about 954 MiB of Redis \\(10 bytes an ID\\), above pool-memory-mb 64"
+ctl_expect 0 --json apps set huge max_pool_size=90000000
+assert_eq "a full pool of 90000000 IDs takes about 859 MiB" "$(jget 'd["warnings"][0][:47]')" "apps set --json warnings"
+ctl_expect 0 apps set huge max_pool_size=1000000
+[[ $ERR != *warning* ]] || fail "apps set under the budget warned: $ERR"
+sql "DELETE FROM application WHERE entity_key = 'huge'"
 ctl_expect 1 apps add 'a b'
 err_has "entity_key: must match"
 ctl_expect 1 apps add 'k{x}'

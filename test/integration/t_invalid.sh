@@ -21,6 +21,7 @@ declare -A FIELD=(
     [b_rem]=remainder
     [b_fit]=max_pool_size
     [b_take]=max_size_per_times
+    [b_rate]=max_size_per_times
     [b_start]=start_offset
     [b_inc]=increment_max
     ['bad key']=entity_key
@@ -35,6 +36,9 @@ add_app b_small max_pool_size=500 max_size_per_times=100 # < step 1000
 add_app b_rem delta=5 remainder=5
 add_app b_fit max_pool_size=1100 # > step, but 1100 * 20% = 220 < step: a refill cannot fit
 add_app b_take max_size_per_times=7000 max_pool_size=6000
+add_app b_rate max_size_per_times=2000 max_size_per_second=1000 # a take of 2000 is never granted
+# Valid, but a full pool takes more Redis memory than --pool-memory-mb 1 (2 MiB).
+add_app big step=10000 max_pool_size=200000 max_size_per_second=100000
 add_app b_start start_offset=-1
 add_app b_inc increment_max=1000001
 add_app 'bad key'
@@ -45,7 +49,8 @@ add_app '--name' # a command line reads it as an option
 shown() { local k=${1// /?}; echo "${k//\//?}"; }
 
 HTTP_PORT=$(free_port)
-start_daemon a --tick-ms 20 --reload-ms 150 --http "127.0.0.1:$HTTP_PORT"
+start_daemon a --tick-ms 20 --reload-ms 150 --http "127.0.0.1:$HTTP_PORT" --pool-memory-mb 1 \
+    --alert-resolve-ms 300
 wait_until 10 pool_ge good 6000 || fail "the valid application was not served"
 for key in "${!FIELD[@]}"; do
     id=$(app_col "$key" id)
@@ -56,7 +61,7 @@ done
 id=$(app_col b_step id)
 log_has a "error +application 'b_step' \(id $id\): step: must be 1\.\.1000000 \(0 means 1000\), got -5; application not served until the row is fixed$" ||
     fail "message for b_step not in the documented format"
-log_has a "applications: 1 served, [0-9]+ invalid, 14 rows read" || fail "no summary line"
+log_has a "applications: 2 served, [0-9]+ invalid, 16 rows read" || fail "no summary line"
 
 # Over many reloads (150 ms), each error is logged exactly once. (Rows with a
 # bad entity_key are checked at the end, so that a failure there does not
@@ -74,7 +79,7 @@ done
 # None of them got a pool, nor limits (a take answers IDPOOL_NOAPP); their
 # meta hash holds only the invalid_config alert, firing.
 keys=$(rcli --scan --pattern 'idpool:*:pool' | sort | tr '\n' ' ')
-assert_eq "idpool:{good}:pool " "$keys" "pools in Redis"
+assert_eq "idpool:{big}:pool idpool:{good}:pool " "$keys" "pools in Redis"
 for key in "${!FIELD[@]}"; do
     [[ ${FIELD[$key]} == entity_key ]] && continue
     assert_eq "alert:invalid_config alert:invalid_config:notified" \
@@ -93,7 +98,7 @@ curl -fsS "http://127.0.0.1:$HTTP_PORT/v1/apps" >"$DIR/apps.json" || fail "GET /
 "$PYTHON" - "$DIR/apps.json" "${!FIELD[@]}" <<'EOF' || fail "/v1/apps does not show every row with its error"
 import json, sys
 apps = {a["key"]: a for a in json.load(open(sys.argv[1]))}
-missing = [k for k in sys.argv[2:] + ["good"] if k not in apps]
+missing = [k for k in sys.argv[2:] + ["good", "big"] if k not in apps]
 if missing:
     sys.exit("missing from /v1/apps: %s (has %s)" % (missing, sorted(apps)))
 for k in sys.argv[2:]:
@@ -102,8 +107,8 @@ for k in sys.argv[2:]:
         sys.exit("%r: served %s, invalid %r" % (k, a["served"], a["invalid"]))
     if "invalid_config" not in json.dumps(a["alerts"]):
         sys.exit("%r: invalid_config not among its alerts: %s" % (k, a["alerts"]))
-if len(apps) != len(sys.argv[2:]) + 1:
-    sys.exit("%d objects for %d rows" % (len(apps), len(sys.argv[2:]) + 1))
+if len(apps) != len(sys.argv[2:]) + 2:
+    sys.exit("%d objects for %d rows" % (len(apps), len(sys.argv[2:]) + 2))
 EOF
 # (not `curl | grep -q`: grep quits at the match, and with pipefail curl's next
 # write then fails the pipeline; it did under ASan in CI)
@@ -126,6 +131,22 @@ pass "every row is shown with its error in /v1/apps and idpoolctl status, also k
 rcli LPOP "$(pool_key good)" 2000 >/dev/null
 wait_until 3 pool_ge good 6000 || fail "good not refilled"
 pass "the valid application is refilled next to invalid rows"
+
+# --- a pool above pool-memory-mb: served, warned about (log, pool_memory) -------
+wait_until 10 pool_ge big 160000 || fail "big (valid, above the memory budget) was not served"
+log_has a "warn +app=big pool_memory: a full pool of 200000 IDs takes about 2 MiB of Redis \(10 bytes an ID\), above pool-memory-mb 1: lower max_pool_size" ||
+    fail "no pool_memory warning naming the bytes for big"
+assert_eq 1 "$(log_count a "app=big pool_memory:")" "pool_memory warnings of big over many reloads"
+wait_until 5 eval '[[ $(rcli HGET "$(meta_key big)" alert:pool_memory) == firing ]]' ||
+    fail "pool_memory not firing in big's meta"
+curl -fsS "http://127.0.0.1:$HTTP_PORT/v1/apps/big" >"$DIR/big.json" || fail "GET /v1/apps/big"
+grep -q '"pool_memory"' "$DIR/big.json" || fail "pool_memory not among big's alerts: $(cat "$DIR/big.json")"
+# 100,000 IDs: 1,000,000 bytes, under 1 MiB
+set_app big max_pool_size=100000
+wait_until 10 eval '[[ $(rcli HGET "$(meta_key big)" alert:pool_memory) != firing ]]' ||
+    fail "pool_memory still firing for big with a pool of 1,000,000 bytes"
+wait_until 5 log_has a "alert pool_memory resolved app=big" || fail "no 'resolved' line for big's pool_memory"
+pass "a full pool above pool-memory-mb: served, the log names the bytes once, pool_memory fires and resolves once the pool is made smaller"
 
 # --- fixing a row ------------------------------------------------------------
 set_app b_step step=500

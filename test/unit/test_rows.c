@@ -91,10 +91,14 @@ void health_served(struct pool *p)
     served_calls++;
 }
 
-void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg)
+static char last_memory[400]; /* health_row_valid's pool_memory warning, "" for none */
+
+void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg,
+                      const char *memory)
 {
     (void)h, (void)p, (void)cfg;
     valid_calls++;
+    snprintf(last_memory, sizeof(last_memory), "%s", memory ? memory : "");
 }
 
 void health_row_invalid(struct health *h, struct pool *p, const char *err)
@@ -159,6 +163,7 @@ static struct pools *registry(void)
         .health = (struct health *)&fake,
         .map = (struct nodemap *)&fake,
         .tick_ms = 100,
+        .pool_memory_mb = 64,
         .on_loaded = on_loaded,
     };
 
@@ -226,6 +231,34 @@ static void test_new_and_changed(void)
     CHECK_EQ_U64(p->cfg.step, 3000);
     CHECK(!p->has_new_cfg);
 out:
+    answer_side_calls();
+    pools_free(reg);
+}
+
+/* pool-memory-mb: a row whose full pool passes it is served, with the warning (pool_memory). */
+static void test_pool_memory(void)
+{
+    struct pools *reg = registry();
+    struct app_row rows[1] = {row_of(1, "big", 1000)};
+
+    rows[0].max_pool_size = 6710886; /* 67,108,860 bytes: 64 MiB + 0 */
+    load(reg, rows, 1);
+    CHECK(last_memory[0] == '\0');
+    rows[0].max_pool_size = 6710887; /* 10 bytes more than 64 MiB */
+    load(reg, rows, 1);
+    CHECK_STR_CONTAINS(last_memory, "a full pool of 6710887 IDs takes about 65 MiB of Redis "
+                                    "(10 bytes an ID), above pool-memory-mb 64");
+    tally(reg, 1, 0, 0); /* served all the same */
+    /* the default pool sized by max_size_per_second: 60 x 1,500,000 (859 MiB) */
+    rows[0].max_pool_size = 0;
+    rows[0].max_size_per_second = 1500000;
+    pools_set_memory(reg, 500);
+    load(reg, rows, 1);
+    CHECK_STR_CONTAINS(last_memory, "a full pool of 90000000 IDs takes about 859 MiB");
+    CHECK_STR_CONTAINS(last_memory, "above pool-memory-mb 500");
+    pools_set_memory(reg, 1000);
+    load(reg, rows, 1);
+    CHECK(last_memory[0] == '\0');
     answer_side_calls();
     pools_free(reg);
 }
@@ -349,6 +382,7 @@ int main(void)
     log_set_level(LOG_ERROR);
     RUN(test_new_and_changed);
     RUN(test_deleted_invalid_removed);
+    RUN(test_pool_memory);
     RUN(test_bad_key_and_failed_load);
     return unit_done();
 }
