@@ -11,7 +11,7 @@
 -- Redis is missing or older (never a newer one), so that a rolling upgrade
 -- or a rollback of the daemon does not swap the fence under a running one.
 -- Bump it with every change of this file. (meson.build reads this line.)
-local LIB_VERSION = 5
+local LIB_VERSION = 6
 
 -- The epoch under which the pools of this Redis process are served:
 -- "run_id:master_replid:nonce", chosen by the first idpool_validate after the
@@ -97,12 +97,22 @@ end
 -- Discard an application's pool and meta, keeping its limits: they are the
 -- row's, not the pool's. Until a refill writes meta anew, takes get
 -- IDPOOL_EPOCH (retry) and not IDPOOL_NOAPP, which clients take for "not
--- served here" and stop asking.
+-- served here" and stop asking. The alert states (alert:<kind> and its
+-- :notified claim) stay too: they are the application's, and an alert
+-- firing before a restart is not announced again after it.
 local function discard(pool, meta)
-    local m = redis.call('HMGET', meta, 'per_take', 'per_second')
+    local m = redis.call('HGETALL', meta)
+    local keep = {}
+    for i = 1, #m, 2 do
+        local f = m[i]
+        if f == 'per_take' or f == 'per_second' or string.sub(f, 1, 6) == 'alert:' then
+            keep[#keep + 1] = f
+            keep[#keep + 1] = m[i + 1]
+        end
+    end
     redis.call('DEL', pool, meta)
-    if m[1] and m[2] then
-        redis.call('HSET', meta, 'per_take', m[1], 'per_second', m[2])
+    if #keep > 0 then
+        redis.call('HSET', meta, unpack(keep))
     end
 end
 

@@ -167,12 +167,21 @@ void health_served(struct pool *p)
     p->health.low_checks = 0;
 }
 
-void health_check(struct health *h, struct pool *p, uint64_t prev_underflows, int underflow_in_meta)
+void health_check(struct health *h, struct pool *p, uint64_t prev_underflows, int underflow_in_meta,
+                  int rebuilding)
 {
     struct pool_health *ph = &p->health;
     uint64_t now = clock_ms(), len = p->seen.len, lw = p->cfg.low_water;
     uint64_t ref = ok_since(p);
     int new_underflows = p->seen.counters_known && p->c.underflows > prev_underflows;
+    int grace;
+
+    if (!rebuilding)
+        ph->rebuild_ms = 0;
+    else if (!ph->rebuild_ms)
+        ph->rebuild_ms = now;
+    /* a pool discarded and being refilled is not dry: no page unless that takes past stall-ms */
+    grace = ph->rebuild_ms && now - ph->rebuild_ms < (uint64_t)h->stall_ms;
 
     if (len >= lw) {
         ph->last_ok_ms = now;
@@ -181,13 +190,14 @@ void health_check(struct health *h, struct pool *p, uint64_t prev_underflows, in
         ph->low_checks++;
     }
     observe(h, p, ALERT_UNDERFLOW,
-            (ph->last_ok_ms && len == 0) || new_underflows ||
-                (underflow_in_meta && !ph->alert[ALERT_UNDERFLOW].firing),
+            !grace && ((ph->last_ok_ms && len == 0) || new_underflows ||
+                       (underflow_in_meta && !ph->alert[ALERT_UNDERFLOW].firing)),
             0, "pool ran dry: %s (pool %" PRIu64 ", low water %" PRIu64 ")",
             new_underflows ? "takes got short or empty replies" : "the pool is empty", len, lw);
     /* Low at two status reads in a row, i.e. still low after the refill the first one
      * started: one check landing in the dip before a refill is not a shortage. */
-    observe(h, p, ALERT_LOW, ph->last_ok_ms && ph->low_checks >= 2, 1000 + 2 * p->cfg.interval_ms,
+    observe(h, p, ALERT_LOW, !grace && ph->last_ok_ms && ph->low_checks >= 2,
+            1000 + 2 * p->cfg.interval_ms,
             "pool stays below its low-water mark after refilling: %" PRIu64 " < %" PRIu64
             " (refill cannot keep up with consumption)",
             len, lw);

@@ -39,9 +39,15 @@ void health_problem(struct pool *p, const char *fmt, ...) __attribute__((format(
 /* A refill succeeded: log the recovery from the last problem. */
 void health_refilled(struct health *h, struct pool *p);
 
-/* One check's status read of a served pool (counters and length in pool->seen). */
-void health_check(struct health *h, struct pool *p, uint64_t prev_underflows,
-                  int underflow_in_meta);
+/*
+ * One check's status read of a served pool (counters and length in
+ * pool->seen). rebuilding: its meta holds no epoch, i.e. no refill wrote it
+ * since a daemon discarded it (a restart, a failover) or ever: an empty
+ * pool then is being refilled, not run dry, and neither underflow nor low
+ * fires for stall-ms (after that they do, and stalled too).
+ */
+void health_check(struct health *h, struct pool *p, uint64_t prev_underflows, int underflow_in_meta,
+                  int rebuilding);
 /* A check saw the pool of a served row at or above its low-water mark. */
 void health_pool_ok(struct pool *p);
 /*

@@ -69,6 +69,7 @@ struct pool_health {
     char *last_err;         /* last refill problem, logged once per change (heap) */
     uint64_t last_ok_ms;    /* last time the pool was fine or got IDs (0: never) */
     int low_checks;         /* status reads in a row below low water (0..2) */
+    uint64_t rebuild_ms;    /* first check that found meta without an epoch (0: not now) */
     int space_exhausted;    /* the last reservation found no ID space left */
     int adopted;            /* the alert states in meta were read (once per process) */
 };

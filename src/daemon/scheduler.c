@@ -243,7 +243,8 @@ static void on_check(struct rds *r, redisReply *reply, void *arg)
             p->sched.epoch_seen[0] = '\0';
     }
     if (p->live)
-        health_check(s->env.health, p, prev_underflows, uf_in_meta);
+        health_check(s->env.health, p, prev_underflows, uf_in_meta,
+                     reply->elements > 10 && e[10]->type == REDIS_REPLY_STRING && e[10]->len == 0);
     p->seen.counters_known = 1;
     p->sched.status_due_ms = cadence_next_status(p->sched.check_ms, check_interval(p),
                                                  health_pending(p) || uf_in_meta, p->sched.busy);

@@ -4,7 +4,12 @@
 # (a) Clean restart (SIGTERM, AOF kept): the daemon loses the connection,
 #     reconnects by itself, validates a new epoch and discards the pool restored
 #     from the AOF; the refilled pool holds none of the old IDs, only higher
-#     ones, and is above low water within a few seconds (R).
+#     ones, and is above low water within a few seconds (R). MySQL is down for
+#     the first 2 s (a planned maintenance of both), so the discarded pool
+#     waits empty for a fresh lease under the checks of two daemons: no page
+#     (neither underflow nor low: it is being refilled, not run dry), and an
+#     invalid row's invalid_config, whose state lived in the discarded meta,
+#     is not announced again.
 # (b) kill -9 of Redis while a consumer drains, down ~3 s (longer than the
 #     500 ms command timeout), back with an older copy of its data (a failover
 #     to a lagging replica): the daemon stays up, logs without flooding,
@@ -21,6 +26,7 @@ setup
 
 KEY=rr
 add_app $KEY step=100 max_pool_size=2000 min_size_percent=50 increment_max=2
+add_app rrbad step=100 max_pool_size=1000 # made invalid below: its meta has an epoch
 LOW=$(low_water $KEY)
 run_id() { redis_server_id; }
 redis_down() { ! rcli PING >/dev/null 2>&1; }
@@ -38,8 +44,17 @@ RECOVERED='redis: connected to .*, recovered'
 EPOCH="app=$KEY redis restart or failover detected"
 REDIS_WARN='warn +redis: '
 
-start_daemon a --tick-ms 100 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance rr-a
+# stall-ms 60 s: (a)'s MySQL outage (2 s, and however long mariadbd takes to
+# start again) stays within the grace a discarded pool gets before a page
+start_daemon a --tick-ms 100 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance rr-a --stall-ms 60000
 wait_until 5 pool_ge $KEY "$LOW" || fail "pool never filled"
+# a second daemon for (a): alerts are announced by one of them, once
+start_daemon b --tick-ms 100 --lock-ttl-ms 500 --redis-timeout-ms 500 --instance rr-b --stall-ms 60000
+INVALID_FIRING='alert invalid_config firing app=rrbad'
+wait_until 5 pool_ge rrbad 800 || fail "rrbad never filled"
+set_app rrbad step=-1
+wait_until 5 eval '(($(log_count a "$INVALID_FIRING") + $(log_count b "$INVALID_FIRING") == 1))' ||
+    fail "invalid_config of rrbad not announced once"
 
 # ================================================= (a) clean restart, AOF ===
 pop $KEY 3000 "$DIR/p0" --type monotonic --dump "$DIR/p0.txt" 2>/dev/null || fail "first pop"
@@ -52,15 +67,28 @@ old_run_id=$(run_id)
 redis_stop
 redis_down || fail "redis still answers after redis_stop"
 wait_until 5 log_more a "$LOST" 0 || fail "daemon did not notice the connection loss"
-sleep 0.5
+# MySQL is down too for the first 2 s after Redis is back (a planned
+# maintenance of both): the discarded pool waits empty for a fresh lease
+# while the daemons check it (the exposure: each check saw an empty pool
+# that had been healthy, and paged underflow)
+mysql_stop
 redis_start
 t0=$(now_us)
+wait_until 5 eval '[[ $(rcli EXISTS "$(pool_key $KEY)") == 0 ]] && [[ -z $(rcli HGET "$(meta_key $KEY)" epoch) ]]' ||
+    fail "the restored pool of $KEY was not discarded while MySQL was down"
+empty_from=$(now_us)
+sleep 2 # the maintenance window: the pool stays empty, the daemons check it every 100 ms
+assert_eq 0 "$(llen $KEY)" "$KEY's pool during the MySQL outage (the window)"
+info "(a) the pool stayed empty $((($(now_us) - empty_from) / 1000)) ms while MySQL was down"
+mysql_start
 assert_eq restored "$(rcli GET witness)" "AOF restored the data set"
 new_run_id=$(run_id)
 assert_ne "$old_run_id" "$new_run_id" "run_id after the restart"
 wait_until 5 log_more a "$RECOVERED" 0 || fail "daemon did not reconnect"
-wait_until 3 log_more a "$EPOCH" 0 || fail "daemon did not detect the restart (run_id change)"
-wait_until 3 pool_ge $KEY "$LOW" || fail "R: pool not above low water after the restart"
+wait_until 3 eval 'log_more a "$EPOCH" 0 || log_more b "$EPOCH" 0' ||
+    fail "no daemon detected the restart (run_id change)"
+# (MySQL reconnects with backoff, at most 5 s apart)
+wait_until 15 pool_ge $KEY "$LOW" || fail "R: pool not above low water after the restart"
 info "(a) pool back above low water $((($(now_us) - t0) / 1000)) ms after Redis came back"
 assert_alive a
 pool_dump $KEY "$DIR/post.txt"
@@ -68,12 +96,24 @@ same=$(sort "$DIR/pre.txt" "$DIR/post.txt" | uniq -d | sed -n 1,5p)
 [[ -z $same ]] || fail "IDs from the pool before the restart are served again: $same"
 check_above "$DIR/pre.txt" -- "$DIR/post.txt"
 assert_eq "$(redis_epoch)" "$(rcli HGET "$(meta_key $KEY)" epoch)" "meta epoch"
+# A planned restart pages nobody: the discarded pool was refilled, not run
+# dry (no underflow, no low), and the invalid row's alert, whose state lived
+# in the discarded meta, is not announced again by either daemon.
+sleep 1 # (a second of checks after the refill: an alert would have fired by now)
+for d in a b; do
+    assert_eq 0 "$(log_count $d "alert (underflow|low) firing app=$KEY")" "underflow/low alerts of $KEY in $d's log"
+done
+assert_eq 1 "$(($(log_count a "$INVALID_FIRING") + $(log_count b "$INVALID_FIRING")))" \
+    "announcements of rrbad's invalid_config across the restart"
+[[ $(rcli HGET "$(meta_key rrbad)" alert:invalid_config) == firing ]] ||
+    fail "rrbad's invalid_config state did not survive the discard: $(rcli HGETALL "$(meta_key rrbad)" | tr '\n' ' ')"
+stop_daemon b
 [[ $(redis_epoch) == "$new_run_id":* ]] || fail "epoch $(redis_epoch) is not of the new process $new_run_id"
 n=$(llen $KEY)
 pop $KEY $((n + 2000)) "$DIR/p1" --type monotonic --dump "$DIR/p1.txt" 2>/dev/null ||
     fail "pop after the restart"
 check_above "$DIR/p0.txt" -- "$DIR/p1.txt"
-pass "(a) clean Redis restart: restored pool discarded, refilled from a fresh lease"
+pass "(a) clean Redis restart: restored pool discarded, refilled from a fresh lease; no underflow or low page, the invalid row's alert not announced again"
 
 # ============================= (b) crash, lagging data, down 3 s ===
 # Models a failover to a replica that lagged behind: Redis is killed -9 and
