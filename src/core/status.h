@@ -118,6 +118,7 @@ struct daemon_view {
     int redis_up;              /* connection ready */
     int mysql_up;              /* last MySQL job succeeded */
     int mysql_schema_missing;  /* MySQL answers, but the database or a table is missing */
+    char mysql_denied[256];    /* a privilege MySQL refused ("SELECT denied on idpool.x"), or "" */
     int rows_loaded;           /* application rows loaded at least once */
     uint64_t redis_errors;     /* failed commands and lost connections */
     uint64_t redis_reconnects; /* successful (re)connects after the first */

@@ -356,7 +356,7 @@ char *statusjson_health(const struct status_source *src, int *healthy)
 
     memset(&d, 0, sizeof(d));
     src->daemon(src->ctx, &d);
-    *healthy = d.redis_up && d.mysql_up && d.rows_loaded;
+    *healthy = d.redis_up && d.mysql_up && d.rows_loaded && !d.mysql_denied[0];
     if (o == NULL)
         return NULL;
     if (!cJSON_AddStringToObject(o, "status", *healthy ? "ok" : "unavailable"))
@@ -386,6 +386,11 @@ char *statusjson_health(const struct status_source *src, int *healthy)
                      d.mysql_schema_missing ? "mysql schema not loaded: load sql/schema.sql"
                                             : "mysql down",
                      &bad);
+        if (d.mysql_denied[0]) { /* its own reason: MySQL is up, a grant is missing */
+            char why[sizeof(d.mysql_denied) + 8];
+            snprintf(why, sizeof(why), "mysql: %s", d.mysql_denied);
+            push_str(reasons, why, &bad);
+        }
         if (!d.rows_loaded)
             push_str(reasons, "application rows not loaded", &bad);
     }

@@ -576,6 +576,7 @@ static void src_daemon(void *ctx, struct daemon_view *out)
     out->redis_up = nodemap_ready(rf->map);
     out->mysql_up = ss.up;
     out->mysql_schema_missing = ss.schema_missing;
+    snprintf(out->mysql_denied, sizeof(out->mysql_denied), "%s", ss.denied);
     out->redis_errors = rs.errors;
     out->redis_reconnects = rs.reconnects;
     out->mysql_errors = ss.errors;

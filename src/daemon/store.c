@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "sqlerr.h"
 #include "url.h"
 
 #define BACKOFF_MIN_MS  100
@@ -152,6 +153,40 @@ static int conn_open(struct store *s, struct job *j)
     return 0;
 }
 
+/*
+ * After job j: a privilege refused is recorded (its own health reason) and
+ * 1 returned; a success of the kind of job that was refused clears it.
+ * Wrong credentials (1045) count as MySQL down as well: no connection.
+ */
+static int job_denied(struct store *s, struct job *j)
+{
+    char text[STORE_ERR_MAX];
+
+    if (j->status == STORE_OK) {
+        if (j->ops == s->denied_by) {
+            pthread_mutex_lock(&s->mu);
+            s->denied[0] = '\0';
+            s->denied_by = NULL;
+            pthread_mutex_unlock(&s->mu);
+        }
+        return 0;
+    }
+    if (!sqlerr_denied(j->sql_errno))
+        return 0;
+    sqlerr_denied_text(j->sql_errno, j->err, s->db, text, sizeof(text));
+    pthread_mutex_lock(&s->mu);
+    if (strcmp(s->denied, text) != 0)
+        log_warn("mysql: %s: grant it to the daemon's MySQL user (docs/operations.md)", text);
+    memcpy(s->denied, text, sizeof(text));
+    s->denied_by = j->ops;
+    pthread_mutex_unlock(&s->mu);
+    if (j->sql_errno == SQLERR_ACCESS_DENIED)
+        s->up = 0;
+    else
+        s->up = 1; /* it answered */
+    return 1;
+}
+
 /* Record the connection's error in j (with a hint when the schema is missing). */
 void sql_err(struct store *s, struct job *j, MYSQL *m)
 {
@@ -261,6 +296,8 @@ static void *worker(void *arg)
         s->used_ms = clock_ms();
         if (j->status != STORE_OK)
             s->errors++;
+        if (job_denied(s, j))
+            goto delivered; /* MySQL answered: a grant is missing, it is not down */
         /*
          * Health follows the refill's own jobs (ops->health): tokens and
          * users read fine while `application` is missing (and they tolerate
@@ -277,6 +314,7 @@ static void *worker(void *arg)
             s->schema_missing = 0;
         else if (j->sql_errno != 0)
             s->schema_missing = j->sql_errno == ER_BAD_DB || j->sql_errno == ER_NO_SUCH_TAB;
+    delivered:
         pthread_mutex_lock(&s->mu);
         if (s->done_tail)
             s->done_tail->next = j;
@@ -336,6 +374,9 @@ void store_get_stats(const struct store *s, struct store_stats *out)
     out->reconnects = s->reconnects;
     out->up = s->up;
     out->schema_missing = s->schema_missing;
+    pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+    memcpy(out->denied, s->denied, sizeof(out->denied));
+    pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
 }
 
 unsigned store_pending(const struct store *s)

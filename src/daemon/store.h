@@ -117,6 +117,9 @@ struct store_stats {
     uint64_t reconnects; /* connections opened after a previous one was lost */
     int up;              /* the last job succeeded */
     int schema_missing;  /* the last job failed: no such database or table */
+    /* the privilege MySQL refused the last time ("SELECT denied on idpool.api_token"), "" if none
+     */
+    char denied[STORE_ERR_MAX];
 };
 void store_get_stats(const struct store *s, struct store_stats *out);
 

@@ -83,6 +83,9 @@ struct store {
     _Atomic uint64_t errors, reconnects;
     _Atomic int up;
     _Atomic int schema_missing; /* the last job found no database or table */
+    /* the last privilege MySQL refused (sqlerr_denied_text), "" when none; under mu */
+    char denied[STORE_ERR_MAX];
+    const struct job_ops *denied_by; /* the kind of job refused: its next success clears it */
 };
 
 /* MySQL's numbers for a missing database, column and table. */
