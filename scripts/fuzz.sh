@@ -71,7 +71,7 @@ if ! [[ $SECS =~ ^[0-9]+$ ]] || ((SECS < 1)); then
 fi
 BUILD=build-fuzz
 # shellcheck disable=SC2206 # a list of names
-TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq httpresp cluster})
+TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq httpresp cluster sqlerr})
 CRASHES=$BUILD/fuzz-crashes
 
 if ! command -v clang >/dev/null; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq,httpresp,cluster}/
+"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq,httpresp,cluster,sqlerr}/
 (run from anywhere).
 
 Each seed is encoded the way its target decodes the input (see the comments
@@ -387,6 +387,25 @@ def cluster_seeds():
     return seeds
 
 
+def sqlerr_seeds():
+    """fuzz_sqlerr: error number (byte % 6 of 1044 1045 1142 1143 1146 0), db, buffer size, message."""
+    def seed(num, db, cap, msg):
+        return bytes([[1044, 1045, 1142, 1143, 1146, 0].index(num), db, cap]) + msg.encode()
+    return {
+        "seed-table": seed(1142, 1, 0, "SELECT command denied to user 'idpool'@'localhost' "
+                                       "for table `idpool`.`api_token`"),
+        "seed-table-old": seed(1142, 0, 0, "INSERT command denied to user 'x'@'%' for table "
+                                           "'application_lease'"),
+        "seed-prefixed": seed(1142, 1, 0, "MySQL error 1142: UPDATE command denied to user "
+                                          "'i'@'h' for table `idpool`.`application`"),
+        "seed-short": seed(1142, 1, 5, "SELECT command denied to user 'a'@'b' for table `d`.`t`"),
+        "seed-column": seed(1143, 1, 0, "SELECT command denied to user 'i'@'h' for column 'x' "
+                                        "in table 't'"),
+        "seed-db": seed(1044, 1, 0, "Access denied for user 'i'@'h' to database 'idpool'"),
+        "seed-login": seed(1045, 1, 0, "Access denied for user 'i'@'h' (using password: YES)"),
+    }
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -408,3 +427,4 @@ if __name__ == "__main__":
     write("httpreq", httpreq_seeds())
     write("httpresp", httpresp_seeds())
     write("cluster", cluster_seeds())
+    write("sqlerr", sqlerr_seeds())
