@@ -25,7 +25,6 @@ SERVERS=$ROOT/scripts/servers.sh
 PIDFILE=$RUN/idpoold.pid
 LOG=$RUN/idpoold.log
 WAIT_S=${QUICKSTART_WAIT_S:-20}
-mapfile -t PACKAGES < <(grep -Ev '^(#|$)' "$ROOT/scripts/packages.txt")
 
 say() {
     if [[ -t 2 ]]; then
@@ -42,25 +41,8 @@ die() {
 # ------------------------------------------------------------- packages ---
 
 install_packages() {
-    local p missing=()
-    if ! command -v dpkg-query >/dev/null; then
-        say "not a Debian system: make sure these are installed: ${PACKAGES[*]}"
-        return 0
-    fi
-    for p in "${PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-            missing+=("$p")
-    done
-    ((${#missing[@]})) || return 0
-    say "installing ${missing[*]}"
-    local sudo=()
-    if ((EUID != 0)); then
-        command -v sudo >/dev/null ||
-            die "not root and no sudo; run as root: apt-get install -y ${missing[*]}"
-        sudo=(sudo)
-    fi
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+    # what running needs (not the tests' tools), no service started or enabled
+    "$ROOT/scripts/apt-install.sh" "$ROOT/scripts/packages.txt"
 }
 
 # -------------------------------------------------------------- servers ---
@@ -278,10 +260,18 @@ show_ids() {
         printf '\n$ redis-cli LPOP idpool:{%s}:pool 5\n' "$key"
         "${RCLI[@]}" LPOP "idpool:{$key}:pool" 5
     done
-    local cli="redis-cli -h $RHOST -p $RPORT" auth_note=""
+    local cli="redis-cli -h $RHOST -p $RPORT" auth_note="" ctl_env sql_note=""
     ((RPASS)) && auth_note="
   (redis-cli reads your Redis password from REDISCLI_AUTH; idpoolctl, like idpoold, from
    IDPOOL_REDIS_URL and IDPOOL_MYSQL_URL in the environment)"
+    # idpoolctl finds the servers the way idpoold does: IDPOOL_REDIS_URL and IDPOOL_MYSQL_URL
+    if [[ -f $RUN/env ]]; then
+        ctl_env="source run/env      (in a new shell: idpoolctl then finds run/'s servers)"
+    else
+        ctl_env="export IDPOOL_REDIS_URL=... IDPOOL_MYSQL_URL=...   (your servers, as given here)"
+    fi
+    [[ -n ${MYSQL_PWD:-} ]] && sql_note="
+                       (your MySQL password: export MYSQL_PWD=..., or add -p to be asked)"
     cat <<EOF
 
 idpool is running.
@@ -290,10 +280,12 @@ idpool is running.
   With the limits:     $cli FCALL idpool_take 2 'idpool:{demo_mono}:pool' 'idpool:{demo_mono}:meta' 100
   Over HTTP:           curl -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:$API_PORT/v1/ids/demo_trend?count=3'
                        (token also in run/api-token; more: build/idpoolctl tokens add NAME --apps KEY)
+  idpoolctl setup:     $ctl_env
   Status:              build/idpoolctl --http 127.0.0.1:$HTTP_PORT status
+  Applications:        build/idpoolctl apps list      (apps add KEY ..., apps show KEY, --help)
   Metrics:             curl http://127.0.0.1:$HTTP_PORT/metrics   (and /healthz, /v1/apps)
   Alerts:              $cli SUBSCRIBE idpool:alerts
-  Applications (SQL):  ${MYSQL[*]} $MYSQL_DB -e 'SELECT * FROM application\\G'
+  Applications (SQL):  ${MYSQL[*]} $MYSQL_DB -e 'SELECT * FROM application\\G'$sql_note
   Daemon log:          run/idpoold.log   (pid $DAEMON in run/idpoold.pid)
   Stop everything:     scripts/quickstart.sh stop$auth_note
 EOF

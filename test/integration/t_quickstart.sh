@@ -92,6 +92,15 @@ grep -q '"app":"demo_mono","ids":\["[0-9]*"' "$DIR/qs.out" || fail "the quick st
 token=$(grep -o 'idp_[A-Za-z0-9_-]*' "$DIR/qs.out" | head -n 1)
 ! grep -qF -- "$token" "$DIR/qs/idpoold.log" || fail "the API token is in idpoold's log"
 pass "the quick start prints a working curl with a token ($(cat "$DIR/curl.out"))"
+# How a new shell reaches the servers: idpoolctl reads the two URLs (your
+# servers: export them; run/'s: source run/env), and the SQL line's password.
+grep -qF '  idpoolctl setup:     export IDPOOL_REDIS_URL=... IDPOOL_MYSQL_URL=...' "$DIR/qs.out" ||
+    fail "the quick start does not say how idpoolctl finds the servers: $(tail -n 20 "$DIR/qs.out")"
+grep -qF '(your MySQL password: export MYSQL_PWD=..., or add -p to be asked)' "$DIR/qs.out" ||
+    fail "the SQL line gives no password hint: $(tail -n 20 "$DIR/qs.out")"
+"$IDPOOLCTL" apps list >"$DIR/list.out" 2>&1 || fail "idpoolctl apps list as the quick start says: $(cat "$DIR/list.out")"
+grep -q demo_mono "$DIR/list.out" || fail "idpoolctl apps list: $(cat "$DIR/list.out")"
+pass "the quick start says how idpoolctl finds the servers (it works so) and how the SQL line gets a password"
 "$QS" stop >"$DIR/stop.out" 2>&1 || fail "quickstart.sh stop failed: $(cat "$DIR/stop.out")"
 wait_until 10 eval '! [[ -r /proc/$pid/cmdline ]]' || fail "idpoold still running after stop"
 pass "percent-encoded passwords work; none is printed, logged or on idpoold's command line"
