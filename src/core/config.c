@@ -596,7 +596,11 @@ static int file_apply(struct loader *ld)
         goto out;
     }
     end = buf + len;
-    for (line = buf; line < end;) {
+    line = buf;
+    /* A UTF-8 byte order mark (editors on Windows write one) is not part of the first name. */
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        line += 3;
+    while (line < end) {
         char *nl = memchr(line, '\n', (size_t)(end - line));
         size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
         char *next = nl ? nl + 1 : end;

@@ -78,9 +78,9 @@ int http_fit_fd_limit(const char *name, int want)
     fit = rl.rlim_cur > HTTP_FD_RESERVE + granted + 1
               ? (int)(rl.rlim_cur - HTTP_FD_RESERVE - granted)
               : 1;
-    log_warn("%s: the file limit (%llu descriptors) leaves room for %d connections; "
+    log_warn("%s: the file limit (%llu descriptors) leaves room for %d connection%s; "
              "%s-max-connections %d lowered to %d (raise LimitNOFILE / ulimit -n)",
-             name, (unsigned long long)rl.rlim_cur, fit, name, want, fit);
+             name, (unsigned long long)rl.rlim_cur, fit, fit == 1 ? "" : "s", name, want, fit);
 out:
     granted += (rlim_t)fit;
     return fit;

@@ -587,6 +587,33 @@ class ClusterTransport(unittest.TestCase):
             self.assertEqual(self.A.conns, conns)
 
 
+class MissingRedisPy(unittest.TestCase):
+    """Without redis-py, the error names the interpreter that lacks it and
+    the way to get it there: apt-get only for Debian's own python3."""
+
+    def message(self, exe):
+        from idpool_client import redisenv
+
+        saved = sys.executable
+        sys.executable = exe
+        try:
+            return redisenv.missing_redis_py()
+        finally:
+            sys.executable = saved
+
+    def test_other_python(self):
+        msg = self.message("/opt/venv/bin/python3")
+        self.assertIn("which /opt/venv/bin/python3 (Python ", msg)
+        self.assertIn("/opt/venv/bin/python3 -m pip install redis", msg)
+        self.assertIn("python3-redis is Debian's /usr/bin/python3 only", msg)
+
+    def test_debian_python(self):
+        msg = self.message("/usr/bin/python3.11")
+        self.assertIn("which /usr/bin/python3.11 (Python ", msg)
+        self.assertIn("(Debian: apt-get install python3-redis)", msg)
+        self.assertNotIn("pip", msg)
+
+
 class IssuerUrls(unittest.TestCase):
     def test_good(self):
         p = m.parse_issuer_url("http://idp_tok@10.0.0.1:8080")

@@ -73,10 +73,8 @@ TRYAGAIN_PAUSE_MAX = 0.160  # ... up to this, while the take's io_timeout lasts
 def prepare(envs, ca_file):
     """Cluster environments need redis-py with redis.cluster (4.1 or later)."""
     if redis is None:
-        raise ImportError(
-            "idpool_client's redis-cluster:// needs redis-py 4.1 or later, with redis.cluster "
-            "(Debian 12: apt-get install python3-redis)"
-        )
+        raise ImportError(redisenv.missing_redis_py() +
+                          "; redis-cluster:// needs 4.1 or later, with redis.cluster")
 
 
 def _on_connect(conn):

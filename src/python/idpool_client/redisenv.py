@@ -49,10 +49,25 @@ def classify_reply(reply, count):
     return DOWN, [], None
 
 
+def missing_redis_py():
+    """What to do when redis-py cannot be imported, naming the interpreter
+    that lacks it: Debian's python3-redis serves only Debian's own python3
+    (/usr/bin/python3); a venv or another Python needs pip's redis."""
+    import sys
+
+    exe = sys.executable or "this Python"
+    if exe.startswith("/usr/bin/python3"):
+        how = "Debian: apt-get install python3-redis"
+    else:
+        how = "python3-redis is Debian's /usr/bin/python3 only: %s -m pip install redis" % exe
+    return "idpool_client needs redis-py, which %s (Python %d.%d) cannot import (%s)" % (
+        exe, sys.version_info[0], sys.version_info[1], how)
+
+
 def prepare(envs, ca_file):
     """Redis environments need redis-py."""
     if redis is None:
-        raise ImportError("idpool_client needs redis-py (Debian: apt-get install python3-redis)")
+        raise ImportError(missing_redis_py())
 
 
 def _role_checked(base):
