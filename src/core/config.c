@@ -875,9 +875,24 @@ void config_free(struct config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
+/*
+ * One line of --help: lhs in the first column, text (n bytes) in the second;
+ * an lhs too long for the column gets a line of its own, the text below it
+ * (an environment variable name ran into the help text).
+ */
+static void usage_row(FILE *out, const char *lhs, const char *text, int n)
+{
+    if (strlen(lhs) > 28) {
+        fprintf(out, "  %s\n", lhs);
+        lhs = "";
+    }
+    fprintf(out, "  %-28s %.*s\n", lhs, n, text);
+}
+
 /* One setting in --help: flag and help on the first line, env var below. */
 static void usage_setting(FILE *out, const struct setting *s)
 {
+    char tail[128];
     char lhs[64];
     const char *help = s->help;
     int line = 0;
@@ -893,7 +908,7 @@ static void usage_setting(FILE *out, const struct setting *s)
             snprintf(lhs, sizeof(lhs), "  %s", s->env);
         else
             lhs[0] = '\0';
-        fprintf(out, "  %-28s %.*s\n", lhs, (int)n, help);
+        usage_row(out, lhs, help, (int)n);
         line++;
         if (help[n] == '\0')
             break;
@@ -904,10 +919,11 @@ static void usage_setting(FILE *out, const struct setting *s)
     else
         lhs[0] = '\0';
     if (s->kind == K_INT)
-        fprintf(out, "  %-28s default: %s, range %d..%d\n", lhs, s->shown ? s->shown : s->def,
-                s->min, s->max);
+        snprintf(tail, sizeof(tail), "default: %s, range %d..%d", s->shown ? s->shown : s->def,
+                 s->min, s->max);
     else
-        fprintf(out, "  %-28s default: %s\n", lhs, s->shown ? s->shown : s->def);
+        snprintf(tail, sizeof(tail), "default: %s", s->shown ? s->shown : s->def);
+    usage_row(out, lhs, tail, (int)strlen(tail));
 }
 
 void config_usage(FILE *out, const char *progname)
