@@ -59,9 +59,9 @@ static int cmd_list(struct ctl *c, int argc, char **argv)
         if (r->valid) {
             cells[3] = ctl_u64(r->cfg.step, step);
             cells[4] = ctl_u64(r->cfg.max_pool, pool);
-        } else {
-            cells[3] = ctl_i64(r->row.step, step);
-            cells[4] = ctl_i64(r->row.max_pool_size, pool);
+        } else { /* as stored: 0 there means the default, not a pool of 0 */
+            cells[3] = r->row.step ? ctl_i64(r->row.step, step) : "default";
+            cells[4] = r->row.max_pool_size ? ctl_i64(r->row.max_pool_size, pool) : "default";
         }
         if (r->row.deleted_at != 0)
             snprintf(state, sizeof(state), "deleted");
@@ -222,7 +222,8 @@ static const char help_list[] =
     "Usage: %s [global options] apps list [--json]\n"
     "\n"
     "List every application (MySQL), sorted by key: KEY, ID, TYPE, STEP and MAX_POOL (the\n"
-    "values in force, defaults resolved; the raw columns for an invalid row) and STATE:\n"
+    "values in force, defaults resolved; for an invalid row the columns as stored, 0 shown\n"
+    "as 'default') and STATE:\n"
     "served, deleted (soft-deleted), or INVALID with the reason idpoold gives.\n";
 
 static const char help_show[] =

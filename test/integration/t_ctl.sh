@@ -169,7 +169,7 @@ add_app b_step step=-5 # written behind idpoolctl's back: invalid
 ctl_expect 0 apps list
 out_has '^user +[0-9]+ +monotonic +100 +1000 +served$'
 out_has '^order +[0-9]+ +trend +50 +500 +served$'
-out_has "^b_step +[0-9]+ +monotonic +-5 +0 +INVALID: step: must be 1\\.\\.1000000"
+out_has "^b_step +[0-9]+ +monotonic +-5 +default +INVALID: step: must be 1\\.\\.1000000" # max_pool_size 0: the default, not a pool of 0
 ctl_expect 0 --json apps list
 json_ok
 assert_eq 3 "$(jget 'len(d["apps"])')" "apps listed"
