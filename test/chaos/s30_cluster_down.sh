@@ -17,7 +17,9 @@
 # table themselves (--cluster; half LPOP, half FCALL idpool_take, one
 # connection each), and by one take client of every other kind: libidpool
 # and the Python client on the Cluster URL, and the issuer (libidpool's
-# HTTP transport).
+# HTTP transport). Quick: eight idpool-load processes an application, 8 s
+# of outage measured, the other clients at 10 IDs every 50 ms; long:
+# sixteen, 60 s, 100 IDs every 5 ms, CHAOS_IDS popped after the recovery.
 #   1. the primaries of two applications are stopped (SIGSTOP, state T):
 #      T_FROM; every surviving node must say cluster_state:fail and refuse
 #      a command with CLUSTERDOWN (T_DOWN);
@@ -59,10 +61,15 @@ cluster_setup
 # the outage is timed by it
 now_ns() { "$PYTHON" -c 'import time; print(time.monotonic_ns())'; }
 
+# CLIENT_PACE: the libidpool clients' and the Python clients' takes (quick:
+# 10 IDs every 50 ms; long: 100 every 5 ms, as in the other scenarios, so
+# that the consumers pop CHAOS_IDS after the recovery)
 if [[ $PROFILE == quick ]]; then
     : "${CHAOS30_LOADS:=8}" "${CHAOS30_OUTAGE_S:=8}"
+    CLIENT_PACE=(10 50)
 else
     : "${CHAOS30_LOADS:=16}" "${CHAOS30_OUTAGE_S:=60}"
+    CLIENT_PACE=(100 5)
 fi
 : "${CHAOS30_CPU_PCT:=25}" "${CHAOS30_FIRST_MS:=10000}"
 
@@ -154,13 +161,13 @@ for app in "${APPS[@]}"; do
         ((k % 2 == 0)) || mode=take
         consumers_start "$app" 1 --mode "$mode" --rate 20 --batch 10 --backoff-ms 20:200
     done
-    client_consumers_start "$app" "$IDPOOL_REDIS_CLUSTER_URL" --take 10 --pause-ms 50
-    client_consumers_start "$app" "http://$TOKEN@127.0.0.1:$API_PORT" --take 10 --pause-ms 50
+    client_consumers_start "$app" "$IDPOOL_REDIS_CLUSTER_URL" --take "${CLIENT_PACE[0]}" --pause-ms "${CLIENT_PACE[1]}"
+    client_consumers_start "$app" "http://$TOKEN@127.0.0.1:$API_PORT" --take "${CLIENT_PACE[0]}" --pause-ms "${CLIENT_PACE[1]}"
     g=${CONS_GEN[$app]}
     CONS_GEN[$app]=$((g + 1))
     bg_run "cons.$app.$g" env PYTHONPATH="$IDPOOL_SOURCE_ROOT/src/python" "$PYTHON" \
         "$CHAOS_LIB_DIR/pytake.py" "$app" "$PY_URL" "$DIR/$app.c$g.buffered.0.bin" \
-        "$DIR/cons.$app.$g.stopfile" 10 50
+        "$DIR/cons.$app.$g.stopfile" "${CLIENT_PACE[@]}"
     C_READERS=$((C_READERS + CHAOS30_LOADS + 1)) PY_READERS=$((PY_READERS + 1))
 done
 for app in "${APPS[@]}"; do popped_wait "$app" 5000 "$app: consumers starved"; done
@@ -249,6 +256,7 @@ for app in "${APPS[@]}"; do
     recovered "$app" "$T_CONT" 30
 done
 popped_wait "$(apps_csv)" $((N_CONT + 10000)) "the consumers were not served after SIGCONT"
+[[ $PROFILE == quick ]] || consumers_wait "$(apps_csv)" "$CHAOS_IDS"
 for f in "${BG_STOP[@]}"; do touch "$f"; done # all at once; consumers_stop reaps them
 FIRSTS=()
 for app in "${APPS[@]}"; do
