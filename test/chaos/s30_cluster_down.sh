@@ -198,7 +198,9 @@ note="stopped=$(cluster_node "${STOPPED[0]}"),$(cluster_node "${STOPPED[1]}")"
 for pid in "${PIDS[@]}"; do
     wait_until 5 eval "[[ \$(awk '{ print \$3 }' /proc/$pid/stat) == T ]]" || failure "pid $pid is not stopped"
 done
-if wait_until 20 cluster_down_at "${SURVIVORS[@]}"; then
+# (Cluster's own failure detection: 6.9 to 17.7 s on a 2-core machine at
+# load 8 to 80; more than 20 s once at load 82)
+if wait_until 60 cluster_down_at "${SURVIVORS[@]}"; then
     note+=",clusterdown_on=${#SURVIVORS[@]}"
 else
     failure "the surviving nodes do not all answer CLUSTERDOWN"
@@ -246,7 +248,7 @@ done
 # Healed: SIGCONT, the cluster ok everywhere, takes served, R.
 kill -CONT "${PIDS[@]}"
 T_CONT=$(now_ns)
-wait_until 30 cluster_ok || failure "the cluster is not ok on every node after SIGCONT"
+wait_until 60 cluster_ok || failure "the cluster is not ok on every node after SIGCONT"
 OK_MS=$(ms_since "$T_CONT")
 info "the cluster is ok again $OK_MS ms after SIGCONT"
 N_CONT=$(popped "$(apps_csv)")
