@@ -16,6 +16,7 @@ import threading
 import time
 import types
 import unittest
+import unittest.mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "python"))
 import idpool_client as m  # noqa: E402
@@ -533,6 +534,11 @@ class ClusterTransport(unittest.TestCase):
         self.assertIsNone(self.e.conn)
         self.assertFalse(self.e.used)
         del self.fcall["A"]
+        o, _, _, msg = self.take(self.a)  # within a second of the last read: not read yet
+        self.assertEqual(o, m.DOWN)
+        self.assertIn("next read in", msg)
+        self.assertEqual(self.A.count("CLUSTER"), 1)
+        self.e.refresh_at = 0.0  # a second later
         self.assertEqual(self.take(self.a)[0], m.IDS)
         self.assertEqual(self.A.count("CLUSTER"), 2)  # the table read again from the seeds
 
@@ -559,11 +565,39 @@ class ClusterTransport(unittest.TestCase):
         self.fcall["A"] = lambda cmd: b"-MOVED %d 127.0.0.1:%d" % (self.a.slot, self.B.port)
         self.fcall["B"] = lambda cmd: b"-MOVED %d 127.0.0.1:%d" % (self.a.slot, self.A.port)
         before = len(self.fcalls(self.A)) + len(self.fcalls(self.B))
+        self.e.refresh_at = 0.0  # a second later: the table is read again
         o, _, _, msg = self.take(self.a)
         self.assertEqual(o, m.DOWN)
         self.assertIn(f"after {m.clusterenv.REDIRECTS_MAX} redirections", msg)
         sent = len(self.fcalls(self.A)) + len(self.fcalls(self.B)) - before
         self.assertEqual(sent, m.clusterenv.REDIRECTS_MAX + 1)
+
+    def test_clusterdown_backs_off_and_the_table_is_read_once_a_second(self):
+        """No refresh storm while the cluster is down (chaos 30): each
+        CLUSTERDOWN drops the table, but the back-off grows as after any
+        failure (an error reply that is not idpool_take's does not reset
+        it), and the table is read again a second after the last read at
+        the earliest (core/cluster.h CLUSTER_REFRESH_MIN_MS)."""
+        self.fcall["A"] = lambda cmd: b"-CLUSTERDOWN The cluster is down"
+
+        reads = []
+        connect = m.clusterenv._connect
+
+        def counted(e):
+            reads.append(time.monotonic())
+            return connect(e)
+
+        tries, t_end = 0, time.monotonic() + 1.6
+        with unittest.mock.patch.object(m.clusterenv, "_connect", counted):
+            while time.monotonic() < t_end:  # as a client's thread: a take whenever the env may be tried
+                o, _, arg, _ = self.e.take(self.a, 3, time.monotonic())
+                self.assertEqual(o, m.DOWN)
+                tries += arg != m.env.SKIPPED
+                time.sleep(0.005)
+        self.assertGreaterEqual(tries, 3)  # it kept trying, backing off
+        self.assertLessEqual(len(reads), 2)  # at 0, and a second later at the earliest
+        self.assertTrue(len(reads) < 2 or reads[1] - reads[0] >= m.clusterenv.REFRESH_MIN)
+        self.assertGreater(self.e.backoff, m.env.BACKOFF_MIN)
 
     def test_no_seed_answers(self):
         e = self.env(f"redis-cluster://127.0.0.1:{self.dead}")

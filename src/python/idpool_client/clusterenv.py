@@ -38,7 +38,9 @@ have run is never sent again:
     refused, a timeout, a lost reply, CLUSTERDOWN, a slot without a
     primary, the redirections or the pauses used up) makes the environment
     DOWN: its table is dropped with its connections, and the next take,
-    after the back-off, reads the table from the seeds again. A killed
+    after the back-off, reads the table from the seeds again, a second
+    after the last read at the earliest (REFRESH_MIN, as
+    core/cluster.h's cluster_refresh). A killed
     primary is so left at once, and its promoted replica is found as soon
     as the seeds name it.
 A forked child drops the table it inherited unread (env.Env.forget): the
@@ -66,6 +68,7 @@ USAGE = CLUSTER_USAGE
 parse = parse_url  # url.c's checks: kind "cluster", seeds
 
 REDIRECTS_MAX = 5  # MOVED and ASK followed in one take (hiredis-cluster's budget)
+REFRESH_MIN = 1.0  # the slot table is read at most once a second (core/cluster.h)
 TRYAGAIN_PAUSE = 0.020  # the first pause after a TRYAGAIN (s), doubling ...
 TRYAGAIN_PAUSE_MAX = 0.160  # ... up to this, while the take's io_timeout lasts
 
@@ -175,11 +178,26 @@ def _fcall(nm, keys, count, deadline):
             pool.release(conn)
 
 
+def _read_table(e):
+    """The slot table of e read again (_connect), at most once per
+    REFRESH_MIN (as core/cluster.h's cluster_refresh: refresh storms are the
+    most reported failure of cluster clients); sooner, a ClusterError (the
+    take is DOWN: e backs off)."""
+    now = time.monotonic()
+    if now < e.refresh_at:
+        raise redis.exceptions.ClusterError(
+            f"the slot table was read less than {REFRESH_MIN:.0f} s ago; "
+            f"next read in {int((e.refresh_at - now) * 1000)} ms"
+        )
+    e.refresh_at = now + REFRESH_MIN
+    return _connect(e)
+
+
 def take(e, a, count, now):
     """FCALL idpool_take of application a in Cluster e: env.Env.take()'s result."""
     keys = (a._k_pool, a._k_meta)
     return redisenv.fcall_take(
-        e, count, now, _connect, lambda nm: _fcall(nm, keys, count, time.monotonic() + e.io_timeout)
+        e, count, now, _read_table, lambda nm: _fcall(nm, keys, count, time.monotonic() + e.io_timeout)
     )
 
 

@@ -68,6 +68,7 @@ class Env:
         "used",
         "down_until",
         "backoff",
+        "refresh_at",
     )
 
     def __init__(self, index, url, io_timeout):
@@ -87,6 +88,7 @@ class Env:
         self.used = False  # a connection may be open
         self.down_until = 0.0
         self.backoff = 0.0
+        self.refresh_at = 0.0  # clusterenv: the slot table is not read again before this
 
     def take(self, a, count, now):
         """One take of count IDs of application a (env.c's env_take):

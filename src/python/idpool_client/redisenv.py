@@ -142,25 +142,27 @@ def fcall_take(e, count, now, connect, send):
     back as env.Env.take() answers it: an error reply is read by
     classify_reply; one that is not ours, or any other exception (refused,
     timed out, lost reply ...), is DOWN, and e fails: its connection closes,
-    it backs off. Shared by the Redis transports (this one, clusterenv)."""
+    it backs off (longer each time: only an answer of idpool_take's resets
+    the back-off, so that a cluster down, CLUSTERDOWN on every take, does
+    not have it reconnect every 100 ms). Shared by the Redis transports (this one, clusterenv)."""
     try:
         if e.conn is None:
             e.conn = connect(e)
         e.used = True
         reply = send(e.conn)
     except redis.ResponseError as err:
-        e.backoff = 0.0
         msg = str(err)
         res = classify_reply(msg, count)
     except Exception as err:  # noqa: BLE001 - connection refused, timeout, protocol, ...
         e.fail(now)
         return DOWN, [], None, f"{type(err).__name__}: {err}"
     else:
-        e.backoff = 0.0
         res = classify_reply(reply, count)
         msg = "the pool is empty" if res[0] == DRY else f"unexpected reply to idpool_take: {reply!r:.80}"
-    if res[0] == DOWN:
+    if res[0] == DOWN:  # an error reply not ours (CLUSTERDOWN, LOADING ...): the back-off grows
         e.fail(now)
+    else:
+        e.backoff = 0.0
     return res + (msg,)
 
 
