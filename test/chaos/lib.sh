@@ -104,7 +104,9 @@ ROW_DONE=0
 
 # now_ns: CLOCK_MONOTONIC in ns (system-wide, so comparable with the t_*_ns
 # of idpool-load's logs).
-now_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
+# ($PYTHON, /usr/bin/python3: the first python3 on PATH may be a slow shim, pyenv's
+# took 4 s to start on a loaded machine and stretched every window it timed)
+now_ns() { "$PYTHON" -c 'import time; print(time.monotonic_ns())'; }
 # sleep_until T0_NS MS: sleeps until MS ms after T0_NS (not at all if past).
 sleep_until() {
     local left=$((($1 - $(now_ns)) / 1000000 + $2))

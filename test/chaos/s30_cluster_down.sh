@@ -56,10 +56,6 @@
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 cluster_setup
-# now_ns with $PYTHON (/usr/bin/python3): lib.sh's runs the first python3 on
-# PATH, a pyenv shim here that takes 4 s to start on a loaded machine, and
-# the outage is timed by it
-now_ns() { "$PYTHON" -c 'import time; print(time.monotonic_ns())'; }
 
 # CLIENT_PACE: the libidpool clients' and the Python clients' takes (quick:
 # 10 IDs every 50 ms; long: 100 every 5 ms, as in the other scenarios, so
