@@ -1780,8 +1780,14 @@ slot_move() {
     id=$(cluster_cli "$dst" CLUSTER MYID)
     [[ $(cluster_cli "$dst" CLUSTER SETSLOT "$slot" NODE "$id") == OK ]] || fail "SETSLOT $slot NODE on $dst"
     r=$(cluster_cli "$src" CLUSTER SETSLOT "$slot" NODE "$id")
+    # shellcheck disable=SC2034 # the scenario's
     SRC_DEMOTED=0
-    if [[ $r == *"only with masters"* ]]; then SRC_DEMOTED=1; else [[ $r == OK ]] || fail "SETSLOT $slot NODE on $src: $r"; fi
+    if [[ $r == *"only with masters"* ]]; then
+        # shellcheck disable=SC2034 # the scenario's
+        SRC_DEMOTED=1
+    else
+        [[ $r == OK ]] || fail "SETSLOT $slot NODE on $src: $r"
+    fi
     for p in $(cluster_ports); do
         if [[ $p != "$src" && $p != "$dst" && $(cluster_role "$p" 2>/dev/null) == master ]]; then
             [[ $(cluster_cli "$p" CLUSTER SETSLOT "$slot" NODE "$id") == OK ]] || fail "SETSLOT $slot NODE on $p"
