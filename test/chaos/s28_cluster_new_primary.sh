@@ -20,9 +20,13 @@
 #   2. the application's slot moves from P to the new node as a reshard
 #      moves it (T_FROM): IMPORTING/MIGRATING, MIGRATE of its keys (pool,
 #      meta, lock: the meta with P's epoch), held half-way until the new
-#      node refused an FCALL (the clients following ASK there found no
-#      function, or the daemons' check did; ten seconds at most), then
-#      SETSLOT NODE on the new node, P and every other primary. The
+#      node answered a command the clients' ASK sent there (an FCALL that
+#      found no function, or TRYAGAIN: once the pool is emptied a key is
+#      missing on both sides, and Redis refuses every multi-key command on
+#      the slot until the move ends; ten seconds at most), then SETSLOT
+#      NODE on the new node, P and every other primary (P may refuse when
+#      the move back empties the new node: Redis makes it a replica of P,
+#      cluster-allow-replica-migration, as redis-cli reshard allows). The
 #      daemons must see the new owner, load the library there (FUNCTION
 #      LIST), validate it under its own server id (idpool_validated), and
 #      discard the pool that arrived under P's epoch (a new epoch in the
