@@ -6,6 +6,7 @@
 #   scripts/servers.sh stop   DIR [NAME]  TERM, bounded wait, then KILL
 #   scripts/servers.sh kill   DIR [NAME]  SIGKILL at once (crash test)
 #   scripts/servers.sh status DIR         which servers are running
+#   scripts/servers.sh cluster-add DIR    one more cluster node, alone
 #
 # NAME is redis or mysql, or a Sentinel set or a Cluster (below), whole or
 # one member of it; without NAME, every server of DIR.
@@ -65,6 +66,15 @@
 # waits for its PING only; `cluster`, and in a cluster's DIR `redis`, is
 # all six, and waits until the cluster is ready. SERVERS_SENTINEL and
 # SERVERS_CLUSTER exclude each other.
+#
+# `cluster-add DIR` (a Cluster's DIR) starts one more cluster node, node7
+# (then node8 ...), on free loopback ports (a bus port of its own), with
+# the same settings as node1..node6, and waits for its PING; it prints
+# "NAME PORT BUS_PORT". The node knows only itself (CLUSTER MEET adds it,
+# as a primary without slots; nothing is loaded into it: no function, no
+# ACL user). `stop|kill DIR NAME` stops it, and `stop|kill DIR` (or
+# `cluster`, `redis`) stops it with the others; it is not in DIR/env and
+# is not started again by `start`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -805,16 +815,54 @@ cmd_start() {
     cat "$ENV_FILE"
 }
 
+# The extra cluster nodes of cluster-add (node7 ...), one a line.
+extra_nodes() {
+    local d n
+    for d in "$DIR"/node*/; do
+        n=$(basename "$d")
+        [[ $n =~ ^node([0-9]+)$ ]] && ((BASH_REMATCH[1] > ${#CLUSTER_MEMBERS[@]})) && echo "$n"
+    done
+    return 0
+}
+
+cmd_cluster_add() {
+    local i=$((${#CLUSTER_MEMBERS[@]} + 1)) name port bus pid deadline
+    ((CLUSTER_SET)) && [[ -n $NODE1_PORT ]] || die "cluster-add: $DIR holds no Cluster"
+    REDIS_SERVER=$(find_bin redis-server) || die "redis-server not found (apt-get install redis-server)"
+    REDIS_CLI=$(find_bin redis-cli) || die "redis-cli not found (apt-get install redis-tools)"
+    while [[ -e $DIR/node$i ]]; do i=$((i + 1)); done
+    name=node$i
+    read -r port bus <<<"$(free_ports 2)"
+    [[ -n $port && -n $bus ]] || die "no free TCP port found"
+    redis_args "$port" "$name" --cluster-enabled yes \
+        --cluster-config-file "$DIR/$name/nodes.conf" --cluster-port "$bus" \
+        --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
+        --cluster-allow-reads-when-down no --repl-diskless-sync-delay 0
+    pid=$(launch "$DIR/$name.log" "$REDIS_SERVER" "${REDIS_ARGS[@]}")
+    echo "$pid" >"$DIR/$name.pid"
+    deadline=$(($(now) + START_TIMEOUT * 1000000))
+    until [[ $("$REDIS_CLI" -h 127.0.0.1 -p "$port" PING 2>/dev/null) == PONG ]]; do
+        if ! starting "$pid"; then
+            log_tail "$DIR/$name.log"
+            die "$name exited during start-up"
+        fi
+        (($(now) < deadline)) || die "$name not answering after ${START_TIMEOUT}s"
+        sleep 0.05
+    done
+    echo "$name $port $bus"
+}
+
 cmd_stop() {
     local sig=$1
-    local m pid
+    local m pid extra
+    mapfile -t extra < <(extra_nodes)
     # Every member is signalled first: they stop together, not one after
     # the other (a primary may wait for its replicas before it exits).
-    for m in "${CLUSTER_MEMBERS[@]}" "${SENTINEL_MEMBERS[@]}"; do
+    for m in "${CLUSTER_MEMBERS[@]}" "${extra[@]}" "${SENTINEL_MEMBERS[@]}"; do
         pid=$(pid_of "$DIR/$m.pid")
         if wants "$m" && alive "$pid" redis-server; then kill "-$sig" "$pid" 2>/dev/null || true; fi
     done
-    for m in "${CLUSTER_MEMBERS[@]}" "${SENTINEL_MEMBERS[@]}"; do
+    for m in "${CLUSTER_MEMBERS[@]}" "${extra[@]}" "${SENTINEL_MEMBERS[@]}"; do
         if wants "$m"; then
             stop_one "$DIR/$m.pid" redis-server "$sig" # a sentinel is redis-server --sentinel
         fi
@@ -864,9 +912,13 @@ main() {
     local cmd=$1
     setup_paths "$2"
     ONLY=${3:-}
-    case $ONLY in '' | redis | mysql | set | replica[12] | sentinel[123] | cluster | node[1-6]) ;; *) usage ;; esac
+    case $ONLY in '' | redis | mysql | set | replica[12] | sentinel[123] | cluster | node[1-6]) ;;
+    node[0-9]*) [[ $cmd == stop || $cmd == kill ]] || usage ;; # an extra node (cluster-add)
+    *) usage ;;
+    esac
     case $cmd in
     start) cmd_start ;;
+    cluster-add) cmd_cluster_add ;;
     stop) cmd_stop TERM ;;
     kill) cmd_stop KILL ;;
     status) cmd_status ;;

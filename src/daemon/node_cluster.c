@@ -163,6 +163,18 @@ static void cnode_retarget(struct node *n)
         rds_retarget(n->api);
 }
 
+/* Node id was told it serves slots (is) or none (!is) now: its connections follow. */
+static void cnode_serves(struct cmap *c, size_t id, int is)
+{
+    char hp[HOSTPORT_STR_MAX];
+
+    if (is)
+        cnode_slot(c, c->map->nodes[id]);
+    log_info("redis: %s %s", hostport_str(hp, sizeof(hp), c->cn[id].host, c->cn[id].port),
+             is ? "serves slots of the cluster: connecting" : "serves no slot now: disconnecting");
+    cnode_retarget(c->map->nodes[id]);
+}
+
 /* --- the table ------------------------------------------------------------ */
 
 /*
@@ -197,12 +209,8 @@ static int take_table(struct cmap *c, const struct cluster_table *t)
         c->cn[i].owned = owned[i];
         if (is)
             cnode_slot(c, c->map->nodes[i]);
-        if (was == is)
-            continue;
-        log_info("redis: %s %s", hostport_str(hp, sizeof(hp), c->cn[i].host, c->cn[i].port),
-                 is ? "serves slots of the cluster: connecting"
-                    : "serves no slot now: disconnecting");
-        cnode_retarget(c->map->nodes[i]);
+        if (was != is)
+            cnode_serves(c, i, is);
     }
     free(owned);
     if (changed || !c->answered_ms)
@@ -411,13 +419,15 @@ static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg)
         cluster_refresh_want(&c->refresh);
         /* the refresh tells the rest */
         if (owner && c->route[slot] != owner->id) {
-            if (c->route[slot] != CLUSTER_NO_OWNER && c->cn[c->route[slot]].owned > 0)
-                c->cn[c->route[slot]].owned--;
+            uint16_t was = c->route[slot];
+
             c->route[slot] = (uint16_t)owner->id;
-            if (c->cn[owner->id].owned++ == 0) {
-                cnode_slot(c, owner);
-                cnode_retarget(owner);
-            }
+            /* the last slot of the node that answered MOVED gone: it is parked now, as
+             * take_table would park it (which, finding it owns nothing, will not) */
+            if (was != CLUSTER_NO_OWNER && c->cn[was].owned > 0 && --c->cn[was].owned == 0)
+                cnode_serves(c, was, 0);
+            if (c->cn[owner->id].owned++ == 0)
+                cnode_serves(c, owner->id, 1);
         }
         break;
     case NODE_ERR_ASK:

@@ -1563,3 +1563,236 @@ cluster_scenario() {
     done
     failover_finish control_first_take_ms="$(median "${CTL_FIRSTS[@]}")"
 }
+
+# ---------------------------------------------------------------------------
+# New nodes and partitions (chaos 28, 29)
+
+# cluster_bus_port PORT: the cluster bus port of the node at PORT (its
+# CLUSTER NODES line: 127.0.0.1:PORT@BUS).
+cluster_bus_port() {
+    local _id addr _rest
+    while read -r _id addr _rest; do
+        addr=${addr%%,*}
+        if [[ ${addr#*:} == "$1"@* ]]; then
+            echo "${addr#*@}"
+            return 0
+        fi
+    done < <(cluster_cli "$1" CLUSTER NODES)
+    fail "cluster_bus_port: no node on port $1"
+}
+
+# cluster_src_addr PORT ADDR: the node at PORT opens its connections from
+# ADDR (bind-source-addr, a loopback address; it announces 127.0.0.1 still,
+# cluster-announce-ip: else the others would take the address its links
+# come from for its own, where it does not listen), and its cluster-bus links
+# to the other nodes are killed (DEBUG CLUSTERLINK KILL to) so that it
+# opens them again from there: nftables can then cut the links this node
+# opened (their source port is any) by ADDR. Waits until as many links
+# from ADDR are established as the node knows other nodes; prints how many.
+cluster_src_addr() {
+    local port=$1 addr=$2 id self n=0 hex a b c d
+    [[ $(cluster_cli "$port" CONFIG SET cluster-announce-ip 127.0.0.1 bind-source-addr "$addr") == OK ]] ||
+        fail "bind-source-addr on $port"
+    self=$(cluster_cli "$port" CLUSTER MYID)
+    while read -r id _; do
+        [[ $id == "$self" ]] && continue
+        cluster_cli "$port" DEBUG CLUSTERLINK KILL to "$id" >/dev/null || fail "DEBUG CLUSTERLINK KILL on $port"
+        n=$((n + 1))
+    done < <(cluster_cli "$port" CLUSTER NODES)
+    IFS=. read -r a b c d <<<"$addr"
+    hex=$(printf '%02X%02X%02X%02X' "$d" "$c" "$b" "$a")
+    # shellcheck disable=SC2016 # awk's
+    wait_until 10 eval "((\$(awk -v h=$hex: 'index(\$2, h) == 1 && \$4 == \"01\"' /proc/net/tcp | wc -l) >= n))" ||
+        failure "$port: its cluster links did not come back from $addr"
+    awk -v h="$hex:" 'index($2, h) == 1 && $4 == "01"' /proc/net/tcp | wc -l
+}
+
+# cluster_partition PORT BUS ADDR UID (inside a namespace, netns.sh's
+# table): the node at PORT cut off: every packet to and from its client
+# port PORT and its bus port BUS, and from and to ADDR (the links it opened
+# itself: cluster_src_addr), dropped and counted (netns.sh's dropped),
+# except on the connections to PORT that processes of UID opened (the
+# stale clients; marked by conntrack at their packets). cluster_heal PORT
+# undoes it (netns.sh's heal), and the node at PORT opens its connections
+# from the default address again: Redis' protected mode takes only
+# 127.0.0.1 for loopback, and refuses a replica's sync from 127.0.0.2.
+cluster_heal() {
+    heal
+    [[ $(cluster_cli "$1" CONFIG SET bind-source-addr "") == OK ]] || failure "bind-source-addr reset on $1"
+}
+cluster_partition() {
+    nft add rule inet chaos out tcp dport "$1" meta skuid "$4" ct mark set 1
+    nft add rule inet chaos out tcp dport "$1" ct mark != 1 counter drop
+    nft add rule inet chaos out tcp sport "$1" ct mark != 1 counter drop
+    nft add rule inet chaos out tcp dport "$2" counter drop
+    nft add rule inet chaos out tcp sport "$2" counter drop
+    nft add rule inet chaos out ip saddr "$3" counter drop
+    nft add rule inet chaos out ip daddr "$3" counter drop
+}
+
+# A stale client (chaos 22's, on a Cluster node): an idpool_take consumer
+# of the old primary's port only (no slot table), run as STALE_UID so that
+# cluster_partition lets it through. stale_dir: $DIR/stale, where it
+# writes its logs from a copy of idpool-load (the build directory may not
+# be readable to it). stale_start PORT APP: it takes STALE_RATE requests a
+# second from APP's pool on PORT (STALE_NAME, STALE_PREFIX); returns once
+# it got IDs. stale_cli PORT ARGS: redis-cli as STALE_UID.
+# stale_state_is PORT STATE: the node's cluster_state is STATE.
+# stale_errorstat PORT ERR: its errorstat_ERR count. stale_served T0 T1:
+# the stale takes sent at or after T0 that were answered with IDs by T1.
+# stale_finish: its logs moved to $DIR (checked with the application's).
+stale_dir() {
+    chmod o+x "$DIR"
+    STALE_DIR=$DIR/stale
+    mkdir "$STALE_DIR"
+    cp "$IDPOOL_LOAD" "$STALE_DIR/idpool-load"
+    chown "$STALE_UID" "$STALE_DIR"
+}
+stale_start() {
+    local app=$2
+    STALE_NAME=cons.$app.${CONS_GEN[$app]:-0}
+    STALE_PREFIX=$STALE_DIR/$app.c${CONS_GEN[$app]:-0}.stale
+    CONS_GEN[$app]=$((${CONS_GEN[$app]:-0} + 1))
+    bg_run "$STALE_NAME" setpriv --reuid="$STALE_UID" --regid="$STALE_UID" --clear-groups \
+        "$STALE_DIR/idpool-load" --port "$1" --mode take --key "$(pool_key "$app")" --conns 1 \
+        --pipeline 1 --batch "$CHAOS_BATCH" --rate "$STALE_RATE" --duration "$CHAOS_MAX_S" \
+        --record "$STALE_PREFIX" --reconnect --timeout-ms 1000 --backoff-ms "$CONSUMER_BACKOFF" \
+        --stop-file "$DIR/$STALE_NAME.stopfile"
+    wait_until 10 eval "[[ -s $STALE_PREFIX.0.bin ]] && ((\$(stat -c %s $STALE_PREFIX.0.bin) > 32))" ||
+        failure "$app: the stale consumer took nothing before the partition"
+}
+stale_cli() { setpriv --reuid="$STALE_UID" --regid="$STALE_UID" --clear-groups redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
+stale_state_is() { [[ $(stale_cli "$1" CLUSTER INFO 2>/dev/null) == *cluster_state:$2$'\r'* ]]; }
+stale_errorstat() {
+    local n
+    n=$(stale_cli "$1" INFO errorstats 2>/dev/null | tr -d '\r' | sed -n "s/^errorstat_$2:count=\([0-9]*\).*/\1/p")
+    echo "${n:-0}"
+}
+stale_served() { "$PYTHON" "$ROLLBACK_PY" served "$1" "$2" "$STALE_PREFIX.0.bin"; }
+stale_finish() { mv "$STALE_PREFIX".* "$DIR/"; }
+
+# node_join: a seventh cluster node, started alone (servers.sh cluster-add:
+# NEW_NAME, NEW_PORT, NEW_BUS) and met with plain CLUSTER MEET from node1,
+# as an operator adds a primary without redis-cli --cluster add-node (which
+# copies the function library): NEW_BARE=1 when it has no idpool library
+# and no ACL user but default before it is met. Returns once every node
+# knows seven nodes and the new one is a primary without slots, the
+# cluster ok on every node.
+node_join() {
+    local lib users
+    read -r NEW_NAME NEW_PORT NEW_BUS < <("$SERVERS" cluster-add "$DIR") || fail "servers.sh cluster-add"
+    [[ -n $NEW_BUS ]] || fail "servers.sh cluster-add printed no node"
+    lib=$(cluster_cli "$NEW_PORT" FUNCTION LIST LIBRARYNAME idpool)
+    users=$(cluster_cli "$NEW_PORT" ACL USERS)
+    NEW_BARE=0
+    [[ -z $lib && $users == default ]] && NEW_BARE=1
+    expect "((NEW_BARE == 1))" "$NEW_NAME is not bare: library [$lib], users [$users]"
+    [[ $(cluster_cli "$NODE1_PORT" CLUSTER MEET 127.0.0.1 "$NEW_PORT" "$NEW_BUS") == OK ]] ||
+        fail "CLUSTER MEET $NEW_NAME"
+    wait_until 20 cluster_known "$(cluster_ports) $NEW_PORT" 7 ||
+        failure "not every node knows $NEW_NAME (7 nodes)"
+    expect "[[ \$(cluster_role $NEW_PORT) == master && \$(cluster_owner_count $NEW_PORT) == 0 ]]" \
+        "$NEW_NAME is no primary without slots"
+    wait_until 20 cluster_ok || failure "the cluster is not ok on every node after $NEW_NAME joined"
+    info "$NEW_NAME (port $NEW_PORT, bus $NEW_BUS) met; bare=$NEW_BARE"
+}
+
+# node_remove: the new node forgotten (CLUSTER FORGET on node1..node6)
+# and stopped, with commands in flight; returns once every node knows six
+# nodes, the cluster ok on every node.
+node_remove() {
+    local id p
+    id=$(cluster_cli "$NEW_PORT" CLUSTER MYID)
+    wait_until 10 cluster_owned_by "$SLOT" "$OLD" || failure "slot $SLOT is not $OLD's on every node"
+    expect "((\$(cluster_owner_count $NEW_PORT) == 0))" \
+        "$NEW_NAME still owns slots"
+    for p in $(cluster_ports); do
+        [[ $(cluster_cli "$p" CLUSTER FORGET "$id") == OK ]] || failure "CLUSTER FORGET $NEW_NAME on $p"
+    done
+    "$SERVERS" stop "$DIR" "$NEW_NAME" >/dev/null || failure "could not stop $NEW_NAME"
+    wait_until 20 cluster_known "$(cluster_ports)" 6 || failure "a node still knows $NEW_NAME"
+    wait_until 20 cluster_ok || failure "the cluster is not ok on every node after $NEW_NAME left"
+    info "$NEW_NAME forgotten and stopped"
+}
+
+# cluster_known PORTS N: every node at PORTS (one word each) knows N nodes.
+cluster_known() {
+    local p
+    for p in $1; do
+        [[ $(cluster_cli "$p" CLUSTER INFO 2>/dev/null) == *cluster_known_nodes:$2$'\r'* ]] || return 1
+    done
+}
+
+# cluster_owner_count PORT: the slots the node at PORT serves (CLUSTER
+# INFO of its own: cluster_slots_assigned counts the whole cluster's, so
+# its line of CLUSTER NODES, myself).
+cluster_owner_count() {
+    cluster_cli "$1" CLUSTER NODES | awk '/myself/ { n = 0; for (i = 9; i <= NF; i++) if ($i !~ /^\[/) n++; print n }'
+}
+
+# library_on PORT: the idpool function library is loaded on PORT.
+library_on() { [[ $(cluster_cli "$1" FUNCTION LIST LIBRARYNAME idpool 2>/dev/null) == *idpool* ]]; }
+
+# node_errors PORT PREFIX: error replies of the node at PORT that began
+# with PREFIX (errorstat_PREFIX): ERR on a node without the library counts
+# the FCALLs that found no function ("ERR Function not found"), TRYAGAIN
+# the commands it could not serve on a slot half moved.
+node_errors() {
+    local n
+    n=$(cluster_cli "$1" INFO errorstats 2>/dev/null | tr -d '\r' | sed -n "s/^errorstat_$2:count=\([0-9]*\).*/\1/p")
+    echo "${n:-0}"
+}
+
+# slot_move SLOT SRC DST HOLD: SLOT moves from the primary at SRC to the
+# one at DST as a reshard moves it: IMPORTING on DST, MIGRATING on SRC,
+# its keys MIGRATEd (GETKEYSINSLOT again until none is left: a lock may
+# appear meanwhile), then, with HOLD=1, held half-way until DST answered
+# a command redirected there (an FCALL that found no function, or
+# TRYAGAIN: a pool emptied meanwhile is a key missing on both sides), or
+# has the library (10 s at most; HELD_MS, HELD_NOTE), then SETSLOT NODE
+# on DST, SRC and every other primary of node1..node6. SRC may refuse
+# ("only with masters"): a primary whose last slot went is made a replica
+# of the node that took it (cluster-allow-replica-migration), as
+# redis-cli --cluster reshard allows too (SRC_DEMOTED=1).
+slot_move() {
+    local slot=$1 src=$2 dst=$3 i keys e0 t0 r p id
+    [[ $(cluster_cli "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$(cluster_cli "$src" CLUSTER MYID)") == OK ]] ||
+        fail "SETSLOT $slot IMPORTING on $dst"
+    [[ $(cluster_cli "$src" CLUSTER SETSLOT "$slot" MIGRATING "$(cluster_cli "$dst" CLUSTER MYID)") == OK ]] ||
+        fail "SETSLOT $slot MIGRATING on $src"
+    # shellcheck disable=SC2034 # read by the eval below
+    e0=$(($(node_errors "$dst" ERR) + $(node_errors "$dst" TRYAGAIN)))
+    for ((i = 0; i < 20; i++)); do
+        # (an empty array: redis-cli prints an empty line)
+        mapfile -t keys < <(cluster_cli "$src" CLUSTER GETKEYSINSLOT "$slot" 100 | sed '/^$/d')
+        ((${#keys[@]})) || break
+        r=$(cluster_cli "$src" MIGRATE 127.0.0.1 "$dst" "" 0 5000 KEYS "${keys[@]}")
+        [[ $r == OK || $r == NOKEY ]] || fail "MIGRATE of ${keys[*]}: $r"
+    done
+    ((${#keys[@]} == 0)) || failure "slot $slot: keys left on $src after 20 MIGRATEs"
+    # shellcheck disable=SC2034 # the scenario's
+    HELD_MS=0 HELD_NOTE=none
+    if (($4)); then
+        t0=$(now_ns)
+        wait_until 10 eval "((\$(node_errors $dst ERR) + \$(node_errors $dst TRYAGAIN) > e0)) || library_on $dst" ||
+            failure "slot $slot held half-way for 10 s: no command redirected to $dst"
+        # shellcheck disable=SC2034 # the scenario's
+        HELD_MS=$(ms_since "$t0") HELD_NOTE="err:$(node_errors "$dst" ERR)/tryagain:$(node_errors "$dst" TRYAGAIN)"
+    fi
+    id=$(cluster_cli "$dst" CLUSTER MYID)
+    [[ $(cluster_cli "$dst" CLUSTER SETSLOT "$slot" NODE "$id") == OK ]] || fail "SETSLOT $slot NODE on $dst"
+    r=$(cluster_cli "$src" CLUSTER SETSLOT "$slot" NODE "$id")
+    # shellcheck disable=SC2034 # the scenario's
+    SRC_DEMOTED=0
+    if [[ $r == *"only with masters"* ]]; then
+        # shellcheck disable=SC2034 # the scenario's
+        SRC_DEMOTED=1
+    else
+        [[ $r == OK ]] || fail "SETSLOT $slot NODE on $src: $r"
+    fi
+    for p in $(cluster_ports); do
+        if [[ $p != "$src" && $p != "$dst" && $(cluster_role "$p" 2>/dev/null) == master ]]; then
+            [[ $(cluster_cli "$p" CLUSTER SETSLOT "$slot" NODE "$id") == OK ]] || fail "SETSLOT $slot NODE on $p"
+        fi
+    done
+}
