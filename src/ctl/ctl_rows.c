@@ -290,6 +290,7 @@ int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_
     char pool[KEYS_MAX], meta[KEYS_MAX], where[400], err[1024];
     redisContext **conn = ctl_xcalloc(n, sizeof(*conn));
     struct unread unread = {.n = 0};
+    struct timeval tv = {c->cfg.redis_timeout_ms / 1000, (c->cfg.redis_timeout_ms % 1000) * 1000};
     int rc = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -316,6 +317,8 @@ int ctl_pools_read(struct ctl *c, const char *const *keys, size_t n, struct ctl_
                 unread_mark(c, &unread, &out[i], where, err);
             else
                 rc = ctl_fail(c, CTL_ERROR, "%s: %s", where, err);
+        } else if (redisSetTimeout(conn[i], tv) != REDIS_OK) { /* the replies' wait is bounded */
+            ctl_oom();
         } else if (redisAppendCommand(conn[i], "LLEN %s", pool) != REDIS_OK ||
                    redisAppendCommand(conn[i], "HGETALL %s", meta) != REDIS_OK) {
             ctl_oom();

@@ -130,11 +130,15 @@ done
 # tried again, three times at most.
 victim=$(owner_of "$A1")
 vpid=$(cat "$DIR/$(cluster_node "$victim").pid")
+stopped() { [[ $(ps -o stat= -p "$vpid" | tr -d ' ') == T* ]]; }
 partial_status() {
     kill -STOP "$vpid"
-    [[ $(ps -o stat= -p "$vpid") == T* ]] || fail "$victim (pid $vpid) was not stopped"
+    # (continued whatever happens: a stopped server would hold up the cleanup)
+    trap 'kill -CONT "$vpid" 2>/dev/null; cleanup' EXIT
+    wait_until 2 stopped || fail "$victim (pid $vpid) was not stopped"
     ctl_run --redis "$CURL" --redis-timeout-ms 300 status
     kill -CONT "$vpid"
+    trap cleanup EXIT
     [[ $RC == 0 ]] && grep -Eq "^$A1 +served +monotonic +\? " "$DIR/out" &&
         grep -Eq "^$A2 +served +monotonic +[1-9][0-9]* " "$DIR/out" &&
         grep -Eq "^$A3 +served +monotonic +[1-9][0-9]* " "$DIR/out"
