@@ -1669,15 +1669,15 @@ migration_keys() {
 }
 
 # migration_redirects: MIG_REDIR "moved/ask/tryagain", the redirects met
-# so far by the issuer (idpool_cluster_redirects_total in its /metrics on
-# API_PORT); MIG_LOAD_REDIR "moved/ask/tryagain", those the idpool-load
+# so far by the issuer, daemon i (idpool_cluster_redirects_total in its
+# /metrics, on its --http port); MIG_LOAD_REDIR "moved/ask/tryagain", those the idpool-load
 # consumers counted (reply_moved, reply_ask, reply_tryagain) and
 # MIG_LIB_REDIR "moved/asked/retries", libidpool's consumers (moved=,
 # asked=, cluster_retries=), from their last lines in $DIR/cons.*.out
 # (printed when they stop).
 migration_redirects() {
     local k m v vals=()
-    m=$(curl -fsS "http://127.0.0.1:$API_PORT/metrics" 2>/dev/null || true)
+    m=$(curl -fsS --max-time 3 "http://127.0.0.1:${HTTP_PORT[i]}/metrics" 2>/dev/null || true)
     for k in moved ask tryagain; do
         v=$(awk -v k="$k" 'index($0, "idpool_cluster_redirects_total{") == 1 &&
             index($0, "kind=\"" k "\"") { s += $NF } END { print s + 0 }' <<<"$m")

@@ -21,8 +21,8 @@
 #   * the slots really moved: before, every node names SRC the primary of
 #     each application's slot; after, DST for the moved ones and still SRC
 #     for the control's; pool, meta (and lock, if any) moved together: no
-#     key of a moved application's slot is left on SRC, and its pool and
-#     meta are on DST;
+#     key of a moved application's slot is left on SRC, and its meta is on
+#     DST (its pool too unless the consumers emptied it just then);
 #   * a pool that arrived with SRC's epoch was discarded (the watcher saw
 #     the old meta go) and refilled by the daemons: R, the pool above low
 #     water on DST; gaps fine, repeats never;
@@ -122,7 +122,8 @@ for app in "${MOVED[@]}"; do
     recovered "$app" "$T_FROM" 30
     LOWS+=("$LAST_RECOVERY_MS")
     keys=$(migration_keys "$DST" "$app")
-    expect "[[ '$keys' == *meta* && '$keys' == *pool* ]]" "$app: its pool and meta are not both on DST ($keys)"
+    # its pool may be empty (Redis deletes an empty list): its meta must be there
+    expect "[[ '$keys' == *meta* ]]" "$app: its meta is not on DST ($keys)"
     expect "(($(pool_discards "$app") > ${DISC0[$app]}))" "$app: no daemon discarded the pool that arrived with the source's epoch"
 done
 
