@@ -26,6 +26,10 @@
 #     exposed_take 0, the take consumers sent requests in the window;
 #   * after SETSLOT NODE: every node names DST, nothing left on SRC, R on
 #     DST within 30 s for all three (low_water_ms from T_GIVE).
+# Known to fail (issue 21): a pool emptied by the consumers is absent
+# (Redis deletes an empty list), and every FCALL on the slot with the
+# meta present and the pool absent answers TRYAGAIN until SETSLOT NODE:
+# the third application, and its refill, wedge for the whole hold.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 cluster_setup
