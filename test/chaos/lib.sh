@@ -1796,3 +1796,172 @@ slot_move() {
         fi
     done
 }
+
+# ------------------------------------------- Slot migrations (chaos 26, 27) ---
+# A slot of busy applications moved from one primary (SRC) to another (DST)
+# under load: by redis-cli --cluster reshard (26) or by hand, held half-way
+# (27). What they share:
+#   migration_slots SRC N          # MIG_SLOTS: the N slots reshard takes from SRC
+#   migration_apps PREFIX K SLOTS  # MIG_APPS: K applications on distinct SLOTS
+#   migration_owned SLOT PORT      # every node names PORT the slot's primary
+#   migration_watch SRC APP EPOCH  # a watcher per application (rollback.py cluster)
+#   migration_watch_read APP       # MIG_END[APP]: the old meta gone on DST
+#   migration_left SRC APP         # no key of APP left on SRC
+#   migration_redirects            # MIG_REDIR: ASK/MOVED/TRYAGAIN seen so far
+# (issuer's idpool_cluster_redirects_total, idpool-load's reply_* counters).
+
+# migration_slots SRC N: MIG_SLOTS, the first N slots of the primary at
+# SRC in slot order (those redis-cli --cluster reshard takes from a single
+# source: clusterManagerComputeReshardTable walks a source's slots upwards).
+migration_slots() {
+    local lo hi _rest s
+    MIG_SLOTS=()
+    while read -r lo hi _rest; do
+        for ((s = lo; s <= hi && ${#MIG_SLOTS[@]} < $2; s++)); do MIG_SLOTS+=("$s"); done
+    done < <(migration_ranges "$1")
+    ((${#MIG_SLOTS[@]} == $2)) || fail "$1 holds fewer than $2 slots"
+}
+
+# migration_ranges PORT: the slot ranges "lo hi" of the primary at PORT,
+# sorted (CLUSTER NODES, as PORT sees it).
+migration_ranges() {
+    local _id addr _flags _master _ps _pr _epoch _link slots r
+    while read -r _id addr _flags _master _ps _pr _epoch _link slots; do
+        addr=${addr#*:}
+        [[ ${addr%%@*} == "$1" ]] || continue
+        for r in $slots; do
+            [[ $r != \[* ]] || continue
+            echo "${r%-*} ${r#*-}"
+        done
+    done < <(cluster_cli "$1" CLUSTER NODES) | sort -n
+}
+
+# migration_apps PREFIX K SLOT...: MIG_APPS, K applications named PREFIX<i>
+# whose keys hash to K distinct slots among SLOT... (CLUSTER KEYSLOT of the
+# hash tag, the application's name), at most 20000 names tried.
+migration_apps() {
+    local prefix=$1 k=$2 i s
+    shift 2
+    local -A want=() used=()
+    for s in "$@"; do want[$s]=1; done
+    MIG_APPS=()
+    i=0
+    while read -r s; do
+        i=$((i + 1))
+        [[ -n ${want[$s]:-} && -z ${used[$s]:-} ]] || continue
+        used[$s]=1
+        MIG_APPS+=("$prefix$i")
+        ((${#MIG_APPS[@]} < k)) || break
+    done < <(for ((j = 1; j <= 20000; j++)); do echo "CLUSTER KEYSLOT $prefix$j"; done |
+        cluster_cli "$(cluster_any)")
+    ((${#MIG_APPS[@]} == k)) || fail "no $k applications $prefix<i> on distinct slots of $*"
+}
+
+# migration_owned SLOT PORT: every live node names PORT the primary of SLOT.
+migration_owned() { cluster_owned_by "$1" "$2"; }
+
+# migration_watch SRC APP EPOCH: rollback.py's cluster watcher of APP
+# ($DIR/watch.APP), started before the migration: t_detect when a majority
+# of the nodes but SRC name another primary of APP's slot, the end when
+# that primary's meta of APP no longer carries EPOCH (the source node's:
+# discarded by the daemons' sweep, then written under the new primary's
+# epoch). MIG_WATCHERS gets its pid.
+declare -A MIG_WATCHERS=() MIG_END=() MIG_DETECT=()
+migration_watch() {
+    local p ports=()
+    for p in $(cluster_ports); do [[ $p == "$1" ]] || ports+=("$p"); done
+    rm -f "$DIR/watch.$2"
+    "$PYTHON" "$ROLLBACK_PY" cluster "$(joined , "${ports[@]}")" "$1" "$(cluster_slot "$(pool_key "$2")")" \
+        "$(meta_key "$2")" "$3" "$DIR/watch.$2" 60 &
+    MIG_WATCHERS[$2]=$!
+}
+
+# migration_watch_read APP: waits for APP's watcher; MIG_DETECT[APP] (ns:
+# the slot named DST's by a majority), MIG_END[APP] (ns: the old meta gone
+# there; now if it never went: a failure), MIG_STATE, MIG_NEW (the port).
+migration_watch_read() {
+    local state=missing detect=0 to=0 polls=0 new='' _t
+    wait_until 65 test -s "$DIR/watch.$1" || failure "$1: the migration watcher did not report"
+    wait "${MIG_WATCHERS[$1]}" 2>/dev/null || true
+    [[ -s $DIR/watch.$1 ]] && read -r state detect to polls new _t <"$DIR/watch.$1"
+    expect "[[ $state == discarded || $state == replaced ]]" \
+        "$1: the pool that arrived with the source's epoch was not discarded (watcher: $state)"
+    ((to > 0)) || to=$(now_ns)
+    # shellcheck disable=SC2034 # read by the scenarios
+    MIG_END[$1]=$to MIG_DETECT[$1]=$detect MIG_STATE=$state MIG_NEW=$new
+}
+
+# migration_left SRC APP: how many keys of APP's slot are left on the
+# primary at SRC (CLUSTER COUNTKEYSINSLOT; every key of a slot is one
+# application's or another's sharing it).
+migration_left() { cluster_cli "$1" CLUSTER COUNTKEYSINSLOT "$(cluster_slot "$(pool_key "$2")")"; }
+
+# migration_keys PORT APP: APP's keys on the primary at PORT (pool, meta,
+# lock: those that exist), space-separated.
+migration_keys() {
+    cluster_cli "$1" CLUSTER GETKEYSINSLOT "$(cluster_slot "$(pool_key "$2")")" 100 | grep -F "{$2}" |
+        sed 's/.*://' | sort | tr '\n' ' '
+}
+
+# migration_redirects: MIG_REDIR "moved/ask/tryagain", the redirects met
+# so far by the issuer, daemon i (idpool_cluster_redirects_total in its
+# /metrics, on its --http port); MIG_LOAD_REDIR "moved/ask/tryagain", those the idpool-load
+# consumers counted (reply_moved, reply_ask, reply_tryagain) and
+# MIG_LIB_REDIR "moved/asked/retries", libidpool's consumers (moved=,
+# asked=, cluster_retries=), from their last lines in $DIR/cons.*.out
+# (printed when they stop).
+migration_redirects() {
+    local k m v vals=()
+    m=$(curl -fsS --max-time 3 "http://127.0.0.1:${HTTP_PORT[i]}/metrics" 2>/dev/null || true)
+    for k in moved ask tryagain; do
+        v=$(awk -v k="$k" 'index($0, "idpool_cluster_redirects_total{") == 1 &&
+            index($0, "kind=\"" k "\"") { s += $NF } END { print s + 0 }' <<<"$m")
+        vals+=("$v")
+    done
+    # shellcheck disable=SC2034 # read by the scenarios
+    MIG_REDIR=$(joined / "${vals[@]}")
+    # shellcheck disable=SC2034 # read by the scenarios
+    read -r MIG_LOAD_REDIR MIG_LIB_REDIR < <(cat "$DIR"/cons.*.out 2>/dev/null | awk '
+        function f(k,   i) { for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2) + 0; return 0 }
+        /^load:/ { lm += f("reply_moved"); la += f("reply_ask"); lt += f("reply_tryagain") }
+        /^clientload:/ { cm += f("moved"); ca += f("asked"); cr += f("cluster_retries") }
+        END { printf "%d/%d/%d %d/%d/%d\n", lm, la, lt, cm, ca, cr }')
+}
+
+# migration_refusals APP: TAKES_IN and REFUSED_IN (takes_in) of APP's take
+# consumers inside its migration window [T_FROM, MIG_END[APP]].
+migration_refusals() { takes_in "$1" "$T_FROM" "${MIG_END[$1]}"; }
+
+# migration_trio PREFIX SLOT...: MIG_APPS, three applications PREFIX<i>
+# whose keys share one slot among SLOT... (MIG_SLOT), at most 20000 names
+# tried.
+migration_trio() {
+    local prefix=$1 i=0 s
+    shift
+    local -A want=() on=()
+    for s in "$@"; do want[$s]=1; done
+    MIG_APPS=()
+    while read -r s; do
+        i=$((i + 1))
+        [[ -n ${want[$s]:-} ]] || continue
+        on[$s]+=" $prefix$i"
+        # shellcheck disable=SC2206 # names without blanks
+        MIG_APPS=(${on[$s]})
+        if ((${#MIG_APPS[@]} == 3)); then
+            # shellcheck disable=SC2034 # read by the scenarios
+            MIG_SLOT=$s
+            return 0
+        fi
+    done < <(for ((j = 1; j <= 20000; j++)); do echo "CLUSTER KEYSLOT $prefix$j"; done |
+        cluster_cli "$(cluster_any)")
+    fail "no three applications $prefix<i> share a slot"
+}
+
+# migration_served APP FROM TO: how many takes of APP's direct take
+# consumers (not buffered) were sent inside [FROM, TO] and answered with IDs
+# by TO.
+migration_served() {
+    local f logs=()
+    for f in "$DIR/$1".c*.bin; do [[ $f == *.buffered.* ]] || logs+=("$f"); done
+    "$PYTHON" "$ROLLBACK_PY" served "$2" "$3" "${logs[@]}"
+}
