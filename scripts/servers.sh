@@ -472,7 +472,7 @@ wait_cluster() {
 # redis-cli --cluster create, bounded by DEADLINE; nodes that know each
 # other from their nodes.conf are left to find each other again.
 cluster_create() {
-    local deadline=$1 m alone=0 seeds=() var
+    local deadline=$1 m alone=0 seeds=() var left
     for m in "${CLUSTER_MEMBERS[@]}"; do
         [[ $(member_cli "$m" CLUSTER INFO 2>/dev/null) != *cluster_known_nodes:1$'\r'* ]] ||
             alone=$((alone + 1))
@@ -482,7 +482,9 @@ cluster_create() {
     ((alone > 0)) || return 0
     ((alone == ${#CLUSTER_MEMBERS[@]})) ||
         die "$alone of the ${#CLUSTER_MEMBERS[@]} nodes know only themselves, the others know more: a cluster half made (remove $DIR)"
-    if ! timeout -k 1 $(((deadline - $(now)) / 1000000 + 1)) "$REDIS_CLI" --cluster create \
+    left=$(((deadline - $(now)) / 1000000 + 1))
+    ((left > 0)) || die "no time left to create the cluster (start timeout ${START_TIMEOUT}s)"
+    if ! timeout -k 1 "$left" "$REDIS_CLI" --cluster create \
         "${seeds[@]}" --cluster-replicas 1 --cluster-yes >"$DIR/cluster-create.log" 2>&1; then
         echo >>"$DIR/cluster-create.log" # it may end in the middle of a line of dots
         log_tail "$DIR/cluster-create.log"
