@@ -299,6 +299,15 @@ start_redis() {
     REDIS_STARTED=$pid
 }
 
+# cluster_node_args PORT NAME BUS_PORT: REDIS_ARGS of a cluster node (node1..,
+# and cluster-add's), the same settings for every one.
+cluster_node_args() {
+    redis_args "$1" "$2" --cluster-enabled yes \
+        --cluster-config-file "$DIR/$2/nodes.conf" --cluster-port "$3" \
+        --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
+        --cluster-allow-reads-when-down no --repl-diskless-sync-delay 0
+}
+
 # REDIS_ARGS: the arguments of a data server (the primary, a replica or a
 # cluster node) named NAME on PORT, its data in DIR/NAME; ARGS (a cluster
 # node's own) come before SERVERS_REDIS_ARGS, which may override them.
@@ -348,10 +357,7 @@ start_member() {
     node*)
         bus=${name^^}_BUS_PORT
         choose_port "$bus"
-        redis_args "${!var}" "$name" --cluster-enabled yes \
-            --cluster-config-file "$DIR/$name/nodes.conf" --cluster-port "${!bus}" \
-            --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
-            --cluster-allow-reads-when-down no --repl-diskless-sync-delay 0
+        cluster_node_args "${!var}" "$name" "${!bus}"
         pid=$(launch "$DIR/$name.log" "$REDIS_SERVER" "${REDIS_ARGS[@]}")
         ;;
     replica*)
@@ -828,7 +834,7 @@ extra_nodes() {
 }
 
 cmd_cluster_add() {
-    local i=$((${#CLUSTER_MEMBERS[@]} + 1)) name port bus pid deadline
+    local i=$((${#CLUSTER_MEMBERS[@]} + 1)) name port bus pid
     ((CLUSTER_SET)) && [[ -n $NODE1_PORT ]] || die "cluster-add: $DIR holds no Cluster"
     REDIS_SERVER=$(find_bin redis-server) || die "redis-server not found (apt-get install redis-server)"
     REDIS_CLI=$(find_bin redis-cli) || die "redis-cli not found (apt-get install redis-tools)"
@@ -836,21 +842,12 @@ cmd_cluster_add() {
     name=node$i
     read -r port bus <<<"$(free_ports 2)"
     [[ -n $port && -n $bus ]] || die "no free TCP port found"
-    redis_args "$port" "$name" --cluster-enabled yes \
-        --cluster-config-file "$DIR/$name/nodes.conf" --cluster-port "$bus" \
-        --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
-        --cluster-allow-reads-when-down no --repl-diskless-sync-delay 0
+    cluster_node_args "$port" "$name" "$bus"
     pid=$(launch "$DIR/$name.log" "$REDIS_SERVER" "${REDIS_ARGS[@]}")
     echo "$pid" >"$DIR/$name.pid"
-    deadline=$(($(now) + START_TIMEOUT * 1000000))
-    until [[ $("$REDIS_CLI" -h 127.0.0.1 -p "$port" PING 2>/dev/null) == PONG ]]; do
-        if ! starting "$pid"; then
-            log_tail "$DIR/$name.log"
-            die "$name exited during start-up"
-        fi
-        (($(now) < deadline)) || die "$name not answering after ${START_TIMEOUT}s"
-        sleep 0.05
-    done
+    declare -g "${name^^}_PORT=$port" # for member_cli
+    STARTED_MEMBERS=("$name:$pid")
+    wait_answering $(($(now) + START_TIMEOUT * 1000000))
     echo "$name $port $bus"
 }
 
