@@ -1472,12 +1472,19 @@ cluster_round_apps() {
 # waits for it): detect_ms ends when a majority of the surviving nodes
 # (all but OLD_PORT) name another primary of APP's slot (CLUSTER SLOTS).
 cluster_watch() {
+    cluster_watcher_start "$1" "$2" "$3" "$DIR/watch" 30
+    WATCHER=$!
+}
+
+# cluster_watcher_start OLD_PORT APP OLD_EPOCH FILE SECONDS: rollback.py's
+# cluster watcher of APP's slot in the background, on every node but
+# OLD_PORT, reporting to FILE within SECONDS ($! is its pid).
+cluster_watcher_start() {
     local p ports=()
     for p in $(cluster_ports); do [[ $p == "$1" ]] || ports+=("$p"); done
-    rm -f "$DIR/watch"
+    rm -f "$4"
     "$PYTHON" "$ROLLBACK_PY" cluster "$(joined , "${ports[@]}")" "$1" "$(cluster_slot "$(pool_key "$2")")" \
-        "$(meta_key "$2")" "$3" "$DIR/watch" 30 &
-    WATCHER=$!
+        "$(meta_key "$2")" "$3" "$4" "$5" &
 }
 
 # cluster_control APP PORT EPOCH DISCARDS: the positive and negative
@@ -1868,11 +1875,7 @@ migration_owned() { cluster_owned_by "$1" "$2"; }
 # epoch). MIG_WATCHERS gets its pid.
 declare -A MIG_WATCHERS=() MIG_END=() MIG_DETECT=()
 migration_watch() {
-    local p ports=()
-    for p in $(cluster_ports); do [[ $p == "$1" ]] || ports+=("$p"); done
-    rm -f "$DIR/watch.$2"
-    "$PYTHON" "$ROLLBACK_PY" cluster "$(joined , "${ports[@]}")" "$1" "$(cluster_slot "$(pool_key "$2")")" \
-        "$(meta_key "$2")" "$3" "$DIR/watch.$2" 60 &
+    cluster_watcher_start "$1" "$2" "$3" "$DIR/watch.$2" 60
     MIG_WATCHERS[$2]=$!
 }
 
