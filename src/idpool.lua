@@ -11,7 +11,7 @@
 -- Redis is missing or older (never a newer one), so that a rolling upgrade
 -- or a rollback of the daemon does not swap the fence under a running one.
 -- Bump it with every change of this file. (meson.build reads this line.)
-local LIB_VERSION = 6
+local LIB_VERSION = 7
 
 -- The epoch under which the pools of this Redis process are served:
 -- "run_id:master_replid:nonce", chosen by the first idpool_validate after the
@@ -58,6 +58,42 @@ local function app_of(key)
 end
 
 -- Publish one alert event on <prefix>:alerts.
+-- The keys of one application from the keys a call declares. Each function
+-- that reads or writes the pool also takes a short form that declares only a
+-- key that exists while the application is served (its meta, or the lock of
+-- a refill): Redis deletes a list that LPOP empties, and on a Cluster slot
+-- being migrated a call whose declared keys are partly absent answers
+-- TRYAGAIN until the migration ends. The pool is then reached undeclared
+-- (same hash tag, same slot) through pooled(), which returns nil, err when
+-- this node does not hold it (the slot's absent keys live on the target).
+-- The long forms (pool and meta, or pool, meta and lock) stay for callers of
+-- earlier versions. Returns pool, meta, lock, or nil and an error text.
+local function app_keys(keys, name, anchor)
+    if #keys == 1 then
+        local k = keys[1]
+        if #k < 6 or string.sub(k, -5) ~= ':' .. anchor then
+            return nil, 'IDPOOL_BADARG ' .. name .. ' with one key takes the ' .. anchor ..
+                       ' key (<prefix>:{app}:' .. anchor .. '), got ' .. k
+        end
+        local base = string.sub(k, 1, -6)
+        return base .. ':pool', base .. ':meta', base .. ':lock'
+    end
+    return keys[1], keys[2], keys[3]
+end
+
+-- A command on the pool that a Cluster node may not hold (see app_keys):
+-- its reply, or nil and the error. Elsewhere redis.pcall never fails here.
+local function pooled(...)
+    local r = redis.pcall(...)
+    if type(r) == 'table' and r.err then
+        return nil, r.err
+    end
+    return r
+end
+
+local EPOCH_RETRY_MS = 200 -- IDPOOL_EPOCH and IDPOOL_MOVING: when to retry
+local MOVING = 'IDPOOL_MOVING the pool is not on this node: its Cluster slot is being migrated; retry in '
+
 local function publish(meta, kind, state, message, extra)
     local prefix, app = app_of(meta)
     local event = {alert = kind, app = app, state = state, message = message,
@@ -110,7 +146,8 @@ local function discard(pool, meta)
             keep[#keep + 1] = m[i + 1]
         end
     end
-    redis.call('DEL', pool, meta)
+    pooled('DEL', pool)
+    redis.call('DEL', meta)
     if #keep > 0 then
         redis.call('HSET', meta, unpack(keep))
     end
@@ -139,10 +176,11 @@ end
 
 -- idpool_push: the fenced push in one function. The daemon stores a prefetched
 -- lease with it (no ids); its chunks of IDs go through idpool_guard and
--- native commands instead (below).
+-- native commands instead (below), except while it follows a Cluster slot
+-- being migrated (a transaction on a pool absent there answers TRYAGAIN).
 --
---   FCALL idpool_push 3 <pool> <meta> <lock>
---         token epoch expected_next next hi nlo nhi [id ...]
+--   FCALL idpool_push 1 <lock> token epoch expected_next next hi nlo nhi [id ...]
+--   FCALL idpool_push 3 <pool> <meta> <lock> (the same arguments)
 --
 -- Appends the ids to the pool and stores the caller's new lease state
 -- (next, hi, nlo, nhi) in meta only if
@@ -157,7 +195,10 @@ end
 --      (expected_next; "" = meta must not exist), else IDPOOL_STALE.
 -- Returns the pool length after the push.
 local function push(keys, args)
-    local pool, meta, lock = keys[1], keys[2], keys[3]
+    local pool, meta, lock = app_keys(keys, 'idpool_push', 'lock')
+    if not pool then
+        return redis.error_reply(meta)
+    end
     local epoch = args[2]
     local err = fence(pool, meta, lock, args[1], epoch, args[3])
     if err then
@@ -167,9 +208,12 @@ local function push(keys, args)
     local n = #args - 7
     local len
     if n > 0 then
-        len = redis.call('RPUSH', pool, unpack(args, 8))
+        len, err = pooled('RPUSH', pool, unpack(args, 8))
     else
-        len = redis.call('LLEN', pool)
+        len, err = pooled('LLEN', pool)
+    end
+    if not len then
+        return redis.error_reply(MOVING .. EPOCH_RETRY_MS .. ' ms (' .. err .. ')')
     end
     redis.call('HSET', meta, 'next', args[4], 'hi', args[5], 'epoch', epoch)
     if args[7] ~= '' then
@@ -192,15 +236,20 @@ end
 -- for a long time. Refused (IDPOOL_UNVALIDATED) when the caller's epoch is
 -- not the validated one. Allowed over maxmemory: the sweep must work
 -- whenever LPOP does.
---   FCALL idpool_epoch 2 <pool> <meta> epoch   -> 1 discarded, 0 kept
+--   FCALL idpool_epoch 1 <meta> epoch          -> 1 discarded, 0 kept
+--   FCALL idpool_epoch 2 <pool> <meta> epoch   (the same)
 local function epoch(keys, args)
+    local pool, meta = app_keys(keys, 'idpool_epoch', 'meta')
+    if not pool then
+        return redis.error_reply(meta)
+    end
     local err = current(args[1])
     if err then
         return err
     end
-    local e = redis.call('HGET', keys[2], 'epoch')
-    if e ~= args[1] and (e or redis.call('EXISTS', keys[1]) == 1) then
-        discard(keys[1], keys[2])
+    local e = redis.call('HGET', meta, 'epoch')
+    if e ~= args[1] and (e or pooled('EXISTS', pool) == 1) then
+        discard(pool, meta)
         return 1
     end
     return 0
@@ -251,7 +300,8 @@ end
 -- idpool_take: the client's take, with the application's limits enforced
 -- inside Redis (they hold across any number of clients).
 --
---   FCALL idpool_take 2 <pool> <meta> COUNT   -> array of up to COUNT IDs
+--   FCALL idpool_take 1 <meta> COUNT          -> array of up to COUNT IDs
+--   FCALL idpool_take 2 <pool> <meta> COUNT   (the same)
 --
 -- Errors: IDPOOL_BADARG (not two keys and one argument; COUNT not an integer
 -- >= 1), IDPOOL_NOAPP (no limits
@@ -260,18 +310,20 @@ end
 -- restart, a rollback or a failover, until the daemon's sweep; says when to
 -- retry; never an ID that may have been handed out before), IDPOOL_LIMIT (COUNT
 -- above max_size_per_times), IDPOOL_RATE (max_size_per_second IDs already
--- granted in this second; says how long to wait). A short or empty reply
+-- granted in this second; says how long to wait), IDPOOL_MOVING (a Cluster
+-- slot being migrated, the pool not on this node: retry). A short or empty reply
 -- counts an underflow in meta and fires the underflow alert.
-local EPOCH_RETRY_MS = 200
-
-local TAKE_USAGE = 'FCALL idpool_take 2 <prefix>:{app}:pool <prefix>:{app}:meta COUNT'
+local TAKE_USAGE = 'FCALL idpool_take 1 <prefix>:{app}:meta COUNT'
 
 local function take(keys, args)
-    local pool, meta = keys[1], keys[2]
     local raw = args[1] or ''
-    if #keys ~= 2 or #args ~= 1 then
-        return redis.error_reply('IDPOOL_BADARG idpool_take takes 2 keys and 1 argument, got ' ..
-                                 #keys .. ' and ' .. #args .. ': ' .. TAKE_USAGE)
+    if (#keys ~= 1 and #keys ~= 2) or #args ~= 1 then
+        return redis.error_reply('IDPOOL_BADARG idpool_take takes 1 key (or 2) and 1 argument, ' ..
+                                 'got ' .. #keys .. ' and ' .. #args .. ': ' .. TAKE_USAGE)
+    end
+    local pool, meta = app_keys(keys, 'idpool_take', 'meta')
+    if not pool then
+        return redis.error_reply(meta .. ': ' .. TAKE_USAGE)
     end
     if not string.match(raw, '^%d+$') or tonumber(raw) < 1 then
         return redis.error_reply('IDPOOL_BADARG count must be an integer >= 1, got ' ..
@@ -316,8 +368,11 @@ local function take(keys, args)
                                  ' reached (' .. used .. ' granted this second); retry in ' ..
                                  wait .. ' ms')
     end
-    local ids = redis.call('LPOP', pool, n)
+    local ids, err = pooled('LPOP', pool, n)
     if not ids then
+        if err then
+            return redis.error_reply(MOVING .. EPOCH_RETRY_MS .. ' ms')
+        end
         ids = {}
     end
     -- One write for the rate window and the counter (counts stay far below 2^53).
@@ -332,7 +387,7 @@ local function take(keys, args)
 end
 
 -- idpool_status: what the daemon checks every interval, in one round trip.
---   FCALL_RO idpool_status 2 <pool> <meta>
+--   FCALL_RO idpool_status 1 <meta>   (or 2 <pool> <meta>)
 --   -> {LLEN, underflows, refused_limit, refused_rate, taken,
 --       underflow alert firing 0/1, per_take or nil, per_second or nil, pushed,
 --       refused_epoch, meta epoch or ""}
@@ -340,10 +395,16 @@ end
 -- the epoch so that it can sweep a pool not written under its own. It reads
 -- only: it validates nothing (it runs on replicas too).
 local function status(keys, args)
-    local m = redis.call('HMGET', keys[2], 'underflows', 'refused_limit', 'refused_rate', 'taken',
+    local pool, meta = app_keys(keys, 'idpool_status', 'meta')
+    if not pool then
+        return redis.error_reply(meta)
+    end
+    local m = redis.call('HMGET', meta, 'underflows', 'refused_limit', 'refused_rate', 'taken',
                          'alert:underflow', 'per_take', 'per_second', 'pushed', 'refused_epoch',
                          'epoch')
-    return {redis.call('LLEN', keys[1]), tonumber(m[1] or 0), tonumber(m[2] or 0),
+    -- a pool that is not on this node (a slot being migrated) counts as empty:
+    -- the refill that follows finds where it is
+    return {pooled('LLEN', pool) or 0, tonumber(m[1] or 0), tonumber(m[2] or 0),
             tonumber(m[3] or 0), tonumber(m[4] or 0), m[5] == 'firing' and 1 or 0, m[6], m[7],
             tonumber(m[8] or 0), tonumber(m[9] or 0), m[10] or ''}
 end
@@ -396,7 +457,11 @@ end
 -- holder's transactions are not disturbed), except that a pool of another
 -- epoch is discarded as in idpool_push.
 local function guard(keys, args)
-    local err = fence(keys[1], keys[2], keys[3], args[1], args[2], args[3])
+    local pool, meta, lock = app_keys(keys, 'idpool_guard', 'lock')
+    if not pool then
+        return redis.error_reply(meta)
+    end
+    local err = fence(pool, meta, lock, args[1], args[2], args[3])
     if err then
         return err
     end

@@ -142,19 +142,19 @@ int lease_install(struct pool *p, rds_reply_fn *fn)
 {
     const struct gen_state *st = &p->run.batch.st;
     char expected[U64_LEN], nums[4][U64_LEN];
-    const char *argv[13] = {"FCALL",   "idpool_push", "3",          p->k_pool,
-                            p->k_meta, p->k_lock,     p->run.token, node_epoch(p->run.node),
-                            expected};
-    size_t argvlen[13];
+    /* the one-key form: the pool need not exist (a Cluster slot being migrated) */
+    const char *argv[11] = {"FCALL",      "idpool_push",           "1",     p->k_lock,
+                            p->run.token, node_epoch(p->run.node), expected};
+    size_t argvlen[11];
     uint64_t v[4] = {st->next, st->hi, st->nlo, st->nhi};
 
     expected[u64_fmt(st->next, expected)] = '\0';
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 7; i++)
         argvlen[i] = strlen(argv[i]);
     for (int i = 0; i < 4; i++) {
-        argv[9 + i] = nums[i];
+        argv[7 + i] = nums[i];
         /* "" = no prefetched lease */
-        argvlen[9 + i] = i >= 2 && !gen_has_next(st) ? 0 : u64_fmt(v[i], nums[i]);
+        argvlen[7 + i] = i >= 2 && !gen_has_next(st) ? 0 : u64_fmt(v[i], nums[i]);
     }
-    return rds_command_argv(p->run.node->main, fn, p, 13, argv, argvlen);
+    return rds_command_argv(p->run.node->main, fn, p, 11, argv, argvlen);
 }

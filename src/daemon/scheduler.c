@@ -350,8 +350,8 @@ static void check_one(struct sched *s, struct pool *p, struct node *n, uint64_t 
     p->sched.check_ms = now;
     p->sched.due_ms = now + check_interval(p);
     pool_set_state(p, POOL_CHECK);
-    if (what == CADENCE_EPOCH && rds_command(rds, on_epoch, p, "FCALL idpool_epoch 2 %s %s %s",
-                                             p->k_pool, p->k_meta, epoch) != 0) {
+    if (what == CADENCE_EPOCH &&
+        rds_command(rds, on_epoch, p, "FCALL idpool_epoch 1 %s %s", p->k_meta, epoch) != 0) {
         pool_set_state(p, POOL_IDLE);
         return;
     }
@@ -359,8 +359,7 @@ static void check_one(struct sched *s, struct pool *p, struct node *n, uint64_t 
     if (!p->health.adopted)
         (void)send_adopt(rds, p);
     if (what != CADENCE_LLEN) {
-        if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 2 %s %s", p->k_pool, p->k_meta) !=
-            0)
+        if (rds_command(rds, on_check, p, "FCALL_RO idpool_status 1 %s", p->k_meta) != 0)
             pool_set_state(p, POOL_IDLE);
     } else if (rds_command_resp(rds, on_llen, p, p->llen_cmd, p->llen_len) != 0) {
         pool_set_state(p, POOL_IDLE);
@@ -480,8 +479,8 @@ static void on_sweep_scan(struct rds *r, redisReply *reply, void *arg)
         else
             sw->metas++;
         p = sweep_pool_of(sw->s, k->str);
-        if (rds_command(r, on_sweep_epoch, it, "FCALL idpool_epoch 2 %s %s %s", it->pool, meta,
-                        rds_epoch(r)) == 0) {
+        if (rds_command(r, on_sweep_epoch, it, "FCALL idpool_epoch 1 %s %s", meta, rds_epoch(r)) ==
+            0) {
             sw->pending++;
             if (p)
                 p->side_calls++;

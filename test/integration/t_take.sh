@@ -6,7 +6,9 @@
 #     increasing for a monotonic application, exactly COUNT popped;
 #   * COUNT > max_size_per_times -> IDPOOL_LIMIT stating the limit;
 #     COUNT 0, -1, abc, 1.5, '' -> IDPOOL_BADARG; so does a wrong number of
-#     keys or arguments (never a raw Lua error); none pops anything;
+#     keys or arguments (never a raw Lua error); none pops anything; the
+#     take is FCALL idpool_take 1 <meta> COUNT, and the two-key form of
+#     earlier versions (pool and meta) still takes;
 #   * unknown application (no meta), soft-deleted row, invalid row ->
 #     IDPOOL_NOAPP (and takes work again once the row is fixed);
 #   * rate: 4 concurrent clients hammering takes never get more than
@@ -23,7 +25,7 @@ setup
 
 # take KEY COUNT: the raw redis-cli output of idpool_take (one ID per line,
 # or the error text).
-take() { rcli FCALL idpool_take 2 "$(pool_key "$1")" "$(meta_key "$1")" "$2" | sed '/^$/d'; }
+take() { rcli FCALL idpool_take 1 "$(meta_key "$1")" "$2" | sed '/^$/d'; }
 # take_err KEY COUNT ERE: the take fails with an error matching ERE.
 take_err() {
     local out
@@ -87,13 +89,16 @@ bad_fcall() { # ERE ARGS...: FCALL idpool_take ARGS fails with an error matching
     out=$(rcli FCALL idpool_take "$@" 2>&1 | sed '/^$/d')
     [[ $out =~ $want ]] || fail "FCALL idpool_take $*: expected /$want/, got: $out"
 }
-bad_fcall '^IDPOOL_BADARG idpool_take takes 2 keys and 1 argument, got 1 and 1: FCALL idpool_take 2 ' \
+bad_fcall '^IDPOOL_BADARG idpool_take with one key takes the meta key .*got idpool:\{tk\}:pool: FCALL idpool_take 1 ' \
     1 "$(pool_key tk)" 5
-bad_fcall '^IDPOOL_BADARG .*got 0 and 0' 0
+bad_fcall '^IDPOOL_BADARG idpool_take takes 1 key \(or 2\) and 1 argument, got 0 and 0' 0
 bad_fcall '^IDPOOL_BADARG .*got 2 and 2' 2 "$(pool_key tk)" "$(meta_key tk)" 5 6
 bad_fcall '^IDPOOL_BADARG .*got 3 and 0' 3 "$(pool_key tk)" "$(meta_key tk)" 5
 assert_eq "$len0" "$(llen tk)" "pool length after refused takes"
 take_ok tk 100 >/dev/null
+# the long form of earlier versions (pool and meta) still takes
+two=$(rcli FCALL idpool_take 2 "$(pool_key tk)" "$(meta_key tk)" 3 | sed '/^$/d' | wc -l)
+assert_eq 3 "$two" "IDs of FCALL idpool_take 2 <pool> <meta> 3"
 pass "COUNT above max_size_per_times -> IDPOOL_LIMIT naming 100; 0 -1 abc 1.5 '', wrong keys or arity -> IDPOOL_BADARG; nothing popped"
 
 # --- unknown, soft-deleted, invalid -> IDPOOL_NOAPP --------------------------------
