@@ -1700,7 +1700,10 @@ node_join() {
         failure "not every node knows $NEW_NAME (7 nodes)"
     expect "[[ \$(cluster_role $NEW_PORT) == master && \$(cluster_owner_count $NEW_PORT) == 0 ]]" \
         "$NEW_NAME is no primary without slots"
-    wait_until 20 cluster_ok || failure "the cluster is not ok on every node after $NEW_NAME joined"
+    # the new node too (cluster_ok asks node1..node6): until it has heard
+    # of every slot it answers CLUSTERDOWN, also to the RESTORE of a MIGRATE
+    wait_until 20 eval "[[ \$(cluster_cli $NEW_PORT CLUSTER INFO) == *cluster_state:ok* ]] && cluster_ok" ||
+        failure "the cluster is not ok on every node after $NEW_NAME joined"
     info "$NEW_NAME (port $NEW_PORT, bus $NEW_BUS) met; bare=$NEW_BARE"
 }
 
@@ -1960,11 +1963,63 @@ migration_trio() {
     fail "no three applications $prefix<i> share a slot"
 }
 
-# migration_served APP FROM TO: how many takes of APP's direct take
-# consumers (not buffered) were sent inside [FROM, TO] and answered with IDs
-# by TO.
+# migration_ends: SRC, the primary of slot 0, and DST, that of slot 16383
+# (ports), the source and target of a migration, and their ids SRC_ID, DST_ID.
+migration_ends() {
+    SRC=$(cluster_primary_of_slot 0)
+    DST=$(cluster_primary_of_slot 16383)
+    [[ -n $SRC && -n $DST && $SRC != "$DST" ]] || fail "no source and destination primaries ($SRC, $DST)"
+    # shellcheck disable=SC2034 # the scenario's
+    SRC_ID=$(cluster_cli "$SRC" CLUSTER MYID) DST_ID=$(cluster_cli "$DST" CLUSTER MYID)
+}
+
+# migration_consumers APP...: the consumers of every kind on each (N0_OF[APP]
+# their round's start), then each one's pool popped past (pop_past).
+migration_consumers() {
+    local app
+    for app in "$@"; do
+        failover_consumers "$app" "$IDPOOL_REDIS_CLUSTER_URL"
+        N0_OF[$app]=$N0
+    done
+    for app in "$@"; do
+        N0=${N0_OF[$app]}
+        pop_past "$app"
+    done
+}
+
+# migration_watch_all T APP...: each application's watcher read
+# (migration_watch_read: MIG_END[APP]); W_TO the latest of T and those ends.
+migration_watch_all() {
+    local app
+    W_TO=$1
+    shift
+    for app in "$@"; do
+        migration_watch_read "$app"
+        if ((MIG_END[$app] > W_TO)); then W_TO=${MIG_END[$app]}; fi
+    done
+}
+
+# migration_rounds APP...: the row's round of each application a migration
+# moved, over its window [T_FROM, MIG_END[APP]] (migration_watch_read), with
+# its N0_OF and the probe of its pool on the source; REFUSED_SUM: the
+# IDPOOL_EPOCH refusals counted inside the windows.
+migration_rounds() {
+    local app r=0
+    REFUSED_SUM=0
+    for app in "$@"; do
+        r=$((r + 1))
+        N0=${N0_OF[$app]}
+        cp "$DIR/probe.$app.pool" "$DIR/probe.pool"
+        WINDOW=$(((MIG_END[$app] - T_FROM) / 1000000))
+        round_end "$r" "$app" "$T_FROM" "${MIG_END[$app]}" optional
+        REFUSED_SUM=$((REFUSED_SUM + REFUSED_IN))
+    done
+}
+
+# migration_served APP FROM TO: how many takes of APP's client-library
+# consumers (libidpool on the Cluster and through the ID API, the Python
+# client: the ones that follow ASK; idpool-load does not) were sent inside
+# [FROM, TO] and answered with IDs by TO.
 migration_served() {
-    local f logs=()
-    for f in "$DIR/$1".c*.bin; do [[ $f == *.buffered.* ]] || logs+=("$f"); done
-    "$PYTHON" "$ROLLBACK_PY" served "$2" "$3" "${logs[@]}"
+    "$PYTHON" "$ROLLBACK_PY" served "$2" "$3" "$DIR/$1".c*.buffered.*.bin
 }

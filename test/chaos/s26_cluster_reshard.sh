@@ -46,11 +46,7 @@ PER_ROUND=$((CHAOS_IDS / 4))
 WINDOW_LIMIT_MS=-
 if [[ $PROFILE == quick ]]; then MIG_N=${CHAOS_RESHARD_SLOTS:-64}; else MIG_N=${CHAOS_RESHARD_SLOTS:-1024}; fi
 
-SRC=$(cluster_primary_of_slot 0)
-DST=$(cluster_primary_of_slot 16383)
-[[ -n $SRC && -n $DST && $SRC != "$DST" ]] || fail "no source and destination primaries ($SRC, $DST)"
-SRC_ID=$(cluster_cli "$SRC" CLUSTER MYID)
-DST_ID=$(cluster_cli "$DST" CLUSTER MYID)
+migration_ends
 migration_slots "$SRC" "$MIG_N"
 MOVED_SLOTS=("${MIG_SLOTS[@]}")
 migration_apps cm 3 "${MOVED_SLOTS[@]}"
@@ -68,14 +64,7 @@ apps_filled "${MOVED[@]}" "$CTL"
 
 declare -A N0_OF=() EPOCH_OF=() DISC0=()
 failover_consumers "$CTL" "$IDPOOL_REDIS_CLUSTER_URL"
-for app in "${MOVED[@]}"; do
-    failover_consumers "$app" "$IDPOOL_REDIS_CLUSTER_URL"
-    N0_OF[$app]=$N0
-done
-for app in "${MOVED[@]}"; do
-    N0=${N0_OF[$app]}
-    pop_past "$app"
-done
+migration_consumers "${MOVED[@]}"
 
 # Before: every node names SRC the primary of every application's slot.
 for app in "${MOVED[@]}" "$CTL"; do
@@ -98,11 +87,7 @@ T_RESHARD=$(now_ns)
 RESHARD_MS=$(((T_RESHARD - T_FROM) / 1000000))
 info "reshard: $RESHARD_MS ms, $(grep -c '^Moving slot' "$DIR/reshard.out") slots moved by redis-cli"
 
-W_TO=$T_RESHARD
-for app in "${MOVED[@]}"; do
-    migration_watch_read "$app"
-    if ((MIG_END[$app] > W_TO)); then W_TO=${MIG_END[$app]}; fi
-done
+migration_watch_all "$T_RESHARD" "${MOVED[@]}"
 
 # After: the slots moved (every node names DST), the control's did not;
 # nothing of a moved application left on SRC, its pool and meta on DST;
@@ -127,16 +112,7 @@ for app in "${MOVED[@]}"; do
     expect "(($(pool_discards "$app") > ${DISC0[$app]}))" "$app: no daemon discarded the pool that arrived with the source's epoch"
 done
 
-r=0
-REFUSED_SUM=0
-for app in "${MOVED[@]}"; do
-    r=$((r + 1))
-    N0=${N0_OF[$app]}
-    cp "$DIR/probe.$app.pool" "$DIR/probe.pool"
-    WINDOW=$(((MIG_END[$app] - T_FROM) / 1000000))
-    round_end "$r" "$app" "$T_FROM" "${MIG_END[$app]}" optional
-    REFUSED_SUM=$((REFUSED_SUM + REFUSED_IN))
-done
+migration_rounds "${MOVED[@]}"
 consumers_stop "$CTL"
 CTL_FIRSTS=()
 cluster_control "$CTL" "$SRC" "${EPOCH_OF[$CTL]}" "${DISC0[$CTL]}"
