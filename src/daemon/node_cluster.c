@@ -18,6 +18,21 @@
  *   - a table that owns no slot at all (a node after CLUSTER RESET, or
  *     one that has not joined yet) is not taken: another node is asked.
  *
+ *   - a slot being migrated (an ASK) whose keys a writer (refill on) meets
+ *     is followed: the daemon moves idpool's keys of the slot to the
+ *     target itself (CLUSTER GETKEYSINSLOT and MIGRATE on the source, a
+ *     few applications at a time, each one's pool, meta and lock in one
+ *     MIGRATE), then routes the slot to the target with ASKING before
+ *     every command (rds_set_asking) until the table names the target its
+ *     owner or the target answers MOVED (the migration was given up). An
+ *     application's keys are never left split across the two nodes for
+ *     long: a call on a migrating slot whose keys are partly absent (an
+ *     empty pool is deleted) answers TRYAGAIN until SETSLOT NODE, and
+ *     refills and takes would wedge for a migration held half-way. The
+ *     pool arrives under the source's epoch and is discarded there and
+ *     refilled (gaps, never repeats). A target that owns no slot yet (a
+ *     new primary) is not followed: its connections are parked;
+ *
  * Each node's connections then do what they do on one server (rds.c):
  * the handshake refuses a replica, a writer validates the node under its
  * own epoch, the library is loaded where it is missing (a primary added
@@ -40,12 +55,15 @@
 #define ATTEMPT_MIN_MS 100 /* one node's time to answer CLUSTER SLOTS, at least */
 #define ATTEMPT_MAX_MS 500 /* and at most (then the next one is asked) */
 #define ATTEMPTS       3   /* nodes asked per refresh before it is given up */
+#define MOVE_BATCH     300 /* keys asked of CLUSTER GETKEYSINSLOT per MIGRATE */
+#define MOVE_RETRY_MS  1000
 
 /* What the map keeps per node, by node id. */
 struct cnode {
     char host[256];
     int port;
     size_t owned; /* slots it serves in the table in use */
+    size_t asked; /* slots migrating to it that are followed there (ASKING) */
 };
 
 struct cmap {
@@ -72,6 +90,15 @@ struct cmap {
     char why[512];            /* the last attempt's failure */
     int failures;             /* refreshes in a row that no node answered */
     uint64_t answered_ms;     /* when the table in use was read (0: never) */
+
+    uint16_t ask[KEYS_SLOTS]; /* node id a migrating slot is followed to, or CLUSTER_NO_OWNER */
+    struct {                  /* the move of idpool's keys of one slot: one at a time */
+        int on, slot;
+        unsigned from, to; /* node ids */
+        size_t apps;       /* applications moved so far */
+        int warned;        /* its failure was logged */
+        uint64_t retry_ms; /* no new move before */
+    } mv;
 
     uint64_t refreshes, moved, asks, tryagains, downs; /* for the log and /metrics */
     struct node_view *views;                           /* the status view's nodes (cmap_view) */
@@ -175,6 +202,192 @@ static void cnode_serves(struct cmap *c, size_t id, int is)
     cnode_retarget(c->map->nodes[id]);
 }
 
+/* --- slots being migrated ------------------------------------------------- */
+
+/* Node id follows one more (delta 1) or one less (-1) migrating slot: ASKING while any. */
+static void cnode_asking(struct cmap *c, unsigned id, int delta)
+{
+    struct node *n = c->map->nodes[id];
+    int was = c->cn[id].asked > 0, is;
+
+    c->cn[id].asked = delta > 0 ? c->cn[id].asked + 1 : c->cn[id].asked - 1;
+    is = c->cn[id].asked > 0;
+    if (was == is)
+        return;
+    rds_set_asking(n->main, is);
+    rds_set_asking(n->push, is);
+    if (n->api)
+        rds_set_asking(n->api, is);
+}
+
+/* Slot s is followed to its target no more: its migration ended (how: why). */
+static void ask_clear(struct cmap *c, size_t s, const char *why)
+{
+    char hp[HOSTPORT_STR_MAX];
+    unsigned id = c->ask[s];
+
+    if (id == CLUSTER_NO_OWNER)
+        return;
+    c->ask[s] = CLUSTER_NO_OWNER;
+    cnode_asking(c, id, -1);
+    log_info("redis: slot %zu: no longer followed to %s with ASKING (%s)", s,
+             hostport_str(hp, sizeof(hp), c->cn[id].host, c->cn[id].port), why);
+}
+
+static void move_keys(struct cmap *c);
+
+/* The move of the slot's keys is over: followed to the target from now on, or retried (err). */
+static void move_over(struct cmap *c, const char *err)
+{
+    char from[HOSTPORT_STR_MAX], to[HOSTPORT_STR_MAX];
+    unsigned f = c->mv.from, t = c->mv.to;
+    int s = c->mv.slot;
+
+    hostport_str(from, sizeof(from), c->cn[f].host, c->cn[f].port);
+    hostport_str(to, sizeof(to), c->cn[t].host, c->cn[t].port);
+    c->mv.on = 0;
+    if (err) {
+        if (!c->mv.warned)
+            log_warn("redis: slot %d is being migrated from %s to %s and idpool's keys in it "
+                     "could not be moved to %s: %s; its applications are not refilled until "
+                     "they are (tried again every second) or the migration ends",
+                     s, from, to, to, err);
+        c->mv.warned = 1;
+        c->mv.retry_ms = clock_ms() + MOVE_RETRY_MS;
+        return;
+    }
+    c->mv.warned = 0;
+    if (c->ask[s] != CLUSTER_NO_OWNER)
+        ask_clear(c, (size_t)s, "followed to another node now");
+    c->ask[s] = (uint16_t)t;
+    cnode_asking(c, t, 1);
+    log_info("redis: slot %d is being migrated from %s to %s: the keys of %zu applications "
+             "moved there (MIGRATE); followed there with ASKING until the migration ends",
+             s, from, to, c->mv.apps);
+}
+
+/* MIGRATE's reply: the next batch, or the end. */
+static void on_migrated(struct rds *r, redisReply *reply, void *arg)
+{
+    struct node *n = arg;
+    struct cmap *c = n->map->impl;
+
+    (void)r;
+    if (!c || !c->mv.on)
+        return; /* the map is closing */
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        move_over(c, rds_errstr(reply));
+    else
+        move_keys(c);
+}
+
+/* The applications of the keys a GETKEYSINSLOT returned, each once (apps[]: their tags). */
+static size_t slot_apps(const struct cmap *c, const redisReply *reply,
+                        char (*apps)[APP_KEY_MAX + 1])
+{
+    size_t napps = 0, plen = strlen(c->prefix);
+
+    for (size_t i = 0; i < reply->elements && napps < MOVE_BATCH; i++) {
+        const redisReply *k = reply->element[i];
+        char app[APP_KEY_MAX + 1];
+        size_t j;
+
+        if (k->type != REDIS_REPLY_STRING || k->len <= plen + 1 ||
+            strncmp(k->str, c->prefix, plen) != 0 || k->str[plen] != ':' ||
+            keys_kind_of(k->str, k->len) == KEYS_NONE ||
+            keys_app_of(k->str, k->len, app, sizeof(app)) != 0)
+            continue; /* not an application's key: the operator's tool moves it */
+        for (j = 0; j < napps && strcmp(apps[j], app) != 0; j++)
+            ;
+        if (j == napps)
+            memcpy(apps[napps++], app, sizeof(app));
+    }
+    return napps;
+}
+
+/* GETKEYSINSLOT's reply: MIGRATE the pool, meta and lock of each application in it. */
+static void on_slot_keys(struct rds *r, redisReply *reply, void *arg)
+{
+    struct node *n = arg;
+    struct cmap *c = n->map->impl;
+    static char apps[MOVE_BATCH][APP_KEY_MAX + 1];
+    const char *argv[12 + 3 * MOVE_BATCH];
+    char *keys[3 * MOVE_BATCH];
+    char port[16], timeout[16];
+    size_t napps, argc = 0, nkeys = 0;
+    const struct cnode *to;
+
+    (void)r;
+    if (!c || !c->mv.on)
+        return;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY) {
+        move_over(c, reply ? rds_errstr(reply) : "connection lost");
+        return;
+    }
+    if ((napps = slot_apps(c, reply, apps)) == 0) {
+        move_over(c, NULL); /* none left on the source */
+        return;
+    }
+    to = &c->cn[c->mv.to];
+    snprintf(port, sizeof(port), "%d", to->port);
+    snprintf(timeout, sizeof(timeout), "%d", c->map->timeout_ms);
+    argv[argc++] = "MIGRATE";
+    argv[argc++] = to->host;
+    argv[argc++] = port;
+    argv[argc++] = "";
+    argv[argc++] = "0";
+    argv[argc++] = timeout;
+    if (c->password) {
+        argv[argc++] = c->user ? "AUTH2" : "AUTH";
+        if (c->user)
+            argv[argc++] = c->user;
+        argv[argc++] = c->password;
+    }
+    argv[argc++] = "KEYS";
+    for (size_t i = 0; i < napps; i++)
+        for (int k = KEYS_POOL; k <= KEYS_LOCK; k++)
+            if ((keys[nkeys] = keys_app_new(c->prefix, apps[i], (enum keys_kind)k)))
+                argv[argc++] = keys[nkeys++];
+    if (nkeys < 3 * napps)
+        move_over(c, "out of memory");
+    else if (rds_command_argv(c->map->nodes[c->mv.from]->main, on_migrated,
+                              c->map->nodes[c->mv.from], (int)argc, argv, NULL) != 0)
+        move_over(c, "the connection to the source is down");
+    else
+        c->mv.apps += napps;
+    for (size_t i = 0; i < nkeys; i++)
+        free(keys[i]);
+}
+
+/* Ask the source for the keys left in the slot. */
+static void move_keys(struct cmap *c)
+{
+    struct node *from = c->map->nodes[c->mv.from];
+
+    if (rds_command(from->main, on_slot_keys, from, "CLUSTER GETKEYSINSLOT %d %d", c->mv.slot,
+                    MOVE_BATCH) != 0)
+        move_over(c, "the connection to the source is down");
+}
+
+/*
+ * Node `from` answered ASK for slot `slot`, naming `to`: a writer moves
+ * idpool's keys of the slot there and follows it (see the top).
+ */
+static void move_start(struct cmap *c, struct node *from, int slot, struct node *to)
+{
+    if (!(c->map->flags & NODEMAP_WRITER) || c->mv.on || from == to || c->ask[slot] == to->id ||
+        c->cn[to->id].owned == 0 || clock_ms() < c->mv.retry_ms)
+        return;
+    if (c->mv.slot != slot)
+        c->mv.warned = 0;
+    c->mv.on = 1;
+    c->mv.slot = slot;
+    c->mv.from = from->id;
+    c->mv.to = to->id;
+    c->mv.apps = 0;
+    move_keys(c);
+}
+
 /* --- the table ------------------------------------------------------------ */
 
 /*
@@ -213,6 +426,9 @@ static int take_table(struct cmap *c, const struct cluster_table *t)
             cnode_serves(c, i, is);
     }
     free(owned);
+    for (size_t s = 0; s < KEYS_SLOTS; s++)
+        if (c->ask[s] != CLUSTER_NO_OWNER && c->route[s] == c->ask[s])
+            ask_clear(c, s, "the slot table names it the owner");
     if (changed || !c->answered_ms)
         log_info("redis: cluster slot table read from %s: %zu primaries, %zu slots moved, %zu "
                  "without an owner",
@@ -417,6 +633,10 @@ static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg)
     case NODE_ERR_MOVED:
         c->moved++;
         cluster_refresh_want(&c->refresh);
+        /* the target answers MOVED (the migration was given up) or the slot is its own now */
+        if (c->ask[slot] != CLUSTER_NO_OWNER && owner &&
+            (n->id == c->ask[slot] || owner->id == c->ask[slot]))
+            ask_clear(c, (size_t)slot, "MOVED");
         /* the refresh tells the rest */
         if (owner && c->route[slot] != owner->id) {
             uint16_t was = c->route[slot];
@@ -432,6 +652,8 @@ static void cmap_on_error(struct rds *r, const redisReply *reply, void *arg)
         break;
     case NODE_ERR_ASK:
         c->asks++;
+        if (owner)
+            move_start(c, n, slot, owner);
         break;
     case NODE_ERR_TRYAGAIN:
         c->tryagains++;
@@ -468,7 +690,7 @@ static int cmap_open(struct nodemap *m, const struct config *cfg)
     c->map = m;
     cluster_table_init(&c->table);
     for (size_t s = 0; s < KEYS_SLOTS; s++)
-        c->route[s] = CLUSTER_NO_OWNER;
+        c->route[s] = c->ask[s] = CLUSTER_NO_OWNER;
     for (size_t i = 0; i < u->nhosts && c->nseeds < REDIS_HOSTS_MAX; i++) {
         snprintf(c->seed[c->nseeds].host, sizeof(c->seed[0].host), "%s", u->hosts[i].host);
         c->seed[c->nseeds++].port = u->hosts[i].port;
@@ -491,7 +713,8 @@ static int cmap_open(struct nodemap *m, const struct config *cfg)
 static struct node *cmap_for_key(struct nodemap *m, const char *key)
 {
     struct cmap *c = m->impl;
-    uint16_t id = c->route[keys_slot(key, strlen(key))];
+    unsigned s = keys_slot(key, strlen(key));
+    uint16_t id = c->ask[s] != CLUSTER_NO_OWNER ? c->ask[s] : c->route[s];
 
     if (id == CLUSTER_NO_OWNER) {
         cluster_refresh_want(&c->refresh);

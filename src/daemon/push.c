@@ -102,6 +102,24 @@ static void on_tx_exec(struct rds *r, redisReply *reply, void *arg);
  * else.
  * An IDPOOL_* error says which check failed.
  */
+/* An error reply of the fence (idpool_guard or idpool_push): which check failed. */
+static void fence_error(struct pusher *p, struct push_job *j, const redisReply *reply)
+{
+    if (strncmp(reply->str, "IDPOOL_FENCED", 13) == 0)
+        job_error(j, PUSH_FENCED, "lock not held by this refiller (held past its %d ms TTL?)",
+                  p->lock_ttl_ms);
+    else if (strncmp(reply->str, "IDPOOL_EPOCH", 12) == 0)
+        job_error(j, PUSH_EPOCH, "%s", reply->str);
+    else if (strncmp(reply->str, "IDPOOL_UNVALIDATED", 18) == 0)
+        job_error(j, PUSH_UNVALIDATED, "%s", reply->str);
+    else if (strncmp(reply->str, "IDPOOL_STALE", 12) == 0)
+        job_error(j, PUSH_STALE, "%s", reply->str);
+    else if (strncmp(reply->str, "IDPOOL_MOVING", 13) == 0)
+        job_error(j, PUSH_ERROR, "%s", reply->str);
+    else
+        job_error(j, PUSH_NOFENCE, "the fence did not run: %s", reply->str);
+}
+
 static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
 {
     struct push_job *j = arg;
@@ -111,17 +129,7 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
     (void)r;
     j->pending--;
     if (reply && reply->type == REDIS_REPLY_ERROR) {
-        if (strncmp(reply->str, "IDPOOL_FENCED", 13) == 0)
-            job_error(j, PUSH_FENCED, "lock not held by this refiller (held past its %d ms TTL?)",
-                      p->lock_ttl_ms);
-        else if (strncmp(reply->str, "IDPOOL_EPOCH", 12) == 0)
-            job_error(j, PUSH_EPOCH, "%s", reply->str);
-        else if (strncmp(reply->str, "IDPOOL_UNVALIDATED", 18) == 0)
-            job_error(j, PUSH_UNVALIDATED, "%s", reply->str);
-        else if (strncmp(reply->str, "IDPOOL_STALE", 12) == 0)
-            job_error(j, PUSH_STALE, "%s", reply->str);
-        else
-            job_error(j, PUSH_NOFENCE, "the fence did not run: %s", reply->str);
+        fence_error(p, j, reply);
     } else if (!ok) {
         job_error(j, PUSH_ERROR, "the fence did not run: %s",
                   reply ? "unexpected reply from idpool_guard" : rds_errstr(reply));
@@ -133,8 +141,10 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
         ok = ok && j->result == PUSH_OK;
         cmd[0] = ok ? "EXEC" : "DISCARD";
         cmd_len[0] = ok ? 4 : 7;
+        /* (still in the MULTI while EXEC goes out: no ASKING inside the transaction) */
+        int sent = tx_send(p, j, ok ? on_tx_exec : on_tx_reply, 1, cmd, cmd_len);
         rds_in_multi(p->node->push, 0);
-        if (tx_send(p, j, ok ? on_tx_exec : on_tx_reply, 1, cmd, cmd_len) == 0 && ok) {
+        if (sent == 0 && ok) {
             j->exec_n = j->open_n;
             if (j->sent == j->open_n && fault_at(FAULT_PUSHING)) {
                 rds_flush(p->node->push); /* the first chunk is committed, the rest is not sent */
@@ -265,6 +275,78 @@ static int tx_write(struct pusher *p, struct push_job *j, size_t k, size_t g)
     }
 }
 
+/* idpool_push's reply to a chunk sent by fn_write: the pool's length, or the fence's error. */
+static void on_fn_push(struct rds *r, redisReply *reply, void *arg)
+{
+    struct push_job *j = arg;
+    struct pusher *p = j->pusher;
+
+    (void)r;
+    j->pending--;
+    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+        if (j->result == PUSH_OK) {
+            j->len = (uint64_t)reply->integer;
+            j->ndone++;
+        }
+    } else if (reply && reply->type == REDIS_REPLY_ERROR) {
+        fence_error(p, j, reply);
+    } else {
+        job_error(j, PUSH_ERROR, "%s",
+                  reply ? "unexpected reply from idpool_push" : rds_errstr(reply));
+    }
+    tx_settle(p, j);
+}
+
+/*
+ * Chunk k through idpool_push, the fence and the append in one function
+ * that declares only the lock: while the push connection follows a Cluster
+ * slot being migrated to its server (rds_set_asking), a transaction on a
+ * pool absent there would answer TRYAGAIN until the migration ends (a pool
+ * LPOP emptied is deleted). Costs Redis more CPU per ID; only then.
+ */
+static int fn_write(struct pusher *p, struct push_job *j, size_t k)
+{
+    const struct plan_chunk *c = &j->chunks[k];
+    const struct gen_state *st = &c->after;
+    uint64_t head[4] = {st->next, st->hi, st->nlo, st->nhi};
+    size_t argc = 11 + c->n;
+    const char **argv = malloc(argc * sizeof(*argv));
+    size_t *len = malloc(argc * sizeof(*len));
+    char *num = malloc((5 + c->n) * U64_LEN);
+    int rc = -1;
+
+    if (argv && len && num) {
+        argv[0] = "FCALL";
+        argv[1] = "idpool_push";
+        argv[2] = "1";
+        argv[3] = j->k_lock;
+        argv[4] = j->token;
+        argv[5] = rds_epoch(p->node->push);
+        argv[6] = k > 0 ? num : j->expected;
+        for (int i = 0; i < 7; i++)
+            len[i] = strlen(argv[i]);
+        if (k > 0)
+            len[6] = u64_fmt(j->chunks[k - 1].after.next, num);
+        for (int i = 0; i < 4; i++) {
+            argv[7 + i] = num + (size_t)(1 + i) * U64_LEN;
+            /* "" = no prefetched lease */
+            len[7 + i] =
+                i >= 2 && !gen_has_next(st) ? 0 : u64_fmt(head[i], num + (1 + i) * U64_LEN);
+        }
+        for (size_t i = 0; i < c->n; i++) {
+            argv[11 + i] = num + (5 + i) * U64_LEN;
+            len[11 + i] = u64_fmt(j->ids[c->off + i], num + (5 + i) * U64_LEN);
+        }
+        rc = tx_send(p, j, on_fn_push, (int)argc, argv, len);
+    } else {
+        job_error(j, PUSH_ERROR, "out of memory for a push chunk");
+    }
+    free(argv);
+    free(len);
+    free(num);
+    return rc;
+}
+
 /*
  * Open the next chunk's transaction, if any. One is open at a time (WATCH
  * and MULTI belong to the connection); it goes out right behind the EXEC of
@@ -276,6 +358,11 @@ static void tx_open(struct pusher *p, struct push_job *j)
 {
     size_t g = j->nchunks - j->sent < PUSH_GROUP ? j->nchunks - j->sent : PUSH_GROUP;
 
+    if (rds_asking(p->node->push)) { /* every chunk through the function, pipelined */
+        while (j->result == PUSH_OK && j->sent < j->nchunks && fn_write(p, j, j->sent) == 0)
+            j->sent++;
+        return;
+    }
     if (j->sent == 0 && g > 1)
         g = 1; /* the first chunk alone: a refill shows early whether the fence lets it through */
     if (j->result == PUSH_OK && g > 0 && tx_write(p, j, j->sent, g) == 0)

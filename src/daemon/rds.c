@@ -65,6 +65,7 @@ struct rds {
     int ever_ready;            /* was ready at least once */
     int lib_loading;           /* a check or load of the function library is in flight */
     int in_multi;              /* the owner has a MULTI open: send nothing of our own */
+    int asking;                /* ASKING before each command of the owner's (rds_set_asking) */
     uint64_t lib_checked_ms;   /* when the library was last checked after a missing function */
     long long lib_newer;       /* version of a newer library found and kept (0: none) */
     struct rds_stats stats;    /* for /metrics */
@@ -237,11 +238,22 @@ static int rds_send(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const 
     return cb_queued(r, cb, redisAsyncCommandArgv(r->ac, rds_reply, cb, argc, argv, argvlen));
 }
 
+/* ASKING ahead of the owner's next command, while asked to (outside a MULTI: it lasts to EXEC). */
+static int ask_first(struct rds *r)
+{
+    const char *argv[] = {"ASKING"};
+    size_t len[] = {6};
+
+    if (!r->asking || r->in_multi)
+        return 0;
+    return rds_send(r, NULL, NULL, 1, argv, len);
+}
+
 int rds_command_resp(struct rds *r, rds_reply_fn *fn, void *arg, const char *cmd, size_t len)
 {
     struct rds_cb *cb;
 
-    if (r->state != RDS_READY || !(cb = cb_new(r, fn, arg)))
+    if (r->state != RDS_READY || ask_first(r) != 0 || !(cb = cb_new(r, fn, arg)))
         return -1;
     return cb_queued(r, cb, redisAsyncFormattedCommand(r->ac, rds_reply, cb, cmd, len));
 }
@@ -249,7 +261,7 @@ int rds_command_resp(struct rds *r, rds_reply_fn *fn, void *arg, const char *cmd
 int rds_command_argv(struct rds *r, rds_reply_fn *fn, void *arg, int argc, const char **argv,
                      const size_t *argvlen)
 {
-    if (r->state != RDS_READY)
+    if (r->state != RDS_READY || ask_first(r) != 0)
         return -1;
     return rds_send(r, fn, arg, argc, argv, argvlen);
 }
@@ -260,7 +272,7 @@ int rds_command(struct rds *r, rds_reply_fn *fn, void *arg, const char *fmt, ...
     va_list ap;
     int rc;
 
-    if (r->state != RDS_READY || !(cb = cb_new(r, fn, arg)))
+    if (r->state != RDS_READY || ask_first(r) != 0 || !(cb = cb_new(r, fn, arg)))
         return -1;
     va_start(ap, fmt);
     rc = redisvAsyncCommand(r->ac, rds_reply, cb, fmt, ap);
@@ -1120,6 +1132,16 @@ unsigned rds_outstanding(const struct rds *r)
 void rds_in_multi(struct rds *r, int open)
 {
     r->in_multi = open;
+}
+
+void rds_set_asking(struct rds *r, int on)
+{
+    r->asking = on;
+}
+
+int rds_asking(const struct rds *r)
+{
+    return r->asking;
 }
 
 void rds_set_timeout(struct rds *r, int timeout_ms)

@@ -116,6 +116,15 @@ unsigned rds_outstanding(const struct rds *r);
  */
 void rds_in_multi(struct rds *r, int open);
 /*
+ * Send ASKING ahead of each command of the owner's (not inside a MULTI it
+ * opened: the flag lasts to EXEC) while on: the connection follows a Cluster
+ * slot being migrated to this server (node_cluster.c). Harmless for any
+ * other command: a slot the server owns ignores it, one it neither owns nor
+ * imports answers MOVED as without it.
+ */
+void rds_set_asking(struct rds *r, int on);
+int rds_asking(const struct rds *r);
+/*
  * A function of the library failed to run (on another connection): look at
  * the loaded library and load ours if it is missing or older (at most once
  * a second; the main connection only).
