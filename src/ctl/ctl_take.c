@@ -9,6 +9,9 @@
  * Each take asks for min(N, 1000) IDs, so a short command wastes little:
  * the library may have taken one more batch ahead when the command exits,
  * and those IDs are gaps, never handed out again.
+ *
+ * A failure names what every environment said (idpool_app_env_error), not
+ * only the last one.
  */
 #include "ctl_take.h"
 
@@ -153,22 +156,38 @@ static void stats_json(cJSON *doc, struct idpool_app *a)
     ctl_json_i64(o, "failovers", (int64_t)st.failovers);
 }
 
-/* Why the take came short: the library's error, what the environment said, a hint. */
-static void short_reason(enum idpool_rc rc, struct idpool_app *a, char *buf, size_t len)
+/*
+ * Why the take came short: the library's error, then what each environment
+ * said (its last refusal or failure: with every one down, each one's
+ * reason), and a hint.
+ */
+static void short_reason(enum idpool_rc rc, struct idpool_app *a, size_t nenv, char *buf,
+                         size_t len)
 {
-    char last[400];
+    char said[400];
+    size_t n = (size_t)snprintf(buf, len, "%s", idpool_strerror(rc)), named = 0;
+    int nofunc = 0;
 
-    idpool_app_last_error(a, last, sizeof(last));
-    snprintf(buf, len, "%s%s%s%s", idpool_strerror(rc), last[0] ? "; last error: " : "", last,
-             strstr(last, "unction not found")
-                 ? " (no idpool_take function: idpoold loads the idpool library when it starts)"
-                 : "");
+    for (size_t i = 0; i < nenv && n < len; i++) {
+        if (idpool_app_env_error(a, i, said, sizeof(said)) == 0)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "; %s", said);
+        nofunc |= strstr(said, "unction not found") != NULL;
+        named++;
+    }
+    if (named == 0 && idpool_app_last_error(a, said, sizeof(said)) > 0 && n < len) {
+        n += (size_t)snprintf(buf + n, len - n, "; %s", said);
+        nofunc = strstr(said, "unction not found") != NULL;
+    }
+    if (nofunc && n < len)
+        snprintf(buf + n, len - n,
+                 " (no idpool_take function: idpoold loads the idpool library when it starts)");
 }
 
 int ctl_take(struct ctl *c, int argc, char **argv)
 {
     struct take_args t = {.timeout_ms = TAKE_TIMEOUT_MS};
-    char *pos[2], shown[260], err[512], why[1024], tok[TAKE_TOKEN_MAX + 1];
+    char *pos[2], shown[260], err[512], why[CTL_MSG_MAX], tok[TAKE_TOKEN_MAX + 1];
     char *withtok[TAKE_MAX_ENVS] = {NULL};
     const char *count = "1";
     struct idpool_options o;
@@ -234,7 +253,7 @@ int ctl_take(struct ctl *c, int argc, char **argv)
         ctl_oom();
     lrc = idpool_next_n(a, ids, (size_t)n, &got);
     if (lrc != IDPOOL_OK)
-        short_reason(lrc, a, why, sizeof(why));
+        short_reason(lrc, a, t.nenv, why, sizeof(why));
     if (c->json) {
         cJSON *doc = ctl_jcheck(cJSON_CreateObject()), *arr;
         char num[24];
@@ -246,7 +265,7 @@ int ctl_take(struct ctl *c, int argc, char **argv)
             cJSON_AddItemToArray(arr, ctl_jcheck(cJSON_CreateString(ctl_u64(ids[i], num))));
         stats_json(doc, a);
         if (lrc != IDPOOL_OK) {
-            char msg[1200];
+            char msg[CTL_MSG_MAX + 100];
             snprintf(msg, sizeof(msg), "got %zu of %s IDs: %s", got, count, why);
             ctl_jcheck(cJSON_AddStringToObject(doc, "error", msg));
         }
@@ -284,8 +303,9 @@ const char ctl_take_help[] =
     "max_size_per_second (IDPOOL_RATE is waited out). A dry pool, a pool not yet\n"
     "re-validated after a Redis restart, or an environment down is waited out too, up\n"
     "to --timeout-ms (default 2000), moving to the next --env when one cannot supply.\n"
-    "Then it exits 1 with the IDs it got printed and the reason (the last refusal,\n"
-    "naming the environment). --ca-file: the CAs that verify an https issuer.\n"
+    "Then it exits 1 with the IDs it got printed and the reason (what each environment\n"
+    "said last). --ca-file: the CAs that verify an https issuer.\n"
+
     "\n"
     "The IDs taken are gone from the pool (this is for checks and scripts, not a way to\n"
     "peek), and up to one take more may be left unused when the command exits: gaps.\n";

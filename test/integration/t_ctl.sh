@@ -313,6 +313,7 @@ assert_eq True "$(jget 'all(int(a) < int(b) for a, b in zip(d["ids"], d["ids"][1
 assert_ge "$(jget 'd["client"]["takes"]')" 3 "takes of at most 10 for 25 IDs"
 ctl_expect 1 take nokey 1 --timeout-ms 500
 err_has "application 'nokey': got 0 of 1 IDs: no environment serves this application.*IDPOOL_NOAPP"
+err_lacks "idpool_app_last_error" # a shell user is told what happened, not which C call says it
 ctl_expect 2 take user 1 --env ftp://x
 err_has "environment 0: unsupported scheme 'ftp://'"
 ctl_expect 2 take user 1 --timeout-ms 0
@@ -347,6 +348,14 @@ ctl_expect 1 --redis "redis://:topsecret@127.0.0.1:$DEAD_PORT/0" take user --tim
 err_has "environment 0 \\(127\\.0\\.0\\.1:$DEAD_PORT: cannot connect: Connection refused\\)"
 one_line_err
 [[ $ERR != *topsecret* ]] || fail "a password was printed: $ERR"
+# Every environment down: each one's reason, not only the last one tried.
+DEAD2=$(free_port) DEAD3=$(free_port)
+IDPOOL_TOKEN=idp_x ctl_expect 1 take user --timeout-ms 1000 --env "redis://127.0.0.1:$DEAD_PORT/0" \
+    --env "redis://127.0.0.1:$DEAD2/0" --env "http://127.0.0.1:$DEAD3"
+for e in "0 $DEAD_PORT" "1 $DEAD2" "2 $DEAD3"; do
+    err_has "; environment ${e% *} \\(127\\.0\\.0\\.1:${e#* }: [^)]*(refused|connect)[^)]*\\)"
+done
+one_line_err
 ctl_expect 1 --mysql "mysql://root:topsecret@127.0.0.1:$DEAD_PORT/idpool" apps list
 err_has "cannot connect to MySQL at 127\\.0\\.0\\.1:$DEAD_PORT/idpool"
 one_line_err
