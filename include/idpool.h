@@ -207,6 +207,16 @@ IDPOOL_API void idpool_app_stats(struct idpool_app *a, struct idpool_stats *out)
  */
 IDPOOL_API size_t idpool_app_last_error(struct idpool_app *a, char *buf, size_t len);
 
+/*
+ * What environment `env` (an index into the client's environments) said
+ * when it last refused or failed a's take, in the form of
+ * idpool_app_last_error, into buf (truncated to len); "" when it has
+ * supplied IDs since, was never tried, or env is out of range. Returns its
+ * length. After IDPOOL_ETIMEDOUT with every environment down, each one's
+ * reason.
+ */
+IDPOOL_API size_t idpool_app_env_error(struct idpool_app *a, size_t env, char *buf, size_t len);
+
 /* "timed out: no environment supplied IDs in time", ...; "unknown error" for a value not listed. */
 IDPOOL_API const char *idpool_strerror(enum idpool_rc rc);
 

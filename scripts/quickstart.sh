@@ -223,13 +223,17 @@ wait_pool() {
 }
 
 # A fresh API token for the demo applications (a token is shown only once:
-# the previous run's is revoked and replaced), loaded by idpoold at once
-# (SIGHUP). Kept in run/api-token (mode 600) for the curl lines below.
+# the previous run's is revoked; a name is never given to another token, so
+# each run's has its own, kept in run/api-token-name), loaded by idpoold at
+# once (SIGHUP). Kept in run/api-token (mode 600) for the curl lines below.
 make_token() {
-    local out
-    "$BUILD/idpoolctl" tokens revoke quickstart >/dev/null 2>&1 || true
-    out=$("$BUILD/idpoolctl" --json tokens add quickstart --apps demo_mono,demo_trend) ||
+    local out name prev=quickstart # the name before runs had their own
+    name=quickstart-$(date +%Y%m%d-%H%M%S)-$$
+    [[ ! -r $RUN/api-token-name ]] || prev=$(<"$RUN/api-token-name")
+    "$BUILD/idpoolctl" tokens revoke "$prev" >/dev/null 2>&1 || true
+    out=$("$BUILD/idpoolctl" --json tokens add "$name" --apps demo_mono,demo_trend) ||
         die "idpoolctl tokens add failed"
+    printf '%s\n' "$name" >"$RUN/api-token-name"
     TOKEN=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])' <<<"$out")
     (umask 077 && printf '%s\n' "$TOKEN" >"$RUN/api-token")
     kill -HUP "$DAEMON"

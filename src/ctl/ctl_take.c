@@ -9,23 +9,33 @@
  * Each take asks for min(N, 1000) IDs, so a short command wastes little:
  * the library may have taken one more batch ahead when the command exits,
  * and those IDs are gaps, never handed out again.
+ *
+ * A failure names what every environment said (idpool_app_env_error), not
+ * only the last one. A take that lasts more than a second shows its
+ * progress on stderr when that is a terminal: one line, overwritten, and
+ * blanked before the IDs are printed.
  */
 #include "ctl_take.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "app.h"
+#include "clock.h"
 #include "idpool.h"
 
-#define TAKE_MAX_ENVS    32
-#define TAKE_BATCH_MAX   1000
-#define TAKE_TIMEOUT_MS  2000
-#define TAKE_TIMEOUT_MAX 3600000
-#define TAKE_TOKEN_MAX   512 /* bytes of a token from IDPOOL_TOKEN or --token-file */
+#define TAKE_MAX_ENVS     32
+#define TAKE_BATCH_MAX    1000
+#define TAKE_TIMEOUT_MS   2000
+#define TAKE_TIMEOUT_MAX  3600000
+#define TAKE_TOKEN_MAX    512  /* bytes of a token from IDPOOL_TOKEN or --token-file */
+#define PROGRESS_AFTER_MS 1000 /* a take this long shows its progress (stderr a terminal) */
+#define PROGRESS_EVERY_MS 200
 
 enum { O_ENV, O_TIMEOUT, O_CA_FILE, O_TOKEN_FILE };
 
@@ -153,22 +163,138 @@ static void stats_json(cJSON *doc, struct idpool_app *a)
     ctl_json_i64(o, "failovers", (int64_t)st.failovers);
 }
 
-/* Why the take came short: the library's error, what the environment said, a hint. */
-static void short_reason(enum idpool_rc rc, struct idpool_app *a, char *buf, size_t len)
+/*
+ * Why the take came short: the library's error, then what each environment
+ * said (its last refusal or failure: with every one down, each one's
+ * reason), and a hint.
+ */
+static void short_reason(enum idpool_rc rc, struct idpool_app *a, size_t nenv, char *buf,
+                         size_t len)
 {
-    char last[400];
+    char said[400];
+    size_t n = (size_t)snprintf(buf, len, "%s", idpool_strerror(rc)), named = 0;
+    int nofunc = 0;
 
-    idpool_app_last_error(a, last, sizeof(last));
-    snprintf(buf, len, "%s%s%s%s", idpool_strerror(rc), last[0] ? "; last error: " : "", last,
-             strstr(last, "unction not found")
-                 ? " (no idpool_take function: idpoold loads the idpool library when it starts)"
-                 : "");
+    for (size_t i = 0; i < nenv && n < len; i++) {
+        if (idpool_app_env_error(a, i, said, sizeof(said)) == 0)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "; %s", said);
+        nofunc |= strstr(said, "unction not found") != NULL;
+        named++;
+    }
+    if (named == 0 && idpool_app_last_error(a, said, sizeof(said)) > 0 && n < len) {
+        n += (size_t)snprintf(buf + n, len - n, "; %s", said);
+        nofunc = strstr(said, "unction not found") != NULL;
+    }
+    if (nofunc && n < len)
+        snprintf(buf + n, len - n,
+                 " (no idpool_take function: idpoold loads the idpool library when it starts)");
+}
+
+/* The progress line of a long take: a thread that looks at the library's counters. */
+struct progress {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    int done;          /* the take returned */
+    struct idpool_app *a;
+    const char *key;
+    uint64_t n, start_ms;
+    int width; /* of the line shown (0: none yet) */
+};
+
+/* Wait on p->cv until `at_ms` (clock_ms) or done; p->mu held. */
+static void progress_wait(struct progress *p, uint64_t at_ms)
+{
+    uint64_t now;
+
+    while (!p->done && (now = clock_ms()) < at_ms) {
+        struct timespec ts = clock_deadline_in(at_ms - now);
+
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+}
+
+static void *progress_main(void *arg)
+{
+    struct progress *p = arg;
+    uint64_t at = p->start_ms + PROGRESS_AFTER_MS;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        struct idpool_stats st;
+
+        progress_wait(p, at);
+        if (p->done)
+            break;
+        st.size = sizeof(st);
+        idpool_app_stats(p->a, &st);
+        if (st.taken > p->n) /* the library takes up to a batch ahead */
+            st.taken = p->n;
+        /* IDs brought from the environments so far: what the take is waiting for. */
+        p->width =
+            fprintf(stderr, "\rtake %s: %" PRIu64 " of %" PRIu64 " IDs (%d%%), %" PRIu64 " s",
+                    p->key, st.taken, p->n, (int)(st.taken * 100 / p->n),
+                    (clock_ms() - p->start_ms) / 1000) -
+            1;
+        fflush(stderr);
+        at = clock_ms() + PROGRESS_EVERY_MS;
+    }
+    if (p->width > 0) /* blanked: no escape sequences, any terminal */
+        fprintf(stderr, "\r%*s\r", p->width, "");
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Start the progress line of a's take of n IDs: 0, or -1 (stderr no terminal, or no thread). */
+static int progress_start(struct progress *p, struct idpool_app *a, const char *key, uint64_t n)
+{
+    pthread_condattr_t at;
+
+    memset(p, 0, sizeof(*p));
+    if (!isatty(STDERR_FILENO))
+        return -1;
+    p->a = a;
+    p->key = key;
+    p->n = n;
+    p->start_ms = clock_ms();
+    if (pthread_condattr_init(&at) != 0)
+        return -1;
+    if (pthread_condattr_setclock(&at, CLOCK_MONOTONIC) != 0 ||
+        pthread_cond_init(&p->cv, &at) != 0) {
+        pthread_condattr_destroy(&at);
+        return -1;
+    }
+    pthread_condattr_destroy(&at);
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        pthread_cond_destroy(&p->cv);
+        return -1;
+    }
+    if (pthread_create(&p->thread, NULL, progress_main, p) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+        return -1;
+    }
+    return 0;
+}
+
+/* The take returned: the line blanked (if one was shown), the thread gone. */
+static void progress_stop(struct progress *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->done = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
 }
 
 int ctl_take(struct ctl *c, int argc, char **argv)
 {
     struct take_args t = {.timeout_ms = TAKE_TIMEOUT_MS};
-    char *pos[2], shown[260], err[512], why[1024], tok[TAKE_TOKEN_MAX + 1];
+    char *pos[2], shown[260], err[512], why[CTL_MSG_MAX], tok[TAKE_TOKEN_MAX + 1];
     char *withtok[TAKE_MAX_ENVS] = {NULL};
     const char *count = "1";
     struct idpool_options o;
@@ -177,8 +303,9 @@ int ctl_take(struct ctl *c, int argc, char **argv)
     uint64_t *ids;
     size_t got = 0;
     int64_t n = 1;
-    int npos, rc;
+    int npos, rc, progress;
     enum idpool_rc lrc; /* libidpool's */
+    struct progress pr;
 
     rc = ctl_opts_parse(c, argc, argv, take_opts, on_take_opt, &t, pos, 2, &npos);
     if (rc != 0)
@@ -232,9 +359,12 @@ int ctl_take(struct ctl *c, int argc, char **argv)
     ids = malloc((size_t)n * sizeof(*ids));
     if (ids == NULL || idpool_app_get(cl, pos[0], &a) != IDPOOL_OK) /* the key is valid */
         ctl_oom();
+    progress = progress_start(&pr, a, pos[0], (uint64_t)n) == 0;
     lrc = idpool_next_n(a, ids, (size_t)n, &got);
+    if (progress)
+        progress_stop(&pr);
     if (lrc != IDPOOL_OK)
-        short_reason(lrc, a, why, sizeof(why));
+        short_reason(lrc, a, t.nenv, why, sizeof(why));
     if (c->json) {
         cJSON *doc = ctl_jcheck(cJSON_CreateObject()), *arr;
         char num[24];
@@ -246,7 +376,7 @@ int ctl_take(struct ctl *c, int argc, char **argv)
             cJSON_AddItemToArray(arr, ctl_jcheck(cJSON_CreateString(ctl_u64(ids[i], num))));
         stats_json(doc, a);
         if (lrc != IDPOOL_OK) {
-            char msg[1200];
+            char msg[CTL_MSG_MAX + 100];
             snprintf(msg, sizeof(msg), "got %zu of %s IDs: %s", got, count, why);
             ctl_jcheck(cJSON_AddStringToObject(doc, "error", msg));
         }
@@ -284,8 +414,11 @@ const char ctl_take_help[] =
     "max_size_per_second (IDPOOL_RATE is waited out). A dry pool, a pool not yet\n"
     "re-validated after a Redis restart, or an environment down is waited out too, up\n"
     "to --timeout-ms (default 2000), moving to the next --env when one cannot supply.\n"
-    "Then it exits 1 with the IDs it got printed and the reason (the last refusal,\n"
-    "naming the environment). --ca-file: the CAs that verify an https issuer.\n"
+    "Then it exits 1 with the IDs it got printed and the reason (what each environment\n"
+    "said last). --ca-file: the CAs that verify an https issuer.\n"
+    "\n"
+    "A take that lasts more than a second shows its progress on stderr when that is a\n"
+    "terminal (one line, blanked before the IDs are printed); never otherwise.\n"
     "\n"
     "The IDs taken are gone from the pool (this is for checks and scripts, not a way to\n"
     "peek), and up to one take more may be left unused when the command exits: gaps.\n";

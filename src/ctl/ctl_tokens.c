@@ -2,10 +2,11 @@
  * ctl_tokens — `idpoolctl tokens ...` and `idpoolctl apps grant/revoke`.
  *
  *   tokens add     a new token (token_new: 256 random bits) stored as its
- *                  SHA-256 with the applications it may take IDs of; the name
- *                  of a revoked token is reused by replacing its row;
+ *                  SHA-256 with the applications it may take IDs of, under a
+ *                  name no token had before (a revoked one's included);
  *   tokens list    names, applications, times and status; never a hash;
- *   tokens revoke  revoked_at = NOW(3); the row stays, for audit;
+ *   tokens revoke  revoked_at = NOW(3); the row stays, for audit, and its
+ *                  name is never given to another token;
  *   apps grant     a Redis ACL user for one application: the password's hash
  *                  upserted into redis_user (a second grant rotates it), then
  *                  ACL SETUSER at once; idpoold re-applies every row on each
@@ -286,75 +287,63 @@ static int on_add_opt(struct ctl *c, int id, const char *name, const char *value
 }
 
 /*
- * Store a token's hash under `name`, in one transaction: a new row, or the
- * row of a revoked token of that name replaced (new hash, applications and
- * creation time, no longer revoked). An active token of that name is left
- * alone: exit 1. Names are unique the way the index compares them
- * (regardless of case). *replaced tells which happened.
+ * Store a token's hash under `name` as a new row. A name is never given to
+ * another token, not even a revoked one's: its row stays as it was, for
+ * audit, and the log's mentions of the name keep meaning one token. Names
+ * are unique the way the index compares them (regardless of case).
  */
-static int token_store(struct ctl *c, const char *name, const char *hash, const char *apps,
-                       int *replaced)
+static int token_store(struct ctl *c, const char *name, const char *hash, const char *apps)
 {
     char *qn = ctl_db_quote(c, name), *qa = ctl_db_quote(c, apps), *sql, shown[100];
     MYSQL_RES *res;
     MYSQL_ROW row;
     int rc;
 
-    *replaced = 0;
-    if ((rc = ctl_db_exec(c, "START TRANSACTION")) != 0)
-        goto out;
-    sql = ctl_strf("SELECT id, name, revoked_at IS NULL FROM api_token WHERE name = %s FOR UPDATE",
-                   qn);
+    sql = ctl_strf("SELECT name, revoked_at FROM api_token WHERE name = %s", qn);
     res = db_select(c, sql);
     free(sql);
     if (!res) {
         rc = CTL_ERROR;
-        goto rollback;
+        goto out;
     }
     row = mysql_fetch_row(res);
-    if (row && row[2] && strcmp(row[2], "1") == 0) {
-        if (row[1] && strcmp(row[1], name) != 0)
-            rc = ctl_fail(c, CTL_ERROR,
-                          "token '%s' exists as '%s' (names are unique regardless of case); "
-                          "revoke it first or choose another name",
-                          name, ctl_printable(row[1], shown, sizeof(shown)));
-        else
-            rc = ctl_fail(c, CTL_ERROR, "token '%s' exists; revoke it first or choose another name",
-                          name);
-        mysql_free_result(res);
-        goto rollback;
-    }
     if (row) {
-        sql = ctl_strf("UPDATE api_token SET name = %s, token_sha256 = '%s', apps = %s, "
-                       "created_at = NOW(3), revoked_at = NULL WHERE id = %s",
-                       qn, hash, qa, row[0]);
-        *replaced = 1;
-    } else {
-        sql = ctl_strf("INSERT INTO api_token (name, token_sha256, apps, created_at) "
-                       "VALUES (%s, '%s', %s, NOW(3))",
-                       qn, hash, qa);
+        const char *as = "";
+        char other[160];
+
+        if (row[0] && strcmp(row[0], name) != 0) {
+            snprintf(other, sizeof(other), " as '%s' (names are unique regardless of case)",
+                     ctl_printable(row[0], shown, sizeof(shown)));
+            as = other;
+        }
+        if (row[1])
+            rc = ctl_fail(c, CTL_ERROR,
+                          "token '%s' exists%s, revoked at %s; its row stays for audit and its "
+                          "name is not given to another token: choose another name",
+                          name, as, row[1]);
+        else
+            rc = ctl_fail(c, CTL_ERROR, "token '%s' exists%s; choose another name", name, as);
+        mysql_free_result(res);
+        goto out;
     }
     mysql_free_result(res);
+    sql = ctl_strf("INSERT INTO api_token (name, token_sha256, apps, created_at) "
+                   "VALUES (%s, '%s', %s, NOW(3))",
+                   qn, hash, qa);
     if (mysql_query(c->db, sql) != 0) {
         unsigned e = mysql_errno(c->db);
 
         /* A concurrent `tokens add` of the same name got there first. */
         if (e == ER_DUP_ENTRY)
-            rc = ctl_fail(c, CTL_ERROR, "token '%s' exists; revoke it first or choose another name",
-                          name);
+            rc = ctl_fail(c, CTL_ERROR, "token '%s' exists; choose another name", name);
         else
             rc = ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: storing token '%s': error %u: %s",
                           c->cfg.mysql.host, c->cfg.mysql.port, c->cfg.mysql.db, name, e,
                           mysql_error(c->db));
-        free(sql);
-        goto rollback;
+    } else {
+        rc = 0;
     }
     free(sql);
-    rc = ctl_db_exec(c, "COMMIT");
-    goto out;
-
-rollback:
-    db_rollback(c);
 out:
     free(qn);
     free(qa);
@@ -366,7 +355,7 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
     struct add_args a = {0};
     struct app_list l = {0};
     char *pos[1], tok[TOKEN_LEN + 1] = "", hash[TOKEN_HASH_LEN + 1];
-    int npos, rc, replaced = 0;
+    int npos, rc;
 
     rc = ctl_opts_parse(c, argc, argv, add_opts, on_add_opt, &a, pos, 1, &npos);
     if (rc != 0)
@@ -389,7 +378,7 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
         goto out;
     }
     token_hash(tok, strlen(tok), hash);
-    if ((rc = token_store(c, pos[0], hash, l.text, &replaced)) != 0)
+    if ((rc = token_store(c, pos[0], hash, l.text)) != 0)
         goto out;
 
     if (c->json) {
@@ -401,8 +390,7 @@ static int cmd_add(struct ctl *c, int argc, char **argv)
         ctl_json_print(c, doc);
         goto out;
     }
-    printf("token %s for apps: %s%s%s\n", pos[0], l.text, l.all ? " (every application)" : "",
-           replaced ? " (replaces the revoked token of that name)" : "");
+    printf("token %s for apps: %s%s\n", pos[0], l.text, l.all ? " (every application)" : "");
     printf("%s\n", tok);
     printf("(shown once: idpoold stores only its hash; pass it as 'Authorization: Bearer "
            "<token>')\n");
@@ -813,14 +801,14 @@ static const char help_add[] =
     "Usage: %s [global options] tokens add NAME --apps KEY[,KEY...]|* [--json]\n"
     "\n"
     "Add a token that may take IDs of the given applications ('*': every application,\n"
-    "present and future). NAME is 1..64 characters of A-Z a-z 0-9 _ . - and unique\n"
-    "(regardless of case) among active tokens; the name of a revoked token is reused\n"
-    "(its row replaced). Each KEY must be an existing application (disabled ones count).\n"
+    "present and future). NAME is 1..64 characters of A-Z a-z 0-9 _ . - and new\n"
+    "(regardless of case): a revoked token keeps its row, for audit, and its name.\n"
+    "Each KEY must be an existing application (disabled ones count).\n"
     "\n"
     "The token (idp_ and 43 more characters) is printed once, on the second line (--json:\n"
     "{\"name\", \"apps\", \"token\"}); idpoold stores only its SHA-256, so a lost token is\n"
-    "revoked and replaced, never recovered. Exit 1 if an application does not exist or an\n"
-    "active token has this name.\n"
+    "revoked and replaced under a new name, never recovered. Exit 1 if an application\n"
+    "does not exist or a token, active or revoked, has this name.\n"
     "\n"
     "Example: %s tokens add checkout --apps user,order\n";
 
@@ -839,10 +827,10 @@ static const char help_revoke[] =
     "'<key-prefix>:revoked-tokens', which every issuer reads each reload interval, so\n"
     "issuers that cannot read MySQL refuse it too; when Redis cannot be reached a\n"
     "warning says so (exit 0), and such issuers accept the token until they read MySQL\n"
-    "again. The row stays, for audit; its name can be given to a new token. Revoking a\n"
-    "revoked token changes nothing in MySQL (exit 0; the hash is written to Redis again);\n"
-    "an unknown NAME is an error (exit 1). --json: {\"result\", \"name\", \"revoked_at\",\n"
-    "\"redis\"}.\n";
+    "again. The row stays, for audit, and so does its name: no other token gets it.\n"
+    "Revoking a revoked token changes nothing in MySQL (exit 0; the hash is written to\n"
+    "Redis again); an unknown NAME is an error (exit 1). --json: {\"result\", \"name\",\n"
+    "\"revoked_at\", \"redis\"}.\n";
 
 const struct ctl_cmd ctl_tokens_cmds[] = {
     {"add", "NAME --apps KEY[,KEY...]|*",

@@ -854,6 +854,7 @@ static SSL_CTX *tls_context(const char *name, const char *cert, const char *key)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     char err[256];
+    int loaded;
 
     if (ctx == NULL) {
         log_error("%s: cannot set up TLS: %s", name, tls_error(err, sizeof(err)));
@@ -867,14 +868,22 @@ static SSL_CTX *tls_context(const char *name, const char *cert, const char *key)
                   tls_error(err, sizeof(err)));
         goto fail;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        log_error("%s: cannot load the TLS private key %s (api-tls-key): %s", name, key,
-                  tls_error(err, sizeof(err)));
-        goto fail;
-    }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-        log_error("%s: the TLS private key %s does not match the certificate %s: %s", name, key,
-                  cert, tls_error(err, sizeof(err)));
+    /*
+     * A key that is not the certificate's: refused while loading (same type),
+     * or loaded beside it and refused by the check (another type).
+     */
+    loaded = SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1;
+    if (!loaded || SSL_CTX_check_private_key(ctx) != 1) {
+        unsigned long e = ERR_peek_last_error();
+
+        if (loaded ||
+            (ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH))
+            log_error("%s: the TLS private key %s (api-tls-key) does not match the certificate %s "
+                      "(api-tls-cert): %s",
+                      name, key, cert, tls_error(err, sizeof(err)));
+        else
+            log_error("%s: cannot load the TLS private key %s (api-tls-key): %s", name, key,
+                      tls_error(err, sizeof(err)));
         goto fail;
     }
     return ctx;

@@ -37,7 +37,8 @@
 #include "failover.h"
 #include "keys.h"
 
-#define BLOCK 256 /* IDs a thread takes from the shared buffer at once */
+#define BLOCK     256 /* IDs a thread takes from the shared buffer at once */
+#define ERROR_MAX 320 /* bytes of a remembered error: "environment N (...)" */
 
 /* A thread's block of one application's IDs. */
 struct tslot {
@@ -57,19 +58,21 @@ struct idpool_app {
     struct idpool_app *next; /* in the client's list */
     char key[APP_KEY_MAX + 1];
     char *k_pool, *k_meta;
-    uint32_t slot;           /* index into threads' blocks */
-    uint64_t gen;            /* unique over the process: a reused slot is not mistaken */
-    pthread_mutex_t mu;      /* everything below */
-    pthread_cond_t cv;       /* IDs arrived, or the state changed */
-    struct ring ring;        /* the shared buffer */
-    unsigned batch;          /* IDs per take now */
-    unsigned cap_batch;      /* max_batch, or less after IDPOOL_LIMIT */
-    int hungry;              /* a caller waited since the last take */
-    double rate;             /* demand, IDs/s */
-    uint64_t consumed;       /* IDs handed out since the last rate update */
-    uint64_t rate_at_ms;     /* the last rate update */
-    struct failover routing; /* where takes go, when the next is due */
-    char last_error[320];    /* what the last refusal or failure said */
+    uint32_t slot;                /* index into threads' blocks */
+    uint64_t gen;                 /* unique over the process: a reused slot is not mistaken */
+    pthread_mutex_t mu;           /* everything below */
+    pthread_cond_t cv;            /* IDs arrived, or the state changed */
+    struct ring ring;             /* the shared buffer */
+    unsigned batch;               /* IDs per take now */
+    unsigned cap_batch;           /* max_batch, or less after IDPOOL_LIMIT */
+    int hungry;                   /* a caller waited since the last take */
+    double rate;                  /* demand, IDs/s */
+    uint64_t consumed;            /* IDs handed out since the last rate update */
+    uint64_t rate_at_ms;          /* the last rate update */
+    struct failover routing;      /* where takes go, when the next is due */
+    char last_error[ERROR_MAX];   /* what the last refusal or failure said */
+    char (*env_error)[ERROR_MAX]; /* per environment: what its last refusal or failure said;
+                                     "" once it supplied IDs (or before it was tried) */
     struct idpool_stats st;
 };
 
@@ -92,21 +95,6 @@ struct idpool_client {
 };
 
 /* --- time ------------------------------------------------------------- */
-
-/* A CLOCK_MONOTONIC deadline `ms` from now, for pthread_cond_timedwait (condattr set). */
-static struct timespec deadline_in(uint64_t ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
 
 /* One call's deadline, set when the call first has to wait (pop_wait). */
 struct deadline {
@@ -342,7 +330,7 @@ static enum idpool_rc pop_wait(struct idpool_app *a, uint64_t *out, size_t n, si
             a->hungry = 1;
             if (!dl->set) {
                 dl->set = 1;
-                dl->at = deadline_in(c->o.timeout_ms);
+                dl->at = clock_deadline_in(c->o.timeout_ms);
             }
         }
         if (!ask) { /* once: the thread then keeps at it (a kick per wake-up would spin) */
@@ -476,6 +464,22 @@ static void count_outcome(struct idpool_app *a, enum take_outcome o, const struc
 }
 
 /*
+ * What environment e answered a's take, in a->env_error[e]: the refusal or
+ * failure, until it supplies IDs again. A skip (e backing off) tried
+ * nothing: what it said before stands.
+ */
+static void env_answered(struct idpool_app *a, int e, enum take_outcome o,
+                         const struct take_result *r)
+{
+    pthread_mutex_lock(&a->mu);
+    if (o == T_IDS)
+        a->env_error[e][0] = '\0';
+    else if (!r->skipped)
+        snprintf(a->env_error[e], ERROR_MAX, "environment %d (%s)", e, r->msg);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/*
  * Look after one application: take when its buffer is below one batch or a
  * caller waits, from the environment failover_plan says (or, when due, a
  * more preferred one); returns when it wants to be looked at again.
@@ -514,6 +518,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
     for (e = p.from;;) {
         int next;
         o = env_take(c->envs[e], &q, now, &r);
+        env_answered(a, e, o, &r);
         if ((next = failover_next(&a->routing, &p, e, o)) < 0)
             break;
         free(r.ids);
@@ -522,7 +527,7 @@ static uint64_t service(struct idpool_app *a, uint64_t now)
 
     pthread_mutex_lock(&a->mu);
     if (o != T_IDS && !r.skipped) /* a skip would hide why it is backing off */
-        snprintf(a->last_error, sizeof(a->last_error), "environment %d (%s)", e, r.msg);
+        memcpy(a->last_error, a->env_error[e], sizeof(a->last_error));
     count_outcome(a, o, &r); /* failback tries too */
     s = failover_after(&a->routing, &opts, &p, now, e, o, r.hint_ms);
     if (o == T_IDS || !p.back) { /* else a failback brought nothing: nothing else changed */
@@ -563,7 +568,7 @@ static void *thread_main(void *arg)
         pthread_mutex_lock(&c->mu);
         now = clock_ms();
         if (!c->kick && !c->stopping && wake > now) {
-            struct timespec dl = deadline_in(wake - now);
+            struct timespec dl = clock_deadline_in(wake - now);
             pthread_cond_timedwait(&c->cv, &c->mu, &dl);
         }
     }
@@ -642,6 +647,7 @@ static void client_after_fork(struct idpool_client *c)
         a->rate_at_ms = now;
         memset(&a->routing, 0, sizeof(a->routing));
         a->last_error[0] = '\0';
+        memset(a->env_error, 0, c->nenv * sizeof(*a->env_error));
         memset(&a->st, 0, sizeof(a->st));
         a->st.size = sizeof(a->st);
         cond_init(&a->cv);
@@ -782,10 +788,12 @@ enum idpool_rc idpool_app_get(struct idpool_client *c, const char *key, struct i
         a->st.size = sizeof(a->st);
         a->k_pool = keys_app_new(c->prefix, key, KEYS_POOL);
         a->k_meta = keys_app_new(c->prefix, key, KEYS_META);
-        if (!a->k_pool || !a->k_meta || pthread_mutex_init(&a->mu, NULL) != 0 ||
+        a->env_error = calloc(c->nenv, sizeof(*a->env_error));
+        if (!a->k_pool || !a->k_meta || !a->env_error || pthread_mutex_init(&a->mu, NULL) != 0 ||
             cond_init(&a->cv) != 0) {
             free(a->k_pool);
             free(a->k_meta);
+            free(a->env_error);
             free(a);
             a = NULL;
         } else {
@@ -838,6 +846,7 @@ void idpool_client_free(struct idpool_client *c)
         pthread_cond_destroy(&a->cv);
         free(a->k_pool);
         free(a->k_meta);
+        free(a->env_error);
         free(a);
     }
     if (c->forked) { /* the parent's envs, left as they are (envs_renew) */
@@ -886,6 +895,19 @@ size_t idpool_app_last_error(struct idpool_app *a, char *buf, size_t len)
     return n;
 }
 
+size_t idpool_app_env_error(struct idpool_app *a, size_t env, char *buf, size_t len)
+{
+    if (a == NULL || buf == NULL || len == 0)
+        return 0;
+    buf[0] = '\0';
+    if (env >= a->c->nenv)
+        return 0;
+    pthread_mutex_lock(&a->mu);
+    snprintf(buf, len, "%s", a->env_error[env]);
+    pthread_mutex_unlock(&a->mu);
+    return strlen(buf);
+}
+
 const char *idpool_strerror(enum idpool_rc rc)
 {
     switch (rc) {
@@ -899,7 +921,7 @@ const char *idpool_strerror(enum idpool_rc rc)
         return "timed out: no environment supplied IDs in time";
     case IDPOOL_ENOAPP:
         return "no environment serves this application (unknown there, or the token may not "
-               "take it: see idpool_app_last_error)";
+               "take it)";
     case IDPOOL_ECLOSED:
         return "the client is being freed";
     }

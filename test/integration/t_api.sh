@@ -28,7 +28,7 @@
 #                       push of its own (log, application_lease, /metrics)
 #   TLS                 https with curl --cacert; plain HTTP to that port
 #                       fails; a key that does not match the certificate ->
-#                       exit non-zero naming the file; a certificate without
+#                       exit non-zero naming both files; a certificate without
 #                       key -> config error, exit 2
 #   Redis users         apps grant: re-created by the issuer after a Redis
 #                       restart (AUTH, LPOP own pool ok, RPUSH NOPERM); apps
@@ -468,6 +468,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAlt
     fail "openssl req: $(cat "$DIR/openssl.out")"
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$DIR/other.key" >>"$DIR/openssl.out" 2>&1 ||
     fail "openssl genpkey: $(cat "$DIR/openssl.out")"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$DIR/ec.key" >>"$DIR/openssl.out" 2>&1 ||
+    fail "openssl genpkey EC: $(cat "$DIR/openssl.out")"
 start_daemon tls "${COMMON[@]}" --refill off --api "127.0.0.1:$TLS_PORT" --instance tls1 \
     --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key"
 wait_until 5 log_has tls "api: listening on https://127\\.0\\.0\\.1:$TLS_PORT" || fail "tls: not listening: $(cat "$DIR/tls.log")"
@@ -500,22 +502,26 @@ curl -sS --max-time 5 -o /dev/null -H "Authorization: Bearer $T1" \
 ((st != 0)) || fail "https without --cacert: the self-signed certificate was accepted"
 stop_daemon tls
 BASE=$API
-# A key of another certificate: exits at start naming the key file.
-start_daemon badtls "${COMMON[@]}" --refill off --api "127.0.0.1:$(free_port)" --instance badtls \
-    --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/other.key"
-wait_until 5 eval '! daemon_alive badtls' || fail "badtls keeps running with a key that does not match"
-kill_daemon badtls TERM
-badtls_st=${DAEMON_STATUS[badtls]}
-[[ $badtls_st != 0 && $badtls_st != timeout ]] || fail "badtls: exit status '$badtls_st'"
-log_has badtls "other\\.key" || fail "badtls: the error does not name the key file: $(cat "$DIR/badtls.log")"
-info "badtls (status $badtls_st): $(grep -E 'error|fatal' "$DIR/badtls.log" | head -n 2 | tr '\n' ' ')"
+# A key of another certificate (of its type: refused while loading; of
+# another type: by the check): exits at start naming both files.
+for k in other ec; do
+    start_daemon "badtls_$k" "${COMMON[@]}" --refill off --api "127.0.0.1:$(free_port)" --instance badtls \
+        --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/$k.key"
+    wait_until 5 eval "! daemon_alive badtls_$k" || fail "badtls_$k keeps running with a key that does not match"
+    kill_daemon "badtls_$k" TERM
+    badtls_st=${DAEMON_STATUS[badtls_$k]}
+    [[ $badtls_st != 0 && $badtls_st != timeout ]] || fail "badtls_$k: exit status '$badtls_st'"
+    log_has "badtls_$k" "the TLS private key [^ ]*/$k\\.key \\(api-tls-key\\) does not match the certificate [^ ]*/tls\\.crt \\(api-tls-cert\\)" ||
+        fail "badtls_$k: the error does not name both files: $(cat "$DIR/badtls_$k.log")"
+    info "badtls_$k (status $badtls_st): $(grep -E 'error|fatal' "$DIR/badtls_$k.log" | head -n 2 | tr '\n' ' ')"
+done
 # A certificate without its key: a configuration error.
 st=0
 timeout 10 "$IDPOOLD" --redis "$IDPOOL_REDIS_URL" --mysql "$IDPOOL_MYSQL_URL" --http '' --refill off \
     --api "127.0.0.1:$(free_port)" --api-tls-cert "$DIR/tls.crt" >"$DIR/nokey.out" 2>&1 || st=$?
 assert_eq 2 "$st" "exit status with api-tls-cert and no api-tls-key ($(cat "$DIR/nokey.out"))"
 grep -q 'api-tls-key' "$DIR/nokey.out" || fail "no key: the error does not name api-tls-key: $(cat "$DIR/nokey.out")"
-pass "TLS: https with --cacert (curl, Python), plain HTTP fails, a mismatched key exits $badtls_st naming the file, cert without key exits 2"
+pass "TLS: https with --cacert (curl, Python), plain HTTP fails, a mismatched key (RSA, EC) exits $badtls_st naming both files, cert without key exits 2"
 
 # -------------------------------------------------------- bad input ---
 # headers above 8 KiB, a body above 1 KiB

@@ -313,11 +313,72 @@ assert_eq True "$(jget 'all(int(a) < int(b) for a, b in zip(d["ids"], d["ids"][1
 assert_ge "$(jget 'd["client"]["takes"]')" 3 "takes of at most 10 for 25 IDs"
 ctl_expect 1 take nokey 1 --timeout-ms 500
 err_has "application 'nokey': got 0 of 1 IDs: no environment serves this application.*IDPOOL_NOAPP"
+err_lacks "idpool_app_last_error" # a shell user is told what happened, not which C call says it
 ctl_expect 2 take user 1 --env ftp://x
 err_has "environment 0: unsupported scheme 'ftp://'"
 ctl_expect 2 take user 1 --timeout-ms 0
 err_has "--timeout-ms: must be an integer in 1\.\.3600000, got '0'"
 pass "take: increasing IDs from a monotonic app through libidpool, several takes above max_size_per_times, errors"
+
+# A long take shows its progress on stderr when that is a terminal (a pty
+# here): one line overwritten (\r), blanked at the end, nothing else; a
+# short one shows nothing, and neither does a long one whose stderr is a
+# file. slow: 1000 IDs a (Redis) second, so a take of 4000 lasts 2 to 3 s.
+ctl_expect 0 apps add slow --step 1000 --max-pool 6000 --per-take 1000 --per-second 1000
+wait_until 10 pool_ge slow 4000 || fail "slow pool never filled"
+# on_pty OUT ERR ARGS...: idpoolctl ARGS with stderr on a pty (read into ERR),
+# stdout to OUT; prints its exit status and how long it took (ms).
+on_pty() {
+    python3 - "$IDPOOLCTL" "$@" <<'PY'
+import os, pty, select, subprocess, sys, time
+ctl, out, err, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+master, slave = pty.openpty()
+t0 = time.monotonic()
+with open(out, "wb") as f:
+    p = subprocess.Popen([ctl] + args, stdin=subprocess.DEVNULL, stdout=f, stderr=slave)
+os.close(slave)
+data = b""
+while time.monotonic() - t0 < 60:
+    if select.select([master], [], [], 1)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the pty
+            break
+        if not chunk:
+            break
+        data += chunk
+rc = p.wait(timeout=10)
+open(err, "wb").write(data)
+print(rc, int((time.monotonic() - t0) * 1000))
+PY
+}
+read -r rc ms < <(on_pty "$DIR/out" "$DIR/pty" take slow 4000 --timeout-ms 20000)
+assert_eq 0 "$rc" "take slow 4000 on a pty: exit status ($(cat -v "$DIR/pty"))"
+assert_eq 4000 "$(grep -cE '^[0-9]+$' "$DIR/out")" "IDs printed by take slow 4000"
+python3 - "$DIR/pty" <<'PY' || fail "take slow 4000: the progress on the pty: $(cat -v "$DIR/pty")"
+import re, sys
+from harness import check
+d = open(sys.argv[1], "rb").read().decode()
+# The pty turns \n into \r\n; a progress line is "\rtake slow: N of 4000 IDs (P%), S s".
+lines = re.findall(r"\rtake slow: (\d+) of 4000 IDs \((\d+)%\), (\d+) s", d)
+check(lines, "no progress line")
+check(all(int(n) <= 4000 and int(p) == int(n) * 100 // 4000 for n, p, _ in lines), lines)
+check(int(lines[0][2]) >= 1, "progress before a second: %r" % (lines[0],))
+m = re.search(r"\r(take slow: [^\r]*)\r( +)\r$", d)
+check(m is not None and len(m.group(2)) == len(m.group(1)), "the last line not blanked: %r" % d[-120:])
+check(re.sub(r"\rtake slow: \d+ of 4000 IDs \(\d+%\), \d+ s|\r +\r", "", d) == "", "something else: %r" % d)
+print("%d progress lines, the last %r" % (len(lines), lines[-1]))
+PY
+info "take slow 4000 on a pty: $ms ms, $(tr '\r' '\n' <"$DIR/pty" | grep -c 'take slow') progress lines"
+read -r rc ms < <(on_pty "$DIR/out" "$DIR/pty" take user 5)
+assert_eq 0 "$rc" "take user 5 on a pty"
+assert_eq "" "$(cat "$DIR/pty")" "a short take's stderr on a pty"
+wait_until 10 pool_ge slow 4000 || fail "slow pool not refilled"
+t0=$(now_us)
+ctl_expect 0 take slow 4000 --timeout-ms 20000
+assert_ge $((($(now_us) - t0) / 1000)) 1500 "ms of take slow 4000 (long enough to show progress on a terminal)"
+assert_eq "" "$ERR" "a long take's stderr when it is not a terminal"
+pass "take: a long take shows its progress on a terminal's stderr and blanks it; a short one, or stderr not a terminal, nothing"
 
 # status from the daemon's /v1/apps.
 wait_until 5 eval "'$IDPOOLCTL' --json status 2>/dev/null | grep -q '\"source\":[[:space:]]*\"daemon\"'" ||
@@ -347,6 +408,14 @@ ctl_expect 1 --redis "redis://:topsecret@127.0.0.1:$DEAD_PORT/0" take user --tim
 err_has "environment 0 \\(127\\.0\\.0\\.1:$DEAD_PORT: cannot connect: Connection refused\\)"
 one_line_err
 [[ $ERR != *topsecret* ]] || fail "a password was printed: $ERR"
+# Every environment down: each one's reason, not only the last one tried.
+DEAD2=$(free_port) DEAD3=$(free_port)
+IDPOOL_TOKEN=idp_x ctl_expect 1 take user --timeout-ms 1000 --env "redis://127.0.0.1:$DEAD_PORT/0" \
+    --env "redis://127.0.0.1:$DEAD2/0" --env "http://127.0.0.1:$DEAD3"
+for e in "0 $DEAD_PORT" "1 $DEAD2" "2 $DEAD3"; do
+    err_has "; environment ${e% *} \\(127\\.0\\.0\\.1:${e#* }: [^)]*(refused|connect)[^)]*\\)"
+done
+one_line_err
 ctl_expect 1 --mysql "mysql://root:topsecret@127.0.0.1:$DEAD_PORT/idpool" apps list
 err_has "cannot connect to MySQL at 127\\.0\\.0\\.1:$DEAD_PORT/idpool"
 one_line_err

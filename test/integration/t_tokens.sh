@@ -4,7 +4,8 @@
 #   and never the token; malformed names and keys are usage errors (exit 2),
 #   unknown applications and a second active token of a name are errors
 #   (exit 1); list shows active and revoked tokens (--json types) and never a
-#   hash; revoke, revoke again, revoke an unknown name; a revoked name reused.
+#   hash; revoke, revoke again, revoke an unknown name; a revoked name refused
+#   (its row stays, for audit).
 #   apps grant/revoke: the Redis ACL user exists at once and may only LPOP and
 #   LLEN its own pool (RPUSH, DEL, another pool, meta, FCALL, EVAL, pub/sub are
 #   NOPERM); a second grant rotates the password; revoke deletes the user and
@@ -146,7 +147,7 @@ err_has "no application 'USER'"
 ctl_expect 1 --json tokens add t4 --apps nosuch
 assert_eq 1 "$(jget 'd["exit_code"]')" "exit_code in the --json error"
 ctl_expect 1 tokens add t1 --apps order
-err_has "token 't1' exists; revoke it first or choose another name"
+err_has "token 't1' exists; choose another name"
 ctl_expect 1 tokens add T1 --apps order
 err_has "token 'T1' exists as 't1'"
 assert_eq "$rows" "$(sql "SELECT COUNT(*) FROM api_token")" "rows after refused adds"
@@ -197,17 +198,18 @@ assert_eq "False str True NoneType" \
     "--json list: t1 revoked, t2 active"
 pass "tokens list (active / revoked at, --json types, never a hash); revoke, again, unknown"
 
-# A revoked token's name is reused: its row is replaced.
-id1=$(sql "SELECT id FROM api_token WHERE name = 't1'")
-ctl_expect 0 tokens add t1 --apps order
-out_has "^token t1 for apps: order \\(replaces the revoked token of that name\\)$"
-tok1b=$(grep -E '^idp_' "$DIR/out")
-assert_ne "$tok1" "$tok1b" "t1's new token"
-assert_eq "$id1 order NULL $(sha256 "$tok1b")" \
-    "$(sql "SELECT id, apps, IFNULL(revoked_at, 'NULL'), token_sha256 FROM api_token WHERE name = 't1'" | tr '\t' ' ')" \
-    "t1's row after reuse"
+# A revoked token's name is not given to another token: its row stays as it
+# was, for audit (under any case of the name).
+row1=$(sql "SELECT id, apps, created_at, revoked_at, token_sha256 FROM api_token WHERE name = 't1'")
+for name in t1 T1; do
+    ctl_expect 1 tokens add "$name" --apps order
+    err_has "token '$name' exists.*, revoked at [0-9-]+ [0-9:.]+; its row stays for audit and its name is not given to another token: choose another name"
+done
+err_has "exists as 't1' \\(names are unique regardless of case\\)"
+assert_eq "$row1" "$(sql "SELECT id, apps, created_at, revoked_at, token_sha256 FROM api_token WHERE name = 't1'")" \
+    "t1's revoked row after tokens add t1"
 assert_eq 1 "$(sql "SELECT COUNT(*) FROM api_token WHERE name = 't1'")" "rows named t1"
-pass "tokens add: the name of a revoked token is reused (row replaced, new hash)"
+pass "tokens add: the name of a revoked token is refused (exit 1), its row kept as it was"
 
 # ------------------------------------------------------------ apps grant ---
 rcli RPUSH 'idpool:{user}:pool' 1 2 3 4 5 6 >/dev/null

@@ -1,9 +1,9 @@
 /*
  * libidpool's public API without servers (include/idpool.h): the argument
  * checks of every call, idpool_app_get's errors and handles,
- * idpool_strerror's names and idpool_options_init. The one environment is
- * a closed loopback port: the background thread's connects are refused,
- * and no call here waits for IDs.
+ * idpool_strerror's names and idpool_options_init. The environments are
+ * closed loopback ports: the background thread's connects are refused, and
+ * only test_env_error waits for IDs (its timeout_ms: what each one said).
  */
 #include <stdint.h>
 #include <string.h>
@@ -135,6 +135,40 @@ static void test_next_args(void)
     idpool_client_free(c);
 }
 
+/* idpool_app_env_error: each environment's own reason, "" out of range or for NULLs. */
+static void test_env_error(void)
+{
+    static const char *const two[] = {"redis://127.0.0.1:1/0", "redis://127.0.0.1:2/0"};
+    struct idpool_options o;
+    struct idpool_client *c;
+    struct idpool_app *a = NULL;
+    char err[256], buf[400];
+    uint64_t id;
+
+    idpool_options_init(&o);
+    o.timeout_ms = 500;
+    CHECK(idpool_client_new(two, 2, &o, &c, err, sizeof(err)) == IDPOOL_OK);
+    if (c == NULL || idpool_app_get(c, "user", &a) != IDPOOL_OK) {
+        CHECK(0);
+        idpool_client_free(c);
+        return;
+    }
+    CHECK_EQ_U64(idpool_app_env_error(a, 0, buf, sizeof(buf)), 0); /* not tried yet */
+    CHECK(idpool_next(a, &id) == IDPOOL_ETIMEDOUT);
+    CHECK(idpool_app_env_error(a, 0, buf, sizeof(buf)) == strlen(buf));
+    CHECK_STR_CONTAINS(buf, "environment 0 (127.0.0.1:1: ");
+    CHECK(idpool_app_env_error(a, 1, buf, sizeof(buf)) > 0);
+    CHECK_STR_CONTAINS(buf, "environment 1 (127.0.0.1:2: ");
+    strcpy(buf, "x");
+    CHECK_EQ_U64(idpool_app_env_error(a, 2, buf, sizeof(buf)), 0);
+    CHECK_STR(buf, "");
+    CHECK_EQ_U64(idpool_app_env_error(NULL, 0, buf, sizeof(buf)), 0);
+    CHECK_EQ_U64(idpool_app_env_error(a, 0, NULL, 10), 0);
+    CHECK_EQ_U64(idpool_app_env_error(a, 0, buf, 0), 0);
+    CHECK(idpool_app_env_error(a, 0, buf, 8) == 7); /* truncated */
+    idpool_client_free(c);
+}
+
 int main(void)
 {
     RUN(test_options_init);
@@ -142,5 +176,6 @@ int main(void)
     RUN(test_client_new);
     RUN(test_app_get);
     RUN(test_next_args);
+    RUN(test_env_error);
     return unit_done();
 }

@@ -1060,6 +1060,19 @@ class StateMachine(unittest.TestCase):
             self.assertEqual(st["errors"], sum(f.calls))  # skipped tries are not errors
             self.assertIn("environment", a.last_error())
             self.assertIn("connection refused", a.last_error())
+            # every environment's own reason, not only the last one's
+            for e in (0, 1):
+                self.assertTrue(a.env_error(e).startswith(f"environment {e} (127.0.0.1:{e + 1}"), a.env_error(e))
+                self.assertIn("connection refused", a.env_error(e))
+            self.assertEqual((a.env_error(2), a.env_error(-1)), ("", ""))
+
+    def test_env_error_cleared_by_ids(self):
+        c, f = fake_client(["DOWN", "ok"])
+        with c:
+            a = c.app("u")
+            a.next()
+            self.assertIn("connection refused", a.env_error(0))
+            self.assertEqual(a.env_error(1), "")
 
     def test_noapp_in_one_fails_over(self):
         c, f = fake_client(["IDPOOL_NOAPP no such application: u", "ok"])

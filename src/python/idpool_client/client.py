@@ -85,6 +85,8 @@ class App:
         self._rate_at = time.monotonic()
         self._fo = Failover()  # where takes go, when the next is due
         self._last_error = ""  # what the last refusal or failure said
+        # per environment: what its last refusal or failure said; "" once it supplied IDs
+        self._env_errors = [""] * len(client._envs)
         self._st = dict.fromkeys(
             (
                 "takes",
@@ -214,6 +216,14 @@ class App:
         with self._cv:
             return self._last_error
 
+    def env_error(self, e):
+        """What environment e (an index into the client's environments) said
+        when it last refused or failed a take, in the form of last_error();
+        "" when it has supplied IDs since, was never tried, or e is out of
+        range (idpool_app_env_error)."""
+        with self._cv:
+            return self._env_errors[e] if 0 <= e < len(self._env_errors) else ""
+
     def stats(self):
         """Counters since the client was created (like idpool_stats): takes,
         taken, waits, timeouts, refused_epoch, refused_rate, empty, errors,
@@ -254,6 +264,11 @@ class App:
         # Without the lock: a take blocks on the network. A failback tries the preferred in order.
         while True:
             o, ids, arg, msg = c._take_from(self, c._envs[e], count, now)
+            with self._cv:  # a skip (e backing off) tried nothing: what it said before stands
+                if o == IDS:
+                    self._env_errors[e] = ""
+                elif arg is not env.SKIPPED:
+                    self._env_errors[e] = f"environment {e} ({c._envs[e].name}: {msg})"
             nxt = failover_next(self._fo, back, e, o)
             if nxt is None:
                 break
@@ -261,7 +276,7 @@ class App:
 
         with self._cv:
             if o != IDS and arg is not env.SKIPPED:  # a skip would hide why it is backing off
-                self._last_error = f"environment {e} ({c._envs[e].name}: {msg})"
+                self._last_error = self._env_errors[e]
             st = self._st
             key = _COUNTERS.get(o)  # refusals and failures, failback tries too
             if key and not (o == DOWN and arg is env.SKIPPED):
