@@ -3,6 +3,7 @@
 #
 #   scripts/bench.sh [--quick] [--profile] [--build DIR] [--out DIR]
 #                    [--api-only | --no-api] [--client-only | --no-client]
+#   scripts/bench.sh --cluster [--quick] [--build DIR] [--out DIR]
 #
 # --api-only runs only the ID API against nginx (test/bench/api.py, which
 # also runs on its own: python3 test/bench/api.py --help); it needs
@@ -12,6 +13,8 @@
 # in-process atomic counter, its latency under sustained load, and the
 # Python client against itertools.count() (that part needs python3-redis);
 # --no-client leaves that section out of the full run.
+# --cluster runs only the Redis Cluster section (test/bench/cluster.py) on a
+# throwaway Cluster of three primaries with a replica each.
 # The orchestration and the number crunching are one Python program (standard
 # library only) driving the C load generator; this wrapper keeps the command.
 # PYTHON names the interpreter (default python3).

@@ -4,6 +4,7 @@ do, measured side by side in one run on throwaway loopback servers.
 
   scripts/bench.sh [--quick] [--profile] [--build DIR] [--out DIR]
                    [--api-only | --no-api] [--client-only | --no-client]
+  scripts/bench.sh --cluster [--quick] [--build DIR] [--out DIR]
 
   --quick      3 runs of short windows, ramp steps held 4 s (about 4 min on
                2 cores); the default is 5 runs of 10 s, steps held 10 s
@@ -23,6 +24,12 @@ do, measured side by side in one run on throwaway loopback servers.
                when nginx or wrk is not installed)
   --client-only  only section 8 (the client libraries): about 6 min
   --no-client  without section 8
+  --cluster    only the Redis Cluster section (test/bench/cluster.py), on
+               a Cluster of three primaries with a replica each instead of
+               the one Redis: the push+pop ceiling on all primaries at once
+               and on one alone, the daemon refilling one application per
+               primary on a rate ramp, CPU per process; 76 s with --quick
+               here, about 5 min without (estimated)
 
 Starts its own redis-server + mariadbd (scripts/servers.sh, AOF everysec)
 and idpoold on 127.0.0.1 and measures:
@@ -55,7 +62,8 @@ latency.png in the results directory. The last line printed is
 followed on the same line by api_rps=R api_ratio=A when section 7 ran and
 client_ids_per_s=C client_ratio=Q when section 8 ran (with --api-only:
 "bench: api_rps=R api_ratio=A"; with --client-only: "bench:
-client_ids_per_s=C client_ratio=Q").
+client_ids_per_s=C client_ratio=Q"; with --cluster: the line of
+test/bench/cluster.py).
 Exit status: 0 measured (whether or not the goals hold), 1 error, 64 usage.
 Environment: IDPOOLD, IDPOOL_LOAD (binaries; default from --build);
 BENCH_RUNS, BENCH_WINDOW_S, BENCH_HOLD_S, BENCH_SCALE_APPS, BENCH_LOAD_APPS;
@@ -89,6 +97,7 @@ sys.path.insert(0, HERE)
 import api  # noqa: E402
 import results  # noqa: E402
 import client  # noqa: E402
+import cluster  # noqa: E402
 import harness  # noqa: E402
 from harness import cpu_pct, cpu_ticks, pool_key, meta_key, rss_mib  # noqa: E402
 
@@ -177,7 +186,8 @@ def usage(status=64):
 
 
 def parse_args(argv):
-    o = dict(profile="default", prof=False, build=os.path.join(ROOT, "build"), out="", api="on", client="on")
+    o = dict(profile="default", prof=False, build=os.path.join(ROOT, "build"), out="", api="on", client="on",
+             cluster=False)
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -193,6 +203,8 @@ def parse_args(argv):
             o["client"] = "only"
         elif a == "--no-client":
             o["client"] = "off"
+        elif a == "--cluster":
+            o["cluster"] = True
         elif a in ("--build", "--out"):
             if i + 1 >= len(argv):
                 usage()
@@ -207,6 +219,10 @@ def parse_args(argv):
             sys.stderr.write("bench: unknown argument '%s'\n" % a)
             usage()
         i += 1
+    if o["cluster"] and (o["prof"] or "only" in (o["api"], o["client"])):
+        sys.stderr.write("bench: --cluster runs the Cluster section alone: not with --profile, --api-only or "
+                         "--client-only\n")
+        usage()
     return o
 
 
@@ -270,26 +286,28 @@ class Bench:
     def R(self, *args):
         return self.h.rcli(*args)
 
-    def load_argv(self, args, binary=None):
-        return [binary or self.idpool_load, "--port", str(self.h.redis_port)] + [str(a) for a in args]
+    def load_argv(self, args, binary=None, port=None):
+        """idpool-load ARGS against the Redis on PORT (default: the
+        harness' one; a cluster node's)."""
+        return [binary or self.idpool_load, "--port", str(port or self.h.redis_port)] + [str(a) for a in args]
 
-    def load(self, name, *args, binary=None):
+    def load(self, name, *args, binary=None, port=None):
         """idpool-load (bounded by LOAD_LIMIT), output in raw/NAME.txt;
         dies if it fails."""
         out = self.raw(name + ".txt")
         with open(out, "w") as f:
-            rc = harness.run_bounded(self.load_argv(args, binary), LOAD_LIMIT,
+            rc = harness.run_bounded(self.load_argv(args, binary, port), LOAD_LIMIT,
                                      stdout=f, stderr=subprocess.STDOUT)
         if rc != 0:
             with open(out) as f:
                 sys.stderr.write("".join(f.readlines()[-5:]))
             self.die("idpool-load %s failed (see %s)" % (" ".join(str(a) for a in args), out))
 
-    def load_bg(self, name, *args):
+    def load_bg(self, name, *args, port=None):
         """idpool-load in the background, output in raw/NAME.txt; finish
         with load_wait."""
         with open(self.raw(name + ".txt"), "w") as f:
-            p = subprocess.Popen(self.load_argv(args), stdout=f, stderr=subprocess.STDOUT)
+            p = subprocess.Popen(self.load_argv(args, port=port), stdout=f, stderr=subprocess.STDOUT)
         p.started = time.monotonic()
         self.children.append(p)
         return p
@@ -333,20 +351,20 @@ class Bench:
             harness.stop_process(self.sampler, 5)
         self.sampler = None
 
-    def llen(self, app):
-        return self.h.llen(app)
+    def llen(self, app, port=None):
+        return self.h.llen(app, port=port)
 
-    def pool_settled(self, app, low):
+    def pool_settled(self, app, low, port=None):
         """The pool holds >= low IDs and did not change in 300 ms (no
-        refill in flight)."""
-        a = self.llen(app)
+        refill in flight); asked of the Redis on port (a cluster node)."""
+        a = self.llen(app, port)
         if a is None or a < low:
             return False
         time.sleep(0.3)
-        return self.llen(app) == a
+        return self.llen(app, port) == a
 
-    def wait_settled(self, app, low, what="the e2e pool to refill"):
-        self.wait_until(120, what, lambda: self.pool_settled(app, low))
+    def wait_settled(self, app, low, what="the e2e pool to refill", port=None):
+        self.wait_until(120, what, lambda: self.pool_settled(app, low, port))
 
     def daemon_start(self, name, args=(), wrap=()):
         """The daemon under test, log in OUT/idpoold-NAME.log."""
@@ -455,9 +473,10 @@ class Bench:
         say("versions: " + versions)
         self.info("profile", self.o["profile"])
         self.info("command", "scripts/bench.sh" + (" --quick" if quick else "")
-                  + ({"only": " --api-only", "off": " --no-api"}.get(self.o["api"], "")
-                     if self.o["client"] != "only" else "")
-                  + {"only": " --client-only", "off": " --no-client"}.get(self.o["client"], ""))
+                  + (" --cluster" if self.o["cluster"] else
+                     ({"only": " --api-only", "off": " --no-api"}.get(self.o["api"], "")
+                      if self.o["client"] != "only" else "")
+                     + {"only": " --client-only", "off": " --no-client"}.get(self.o["client"], "")))
         self.info("machine", machine)
         self.info("versions", versions)
         self.info("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
@@ -472,11 +491,15 @@ class Bench:
                       "without --quick for numbers to publish." % self.hold)
 
         try:
-            self.h.start_servers(out=self.raw("servers.txt"))
+            self.h.start_servers(out=self.raw("servers.txt"), cluster=self.o["cluster"])
         except harness.HarnessError:
             with open(self.raw("servers.txt")) as f:
                 sys.stderr.write(f.read())
             self.die("servers did not start")
+        if self.o["cluster"]:
+            say("servers up: a Redis Cluster (node1..node6 on 127.0.0.1:%s), mariadb 127.0.0.1:%d"
+                % (",".join(self.h.env["NODE%d_PORT" % n] for n in range(1, 7)), self.h.mysql_port))
+            return
         self.redis_pid = self.h.redis_pid()
         # An AOF rewrite (a fork copying the whole data set) in the middle
         # of a window would measure the fork, not idpool: rewrites are off.
@@ -623,27 +646,40 @@ class Bench:
         got = self.kv(name, "ids_per_s")
         e = self.kvi(name, "empties")
         self.e2e_ids += self.kvi(name, "ids")
-        first = last = None
-        third = (end - start) / 3
-        for t, n in results.read_pairs(self.raw("ramp.llen")):
-            if start <= t <= end:
-                if t < start + third and (first is None or n < first):
-                    first = n
-                if t > end - third and (last is None or n < last):
-                    last = n
-        first, last = first or 0, last or 0
+        first, last = results.pool_lows(self.raw("ramp.llen"), start, end)
         with open(os.path.join(self.out, "ramp.txt"), "a") as f:
             f.write("%d %s %d %d %d\n" % (target, got, e, first, last))
-        why = []
-        if e != 0:
-            why.append("empty pops")
-        if not float(got) >= 0.97 * target:
-            why.append("rate not reached")
-        if not last + self.e2e_pool // 20 >= first:
-            why.append("pool shrinking")
+        why = results.step_faults(target, float(got), e, [(first, last)], self.e2e_pool)
         say("  step %d: target %d IDs/s -> %s IDs/s, %d empty pops, pool low %d -> %d%s"
             % (self.step_n, target, got, e, first, last, " -> not held (%s)" % ", ".join(why) if why else ""))
         return not why
+
+    def ramp_search(self, ceiling, held, settle):
+        """The ramp of an end-to-end phase: held(target) holds target IDs/s
+        for a step and says whether it was held; from RAMP_START x ceiling
+        up in steps of ramp_inc to RAMP_MAX x ceiling, until a step is not
+        held; then bisects refine times between the last step held and that
+        one, each try after settle() (the pools full again). Returns the
+        highest rate held (0: none)."""
+        good, bad = 0, None
+        frac = RAMP_START
+        while frac <= RAMP_MAX + 1e-9:
+            target = int(calc0(frac * ceiling))
+            if held(target):
+                good = target
+            else:
+                bad = target
+                break
+            frac = float(calc(frac + self.ramp_inc))
+        if bad is not None:
+            for _ in range(self.refine):
+                settle()
+                try_ = int(calc0((good + bad) / 2))
+                if held(try_):
+                    good = try_
+                else:
+                    bad = try_
+        return good
 
     def e2e(self):
         pool = (self.ceiling_ids * E2E_POOL_S // E2E_STEP + 1) * E2E_STEP
@@ -673,27 +709,8 @@ class Bench:
         open(os.path.join(self.out, "ramp.txt"), "w").close()
         open(self.raw("ramp.steps"), "w").close()
         self.step_n = 0
-        good, bad = 0, None
-        frac = RAMP_START
-        while frac <= RAMP_MAX + 1e-9:
-            target = int(calc0(frac * self.ceiling_ids))
-            if self.ramp_step(target):
-                good = target
-            else:
-                bad = target
-                break
-            frac = float(calc(frac + self.ramp_inc))
-        # Back off: bisect between the last good and the first bad step,
-        # each try starting from a settled full pool.
-        if bad is not None:
-            for _ in range(self.refine):
-                self.wait_settled("e2e", self.e2e_low)
-                try_ = int(calc0((good + bad) / 2))
-                if self.ramp_step(try_):
-                    good = try_
-                else:
-                    bad = try_
-        sustained = self.sustained = good
+        sustained = self.sustained = self.ramp_search(self.ceiling_ids, self.ramp_step,
+                                                      lambda: self.wait_settled("e2e", self.e2e_low))
         self.measure("e2e.sustained", sustained)
         say("  sustained: %d IDs/s held for %d s (ceiling %d) -> e2e_ratio %.2f"
             % (sustained, self.hold, self.ceiling_ids, sustained / self.ceiling_ids))
@@ -1090,6 +1107,18 @@ class Bench:
                results.f2(r.med("client.py.ratio")), os.environ.get("BENCH_CLIENT_RATE") or client.RATE,
                results.f0(r.total("client.paced_buf.waits"))))
 
+    # --------------------------------------------- the Redis Cluster
+
+    def cluster_section(self):
+        """--cluster (test/bench/cluster.py): the Cluster's ceiling and end
+        to end, the servers a Cluster."""
+        try:
+            cluster.ClusterBench(self, conns=CEIL_CONNS, pipeline=CEIL_PIPELINE, e2e_conns=E2E_CONNS,
+                                 e2e_pipeline=E2E_PIPELINE, pool_s=E2E_POOL_S, min_pct=E2E_MIN_PCT, step=E2E_STEP,
+                                 id_base=ID_BASE, say=say).run()
+        except cluster.Failed as e:
+            self.die("the Cluster section: %s" % e)
+
     # ------------------------------------------------- plots, report
 
     def report(self):
@@ -1105,33 +1134,30 @@ class Bench:
         say("done in %d s; results: %s/results.md, ramp.png, latency.png" % (elapsed, self.out))
         print(results.report(self.out), flush=True)
 
-    def report_client(self):
-        """--client-only: results.md of section 8 alone."""
+    def report_section(self, report):
+        """--client-only, --api-only, --cluster: results.md of that section
+        alone, by report(OUT) (results.client_report ...), which returns the
+        summary line, printed last."""
         elapsed = int(time.monotonic() - self.t_start)
         self.info("elapsed_s", elapsed)
         with open("/proc/loadavg") as f:
             self.info("load_end", " ".join(f.read().split()[:3]))
         say("done in %d s; results: %s/results.md" % (elapsed, self.out))
-        print(results.client_report(self.out), flush=True)
-
-    def report_api(self):
-        """--api-only: results.md of section 7 alone."""
-        elapsed = int(time.monotonic() - self.t_start)
-        self.info("elapsed_s", elapsed)
-        with open("/proc/loadavg") as f:
-            self.info("load_end", " ".join(f.read().split()[:3]))
-        say("done in %d s; results: %s/results.md" % (elapsed, self.out))
-        print(results.api_report(self.out), flush=True)
+        print(report(self.out), flush=True)
 
     def run(self):
         self.setup()
+        if self.o["cluster"]:
+            self.cluster_section()
+            self.report_section(results.cluster_report)
+            return
         if self.o["client"] == "only":
             self.client_section()
-            self.report_client()
+            self.report_section(results.client_report)
             return
         if self.o["api"] == "only":
             self.api_section()
-            self.report_api()
+            self.report_section(results.api_report)
             return
         self.ceiling()
         self.fenced()

@@ -14,6 +14,8 @@ in info.txt.
     report(outdir)                    -> results.md; returns the summary line
     api_report(outdir)                -> results.md of the ID API section alone
     client_report(outdir)             -> results.md of the client section alone
+    cluster_report(outdir)            -> results.md and cluster.json of the Cluster section
+    overlap(loads)                    -> loads run side by side: their rates in the common window
     machine()                         -> "2 x CPU model, 24 GiB, Linux ..., OS"
     cpu_model()                       -> the CPU model
 
@@ -22,7 +24,9 @@ Run by hand, it renders results.md of a results directory again:
     results.py report OUTDIR
     results.py api-report OUTDIR     (a run of the ID API section alone)
     results.py client-report OUTDIR  (a run of the client section alone)
+    results.py cluster-report OUTDIR (a run of bench.py --cluster)
 """
+import json
 import math
 import os
 import platform
@@ -118,6 +122,67 @@ def fillrate(path, target):
     if dt <= 0:
         return None
     return (n_end - n_start) / dt, dt * 1000
+
+
+def overlap(loads):
+    """Loads run side by side, counted over the window in which all of them
+    ran. loads: (t0_ns, secs, timeline) of each idpool-load (its summary's
+    t0_ns and secs; its --timeline file, "t_s ids empties errors" per 100
+    ms from t0). The window runs from the latest start to the earliest end
+    (less 10 ms, the precision of secs). Returns (window_s, [IDs/s of each
+    load]), each rate from that load's 100-ms buckets wholly inside the
+    window; None if some load has no such bucket."""
+    bucket = 100000000
+    start = max(t0 for t0, _, _ in loads)
+    end = min(t0 + int((secs - 0.01) * 1e9) for t0, secs, _ in loads)
+    rates = []
+    for t0, _, timeline in loads:
+        ids = n = 0
+        with open(timeline) as f:
+            for line in f:
+                p = line.split()
+                if len(p) < 2:
+                    continue
+                b0 = t0 + round(float(p[0]) * 10) * bucket
+                if b0 >= start and b0 + bucket <= end:
+                    ids += int(p[1])
+                    n += 1
+        if n == 0:
+            return None
+        rates.append(ids / (n * 0.1))
+    return (end - start) / 1e9, rates
+
+
+def pool_lows(llen, start, end):
+    """A pool's lowest length in the first and in the last third of a ramp
+    step from start to end (ns), from an llen sampler's file ("t_ns len");
+    0 for a third without a sample."""
+    first = last = None
+    third = (end - start) / 3
+    for t, n in read_pairs(llen):
+        if start <= t <= end:
+            if t < start + third and (first is None or n < first):
+                first = n
+            if t > end - third and (last is None or n < last):
+                last = n
+    return first or 0, last or 0
+
+
+def step_faults(target, got, empties, lows, pool):
+    """Why a ramp step at target IDs/s was not held ([] if it was): empty
+    pops, less than 97 % of the target achieved (got), or a pool not keeping
+    up: its low point in the last third more than 5 % of the pool (its
+    size) below its low point in the first third (lows: (first, last) of
+    each pool; a pool of several seconds of demand could otherwise hide a
+    refill falling behind)."""
+    why = []
+    if empties != 0:
+        why.append("empty pops")
+    if not got >= 0.97 * target:
+        why.append("rate not reached")
+    if any(last + pool // 20 < first for first, last in lows):
+        why.append("pool shrinking")
+    return why
 
 
 def ramp(outdir, t0, llen, steps):
@@ -262,6 +327,17 @@ def f0(x):
     return "n/a" if x is None else "%.0f" % x
 
 
+def sustained_rows(r, sustained, prefix):
+    """The first lines of an end-to-end table: the sustained rate and the
+    confirmation holds at it (measures PREFIX.confirm and
+    PREFIX.confirm_empties)."""
+    return ["| measurement | value |", "| --- | --- |",
+            "| sustained (highest step held) | %s IDs/s |" % fmt_num(sustained),
+            "| confirmation holds at that rate, achieved | %s IDs/s |" % r.cell(prefix + ".confirm"),
+            "| confirmation holds, empty pops (total of %d) | %s |"
+            % (r.n(prefix + ".confirm_empties"), f0(r.total(prefix + ".confirm_empties")))]
+
+
 def report(outdir):
     """Reads OUTDIR/measure.txt and info.txt, writes OUTDIR/results.md and
     returns the summary line."""
@@ -364,12 +440,7 @@ def report(outdir):
                         fmt_num(float(p[0])), fmt_num(float(p[1])), p[2],
                         fmt_num(float(p[3])), fmt_num(float(p[4]))))
     L.append("")
-    L.append("| measurement | value |")
-    L.append("| --- | --- |")
-    L.append("| sustained (highest step held) | %s IDs/s |" % fmt_num(sustained))
-    L.append("| confirmation holds at that rate, achieved | %s IDs/s |" % r.cell("e2e.confirm"))
-    L.append("| confirmation holds, empty pops (total of %d) | %s |"
-             % (r.n("e2e.confirm_empties"), f0(r.total("e2e.confirm_empties"))))
+    L += sustained_rows(r, sustained, "e2e")
     L.append("| idpoold CPU during the holds (%% of one core) | %s |" % r.cell("e2e.daemon_cpu_pct"))
     L.append("| redis-server CPU during the holds (%% of one core) | %s |"
              % r.cell("e2e.redis_cpu_pct"))
@@ -680,7 +751,155 @@ def client_report(outdir):
                           client_summary)
 
 
+# ------------------------------------------- the Redis Cluster (cluster.py) ---
+
+CLUSTER_GOAL_RATIO = 0.8  # e2e_ratio_cluster = sustained / ceiling of the 3 primaries at once
+CLUSTER_WINDOWS = (  # CPU windows: measure infix, label
+    ("push_all", "C1 push, 3 primaries"),
+    ("pop_all", "C1 pop, 3 primaries"),
+    ("push_one", "C1 push, 1 primary"),
+    ("pop_one", "C1 pop, 1 primary"),
+    ("e2e", "C2 holds at the sustained rate"),
+)
+
+
+def cluster_values(r):
+    """(sustained, ceiling of the 3 primaries at once, of one alone,
+    e2e_ratio_cluster, scale) from a Report; None where not measured."""
+    sus, c_all, c_one = r.med("cl.e2e.sustained"), r.med("cl.all.ceiling"), r.med("cl.one.ceiling")
+    return sus, c_all, c_one, ratio(sus, c_all), r.med("cl.scale")
+
+
+def cluster_summary(r):
+    """" e2e_ratio_cluster=..." for the summary line; "" if not measured."""
+    sus, c_all, c_one, rat, scale = cluster_values(r)
+    if c_all is None:
+        return ""
+    return (" e2e_ratio_cluster=%s cluster_sustained_ids_per_s=%s cluster_ceiling_ids_per_s=%s "
+            "one_primary_ceiling_ids_per_s=%s cluster_scale=%s" % (f2(rat), f0(sus), f0(c_all), f0(c_one), f2(scale)))
+
+
+def cluster_lines(r):
+    """The Cluster section of results.md (lines); [] if not measured."""
+    i = r.info
+    if not r.n("cl.all.ceiling"):
+        return []
+    sus, c_all, c_one, rat, scale = cluster_values(r)
+    roles = {k[len("cl_role_"):]: v for k, v in i.items() if k.startswith("cl_role_")}
+    L = ["### Redis Cluster: ceiling and end to end", ""]
+    L.append("A Cluster of %d nodes (%s) on this machine's cores with everything else; AOF everysec, rewrites off. "
+             "Values are medians of %s runs, (min–max) in parentheses."
+             % (len(roles), ", ".join("%s %s" % (n, roles[n].replace("-", " ")) for n in sorted(roles)),
+                i.get("runs", "?")))
+    L.append("")
+    L.append("| goal | measured | target | met |")
+    L.append("| --- | --- | --- | --- |")
+    L.append("| e2e_ratio_cluster = sustained / ceiling of the 3 primaries at once | %s | >= %.1f | %s |"
+             % (f2(rat), CLUSTER_GOAL_RATIO, "n/a" if rat is None else ("yes" if rat >= CLUSTER_GOAL_RATIO
+                                                                         else "**no**")))
+    L.append("")
+    L.append("**C1, ceiling.** Section 1's method on each primary: RPUSH of 1000 pre-formatted IDs per command "
+             "for %s s, then LPOP 100 from that list until 90 %% of it is gone (or %s s); one idpool-load per "
+             "primary (%s connections, pipeline %s; lists %s), all started together, each counted over the window "
+             "in which all of them ran and summed; ceiling = 1 / (1/push + 1/pop). *One primary alone*: the same "
+             "in the same run on one of them (another each run; the two in turn first)."
+             % (i.get("window_s", "?"), i.get("window_s", "?"), i.get("cl_conns", "?"), i.get("cl_pipeline", "?"),
+                i.get("cl_lists", "?")))
+    L.append("")
+    L.append("| IDs/s | 3 primaries at once | one primary alone | ratio |")
+    L.append("| --- | --- | --- | --- |")
+    for m, label in (("push", "push: RPUSH, 1000 IDs per command"), ("pop100", "pop: LPOP, batch 100"),
+                     ("ceiling", "**ceiling** = 1 / (1/push + 1/pop)")):
+        L.append("| %s | %s | %s | %s |" % (label, r.cell("cl.all." + m), r.cell("cl.one." + m),
+                                            f2(ratio(r.med("cl.all." + m), r.med("cl.one." + m)))))
+    L.append("")
+    prim = sorted(n for n, v in roles.items() if v == "primary")
+    L.append("The three loads ran side by side for %s s (push) and %s s (pop; a pop ends when 90 %% of its list "
+             "is gone, as in section 1); per primary, push %s and pop %s IDs/s. "
+             "**scale** = ceiling of the 3 / ceiling of one = %s (medians of each run's ratio: %s)."
+             % (r.cell("cl.all.push_window_s"), r.cell("cl.all.pop_window_s"),
+                " / ".join(f0(r.med("cl.all.push." + n)) for n in prim),
+                " / ".join(f0(r.med("cl.all.pop100." + n)) for n in prim), f2(ratio(c_all, c_one)), r.cell("cl.scale")))
+    L.append("")
+    L.append("**C2, end to end.** One idpoold on the Cluster URL refilling %s (pool %s IDs each, step %s, refilled "
+             "below %s %%, IDs of 18 digits) while one idpool-load per application drains it, LPOP 100 (%s "
+             "connections, pipeline %s), a third of the target each, steps held %s s%s. A step is held with no "
+             "empty pop, 97 %% of the target reached in the window all loads ran and every pool keeping up (as "
+             "section 2)."
+             % (", ".join("%s (%s, slot %s)" % tuple(re.split(r"@|:slot", a)) for a in i.get("cl_apps", "?").split()),
+                inum(i.get("cl_e2e_pool")),
+                inum(i.get("cl_e2e_step")), i.get("cl_e2e_min_pct", "?"), i.get("cl_e2e_conns", "?"),
+                i.get("cl_e2e_pipeline", "?"), i.get("hold_s", "?"), i.get("hold_note", "")))
+    L.append("")
+    L.append("| ramp step: target IDs/s | achieved IDs/s | empty pops | pool lows, first third -> last third |")
+    L.append("| --- | --- | --- | --- |")
+    path = os.path.join(r.outdir, "cluster-ramp.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 3:
+                    L.append("| %s | %s | %s | %s |" % (fmt_num(float(p[0])), fmt_num(float(p[1])), p[2], ", ".join(
+                        " -> ".join(fmt_num(float(x)) for x in fl.split("/")) for fl in p[3:])))
+    L.append("")
+    leases, ids = r.total("cl.e2e.leases"), r.total("cl.e2e.ids")
+    L += sustained_rows(r, sus, "cl.e2e")
+    L.append("| **e2e_ratio_cluster** = sustained / ceiling of the 3 primaries | **%s** |" % f2(rat))
+    L.append("| sustained / ceiling of one primary alone | %s |" % f2(ratio(sus, c_one)))
+    L.append("| pushes fenced off (whole section) | %s |" % f0(r.total("cl.e2e.fenced_off")))
+    L.append("| lease reservations | %s for %s IDs |" % (f0(leases), fmt_num(ids, True)))
+    L.append("")
+    L.append("**CPU**, % of one core over each window (2 cores: 200 in all): redis-server and idpoold from "
+             "/proc/PID/stat, the loads from their own getrusage, *machine* from /proc/stat (every process, "
+             "other work on the machine included). Each node's own figure only where the 3 primaries were "
+             "loaded (one primary alone is another one each run).")
+    L.append("")
+    wins = [(w, label) for w, label in CLUSTER_WINDOWS if r.n("cl.cpu.%s.machine" % w)]
+    L.append("| process | %s |" % " | ".join(label for _, label in wins))
+    L.append("| --- |" + " --- |" * len(wins))
+    procs = [(n, "redis-server %s (%s)" % (n, roles[n].replace("-", " "))) for n in sorted(roles)]
+    procs += [("primaries", "the primaries loaded, in all"), ("replicas", "their replicas, in all"),
+              ("redis", "**every redis-server**"), ("idpoold", "idpoold"), ("loads", "idpool-load, all of them"),
+              ("machine", "**machine**")]
+    for proc, label in procs:
+        if any(r.n("cl.cpu.%s.%s" % (w, proc)) for w, _ in wins):
+            L.append("| %s | %s |" % (label, " | ".join(r.cell("cl.cpu.%s.%s" % (w, proc)) if r.n(
+                "cl.cpu.%s.%s" % (w, proc)) else "–" for w, _ in wins)))
+    L.append("")
+    L.append("The daemon's instructions per ID on the Cluster against one Redis: `meson test -C build "
+             "perf_cluster` (callgrind), not measured here.")
+    L.append("")
+    return L
+
+
+def cluster_json(outdir):
+    """OUTDIR/cluster.json: the summary's values, every cl.* measurement
+    (median, min, max, n) and the cl_* facts."""
+    r = Report(outdir)
+    sus, c_all, c_one, rat, scale = cluster_values(r)
+    doc = {"e2e_ratio_cluster": rat, "sustained_ids_per_s": sus, "ceiling_all_ids_per_s": c_all,
+           "ceiling_one_ids_per_s": c_one, "scale": scale,
+           "measures": {k: {"median": median(v), "min": min(v), "max": max(v), "n": len(v)}
+                        for k, v in r.m.items() if k.startswith("cl.")},
+           "info": {k: v for k, v in r.info.items() if k.startswith("cl_") or k in (
+               "machine", "versions", "date", "runs", "window_s", "hold_s", "elapsed_s", "load_start", "load_end")}}
+    with open(os.path.join(outdir, "cluster.json"), "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def cluster_report(outdir):
+    """results.md and cluster.json of a run of the Cluster section
+    (bench.py --cluster); returns its summary line."""
+    cluster_json(outdir)
+    return section_report(outdir, "Redis Cluster benchmark", "scripts/bench.sh --cluster", cluster_lines,
+                          cluster_summary)
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "cluster-report":
+        print(cluster_report(argv[2]))
+        return 0
     if len(argv) == 3 and argv[1] == "report":
         print(report(argv[2]))
         return 0

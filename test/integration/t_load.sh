@@ -2,6 +2,8 @@
 # The load generator idpool-load as a chaos consumer (test/tools/load.c):
 # (a) a list of known IDs popped by 4 connections with --record: the logs
 #     hold exactly those IDs, each once; summary, --timeline and --hist agree;
+#     the summary's t0_ns is the run's start on CLOCK_MONOTONIC (the
+#     benchmark lines up the timelines of loads run side by side with it);
 # (b) pops of an empty list are counted and logged as count=0 records;
 # (c) strict IDs: a non-canonical ID is exit 2; a bad flag is exit 64;
 # (d) --reconnect: a consumer survives a Redis restart (stop + start, AOF
@@ -14,6 +16,7 @@ setup
 
 load() { "$IDPOOL_LOAD" --port "$REDIS_PORT" "$@"; }
 list_len() { rcli LLEN "$1"; } # a plain list (lib.sh's llen takes an app)
+mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; } # CLOCK_MONOTONIC
 # field SUMMARY NAME: the value of NAME=... in a summary line.
 field() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 # fill KEY N MUL: RPUSH the IDs MUL*i + 1 for i = 1..N.
@@ -65,9 +68,11 @@ EOF
 N=20000
 assert_eq $N "$(fill a $N 3)" "prefill"
 rcli LRANGE a 0 -1 >"$DIR/a.ids"
+before=$(mono_ns)
 out=$(load --mode lpop --key a --batch 7 --conns 4 --count $N --record "$DIR/a" \
     --timeline "$DIR/a.tl" --hist "$DIR/a.hist" --timeout-ms 5000) ||
     fail "lpop batch 7: exit $?"
+after=$(mono_ns)
 info "$out"
 [[ $out =~ ^load:\ mode=lpop\ batch=7\ conns=4\ pipeline=1\ secs=[0-9]+\.[0-9]{2}\ requests=[0-9]+\ ids=$N\ ids_per_s=[0-9]+\ empties=0\ errors=0\ p50_us=[0-9]+\ p99_us=[0-9]+\ p999_us=[0-9]+\ max_us=[0-9]+ ]] ||
     fail "summary line: $out"
@@ -75,6 +80,9 @@ assert_eq 0 "$(list_len a)" "list drained"
 assert_eq "$N 0" "$(logs_check "$DIR/a" 4 "$DIR/a.ids")" "logs of batch 7"
 assert_eq $N "$(awk '{s += $2} END {print s}' "$DIR/a.tl")" "timeline ids"
 assert_eq "$(field "$out" requests)" "$(awk '{s += $2} END {print s}' "$DIR/a.hist")" "hist count"
+t0=$(field "$out" t0_ns)
+[[ $t0 =~ ^[0-9]+$ ]] && ((before < t0 && t0 < after)) ||
+    fail "t0_ns '$t0' is not between $before and $after (CLOCK_MONOTONIC before and after the run)"
 pass "4 connections popped $N known IDs, each logged exactly once"
 
 # Single LPOPs (no count), and take-sized pipelining without --record.

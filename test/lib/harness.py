@@ -20,6 +20,9 @@ reached with redis-cli and the mariadb client, as in lib.sh.
     h.stop_daemon(d)
     h.stop_servers()
 
+    h.start_servers(cluster=True)      # a Redis Cluster (SERVERS_CLUSTER=1)
+    h.cluster_apps("c")                # {"node1": ["c3"], ...}: one per primary
+
 Run as a script ("$PYTHON" "$HARNESS_PY" SUBCOMMAND ..., HARNESS_PY in
 lib.sh), it is the shell tests' helper:
 
@@ -243,13 +246,16 @@ class Harness:
 
     # ------------------------------------------------------ servers ---
 
-    def start_servers(self, only=None, out=None):
+    def start_servers(self, only=None, out=None, cluster=False):
         """scripts/servers.sh start DIR [redis|mysql]; loads DIR/env.
         Its output goes to the file out (default: discarded); raises
-        HarnessError if they did not start."""
+        HarnessError if they did not start. cluster: a Redis Cluster
+        (SERVERS_CLUSTER=1: node1..node6, three primaries with a replica
+        each) instead of the one Redis; the daemons then get its URL."""
         argv = [SERVERS, "start", self.dir] + ([only] if only else [])
+        env = dict(os.environ, SERVERS_CLUSTER="1") if cluster else None
         with open(out or os.devnull, "w") as f:
-            rc = subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT)
+            rc = subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, env=env)
         if rc != 0:
             raise HarnessError("servers did not start")
         self.env = {}
@@ -272,23 +278,74 @@ class Harness:
     def mysql_port(self):
         return int(self.env["MYSQL_PORT"])
 
-    def redis_pid(self):
-        with open(os.path.join(self.dir, "redis.pid")) as f:
+    @property
+    def redis_url(self):
+        """The daemons' Redis: the Cluster's URL (its seeds) when the
+        servers are a Cluster, else the one Redis'."""
+        return self.env.get("IDPOOL_REDIS_CLUSTER_URL") or self.env["IDPOOL_REDIS_URL"]
+
+    def redis_pid(self, name="redis"):
+        """The pid of redis-server NAME (redis, or a member: node1 ...)."""
+        with open(os.path.join(self.dir, name + ".pid")) as f:
             return int(re.sub(r"[^0-9]", "", f.read()))
+
+    def cluster_nodes(self):
+        """The Cluster's nodes as node1 tells them (CLUSTER NODES), by
+        name (node1..node6, from DIR/env's ports): dicts of port, id,
+        primary (True for a primary), of (a replica's primary's name, else
+        None) and slots (a primary's (first, last) ranges)."""
+        names = {int(v): k[:-len("_PORT")].lower() for k, v in self.env.items()
+                 if re.fullmatch(r"NODE[0-9]+_PORT", k)}
+        nodes, ids = {}, {}
+        for line in self.rcli("CLUSTER", "NODES").splitlines():
+            f = line.split()
+            if len(f) < 8 or not re.fullmatch(r"[0-9a-f]{40}", f[0]):
+                continue
+            port = int(f[1].split("@")[0].rsplit(":", 1)[1])
+            slots = [tuple(int(x) for x in (r.split("-") * 2)[:2]) for r in f[8:] if re.fullmatch(r"[0-9-]+", r)]
+            name = names.get(port, "port%d" % port)
+            ids[f[0]] = name
+            nodes[name] = dict(port=port, id=f[0], primary="master" in f[2].split(","), of=f[3], slots=slots)
+        for n in nodes.values():
+            n["of"] = None if n["primary"] else ids.get(n["of"])
+        return nodes
+
+    def cluster_owner(self, key, nodes=None):
+        """The name of the primary serving KEY's slot (CLUSTER KEYSLOT) in
+        nodes (cluster_nodes(); default: read now), or None."""
+        slot = int(self.rcli("CLUSTER", "KEYSLOT", key))
+        return next((name for name, n in (nodes or self.cluster_nodes()).items()
+                     if n["primary"] and any(a <= slot <= b for a, b in n["slots"])), None)
+
+    def cluster_apps(self, prefix, per_primary=1, key=None):
+        """Application keys PREFIX1, PREFIX2 ..., per_primary of them on
+        each primary (by their pool's slot, or by the slot of key(NAME);
+        lib.sh: cluster_apps): a dict primary name -> [names]. Raises
+        HarnessError if 200 names do not fill every primary."""
+        nodes = self.cluster_nodes()
+        apps = {name: [] for name, n in nodes.items() if n["primary"]}
+        for i in range(1, 201):
+            owner = self.cluster_owner((key or pool_key)("%s%d" % (prefix, i)), nodes)
+            if len(apps.get(owner, [per_primary])) < per_primary:
+                apps[owner].append("%s%d" % (prefix, i))
+            if all(len(v) >= per_primary for v in apps.values()):
+                return apps
+        raise HarnessError("no %d application(s) %s* on every primary" % (per_primary, prefix))
 
     # -------------------------------------------------------- redis ---
 
-    def rcli(self, *args, check=True):
-        """redis-cli on the harness' Redis (lib.sh: rcli); its output,
-        without the trailing newline. check: raise if redis-cli fails."""
-        r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.redis_port)]
+    def rcli(self, *args, check=True, port=None):
+        """redis-cli on the harness' Redis (lib.sh: rcli), or on the one on
+        PORT (a cluster node); its output, without the trailing newline.
+        check: raise if redis-cli fails."""
+        r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port or self.redis_port)]
                            + [str(a) for a in args], stdout=subprocess.PIPE, check=check)
         return r.stdout.decode().rstrip("\n")
 
-    def rcli_int(self, *args):
+    def rcli_int(self, *args, port=None):
         """An integer reply, or None if there was none (an error reply)."""
         try:
-            out = self.rcli(*args)
+            out = self.rcli(*args, port=port)
         except subprocess.CalledProcessError:
             return None
         return int(out) if re.fullmatch(r"-?[0-9]+", out.strip()) else None
@@ -331,9 +388,10 @@ class Harness:
 
     # --------------------------------------------------------- pools ---
 
-    def llen(self, key):
-        """Length of KEY's pool; None if Redis gave no integer."""
-        return self.rcli_int("LLEN", pool_key(key))
+    def llen(self, key, port=None):
+        """Length of KEY's pool (asked of the Redis on PORT: a cluster node);
+        None if Redis gave no integer (MOVED: not that node's)."""
+        return self.rcli_int("LLEN", pool_key(key), port=port)
 
     def pool_ge(self, key, n):
         """The pool holds at least n IDs (lib.sh: pool_ge)."""
@@ -353,7 +411,7 @@ class Harness:
             raise HarnessError("idpoold not built: %s" % idpoold)
         addr = "127.0.0.1:%d" % free_port() if http else None
         argv = list(wrap) + [idpoold] + list(args) + [
-            "--redis", self.env["IDPOOL_REDIS_URL"], "--mysql", self.env["IDPOOL_MYSQL_URL"],
+            "--redis", self.redis_url, "--mysql", self.env["IDPOOL_MYSQL_URL"],
             "--http", addr or "", "--log-level", log_level]
         if instance:
             argv += ["--instance", instance]

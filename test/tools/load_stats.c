@@ -174,7 +174,11 @@ int totals_write(const struct opts *o, const struct totals *t)
     return rc;
 }
 
-/* The summary line (or --json object); t0 is the start of the measured run. */
+/* The summary line (or --json object); t0 is the start of the measured run,
+ * printed last as t0_ns (CLOCK_MONOTONIC, system-wide): with secs, it places
+ * the run's --timeline on a clock shared by every process, so the windows
+ * of loads run side by side can be overlapped (the benchmark's Cluster
+ * section). */
 void print_summary(const struct opts *o, const struct totals *t, uint64_t t0)
 {
     double secs = t->end_ns > t0 ? (double)(t->end_ns - t0) / 1e9 : 0;
@@ -202,7 +206,7 @@ void print_summary(const struct opts *o, const struct totals *t, uint64_t t0)
             printf(",\"%s\":%" PRIu64, ekind_names[k], t->ekind[k]);
         for (int k = 0; k < C_NCLASSES; k++)
             printf(",\"%s\":%" PRIu64, eclasses[k].name, t->eclass[k]);
-        printf(",\"cpu_ms\":%" PRIu64 "}\n", cpu_ms);
+        printf(",\"cpu_ms\":%" PRIu64 ",\"t0_ns\":%" PRIu64 "}\n", cpu_ms, t0);
     } else {
         printf("load: mode=%s batch=%" PRIu64 " conns=%u pipeline=%u secs=%.2f requests=%" PRIu64
                " ids=%" PRIu64 " ids_per_s=%" PRIu64 " empties=%" PRIu64 " errors=%" PRIu64
@@ -215,7 +219,7 @@ void print_summary(const struct opts *o, const struct totals *t, uint64_t t0)
         for (int k = 0; k < C_NCLASSES; k++)
             if (t->eclass[k] != 0)
                 printf(" %s=%" PRIu64, eclasses[k].name, t->eclass[k]);
-        printf(" cpu_ms=%" PRIu64 "\n", cpu_ms);
+        printf(" cpu_ms=%" PRIu64 " t0_ns=%" PRIu64 "\n", cpu_ms, t0);
     }
     fflush(stdout);
 }
