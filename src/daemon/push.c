@@ -322,11 +322,11 @@ static int fn_write(struct pusher *p, struct push_job *j, size_t k)
         argv[3] = j->k_lock;
         argv[4] = j->token;
         argv[5] = rds_epoch(p->node->push);
-        argv[6] = k > 0 ? num : j->expected;
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 6; i++)
             len[i] = strlen(argv[i]);
-        if (k > 0)
-            len[6] = u64_fmt(j->chunks[k - 1].after.next, num);
+        /* the next the chunk before leaves (num[0 .. U64_LEN) holds no terminator) */
+        argv[6] = k > 0 ? num : j->expected;
+        len[6] = k > 0 ? u64_fmt(j->chunks[k - 1].after.next, num) : strlen(j->expected);
         for (int i = 0; i < 4; i++) {
             argv[7 + i] = num + (size_t)(1 + i) * U64_LEN;
             /* "" = no prefetched lease */
