@@ -8,24 +8,24 @@
 
 #define COUNT_DIGITS_MAX 10
 
-int apireq_path(const char *path, const char **key, size_t *keylen)
+enum httpreq_path_status apireq_path(const char *path, char *key, size_t *keylen)
 {
-    const size_t plen = sizeof(APIREQ_PATH) - 1;
-    char buf[APP_KEY_MAX + 1];
-    size_t n;
+    size_t n = strlen(path);
+    char buf[APIREQ_PATH_MAX + 1];
+    struct httpreq_path p;
+    enum httpreq_path_status st;
 
-    if (strncmp(path, APIREQ_PATH, plen) != 0)
-        return -1;
-    n = strlen(path + plen);
-    if (n == 0 || n > APP_KEY_MAX)
-        return -1;
-    memcpy(buf, path + plen, n);
-    buf[n] = '\0';
-    if (!app_key_valid(buf))
-        return -1;
-    *key = path + plen;
-    *keylen = n;
-    return 0;
+    if (n > APIREQ_PATH_MAX)
+        return HTTPREQ_PATH_NONE;
+    st = httpreq_path_split(path, n, buf, &p);
+    if (st != HTTPREQ_PATH_OK)
+        return st;
+    if (p.n != 3 || strcmp(p.seg[0], "v1") != 0 || strcmp(p.seg[1], "ids") != 0 ||
+        p.len[2] > APP_KEY_MAX || !app_key_valid(p.seg[2]))
+        return HTTPREQ_PATH_NONE;
+    memcpy(key, p.seg[2], p.len[2] + 1);
+    *keylen = p.len[2];
+    return HTTPREQ_PATH_OK;
 }
 
 /* Up to 32 bytes of s, non-printable bytes as '?', for a message. */
@@ -40,6 +40,29 @@ static void quote(const char *s, size_t n, char *out, size_t outlen)
     out[i] = '\0';
 }
 
+/*
+ * Percent-decode one part of a parameter (n bytes at s) into out (size
+ * bytes, NUL-terminated): 0; 1 when it is longer than size - 1 raw bytes
+ * (too long to be anything the caller looks for; not decoded); -1 at a bad
+ * escape (err says so, quoting the parameter).
+ */
+static int param_part(const char *s, size_t n, char *out, size_t size, const char *param,
+                      size_t plen, char *err, size_t errlen)
+{
+    char q[40];
+    size_t len;
+
+    if (n >= size)
+        return 1;
+    if (text_pct_decode(s, n, out, &len) < 0) {
+        quote(param, plen, q, sizeof(q));
+        text_err(err, errlen, "bad percent-escape in '%s' (%s)", q, TEXT_PCT_HINT);
+        return -1;
+    }
+    out[len] = '\0';
+    return memchr(out, '\0', len) ? 1 : 0;
+}
+
 int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size_t errlen)
 {
     size_t i = 0;
@@ -48,8 +71,11 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
 
     *count = 1;
     while (query && i < len) {
-        size_t end = i, eq;
+        size_t end = i, eq, vlen;
+        /* "count" is at most 15 bytes percent-encoded, 10 digits at most 30 */
+        char name[16], value[COUNT_DIGITS_MAX * 3 + 1];
         long long v;
+        int rc;
 
         while (end < len && query[end] != '&')
             end++;
@@ -59,7 +85,10 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
             i = end + 1;
             continue;
         }
-        if (eq - i != 5 || memcmp(query + i, "count", 5) != 0) {
+        rc = param_part(query + i, eq - i, name, sizeof(name), query + i, end - i, err, errlen);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 || strcmp(name, "count") != 0) {
             quote(query + i, eq - i, q, sizeof(q));
             text_err(err, errlen, "unknown parameter '%s' (the only one is count)", q);
             return -1;
@@ -68,10 +97,15 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
             text_err(err, errlen, "count given twice");
             return -1;
         }
-        quote(eq < end ? query + eq + 1 : "", eq < end ? end - eq - 1 : 0, q, sizeof(q));
-        if (eq == end || end - eq - 1 > COUNT_DIGITS_MAX ||
-            memchr(query + eq + 1, '\0', end - eq - 1) ||
-            text_int(query + eq + 1, end - eq - 1, 1, 9999999999LL, &v) < 0) {
+        vlen = eq < end ? end - eq - 1 : 0;
+        rc = eq == end ? 1
+                       : param_part(query + eq + 1, vlen, value, sizeof(value), query + i, end - i,
+                                    err, errlen);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 || strlen(value) > COUNT_DIGITS_MAX ||
+            text_int(value, strlen(value), 1, 9999999999LL, &v) < 0) {
+            quote(eq < end ? query + eq + 1 : "", vlen, q, sizeof(q));
             text_err(err, errlen, "count must be an integer >= 1, got '%s'", q);
             return -1;
         }

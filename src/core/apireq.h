@@ -15,25 +15,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "httpreq.h"
+
 #define APIREQ_PATH    "/v1/ids/"
 #define APIREQ_ERR_MAX 160
 
 enum apireq_fmt { APIREQ_JSON, APIREQ_TEXT };
 
+#define APIREQ_PATH_MAX 256 /* bytes of a path at most: a longer one names nothing */
+
 /*
- * The application key of a request path ("/v1/ids/user" -> "user"), taken
- * as sent (keys never need percent-encoding): 0 with *key and *keylen set, or
- * -1 when the path is not /v1/ids/ followed by a valid application key
- * (app_key_valid).
+ * The application key of a request path, without its query ("/v1/ids/user"
+ * -> "user"), percent-decoded ("/v1/ids/demo%5Fmono" -> "demo_mono") into
+ * key (APP_KEY_MAX + 1 bytes), NUL-terminated, *keylen its length:
+ * HTTPREQ_PATH_OK; HTTPREQ_PATH_NONE when the path is longer than
+ * APIREQ_PATH_MAX or is not "/v1/ids/" and one more segment that decodes to
+ * a valid application key (app_key_valid; a decoded '/' separates nothing:
+ * "/v1/ids/a%2Fb" names "a/b", no key); HTTPREQ_PATH_BAD at a bad
+ * percent-escape or %00 anywhere in the path (httpreq_path_split).
  */
-int apireq_path(const char *path, const char **key, size_t *keylen)
+enum httpreq_path_status apireq_path(const char *path, char *key, size_t *keylen)
     __attribute__((warn_unused_result));
 
 /*
  * count from a query string or form body ("count=5"; NULL or "" = 1): a
- * decimal integer >= 1 (at most 10 digits); any other parameter, a repeated
- * count or a bad value is an error (err says which, quoting at most 32
- * bytes of it). 0 or -1.
+ * decimal integer >= 1 (at most 10 digits); names and values are
+ * percent-decoded first ("count=%31%30" is 10; '+' stays '+'). Any other
+ * parameter, a repeated count, a bad value or a bad percent-escape (%zz,
+ * %00) is an error (err says which, quoting at most 32 bytes of it). 0 or
+ * -1.
  */
 int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size_t errlen)
     __attribute__((warn_unused_result));

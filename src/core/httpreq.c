@@ -3,6 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "text.h"
+
 /* tchar of RFC 9110 5.6.2 */
 static int is_tchar(unsigned char c)
 {
@@ -161,4 +163,32 @@ enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct
     }
     r->keep_alive = !close && (r->minor == 1 || keep);
     return HTTPREQ_DONE;
+}
+
+enum httpreq_path_status httpreq_path_split(const char *path, size_t len, char *buf,
+                                            struct httpreq_path *p)
+{
+    size_t i = 1, out = 0, slashes = 0;
+
+    p->n = 0;
+    if (len == 0 || path[0] != '/')
+        return HTTPREQ_PATH_NONE;
+    for (size_t k = 0; k < len; k++)
+        slashes += path[k] == '/';
+    if (slashes > HTTPREQ_SEGS_MAX)
+        return HTTPREQ_PATH_NONE;
+    for (;;) { /* a segment starts at path[i] */
+        const char *slash = memchr(path + i, '/', len - i);
+        size_t end = slash ? (size_t)(slash - path) : len, n;
+
+        if (text_pct_decode(path + i, end - i, buf + out, &n) < 0)
+            return HTTPREQ_PATH_BAD;
+        buf[out + n] = '\0';
+        p->seg[p->n] = buf + out;
+        p->len[p->n++] = n;
+        out += n + 1;
+        if (slash == NULL)
+            return HTTPREQ_PATH_OK;
+        i = end + 1;
+    }
 }

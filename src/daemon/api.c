@@ -23,6 +23,7 @@
 #include "takereply.h"
 #include "node.h"
 #include "rds.h"
+#include "text.h"
 
 #define API_MAX_BODY  1024 /* bytes: a POST body is at most "count=N" */
 #define API_WAIT_MAX  4096 /* requests waiting for one application's buffer */
@@ -35,7 +36,6 @@
 #define STACK_BODY    4096 /* bodies up to this are built on the stack */
 #define CTYPE_TEXT    "text/plain; charset=utf-8"
 #define CTYPE_JSON    "application/json"
-#define PATH_MAX_LEN  256 /* longer paths name nothing */
 #define ALLOW_HDR     "Allow: GET, POST\r\n"
 #define REALM         "WWW-Authenticate: Bearer realm=\"idpool\"\r\n"
 #define REALM_INVALID "WWW-Authenticate: Bearer realm=\"idpool\", error=\"invalid_token\"\r\n"
@@ -571,17 +571,24 @@ static void auth_failed(struct api *a, struct apihttp_req *req, enum api_auth wh
 static void on_request(struct apihttp_req *req, void *arg)
 {
     struct api *a = arg;
-    char path[PATH_MAX_LEN], keybuf[APP_KEY_MAX + 1];
-    const char *key, *tok, *apps, *name, *query;
+    char path[APIREQ_PATH_MAX + 1], key[APP_KEY_MAX + 1];
+    const char *tok, *apps, *name, *query;
     size_t keylen, toklen, qlen;
     struct pool *p;
     struct api_app *x;
     uint64_t count;
     enum apireq_fmt fmt;
+    enum httpreq_path_status st;
     int loaded;
 
-    if (target_split(req->target, path, sizeof(path), &query, &qlen) < 0 ||
-        apireq_path(path, &key, &keylen) < 0) {
+    st = target_split(req->target, path, sizeof(path), &query, &qlen) < 0
+             ? HTTPREQ_PATH_NONE
+             : apireq_path(path, key, &keylen);
+    if (st == HTTPREQ_PATH_BAD) {
+        fail(a, req, TR_BADREQUEST, 0, NULL, "bad percent-escape in the path (%s)", TEXT_PCT_HINT);
+        return;
+    }
+    if (st != HTTPREQ_PATH_OK) {
         fail(a, req, TR_NOTFOUND, 0, NULL,
              "no such path: IDs are at /v1/ids/{key} (an application key)");
         return;
@@ -610,16 +617,14 @@ static void on_request(struct apihttp_req *req, void *arg)
         fail(a, req, TR_AUTH, 0, REALM_INVALID, "unknown or revoked token");
         return;
     }
-    memcpy(keybuf, key, keylen);
-    keybuf[keylen] = '\0';
     if (!access_allows(apps, key, keylen)) {
-        fail(a, req, TR_FORBIDDEN, 0, NULL, "token '%s' may not take IDs of '%s'", name, keybuf);
+        fail(a, req, TR_FORBIDDEN, 0, NULL, "token '%s' may not take IDs of '%s'", name, key);
         return;
     }
-    p = pools_find(a->pools, keybuf);
+    p = pools_find(a->pools, key);
     if (p == NULL || !p->live) {
         fail(a, req, TR_NOAPP, 0, NULL,
-             "no application '%s' is served (unknown, disabled or invalid row)", keybuf);
+             "no application '%s' is served (unknown, disabled or invalid row)", key);
         return;
     }
     if (request_count(a, req, query, qlen, &count) < 0)

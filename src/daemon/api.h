@@ -5,8 +5,10 @@
  *   200  {"app":"user","ids":["1000001","1000003"]} (IDs as strings), or
  *        one ID per line with "Accept: text/plain"; up to N IDs: fewer
  *        only when the pool ran short or the rate limit was reached
- *   400  IDPOOL_BADARG bad count or parameter; IDPOOL_LIMIT count above
- *        max_size_per_times
+ *   400  IDPOOL_BADARG bad count, parameter or percent-escape in them;
+ *        IDPOOL_LIMIT count above max_size_per_times; IDPOOL_BADREQUEST a
+ *        bad percent-escape in the path (paths and queries are
+ *        percent-decoded: httpreq_path_split, apireq_count)
  *   401  IDPOOL_AUTH no or unknown token (WWW-Authenticate: Bearer); each
  *        is counted and logged (one line per burst, the peer's address,
  *        never the token)

@@ -35,27 +35,58 @@ static int key_char(unsigned char c)
            c == '.' || c == '-';
 }
 
-/* /v1/ids/ + 1..64 of [A-Za-z0-9_.-], not starting with '-', not "." or "..". */
-static int ref_path(const char *path, const char **key, size_t *keylen)
+/* 1..64 of [A-Za-z0-9_.-], not starting with '-', not "." or "..": an application key. */
+static int ref_key(const char *k, size_t n)
 {
-    const char *k;
-    size_t n;
-
-    if (strncmp(path, "/v1/ids/", 8) != 0)
-        return -1;
-    k = path + 8;
-    n = strlen(k);
-    if (n < 1 || n > 64 || k[0] == '-' || strcmp(k, ".") == 0 || strcmp(k, "..") == 0)
-        return -1;
+    if (n < 1 || n > 64 || k[0] == '-' || (n == 1 && k[0] == '.') ||
+        (n == 2 && k[0] == '.' && k[1] == '.'))
+        return 0;
     for (size_t i = 0; i < n; i++)
         if (!key_char((unsigned char)k[i]))
+            return 0;
+    return 1;
+}
+
+/*
+ * At most 256 bytes, '/' first, at most 8 '/'s; each part between them
+ * percent-decoded (else -2); three parts "v1", "ids" and a key (else -1).
+ */
+static int ref_path(const char *path, char *key, size_t *keylen)
+{
+    size_t n = strlen(path), slashes = 0, np = 0, dl;
+    const char *part[9], *p;
+    size_t plen[9];
+    char dec[257];
+
+    if (n > 256 || path[0] != '/')
+        return -1;
+    for (p = path; (p = strchr(p, '/')) != NULL; p++) {
+        if (slashes > 0)
+            plen[np - 1] = (size_t)(p - part[np - 1]);
+        if (++slashes > 8)
             return -1;
-    *key = k;
-    *keylen = n;
+        part[np++] = p + 1;
+    }
+    plen[np - 1] = strlen(part[np - 1]);
+    for (size_t i = 0; i < np; i++)
+        if (fz_pct_decode(part[i], plen[i], dec, &dl) < 0)
+            return -2;
+    if (np != 3 || fz_pct_decode(part[0], plen[0], dec, &dl) < 0 || dl != 2 ||
+        memcmp(dec, "v1", 2) != 0 || fz_pct_decode(part[1], plen[1], dec, &dl) < 0 || dl != 3 ||
+        memcmp(dec, "ids", 3) != 0 || fz_pct_decode(part[2], plen[2], dec, &dl) < 0 ||
+        !ref_key(dec, dl))
+        return -1;
+    memcpy(key, dec, dl);
+    key[dl] = '\0';
+    *keylen = dl;
     return 0;
 }
 
-/* '&'-separated parameters, empty ones ignored; at most one, "count=" 1..10 digits, >= 1. */
+/*
+ * '&'-separated parameters, empty ones ignored; each one's name and value
+ * (after the first '=') percent-decoded; at most one, "count" = 1..10
+ * digits, >= 1.
+ */
 static int ref_count(const char *q, size_t len, uint64_t *count)
 {
     size_t i = 0;
@@ -65,21 +96,26 @@ static int ref_count(const char *q, size_t len, uint64_t *count)
     if (q == NULL)
         return 0;
     while (i <= len) {
-        size_t end = i, vlen;
+        size_t end = i, eq, nl, vl;
         uint64_t v = 0;
+        char name[FIELD_MAX], value[FIELD_MAX];
 
         while (end < len && q[end] != '&')
             end++;
         if (end > i) {
-            if (end - i < 6 || memcmp(q + i, "count=", 6) != 0 || seen)
+            eq = i;
+            while (eq < end && q[eq] != '=')
+                eq++;
+            if (eq == end || seen || fz_pct_decode(q + i, eq - i, name, &nl) < 0 || nl != 5 ||
+                memcmp(name, "count", 5) != 0 ||
+                fz_pct_decode(q + eq + 1, end - eq - 1, value, &vl) < 0)
                 return -1;
-            vlen = end - i - 6;
-            if (vlen < 1 || vlen > 10)
+            if (vl < 1 || vl > 10)
                 return -1;
-            for (size_t k = i + 6; k < end; k++) {
-                if (q[k] < '0' || q[k] > '9')
+            for (size_t k = 0; k < vl; k++) {
+                if (value[k] < '0' || value[k] > '9')
                     return -1;
-                v = v * 10 + (uint64_t)(q[k] - '0');
+                v = v * 10 + (uint64_t)(value[k] - '0');
             }
             if (v == 0)
                 return -1;
@@ -161,17 +197,20 @@ static void check_err(const char *err, size_t errlen)
         CHECK(*c >= 0x20 && *c < 0x7f);
 }
 
-static void check_path(const char *path, const char **key, size_t *keylen)
+static void check_path(const char *path, char *key, size_t *keylen)
 {
-    const char *k = NULL, *rk = NULL;
+    char k[80], rk[80];
     size_t n = 0, rn = 0;
-    int rc = apireq_path(path, &k, &n), want = ref_path(path, &rk, &rn);
+    int rc = apireq_path(path, k, &n), want = ref_path(path, rk, &rn);
 
-    CHECK(rc == 0 || rc == -1);
-    CHECK(rc == want);
+    CHECK(rc == HTTPREQ_PATH_OK || rc == HTTPREQ_PATH_NONE || rc == HTTPREQ_PATH_BAD);
+    if (rc != want) {
+        fprintf(stderr, "apireq_path: %d, the contract: %d\n", rc, want);
+        CHECK(!"apireq_path follows its contract");
+    }
     if (rc == 0) {
-        CHECK(k == rk && n == rn);
-        *key = k;
+        CHECK(n == rn && memcmp(k, rk, n) == 0 && k[n] == '\0');
+        memcpy(key, k, n + 1);
         *keylen = n;
     }
 }
@@ -305,7 +344,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t qlen, hlen, errlen, n;
     char *path = fz_str(&f, FIELD_MAX, NULL), *query = fz_str(&f, FIELD_MAX, &qlen);
     char *accept = fz_str(&f, FIELD_MAX, NULL), *authz = fz_str(&f, FIELD_MAX, &hlen);
-    const char *key = "k";
+    char key[80] = "k";
     size_t keylen = 1;
     uint64_t count, ids[IDS_MAX];
     enum apireq_fmt fmt;
@@ -315,7 +354,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     errlen = fz_u8(&f); /* 0: the full size; else 0..APIREQ_ERR_MAX */
     errlen = errlen == 0 ? APIREQ_ERR_MAX : errlen % (APIREQ_ERR_MAX + 1);
 
-    check_path(path, &key, &keylen);
+    check_path(path, key, &keylen);
     count = check_count(query, qlen, flags & 1, errlen, &count_ok);
     fmt = apireq_accept(flags & 2 ? NULL : accept);
     CHECK(fmt == APIREQ_JSON || fmt == APIREQ_TEXT);

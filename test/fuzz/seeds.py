@@ -241,6 +241,9 @@ def apireq_seeds():
                               errlen=20),
         "seed-bad-param": req("/v1/ids/-x", "foo=1", "garbage", "Bearer ==", errlen=1),
         "seed-bad-value": req("/v2/ids/user", "count=+5", "", "Bearerxyz", flags=2),
+        "seed-pct": req("/%76%31/ids/demo%5Fmono", "co%75nt=%31%30", "", "Bearer x", ids=[7]),
+        "seed-pct-slash": req("/v1/ids/a%2Fb", "count=%2", "", "", flags=6),
+        "seed-pct-bad": req("/v1/ids/us%zzer", "count=%00", "", "", flags=6, errlen=40),
     }
 
 
@@ -278,6 +281,8 @@ def httpreq_seeds():
         "seed-small-limit": req("GET / HTTP/1.1\r\nHost: example\r\n\r\n", limit=0),
         "seed-at-limit": req("GET / HTTP/1.1\r\nX: 12345\r\n\r\n", limit=28 - 16),
         "seed-big": req("GET / HTTP/1.1\r\nX: " + "v" * 8169 + "\r\n\r\n"),
+        "seed-pct": req("GET /v1%2Fapps/%75ser/%zz/%00?x=%41 HTTP/1.1\r\n\r\n"),
+        "seed-segs": req("GET /1/2/3/4/5/6/7/8 HTTP/1.1\r\n\r\n"),
     }
 
 

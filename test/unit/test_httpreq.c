@@ -758,6 +758,101 @@ static void test_head_len(void)
         CHECK_EQ_U64(R.head_len, 18);
 }
 
+/* ---- httpreq_path_split ---- */
+
+/*
+ * path splits into the segments listed in want ("a|b|": "a", "b", ""), each
+ * NUL-terminated in a heap buffer of exactly strlen(path) + 1 bytes.
+ */
+static void split_is(const char *path, const char *want)
+{
+    size_t n = strlen(path), k = 0;
+    char *pb = unit_copy(NULL, path, n), *out = malloc(n + 1);
+    struct httpreq_path p;
+    enum httpreq_path_status st;
+
+    CHECK(out != NULL);
+    if (out == NULL)
+        return;
+    memset(&p, 0x5a, sizeof(p));
+    st = httpreq_path_split(pb, n, out, &p);
+    CHECK_EQ_U64((uint64_t)(int64_t)st, (uint64_t)HTTPREQ_PATH_OK);
+    if (st == HTTPREQ_PATH_OK) {
+        for (const char *w = want;; k++) {
+            size_t wl = strcspn(w, "|");
+            CHECK(k < p.n);
+            if (k >= p.n)
+                break;
+            CHECK(p.len[k] == wl && memcmp(p.seg[k], w, wl) == 0 && p.seg[k][wl] == '\0');
+            CHECK(p.seg[k] >= out && p.seg[k] + wl < out + n + 1);
+            if (w[wl] == '\0')
+                break;
+            w += wl + 1;
+        }
+        CHECK_EQ_U64(p.n, k + 1);
+    }
+    if (st != HTTPREQ_PATH_OK || p.n != k + 1)
+        fprintf(stderr, "  path '%s' (%d)\n", path, (int)st);
+    free(pb);
+    free(out);
+}
+
+static void split_fails(const char *path, enum httpreq_path_status want)
+{
+    size_t n = strlen(path);
+    char *pb = unit_copy(NULL, path, n), *out = malloc(n + 1);
+    struct httpreq_path p;
+
+    CHECK(out != NULL);
+    if (out != NULL)
+        CHECK_EQ_U64((uint64_t)(int64_t)httpreq_path_split(pb, n, out, &p),
+                     (uint64_t)(int64_t)want);
+    free(pb);
+    free(out);
+}
+
+static void test_path_split(void)
+{
+    split_is("/", "");
+    split_is("/metrics", "metrics");
+    split_is("/v1/ids/user", "v1|ids|user");
+    split_is("/v1/apps/", "v1|apps|");
+    split_is("//x", "|x");
+    split_is("/a//b/", "a||b|");
+    split_is("/%6Detrics", "metrics");
+    split_is("/v1/ids/demo%5Fmono", "v1|ids|demo_mono");
+    split_is("/a%2Fb/c", "a/b|c"); /* a decoded '/' separates nothing */
+    split_is("/a%2fb%2F", "a/b/");
+    split_is("/%25", "%");
+    split_is("/%2525", "%25"); /* decoded once */
+    split_is("/a+b", "a+b");
+    split_is("/%C3%A9", "\xc3\xa9");
+    split_is("/%20", " ");
+    split_is("/1/2/3/4/5/6/7/8", "1|2|3|4|5|6|7|8"); /* HTTPREQ_SEGS_MAX */
+    split_fails("/1/2/3/4/5/6/7/8/9", HTTPREQ_PATH_NONE);
+    split_fails("/1/2/3/4/5/6/7/8/%zz", HTTPREQ_PATH_NONE); /* too many segments, first */
+    split_fails("", HTTPREQ_PATH_NONE);
+    split_fails("x/y", HTTPREQ_PATH_NONE);
+    split_fails("*", HTTPREQ_PATH_NONE);
+    split_fails("/%zz", HTTPREQ_PATH_BAD);
+    split_fails("/%", HTTPREQ_PATH_BAD);
+    split_fails("/a%", HTTPREQ_PATH_BAD);
+    split_fails("/a%4", HTTPREQ_PATH_BAD);
+    split_fails("/a%4/", HTTPREQ_PATH_BAD); /* the escape does not reach into the next segment */
+    split_fails("/%00", HTTPREQ_PATH_BAD);
+    split_fails("/ok/%0", HTTPREQ_PATH_BAD);
+    split_fails("/%G1", HTTPREQ_PATH_BAD);
+    split_fails("/%1G", HTTPREQ_PATH_BAD);
+    split_fails("/% 1", HTTPREQ_PATH_BAD);
+    /* only len bytes are read */
+    {
+        char out[8];
+        struct httpreq_path p;
+        CHECK(httpreq_path_split("/ab%zz", 3, out, &p) == HTTPREQ_PATH_OK);
+        CHECK(p.n == 1 && strcmp(p.seg[0], "ab") == 0);
+    }
+}
+
 int main(void)
 {
     RUN(test_minimal_get);
@@ -778,6 +873,7 @@ int main(void)
     RUN(test_case_insensitive);
     RUN(test_ows_trimmed);
     RUN(test_head_len);
+    RUN(test_path_split);
     free(buf);
     free(orig);
     return unit_done();

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The ID API's edges (issue 22 item 8), against real daemons; curl and raw
+# sockets (Python) as clients:
+#   1. percent-decoding: /v1/ids/demo%5Fmono is demo_mono, count=%31%30 is
+#      10 (query and form body); %zz and %00 are 400 naming the escape
+#      (IDPOOL_BADREQUEST in the path, IDPOOL_BADARG in the query); a
+#      decoded '/' makes no segment (404); the status server decodes with
+#      the same rules (/v1/apps/demo%5Fmono, /v1%2Fapps 404, %zz 400).
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+setup
+require_built idpoolctl "$IDPOOLCTL"
+
+add_app user step=100 max_pool_size=500 max_size_per_times=50
+add_app demo_mono step=100 max_pool_size=500 max_size_per_times=50
+T=$(new_token edge '*') || fail "tokens add edge"
+
+API_PORT=$(free_port)
+HTTP_PORT=$(free_port)
+API=http://127.0.0.1:$API_PORT
+STATUS=http://127.0.0.1:$HTTP_PORT
+BASE=$API
+start_daemon a --tick-ms 50 --reload-ms 300 --api "127.0.0.1:$API_PORT" --http "127.0.0.1:$HTTP_PORT"
+wait_until 5 log_has a "access: 1 API token" || fail "a: tokens not loaded"
+for k in user demo_mono; do
+    wait_until 10 pool_ge "$k" 500 || fail "$k never filled"
+done
+# msg_has ERE: the last answer's body matches.
+msg_has() { grep -qE -- "$1" "$DIR/body" || fail "body does not match '$1': $(what)"; }
+
+# ------------------------------------------------------ 1. decoding ---
+as "$T" /v1/ids/demo%5Fmono
+ids_ok 1 demo_mono >/dev/null
+as "$T" /v1/ids/%75%73%65%72
+ids_ok 1 user >/dev/null
+as "$T" '/v1/ids/user?count=%31%30'
+ids_ok 10 user >/dev/null
+as "$T" '/v1/ids/user?co%75nt=2'
+ids_ok 2 user >/dev/null
+as "$T" -d 'count=%33' /v1/ids/user
+ids_ok 3 user >/dev/null
+as "$T" '/v1/ids/us%zzer'
+is_error 400 IDPOOL_BADREQUEST
+msg_has "bad percent-escape in the path"
+as "$T" '/v1/ids/user%00'
+is_error 400 IDPOOL_BADREQUEST
+for q in 'count=%zz' 'count=%00' 'count=1%' 'co%zznt=1'; do
+    as "$T" "/v1/ids/user?$q"
+    is_error 400 IDPOOL_BADARG
+    msg_has "bad percent-escape in '"
+done
+as "$T" -d 'count=%3' /v1/ids/user
+is_error 400 IDPOOL_BADARG
+msg_has "bad percent-escape"
+for p in /v1/ids/demo%2Fmono /v1%2Fids/user /v1/ids%2Fuser /v1/ids/%2E%2E; do
+    as "$T" --path-as-is "$p"
+    is_error 404 IDPOOL_NOTFOUND
+done
+BASE=$STATUS
+req /v1/apps/demo%5Fmono
+[[ $CODE == 200 ]] && grep -q '"key":"demo_mono"' "$DIR/body" || fail "status /v1/apps/demo%5Fmono: $(what)"
+req /%6Detrics
+[[ $CODE == 200 ]] && grep -q '^idpool_' "$DIR/body" || fail "status /%6Detrics: $(what)"
+req --path-as-is /v1%2Fapps
+[[ $CODE == 404 ]] || fail "status /v1%2Fapps: $(what)"
+req /v1/apps/%zz
+[[ $CODE == 400 ]] && grep -q 'bad percent-escape' "$DIR/body" || fail "status /v1/apps/%zz: $(what)"
+BASE=$API
+pass "1. paths and query values are percent-decoded (segments after the split); %zz and %00 are 400; the status server likewise"
+
+stop_daemon a
+pass "apiedge"
