@@ -115,23 +115,169 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
     return 0;
 }
 
+/* p past optional white space (OWS). */
+static const char *ows(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+static size_t token_len(const char *p)
+{
+    size_t n = 0;
+
+    while (httpreq_tchar((unsigned char)p[n]))
+        n++;
+    return n;
+}
+
+/* The length of the quoted-string at p (p[0] == '"'), or 0 when it is not one. */
+static size_t quoted_len(const char *p)
+{
+    size_t n = 1;
+
+    for (;;) {
+        unsigned char c = (unsigned char)p[n];
+
+        if (c == '"')
+            return n + 1;
+        if (c == '\\') {
+            c = (unsigned char)p[n + 1];
+            if (c != '\t' && (c < 0x20 || c == 0x7f))
+                return 0;
+            n += 2;
+        } else if (c != '\t' && (c < 0x20 || c == 0x7f)) {
+            return 0; /* the end, or a control character */
+        } else {
+            n++;
+        }
+    }
+}
+
+/* A qvalue (RFC 9110 12.4.2) of n bytes at p in thousandths, or -1. */
+static int qvalue(const char *p, size_t n)
+{
+    int q = 0;
+
+    if (n == 0 || (p[0] != '0' && p[0] != '1') || n > 5 || (n > 1 && p[1] != '.'))
+        return -1;
+    for (size_t i = 2; i < 5; i++) {
+        int d = i < n ? p[i] - '0' : 0;
+        if (d < 0 || d > 9)
+            return -1;
+        q = q * 10 + d;
+    }
+    if (p[0] == '1')
+        return q == 0 ? 1000 : -1;
+    return q;
+}
+
+/*
+ * One element of an Accept list at *pp (after its OWS): its media range
+ * (type, subtype) and weight; *pp is then past it (at ',' or the end).
+ * 0, or -1 when it does not parse (*pp at its end all the same).
+ */
+static int accept_element(const char **pp, const char **type, size_t *tl, const char **sub,
+                          size_t *sl, int *q)
+{
+    const char *p = *pp;
+
+    *type = p;
+    *tl = token_len(p);
+    p += *tl;
+    if (*tl == 0 || *p != '/')
+        goto bad;
+    *sub = ++p;
+    *sl = token_len(p);
+    p += *sl;
+    if (*sl == 0 || (**type == '*' && *tl == 1 && !(**sub == '*' && *sl == 1)))
+        goto bad; /* a wildcard type needs a wildcard subtype */
+    *q = 1000;
+    for (;;) {
+        const char *name;
+        size_t nl, vl;
+
+        p = ows(p);
+        if (*p != ';')
+            break;
+        p = ows(p + 1);
+        if (*p == ';' || *p == ',' || *p == '\0')
+            continue; /* an empty parameter */
+        name = p;
+        nl = token_len(p);
+        p += nl;
+        if (nl == 0 || *p != '=')
+            goto bad;
+        p++;
+        vl = *p == '"' ? quoted_len(p) : token_len(p);
+        if (vl == 0)
+            goto bad;
+        if (nl == 1 && (*name == 'q' || *name == 'Q') && (*q = qvalue(p, vl)) < 0)
+            goto bad;
+        p += vl;
+    }
+    if (*p == ',' || *p == '\0') {
+        *pp = p;
+        return 0;
+    }
+bad:
+    /* to the next ',' outside a quoted string */
+    while (*p && *p != ',') {
+        size_t n = *p == '"' ? quoted_len(p) : 0;
+        p += n ? n : 1;
+    }
+    *pp = p;
+    return -1;
+}
+
 enum apireq_fmt apireq_accept(const char *accept)
 {
+    static const struct {
+        const char *type, *sub;
+    } served[2] = {[APIREQ_JSON] = {"application", "json"}, [APIREQ_TEXT] = {"text", "plain"}};
+    int spec[2] = {0, 0}, q[2] = {0, 0}, pos[2] = {0, 0}, any = 0, i = 0;
     const char *p = accept;
 
     while (p && *p) {
-        size_t n;
+        const char *type, *sub;
+        size_t tl, sl;
+        int w;
 
-        p += strspn(p, " \t,");
-        n = strcspn(p, ",;");
-        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-            n--;
-        if (n == 10 && strncasecmp(p, "text/plain", 10) == 0)
-            return APIREQ_TEXT;
-        if (n == 16 && strncasecmp(p, "application/json", 16) == 0)
-            return APIREQ_JSON;
-        p = strchr(p, ',');
+        p = ows(p);
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '\0')
+            break;
+        i++;
+        if (accept_element(&p, &type, &tl, &sub, &sl, &w) < 0)
+            continue;
+        any = 1;
+        for (int f = 0; f < 2; f++) {
+            int s = 0;
+
+            if (tl == 1 && *type == '*')
+                s = 1;
+            else if (tl == strlen(served[f].type) && strncasecmp(type, served[f].type, tl) == 0)
+                s = sl == 1 && *sub == '*'                                                    ? 2
+                    : sl == strlen(served[f].sub) && strncasecmp(sub, served[f].sub, sl) == 0 ? 3
+                                                                                              : 0;
+            if (s > spec[f]) {
+                spec[f] = s;
+                q[f] = w;
+                pos[f] = i;
+            }
+        }
     }
+    if (!any)
+        return APIREQ_JSON;
+    if (q[APIREQ_JSON] == 0 && q[APIREQ_TEXT] == 0)
+        return APIREQ_NONE;
+    if (q[APIREQ_TEXT] > q[APIREQ_JSON] ||
+        (q[APIREQ_TEXT] == q[APIREQ_JSON] && pos[APIREQ_TEXT] < pos[APIREQ_JSON]))
+        return APIREQ_TEXT;
     return APIREQ_JSON;
 }
 

@@ -20,7 +20,8 @@
 #define APIREQ_PATH    "/v1/ids/"
 #define APIREQ_ERR_MAX 160
 
-enum apireq_fmt { APIREQ_JSON, APIREQ_TEXT };
+/* An answer's format; APIREQ_NONE: the client accepts neither (406). */
+enum apireq_fmt { APIREQ_JSON, APIREQ_TEXT, APIREQ_NONE };
 
 #define APIREQ_PATH_MAX 256 /* bytes of a path at most: a longer one names nothing */
 
@@ -49,9 +50,17 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
     __attribute__((warn_unused_result));
 
 /*
- * The answer's format from an Accept header (NULL: absent): the first of
- * text/plain and application/json that the header lists decides; anything
- * else (a wildcard, neither) means JSON. q-values are not weighed.
+ * The answer's format from an Accept header (NULL: absent), weighed as RFC
+ * 9110 12.5.1 says: application/json and text/plain each get the weight
+ * (q=0 to 1, 1 when not given) of the most specific media range that
+ * matches it ("text/plain", then "text" with the subtype "*", then "*" with
+ * the subtype "*"; the first of equally specific ones; parameters other
+ * than q are not compared), 0 when none
+ * does. The higher weight wins; between equal ones the type whose range
+ * comes first in the header, then JSON (the server's preference). Both 0:
+ * APIREQ_NONE (406). Elements that do not parse (no type/subtype, a bad
+ * q, a bad parameter) are ignored; a header with none that parses, or
+ * none at all, accepts anything: JSON.
  */
 enum apireq_fmt apireq_accept(const char *accept);
 

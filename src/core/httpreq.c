@@ -5,8 +5,7 @@
 
 #include "text.h"
 
-/* tchar of RFC 9110 5.6.2 */
-static int is_tchar(unsigned char c)
+int httpreq_tchar(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
@@ -50,7 +49,7 @@ static enum httpreq_status request_line(char *line, struct httpreq *r, int *code
     char *p = line, *sp;
 
     r->method = p;
-    while (is_tchar((unsigned char)*p))
+    while (httpreq_tchar((unsigned char)*p))
         p++;
     if (p == line || *p != ' ')
         return bad(code, err, 400,
@@ -118,7 +117,7 @@ enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct
             break; /* the empty line */
         if (*line == ' ' || *line == '\t')
             return bad(code, err, 400, "folded header line (obs-fold)");
-        for (colon = line; is_tchar((unsigned char)*colon); colon++)
+        for (colon = line; httpreq_tchar((unsigned char)*colon); colon++)
             ;
         if (colon == line || *colon != ':')
             return bad(code, err, 400, "malformed header line (expected name: value)");

@@ -48,6 +48,9 @@ enum httpreq_status {
 enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct httpreq *r,
                                   int *code, const char **err) __attribute__((warn_unused_result));
 
+/* 1 when c may be part of a token (tchar, RFC 9110 5.6.2): a method, a header name. */
+int httpreq_tchar(unsigned char c);
+
 /* Segments of a path at most: a longer path names nothing served. */
 #define HTTPREQ_SEGS_MAX 8
 

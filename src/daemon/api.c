@@ -635,6 +635,12 @@ static void on_request(struct apihttp_req *req, void *arg)
         return;
     }
     fmt = apireq_accept(req->accept);
+    if (fmt == APIREQ_NONE) {
+        fail(a, req, TR_NOTACCEPTABLE, 0, NULL,
+             "the Accept header allows neither application/json nor text/plain (errors are "
+             "JSON whatever it says)");
+        return;
+    }
     x = app_get(a, key, keylen);
     if (x == NULL) {
         fail(a, req, TR_INTERNAL, 0, NULL, "out of memory");

@@ -16,6 +16,8 @@
  *   404  IDPOOL_NOAPP unknown or not served application (for a token that
  *        may see it); IDPOOL_NOTFOUND another path
  *   405  IDPOOL_METHOD another method (Allow: GET, POST)
+ *   406  IDPOOL_NOTACCEPTABLE an Accept header that allows neither
+ *        application/json nor text/plain (apireq_accept: q-values weighed)
  *   429  IDPOOL_RATE max_size_per_second reached (Retry-After)
  *   503  IDPOOL_EMPTY pool dry, IDPOOL_EPOCH not yet re-validated,
  *        IDPOOL_UNAVAILABLE Redis unreachable or refusing, no limits in
@@ -55,7 +57,7 @@ enum api_auth {
 
 /* Counters for /metrics. */
 struct api_stats {
-    uint64_t requests[14];              /* by status, in API_CODES order */
+    uint64_t requests[15];              /* by status, in API_CODES order */
     uint64_t auth_failures[API_AUTH_N]; /* by enum api_auth */
     uint64_t ids;                       /* IDs handed out */
     uint64_t takes;                     /* idpool_take calls (buffer fills) */
@@ -67,7 +69,7 @@ struct api_stats {
 /* The status codes counted, in struct api_stats order. */
 #define API_CODES                                                                                  \
     {                                                                                              \
-        200, 400, 401, 403, 404, 405, 429, 500, 503, 408, 411, 413, 431, 505                       \
+        200, 400, 401, 403, 404, 405, 429, 500, 503, 408, 411, 413, 431, 505, 406                  \
     }
 
 /*

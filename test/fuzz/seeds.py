@@ -244,6 +244,11 @@ def apireq_seeds():
         "seed-pct": req("/%76%31/ids/demo%5Fmono", "co%75nt=%31%30", "", "Bearer x", ids=[7]),
         "seed-pct-slash": req("/v1/ids/a%2Fb", "count=%2", "", "", flags=6),
         "seed-pct-bad": req("/v1/ids/us%zzer", "count=%00", "", "", flags=6, errlen=40),
+        "seed-accept-q": req("/v1/ids/a", "", "text/plain;q=0.5, application/json;q=0.501",
+                             "", flags=4),
+        "seed-accept-none": req("/v1/ids/a", "", "application/xml, text/plain;Q=0", "", flags=4),
+        "seed-accept-quoted": req("/v1/ids/a", "", 'text/*;x="a,\\"b";q=1.0, */*;q=0.', "",
+                                  flags=4),
     }
 
 

@@ -6,6 +6,9 @@
 #      (IDPOOL_BADREQUEST in the path, IDPOOL_BADARG in the query); a
 #      decoded '/' makes no segment (404); the status server decodes with
 #      the same rules (/v1/apps/demo%5Fmono, /v1%2Fapps 404, %zz 400).
+#   2. Accept: q-values weighed (text/plain;q=0.5, application/json is
+#      JSON), wildcards, 406 IDPOOL_NOTACCEPTABLE when neither type is
+#      acceptable; counted in idpool_api_requests_total{code="406"}.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -67,6 +70,33 @@ req /v1/apps/%zz
 [[ $CODE == 400 ]] && grep -q 'bad percent-escape' "$DIR/body" || fail "status /v1/apps/%zz: $(what)"
 BASE=$API
 pass "1. paths and query values are percent-decoded (segments after the split); %zz and %00 are 400; the status server likewise"
+
+# ------------------------------------------------------- 2. Accept ---
+# accept_gives ACCEPT json|text: a 200 in that format for that Accept header.
+accept_gives() {
+    as "$T" -H "Accept: $1" /v1/ids/user
+    [[ $CODE == 200 ]] || fail "Accept: $1: $(what)"
+    case $2 in
+    json) [[ $(header Content-Type) == application/json* ]] && grep -q '"ids":\["' "$DIR/body" ;;
+    text) [[ $(header Content-Type) == text/plain* ]] && grep -qxE '[0-9]+' "$DIR/body" ;;
+    esac || fail "Accept: $1: expected $2, got $(what)"
+}
+accept_gives 'text/plain;q=0.5, application/json' json
+accept_gives 'application/json;q=0.2, text/plain;q=0.8' text
+accept_gives 'text/plain;q=0.7, application/json;q=0.7' text
+accept_gives 'application/json, text/plain' json
+accept_gives 'text/*' text
+accept_gives 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' json
+accept_gives 'application/json;q=0, */*' text
+for h in 'application/xml' 'text/plain;q=0' 'application/json;q=0, text/plain;q=0' 'image/*'; do
+    as "$T" -H "Accept: $h" /v1/ids/user
+    is_error 406 IDPOOL_NOTACCEPTABLE
+done
+pass "2. Accept: q-values weighed (text/plain;q=0.5, application/json is JSON), wildcards; nothing acceptable is 406"
+
+# metric NAME: its value on the status server's /metrics.
+metric() { curl -sS --max-time 5 "$STATUS/metrics" | sed -n "s/^$1 //p"; }
+assert_ge "$(metric 'idpool_api_requests_total{code="406"}')" 4 'idpool_api_requests_total{code="406"}'
 
 stop_daemon a
 pass "apiedge"

@@ -320,38 +320,105 @@ static void test_count_messages(void)
 
 /* ---- apireq_accept ---- */
 
+/* accept gives format want (J: JSON, T: text, N: none). */
+static void accept_is(const char *accept, char want)
+{
+    enum apireq_fmt f = apireq_accept(accept);
+    char got = f == APIREQ_JSON ? 'J' : f == APIREQ_TEXT ? 'T' : f == APIREQ_NONE ? 'N' : '?';
+
+    CHECK(got == want);
+    if (got != want)
+        fprintf(stderr, "  Accept: %s -> %c, expected %c\n", accept ? accept : "(none)", got, want);
+}
+
 static void test_accept(void)
 {
-    CHECK(apireq_accept(NULL) == APIREQ_JSON);
-    CHECK(apireq_accept("") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("application/json") == APIREQ_JSON);
-    CHECK(apireq_accept("application/json, text/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plain, application/json") == APIREQ_TEXT);
-    /* q-values are not weighed: the first listed decides */
-    CHECK(apireq_accept("text/plain;q=0.5, application/json") == APIREQ_TEXT);
-    CHECK(apireq_accept("application/json;q=0, text/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plain; charset=utf-8") == APIREQ_TEXT);
-    CHECK(apireq_accept("text/plain ; q=1") == APIREQ_TEXT);
-    CHECK(apireq_accept("*/*") == APIREQ_JSON);
-    CHECK(apireq_accept("text/*") == APIREQ_JSON);
-    CHECK(apireq_accept("*/*, text/plain") == APIREQ_TEXT); /* wildcards do not decide */
-    CHECK(apireq_accept("text/html, text/plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("text/html,application/xml;q=0.9,*/*;q=0.8") == APIREQ_JSON);
-    CHECK(apireq_accept("TEXT/PLAIN") == APIREQ_TEXT);
-    CHECK(apireq_accept("Text/Plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("APPLICATION/JSON, text/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("  text/plain  ") == APIREQ_TEXT);
-    CHECK(apireq_accept("\ttext/plain\t,") == APIREQ_TEXT);
-    CHECK(apireq_accept(",,, ,text/plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("text/plainx") == APIREQ_JSON);
-    CHECK(apireq_accept("xtext/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plai") == APIREQ_JSON);
-    CHECK(apireq_accept("text / plain") == APIREQ_JSON);
-    CHECK(apireq_accept("foo;text/plain") == APIREQ_JSON); /* a parameter, not a type */
-    CHECK(apireq_accept("garbage") == APIREQ_JSON);
-    CHECK(apireq_accept(";;;,,,;") == APIREQ_JSON);
-    CHECK(apireq_accept("\x01\xff") == APIREQ_JSON);
+    accept_is(NULL, 'J');
+    accept_is("", 'J');
+    accept_is("text/plain", 'T');
+    accept_is("application/json", 'J');
+    /* equal weights: the first listed, then JSON */
+    accept_is("application/json, text/plain", 'J');
+    accept_is("text/plain, application/json", 'T');
+    accept_is("text/plain; charset=utf-8", 'T');
+    accept_is("text/plain ; q=1", 'T');
+    accept_is("*/*", 'J');
+    accept_is("text/*", 'T');
+    accept_is("application/*", 'J');
+    accept_is("*/*, text/plain", 'J'); /* both weigh 1: JSON's range comes first */
+    accept_is("text/html, text/plain", 'T');
+    accept_is("text/html,application/xml;q=0.9,*/*;q=0.8", 'J'); /* a browser's */
+    accept_is("TEXT/PLAIN", 'T');
+    accept_is("Text/Plain", 'T');
+    accept_is("APPLICATION/JSON, text/plain", 'J');
+    accept_is("  text/plain  ", 'T');
+    accept_is("\ttext/plain\t,", 'T');
+    accept_is(",,, ,text/plain", 'T');
+    accept_is("text/plain,", 'T');
+}
+
+/* q-values are weighed (issue 22 item 8). */
+static void test_accept_q(void)
+{
+    accept_is("text/plain;q=0.5, application/json", 'J');
+    accept_is("text/plain;q=0.5, application/json;q=0.4", 'T');
+    accept_is("application/json;q=0.5, text/plain;q=0.501", 'T');
+    accept_is("application/json;q=0, text/plain", 'T');
+    accept_is("application/json;q=0.0, text/plain;q=0.001", 'T');
+    accept_is("text/plain;Q=0.2, application/json;q=0.1", 'T'); /* Q: case-insensitive */
+    accept_is("text/plain;q=1.0, application/json;q=1.000", 'T');
+    accept_is("text/plain;q=0.7, application/json;q=0.7", 'T'); /* a tie: the first listed */
+    accept_is("application/json;q=0.7, text/plain;q=0.7", 'J');
+    accept_is("text/plain ; q=0.3 , application/json ; q=0.2", 'T');
+    accept_is("text/plain;charset=utf-8;q=0.3, application/json;q=0.2", 'T');
+    accept_is("text/plain;q=0.3;level=1, application/json;q=0.2", 'T');         /* after q */
+    accept_is("text/plain;foo=\"a,b;q=0\";q=0.9, application/json;q=0.5", 'T'); /* quoted */
+    accept_is("text/plain;foo=\"a\\\"b\";q=0.9, application/json;q=0.5", 'T');  /* \" inside */
+    accept_is("text/plain;;q=0.9;, application/json;q=0.5", 'T'); /* empty parameters */
+    /* the most specific range decides a type's weight, wherever it is */
+    accept_is("*/*;q=0.1, text/plain", 'T');
+    accept_is("text/plain, */*;q=0.1", 'T');
+    accept_is("*/*;q=0.9, application/json;q=0.1", 'T'); /* text/plain by the wildcard */
+    accept_is("text/*;q=0.9, text/plain;q=0.1, application/json;q=0.5", 'J');
+    accept_is("text/plain;q=0.1, text/*;q=0.9, application/json;q=0.5", 'J');
+    accept_is("text/plain;q=0.1, text/plain;q=0.9, application/json;q=0.5", 'J'); /* first */
+    accept_is("application/*;q=0.2, */*;q=0.9", 'T');
+    /* nothing acceptable: 406 */
+    accept_is("text/plain;q=0", 'N');
+    accept_is("application/json;q=0, text/plain;q=0", 'N');
+    accept_is("application/xml", 'N');
+    accept_is("text/html", 'N');
+    accept_is("image/*", 'N');
+    accept_is("*/*;q=0", 'N');
+    accept_is("*/*;q=0, text/html", 'N');
+    accept_is("text/plainx", 'N');
+    accept_is("application/json;q=0, */*", 'T'); /* json excluded, the rest welcome */
+    accept_is("text/*;q=0, */*;q=0.5", 'J');
+    /* elements that do not parse are ignored */
+    accept_is("text/plain;q=2, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=1.001, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=0.1234, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=.5, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=x, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=-1, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=01, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=0.5x, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=\"0.5\", application/json;q=0.1", 'J'); /* quoted: not a qvalue */
+    accept_is("text/plain;x, application/json;q=0.1", 'J');
+    accept_is("text/plain;foo=\"open, application/json;q=0.1", 'J'); /* one element, open */
+    accept_is("text/plain x, application/json;q=0.1", 'J');
+    accept_is("*/plain, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=0.5 junk, application/json;q=0.1", 'J');
+    /* a header where nothing parses is no header: anything goes */
+    accept_is("text / plain", 'J');
+    accept_is("foo;text/plain", 'J');
+    accept_is("garbage", 'J');
+    accept_is(";;;,,,;", 'J');
+    accept_is("\x01\xff", 'J');
+    accept_is("text/plain;q=2", 'J');
+    accept_is("xtext/plain", 'N'); /* parses: a type nobody serves */
+    accept_is("text/plai", 'N');
 }
 
 /* ---- apireq_bearer ---- */
@@ -835,6 +902,7 @@ int main(void)
     RUN(test_count_decoded);
     RUN(test_count_messages);
     RUN(test_accept);
+    RUN(test_accept_q);
     RUN(test_bearer);
     RUN(test_u64);
     RUN(test_body_json);
