@@ -131,8 +131,10 @@ enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct
             ve--;
         *ve = '\0';
         if (strcasecmp(line, "authorization") == 0) {
-            if (!r->authz)
-                r->authz = v;
+            /* Which one would the client mean? Neither is guessed (a proxy may have added one). */
+            if (r->authz)
+                return bad(code, err, 400, "more than one Authorization header");
+            r->authz = v;
         } else if (strcasecmp(line, "accept") == 0) {
             if (!r->accept)
                 r->accept = v;

@@ -9,7 +9,7 @@
  * request line or header line, a line folded onto the previous one
  * (obs-fold), another HTTP version (505), a head longer than the limit
  * (431), Transfer-Encoding (411: bodies must have a Content-Length), a bad
- * or conflicting Content-Length (400).
+ * or conflicting Content-Length, more than one Authorization (400).
  *
  * And the path of a request target, split into percent-decoded segments
  * (httpreq_path_split), which both of the daemon's servers route on.
@@ -25,7 +25,7 @@ struct httpreq {
     const char *method;      /* "GET", ... */
     const char *target;      /* as sent: "/v1/ids/user?count=5" */
     int minor;               /* HTTP/1.<minor>: 0 or 1 */
-    const char *authz;       /* Authorization (the first), or NULL */
+    const char *authz;       /* Authorization (only one is accepted), or NULL */
     const char *accept;      /* Accept (the first), or NULL */
     const char *ctype;       /* Content-Type, or NULL */
     uint64_t content_length; /* 0 when absent */

@@ -154,8 +154,9 @@ static int ref_parse(const char *d, size_t len, size_t max_head, struct ref *r)
         for (ve = n; ve > v && ows(l[ve - 1]); ve--)
             ;
         if (fz_case_eq(l, name, "authorization")) {
-            if (!r->authz.s)
-                r->authz = (struct span){l + v, ve - v};
+            if (r->authz.s)
+                return ref_bad(r, 400);
+            r->authz = (struct span){l + v, ve - v};
         } else if (fz_case_eq(l, name, "accept")) {
             if (!r->accept.s)
                 r->accept = (struct span){l + v, ve - v};

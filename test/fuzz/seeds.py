@@ -288,6 +288,8 @@ def httpreq_seeds():
         "seed-big": req("GET / HTTP/1.1\r\nX: " + "v" * 8169 + "\r\n\r\n"),
         "seed-pct": req("GET /v1%2Fapps/%75ser/%zz/%00?x=%41 HTTP/1.1\r\n\r\n"),
         "seed-segs": req("GET /1/2/3/4/5/6/7/8 HTTP/1.1\r\n\r\n"),
+        "seed-two-authz": req("GET / HTTP/1.1\r\nAuthorization: Bearer a\r\n"
+                              "authorization: Bearer b\r\n\r\n"),
     }
 
 

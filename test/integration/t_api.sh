@@ -436,6 +436,7 @@ pass "TLS: https with --cacert (curl, Python), plain HTTP fails, a mismatched ke
 # headers above 8 KiB, a body above 1 KiB
 python3 - "$API_PORT" "$T1" >"$DIR/big.out" <<'EOF' || fail "oversized requests: $(cat "$DIR/big.out")"
 import socket, sys
+from harness import read_all
 port, tok = int(sys.argv[1]), sys.argv[2]
 def send(raw):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -443,17 +444,8 @@ def send(raw):
         s.sendall(raw)
     except OSError:
         pass
-    data = b""
-    try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except OSError as e:
-        if not data:
-            return "closed (%s)" % e
-    return data.split(b"\r\n", 1)[0].decode(errors="replace") if data else "closed"
+    data, how = read_all(s)
+    return data.split(b"\r\n", 1)[0].decode(errors="replace") if data else "closed (%s)" % how
 auth = ("Authorization: Bearer %s\r\n" % tok).encode()
 big_hdr = b"GET /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth + b"X-Big: " + b"a" * 9000 + b"\r\n\r\n"
 many = b"GET /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth + b"".join(b"X-%d: %s\r\n" % (i, b"b" * 90) for i in range(100)) + b"\r\n"

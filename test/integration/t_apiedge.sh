@@ -9,6 +9,8 @@
 #   2. Accept: q-values weighed (text/plain;q=0.5, application/json is
 #      JSON), wildcards, 406 IDPOOL_NOTACCEPTABLE when neither type is
 #      acceptable; counted in idpool_api_requests_total{code="406"}.
+#   3. two Authorization headers (even one token twice): 400
+#      IDPOOL_BADREQUEST naming them, the connection closed.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -93,6 +95,33 @@ for h in 'application/xml' 'text/plain;q=0' 'application/json;q=0, text/plain;q=
     is_error 406 IDPOOL_NOTACCEPTABLE
 done
 pass "2. Accept: q-values weighed (text/plain;q=0.5, application/json is JSON), wildcards; nothing acceptable is 406"
+
+# ----------------------------------------------- 3. Authorization twice ---
+# raw PORT REQUEST: the request (printf's format: \r\n...) sent as is on one
+# connection; the answer, as read until the server closes, in $DIR/raw
+# ("(reset)" appended when the server reset the connection, "(open)" when it
+# kept it open for 3 s: harness.read_all).
+raw() {
+    # shellcheck disable=SC2059 # the request is the format
+    printf "$2" >"$DIR/req"
+    "$PYTHON" - "$1" "$DIR/req" "$DIR/raw" <<'EOF'
+import socket, sys
+from harness import read_all
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
+s.sendall(open(sys.argv[2], "rb").read())
+data, how = read_all(s)
+open(sys.argv[3], "wb").write(data + (b"" if how == "closed" else b"(%s)" % how.encode()))
+EOF
+}
+# raw_has ERE WHAT: the last raw answer matches (grep -E), else a failure naming WHAT.
+raw_has() { grep -qE -- "$1" "$DIR/raw" || fail "$2: $(redact "$(head -c 600 "$DIR/raw")")"; }
+for second in "Bearer idp_other" "Bearer $T"; do
+    raw "$API_PORT" "GET /v1/ids/user HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $T\r\nAuthorization: $second\r\n\r\n"
+    raw_has '^HTTP/1.1 400 ' "two Authorization headers"
+    raw_has '"error":"IDPOOL_BADREQUEST","message":"more than one Authorization header"' "two Authorization headers"
+    raw_has '^Connection: close' "two Authorization headers: not closed"
+done
+pass "3. two Authorization headers: 400 IDPOOL_BADREQUEST 'more than one Authorization header', closed"
 
 # metric NAME: its value on the status server's /metrics.
 metric() { curl -sS --max-time 5 "$STATUS/metrics" | sed -n "s/^$1 //p"; }

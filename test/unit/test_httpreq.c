@@ -660,20 +660,36 @@ static void test_expect(void)
 static void test_first_kept(void)
 {
     if (ok("GET / HTTP/1.1\r\nAuthorization: Bearer first\r\nAccept: text/plain\r\n"
-           "Authorization: Bearer second\r\nAccept: application/json\r\n"
-           "authorization: Bearer third\r\n\r\n")) {
+           "Accept: application/json\r\n\r\n")) {
         CHECK_STR(R.authz, "Bearer first");
         CHECK_STR(R.accept, "text/plain");
         CHECK(R.authz > buf && R.authz < buf + 40);
     }
     /* an empty first one is still the first */
-    if (ok("GET / HTTP/1.1\r\nAccept:\r\nAccept: text/plain\r\nAuthorization: \r\n"
-           "Authorization: Bearer x\r\n\r\n")) {
+    if (ok("GET / HTTP/1.1\r\nAccept:\r\nAccept: text/plain\r\nAuthorization: \r\n\r\n")) {
         CHECK_STR(R.accept, "");
         CHECK_STR(R.authz, "");
     }
     if (ok("GET / HTTP/1.1\r\nContent-Type: text/plain\r\n\r\n"))
         CHECK_STR(R.ctype, "text/plain");
+}
+
+/* Two Authorization headers: 400, whatever they hold (issue 22 item 8). */
+static void test_two_authorizations(void)
+{
+    bad("GET / HTTP/1.1\r\nAuthorization: Bearer first\r\nAccept: text/plain\r\n"
+        "Authorization: Bearer second\r\n\r\n",
+        400, "more than one Authorization header");
+    bad("GET / HTTP/1.1\r\nAuthorization: Bearer x\r\nauthorization: Bearer x\r\n\r\n", 400,
+        "more than one Authorization");
+    bad("GET / HTTP/1.1\r\nAuthorization:\r\nAUTHORIZATION: Bearer x\r\n\r\n", 400,
+        "more than one Authorization");
+    /* an incomplete head is not judged yet */
+    more("GET / HTTP/1.1\r\nAuthorization: a\r\nAuthorization: b\r\n");
+    /* other names are other fields */
+    if (ok("GET / HTTP/1.1\r\nAuthorization: a\r\nProxy-Authorization: b\r\n"
+           "X-Authorization: c\r\n\r\n"))
+        CHECK_STR(R.authz, "a");
 }
 
 static void test_case_insensitive(void)
@@ -870,6 +886,7 @@ int main(void)
     RUN(test_transfer_encoding);
     RUN(test_expect);
     RUN(test_first_kept);
+    RUN(test_two_authorizations);
     RUN(test_case_insensitive);
     RUN(test_ows_trimmed);
     RUN(test_head_len);
