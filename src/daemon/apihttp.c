@@ -76,6 +76,7 @@ struct conn {
     int reading;                /* rev is armed (see conn_read_update) */
     int write_wants_read;       /* a TLS write waits for the socket to be readable */
     int head_req;               /* the current request is HEAD: no body in its answer */
+    int plain_on_tls;           /* plain HTTP came to the TLS port: read as such, answered 400 */
     int keep_alive;             /* the current request keeps the connection */
     enum phase phase;           /* what is due by deadline_ms */
     uint64_t deadline_ms;       /* see enum phase; not while busy */
@@ -107,6 +108,7 @@ struct apihttp {
     uint64_t refused[600];             /* requests refused here (not parsed), by status */
     struct http_burst close_log[HTTP_CLOSE_COUNT];
     struct http_burst accept_log;
+    struct http_burst plain_log; /* plain HTTP to the TLS port */
 };
 
 static void conn_free(struct conn *c);
@@ -327,19 +329,37 @@ static int queue_answer(struct conn *c, int code, const char *ctype, const char 
     return 0;
 }
 
-/* Refuse what cannot be parsed: a JSON error, then close. 1 when c was freed. */
+/*
+ * Refuse what cannot be parsed: a JSON error, then close. A request in
+ * plain HTTP to the TLS port, whatever it was, gets nginx's 400 in plain
+ * text instead (the client reads no JSON error it did not expect to be
+ * HTTP). 1 when c was freed.
+ */
 static int refuse(struct conn *c, int code, const char *msg)
 {
+    static const char plain[] = "The plain HTTP request was sent to HTTPS port\n";
     char body[256];
     int n = snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}\n",
                      takereply_name(TR_BADREQUEST), msg);
+    const char *ctype = CTYPE_JSON;
 
     c->keep_alive = 0;
     c->close_after = 1;
     c->in_len = 0;
+    if (c->plain_on_tls) {
+        uint64_t k;
+
+        code = 400;
+        ctype = "text/plain; charset=utf-8";
+        n = snprintf(body, sizeof(body), "%s", plain);
+        if (http_burst_due(&c->srv->plain_log, &k))
+            log_info("%s: plain HTTP from %s to the TLS port, answered 400; %" PRIu64
+                     " such since the last message",
+                     c->srv->name, c->peer_name, k);
+    }
     if (code >= 0 && code < (int)(sizeof(c->srv->refused) / sizeof(c->srv->refused[0])))
         c->srv->refused[code]++;
-    if (queue_answer(c, code, CTYPE_JSON, NULL, body, (size_t)n) < 0)
+    if (queue_answer(c, code, ctype, NULL, body, (size_t)n) < 0)
         c->dead = 1;
     return flush(c);
 }
@@ -422,6 +442,10 @@ static void process(struct conn *c)
             }
             break;
         }
+        if (c->plain_on_tls) { /* the whole request is in: answered without a reset */
+            (void)refuse(c, 400, NULL);
+            break;
+        }
         c->busy = 1;
         c->req.method = c->head.method;
         c->req.target = c->head.target;
@@ -481,9 +505,21 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     }
     if (c->in == NULL) { /* made for the first bytes: an idle connection costs no buffer */
         char b;
-        if (!c->ssl && recv(c->fd, &b, 1, MSG_PEEK) < 0 &&
-            (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        ssize_t r = recv(c->fd, &b, 1, MSG_PEEK);
+
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
+        /*
+         * A TLS connection starts with a handshake record (0x16; an SSLv2
+         * hello has the high bit set). Anything else is read as plain
+         * HTTP, to be answered so (refuse) rather than with a reset, as
+         * nginx does.
+         */
+        if (r == 1 && c->ssl && (unsigned char)b != 0x16 && !((unsigned char)b & 0x80)) {
+            SSL_free(c->ssl);
+            c->ssl = NULL;
+            c->plain_on_tls = 1;
+        }
         if ((c->in = malloc(cap)) == NULL) {
             c->dead = 1;
             conn_read_update(c);

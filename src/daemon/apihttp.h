@@ -16,7 +16,9 @@
  * (431), a body of max_body bytes (413), Content-Length only (411 for
  * Transfer-Encoding), HTTP/1.0 and 1.1 (505); each refused with a JSON
  * error and the connection closed. TLS (OpenSSL, TLS 1.2+) when cert and
- * key are set.
+ * key are set; a connection whose first byte cannot start a TLS handshake
+ * is read as plain HTTP and answered nginx's plain-text 400 ("The plain
+ * HTTP request was sent to HTTPS port").
  *
  * Who is held up by whom (each closing counted by reason, HTTP_CLOSES in
  * status.h, and logged once per burst with the peer's address):

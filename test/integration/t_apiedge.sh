@@ -11,6 +11,9 @@
 #      acceptable; counted in idpool_api_requests_total{code="406"}.
 #   3. two Authorization headers (even one token twice): 400
 #      IDPOOL_BADREQUEST naming them, the connection closed.
+#   4. plain HTTP to the TLS port: once the request is read, nginx's 400 in
+#      plain text ("The plain HTTP request was sent to HTTPS port"), then
+#      close; no reset, also with a body; logged; https still served.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -123,9 +126,37 @@ for second in "Bearer idp_other" "Bearer $T"; do
 done
 pass "3. two Authorization headers: 400 IDPOOL_BADREQUEST 'more than one Authorization header', closed"
 
+# ------------------------------------------ 4. plain HTTP to the TLS port ---
+command -v openssl >/dev/null 2>&1 || fail "openssl is not installed"
+openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
+    fail "openssl req: $(cat "$DIR/openssl.out")"
+TLS_PORT=$(free_port)
+start_daemon tls --tick-ms 50 --reload-ms 300 --refill off --api "127.0.0.1:$TLS_PORT" \
+    --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key"
+wait_until 5 log_has tls "access: 1 API token" || fail "tls: tokens not loaded"
+for r in "GET /v1/ids/user HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $T\r\n\r\n" \
+    "POST /v1/ids/user HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\ncount=2" \
+    "GET / HTTP/1.0\r\n\r\n" "nonsense\r\n\r\n"; do
+    raw "$TLS_PORT" "$r"
+    raw_has '^HTTP/1.1 400 Bad Request' "plain HTTP to the TLS port"
+    raw_has '^Content-Type: text/plain' "plain HTTP to the TLS port: not text/plain"
+    raw_has '^The plain HTTP request was sent to HTTPS port$' "plain HTTP to the TLS port: body"
+    raw_has '^Connection: close' "plain HTTP to the TLS port: not closed"
+    ! grep -qE '\((reset|open)\)$' "$DIR/raw" || fail "plain HTTP to the TLS port: $(tail -c 20 "$DIR/raw")"
+done
+wait_until 2 log_has tls 'api: plain HTTP from 127\.0\.0\.1:[0-9]+ to the TLS port, answered 400' ||
+    fail "tls: plain HTTP not logged"
+BASE=https://127.0.0.1:$TLS_PORT
+as "$T" --cacert "$DIR/tls.crt" '/v1/ids/user?count=2'
+ids_ok 2 user >/dev/null
+BASE=$API
+pass "4. plain HTTP to the TLS port: nginx's plain-text 400 once the request is read (no reset), logged; https still served"
+
 # metric NAME: its value on the status server's /metrics.
 metric() { curl -sS --max-time 5 "$STATUS/metrics" | sed -n "s/^$1 //p"; }
 assert_ge "$(metric 'idpool_api_requests_total{code="406"}')" 4 'idpool_api_requests_total{code="406"}'
 
+stop_daemon tls
 stop_daemon a
 pass "apiedge"
