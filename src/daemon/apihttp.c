@@ -842,7 +842,12 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Every SWEEP_MS: close the connections past their deadline (not those
- * being answered); one that sent part of a request gets a 408 first.
+ * being answered). One whose request is due gets a 408 first: it sent
+ * part of one, or it is new and sent nothing (a slow client is told, as
+ * RFC 9110 15.5.9 has it; but not while its TLS handshake is unfinished,
+ * when nothing can be said). A kept-alive connection idle between
+ * requests is closed without one: a 408 there could cross the client's
+ * next request and be read as its answer.
  */
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
@@ -863,7 +868,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         if (c->busy || now < c->deadline_ms)
             continue;
         count_close(s, why[c->phase], (struct sockaddr *)&c->sa, c->salen);
-        if ((c->phase == P_HEAD || c->phase == P_BODY) && c->in_len > 0 &&
+        if ((c->phase == P_HEAD || c->phase == P_BODY) &&
+            (c->in_len > 0 || !c->ssl || SSL_is_init_finished(c->ssl)) &&
             refuse(c, 408, "the request did not arrive in time"))
             continue; /* written, and freed */
         conn_free(c); /* whatever could not be written at once is dropped */

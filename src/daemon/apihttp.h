@@ -24,8 +24,10 @@
  * status.h, and logged once per burst with the peer's address):
  *  - a request head must be whole within head_timeout_ms of the accept (or
  *    of its first byte, on a kept-alive connection), its body within
- *    timeout_ms of the head: else 408 (where something was sent) and close;
- *    an idle connection is closed timeout_ms after its last answer;
+ *    timeout_ms of the head: else 408 and close (also on a new connection
+ *    that sent nothing, once its TLS handshake, if any, is done); an idle
+ *    kept-alive connection is closed timeout_ms after its last answer,
+ *    without a 408 (it could cross the client's next request);
  *  - a peer that does not read its answers is not read from either (no
  *    more than 64 KiB of answers wait), and is closed timeout_ms later;
  *  - at most max_per_addr connections per peer address (more are closed at

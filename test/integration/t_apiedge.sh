@@ -14,6 +14,11 @@
 #   4. plain HTTP to the TLS port: once the request is read, nginx's 400 in
 #      plain text ("The plain HTTP request was sent to HTTPS port"), then
 #      close; no reset, also with a body; logged; https still served.
+#   5. slow clients (http-head-timeout-ms 500, http-timeout-ms 1000): a new
+#      connection that sends nothing, part of a head or part of a body gets
+#      408 and is closed, over TLS too once the handshake is done; a
+#      kept-alive connection idle after an answer, or a TLS one before its
+#      handshake, is closed without a word; counted under code 408.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -28,7 +33,8 @@ HTTP_PORT=$(free_port)
 API=http://127.0.0.1:$API_PORT
 STATUS=http://127.0.0.1:$HTTP_PORT
 BASE=$API
-start_daemon a --tick-ms 50 --reload-ms 300 --api "127.0.0.1:$API_PORT" --http "127.0.0.1:$HTTP_PORT"
+SLOW=(--http-head-timeout-ms 500 --http-timeout-ms 1000)
+start_daemon a --tick-ms 50 --reload-ms 300 --api "127.0.0.1:$API_PORT" --http "127.0.0.1:$HTTP_PORT" "${SLOW[@]}"
 wait_until 5 log_has a "access: 1 API token" || fail "a: tokens not loaded"
 for k in user demo_mono; do
     wait_until 10 pool_ge "$k" 500 || fail "$k never filled"
@@ -133,7 +139,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAlt
     fail "openssl req: $(cat "$DIR/openssl.out")"
 TLS_PORT=$(free_port)
 start_daemon tls --tick-ms 50 --reload-ms 300 --refill off --api "127.0.0.1:$TLS_PORT" \
-    --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key"
+    --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key" "${SLOW[@]}"
 wait_until 5 log_has tls "access: 1 API token" || fail "tls: tokens not loaded"
 for r in "GET /v1/ids/user HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $T\r\n\r\n" \
     "POST /v1/ids/user HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\ncount=2" \
@@ -153,9 +159,54 @@ ids_ok 2 user >/dev/null
 BASE=$API
 pass "4. plain HTTP to the TLS port: nginx's plain-text 400 once the request is read (no reset), logged; https still served"
 
+# ----------------------------------------------------- 5. slow clients ---
+"$PYTHON" - "$API_PORT" "$TLS_PORT" "$DIR/tls.crt" "$T" >"$DIR/slow.out" 2>&1 <<'EOF' ||
+import socket, ssl, sys, time
+from harness import check, read_all
+api, tls, ca, tok = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ctx = ssl.create_default_context(cafile=ca)
+def run(name, port, send=b"", handshake=False, first=None, want408=True):
+    """Connect, send, wait for the server to close: (seconds, answer)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=4)
+    if handshake:
+        s = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+    if first:  # one request answered first: the connection is then kept alive, idle
+        s.sendall(first)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(65536)
+        check(head.startswith(b"HTTP/1.1 200 "), "%s: first request: %r" % (name, head[:100]))
+    t0 = time.monotonic()
+    s.sendall(send)
+    data, how = read_all(s)
+    took = time.monotonic() - t0
+    print("%s: %s after %.2f s: %r" % (name, how, took, data[:120]))
+    check(how in ("closed", "reset") and 0.3 <= took <= 2.5, "%s: %s after %.2f s" % (name, how, took))
+    if want408:
+        check(data.startswith(b"HTTP/1.1 408 Request Timeout\r\n") and b"IDPOOL_BADREQUEST" in data
+              and b"\r\nConnection: close\r\n" in data, "%s: %r" % (name, data[:200]))
+    else:
+        check(data == b"", "%s: answered %r" % (name, data[:200]))
+auth = b"Authorization: Bearer " + tok.encode() + b"\r\n"
+ok = b"GET /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n"
+run("nothing sent", api)
+run("part of a head", api, b"GET /v1/ids/user HTTP/1.1\r\nHost: x\r\n")
+run("part of a body", api, b"POST /v1/ids/user HTTP/1.1\r\nHost: x\r\n" + auth +
+    b"Content-Length: 7\r\n\r\ncou")
+run("TLS, nothing sent after the handshake", tls, handshake=True)
+run("TLS, part of a head", tls, b"GET /v1/ids/user HTTP/1.1\r\n", handshake=True)
+run("TLS, no handshake", tls, want408=False)
+run("kept alive, idle", api, first=ok, want408=False)
+run("TLS, kept alive, idle", tls, handshake=True, first=ok, want408=False)
+EOF
+    fail "slow clients: $(cat "$DIR/slow.out")"
+info "$(tr '\n' ';' <"$DIR/slow.out")"
+pass "5. slow clients: 408 then close for nothing, part of a head or body sent (TLS too, after the handshake); idle kept-alive and pre-handshake connections closed silently"
+
 # metric NAME: its value on the status server's /metrics.
 metric() { curl -sS --max-time 5 "$STATUS/metrics" | sed -n "s/^$1 //p"; }
 assert_ge "$(metric 'idpool_api_requests_total{code="406"}')" 4 'idpool_api_requests_total{code="406"}'
+assert_ge "$(metric 'idpool_api_requests_total{code="408"}')" 3 'idpool_api_requests_total{code="408"}'
 
 stop_daemon tls
 stop_daemon a
