@@ -12,6 +12,7 @@
 #include <hiredis/hiredis.h>
 
 #include "access.h"
+#include "accesslog.h"
 #include "apihttp.h"
 #include "apireq.h"
 #include "app.h"
@@ -82,6 +83,8 @@ struct api {
     struct api_app *apps[API_BUCKETS];
     struct api_stats st;
     struct http_burst auth_log[API_AUTH_N]; /* failed authentications: a line per burst */
+    struct event_base *base;
+    struct accesslog *alog; /* api-access-log, or NULL */
 };
 
 static const int codes[] = API_CODES;
@@ -617,6 +620,7 @@ static void on_request(struct apihttp_req *req, void *arg)
         fail(a, req, TR_AUTH, 0, REALM_INVALID, "unknown or revoked token");
         return;
     }
+    apihttp_req_user(req, name);
     if (!access_allows(apps, key, keylen)) {
         fail(a, req, TR_FORBIDDEN, 0, NULL, "token '%s' may not take IDs of '%s'", name, key);
         return;
@@ -710,9 +714,15 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
     if (!config_api_on(cfg))
         o.host = NULL;
     o.arg = a;
+    a->base = base;
     a->srv = apihttp_new(base, &o);
     if (a->srv == NULL)
         goto fail;
+    if (o.host && cfg->api_access_log) {
+        if ((a->alog = accesslog_open(base, cfg->api_access_log)) == NULL)
+            goto fail;
+        apihttp_set_access_log(a->srv, a->alog);
+    }
     return a;
 fail:
     api_free(a);
@@ -739,6 +749,8 @@ void api_stop(struct api *a)
     a->stopping = 1; /* on_take ignores the NULL replies nodemap_free gives */
     apihttp_free(a->srv);
     a->srv = NULL;
+    accesslog_free(a->alog);
+    a->alog = NULL;
 }
 
 void api_free(struct api *a)
@@ -761,9 +773,36 @@ void api_free(struct api *a)
     free(a);
 }
 
+/*
+ * The access log after a SIGHUP: the same file is opened again (logrotate
+ * moved it away), another one replaces it once it opened, none closes it;
+ * a file that cannot be opened leaves the old one in place (logged).
+ */
+static void access_log_configure(struct api *a, const char *path)
+{
+    struct accesslog *l;
+
+    if (a->srv == NULL || a->stopping)
+        return;
+    if (a->alog && path && strcmp(accesslog_path(a->alog), path) == 0) {
+        (void)accesslog_reopen(a->alog); /* an error is logged, the old file kept */
+        return;
+    }
+    if (path && (l = accesslog_open(a->base, path)) == NULL)
+        return;
+    if (path == NULL)
+        l = NULL;
+    apihttp_set_access_log(a->srv, l);
+    if (a->alog)
+        log_info("api: access log %s closed", accesslog_path(a->alog));
+    accesslog_free(a->alog);
+    a->alog = l;
+}
+
 void api_configure(struct api *a, const struct config *cfg)
 {
     a->buffer = cfg->api_buffer;
+    access_log_configure(a, config_api_on(cfg) ? cfg->api_access_log : NULL);
 }
 
 void api_get_stats(const struct api *a, struct api_stats *out)

@@ -89,7 +89,11 @@ void api_stop(struct api *a);
 /* api_stop, then free the applications; after the map; NULL ok. */
 void api_free(struct api *a);
 
-/* api-buffer (config reload). */
+/*
+ * api-buffer and api-access-log (SIGHUP, also when the new configuration was
+ * rejected: cfg is then the current one, and the access log is reopened for
+ * logrotate).
+ */
 void api_configure(struct api *a, const struct config *cfg);
 
 void api_get_stats(const struct api *a, struct api_stats *out);

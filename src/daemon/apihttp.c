@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +20,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "accessline.h"
+#include "accesslog.h"
 #include "clock.h"
 #include "http.h"
 #include "httpreq.h"
@@ -66,21 +69,23 @@ struct conn {
     size_t in_len;     /* bytes in `in` */
     char *out;         /* pending output (heap): out[out_off..out_len) */
     size_t out_len, out_off, out_cap;
-    struct httpreq head;        /* the current request's head, once parsed */
-    int parsed;                 /* head is valid (its body may still be arriving) */
-    int busy;                   /* the handler has the request: not answered yet */
-    int in_process;             /* process() is running (frees wait for it) */
-    int close_after;            /* close once the output is written */
-    int dead;                   /* the peer is gone or failed: free when not busy */
-    int continue_sent;          /* "100 Continue" sent for this request */
-    int reading;                /* rev is armed (see conn_read_update) */
-    int write_wants_read;       /* a TLS write waits for the socket to be readable */
-    int head_req;               /* the current request is HEAD: no body in its answer */
-    int plain_on_tls;           /* plain HTTP came to the TLS port: read as such, answered 400 */
-    int keep_alive;             /* the current request keeps the connection */
-    enum phase phase;           /* what is due by deadline_ms */
-    uint64_t deadline_ms;       /* see enum phase; not while busy */
-    struct sockaddr_storage sa; /* the peer, for logs */
+    struct httpreq head;  /* the current request's head, once parsed */
+    int parsed;           /* head is valid (its body may still be arriving) */
+    int busy;             /* the handler has the request: not answered yet */
+    int in_process;       /* process() is running (frees wait for it) */
+    int close_after;      /* close once the output is written */
+    int dead;             /* the peer is gone or failed: free when not busy */
+    int continue_sent;    /* "100 Continue" sent for this request */
+    int reading;          /* rev is armed (see conn_read_update) */
+    int write_wants_read; /* a TLS write waits for the socket to be readable */
+    int head_req;         /* the current request is HEAD: no body in its answer */
+    int plain_on_tls;     /* plain HTTP came to the TLS port: read as such, answered 400 */
+    int keep_alive;       /* the current request keeps the connection */
+    enum phase phase;     /* what is due by deadline_ms */
+    uint64_t deadline_ms; /* see enum phase; not while busy */
+    uint64_t since_us;    /* the current request began (its first byte, or the accept) */
+    char user[APIHTTP_USER_MAX + 1]; /* who the handler says sent it (access log), or "" */
+    struct sockaddr_storage sa;      /* the peer, for logs */
     socklen_t salen;
     struct apihttp_req req;
     char peer_name[INET6_ADDRSTRLEN + 10]; /* req.peer */
@@ -109,6 +114,7 @@ struct apihttp {
     struct http_burst close_log[HTTP_CLOSE_COUNT];
     struct http_burst accept_log;
     struct http_burst plain_log; /* plain HTTP to the TLS port */
+    struct accesslog *alog;      /* a line per answer, or NULL */
 };
 
 static void conn_free(struct conn *c);
@@ -299,6 +305,26 @@ static int flush(struct conn *c)
     return 0;
 }
 
+/* The access log's line for the current request's answer (the head's strings while parsed). */
+static void log_answer(struct conn *c, int code, size_t len)
+{
+    struct timeval tv;
+    struct accessline e = {
+        .peer = c->peer_name,
+        .method = c->parsed ? c->head.method : NULL,
+        .target = c->parsed ? c->head.target : NULL,
+        .status = code,
+        .bytes = len,
+        .duration_us = clock_us() - c->since_us,
+        .user = c->user,
+    };
+
+    gettimeofday(&tv, NULL);
+    e.time_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+    accesslog_write(c->srv->alog, &e);
+    c->user[0] = '\0';
+}
+
 /* Queue an answer (head and body) for the current request; not yet written. */
 static int queue_answer(struct conn *c, int code, const char *ctype, const char *headers,
                         const char *body, size_t len)
@@ -318,6 +344,8 @@ static int queue_answer(struct conn *c, int code, const char *ctype, const char 
         return -1;
     if (c->head_req)
         len = 0;
+    if (c->srv->alog)
+        log_answer(c, code, len);
     if (out_reserve(c, (size_t)n + hl + 2 + len) < 0)
         return -1;
     out_put(c, head, (size_t)n);
@@ -372,18 +400,20 @@ void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const c
     size_t used = c->head.head_len + c->head.content_length;
 
     c->busy = 0;
-    c->parsed = 0;
     c->continue_sent = 0;
     if (c->dead) {
+        c->parsed = 0;
         if (!c->in_process)
             conn_free(c);
         return;
     }
     if (queue_answer(c, code, ctype, headers, body, len) < 0)
         c->dead = 1;
-    /* The request's bytes go; pipelined ones move up. */
+    c->parsed = 0;
+    /* The request's bytes go; pipelined ones move up (the next one begins now). */
     memmove(c->in, c->in + used, c->in_len - used);
     c->in_len -= used;
+    c->since_us = clock_us();
     if (!c->keep_alive)
         c->close_after = 1;
     conn_rephase(c);
@@ -549,8 +579,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
             return;
         }
         c->in_len += (size_t)n;
-        if (c->phase == P_IDLE && !c->busy)
+        if (c->phase == P_IDLE && !c->busy) {
             conn_rephase(c); /* the first byte of the next request: its head is due */
+            c->since_us = clock_us();
+        }
         if (!c->ssl || SSL_pending(c->ssl) == 0)
             break;
     }
@@ -796,6 +828,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->reading = 1;
     c->phase = P_HEAD; /* from the accept, not from a first byte */
     c->deadline_ms = clock_ms() + (uint64_t)s->head_timeout_ms;
+    c->since_us = clock_us();
     /*
      * libevent accepts until the backlog is empty: under a flood of new
      * connections, each of which makes room by closing the least recently
@@ -998,6 +1031,19 @@ void apihttp_free(struct apihttp *s)
         SSL_CTX_free(s->tls);
     free(s->peers);
     free(s);
+}
+
+void apihttp_set_access_log(struct apihttp *s, struct accesslog *l)
+{
+    if (s)
+        s->alog = l;
+}
+
+void apihttp_req_user(struct apihttp_req *req, const char *name)
+{
+    struct conn *c = (struct conn *)((char *)req - offsetof(struct conn, req));
+
+    snprintf(c->user, sizeof(c->user), "%s", name);
 }
 
 void apihttp_get_closes(const struct apihttp *s, uint64_t out[HTTP_CLOSE_COUNT])

@@ -46,7 +46,10 @@
 
 #include "status.h"
 
+struct accesslog;
 struct apihttp;
+
+#define APIHTTP_USER_MAX 64 /* bytes of a name given to apihttp_req_user */
 
 /* A request, valid until it is answered. Strings are NUL-terminated. */
 struct apihttp_req {
@@ -88,6 +91,16 @@ void apihttp_free(struct apihttp *s);
  */
 void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const char *headers,
                    const char *body, size_t len);
+
+/*
+ * Write a line to l (NULL: none) for every answer from now on, those the
+ * server gives itself (400, 408, ...) included; the caller keeps l alive
+ * (and sets NULL before freeing it). s NULL ok.
+ */
+void apihttp_set_access_log(struct apihttp *s, struct accesslog *l);
+/* Who sent req, for its access log line (a token's name: never a secret); at most APIHTTP_USER_MAX
+ * bytes kept. */
+void apihttp_req_user(struct apihttp_req *req, const char *name);
 
 /* Connections closed by the server on its own so far, by reason (zeros for NULL). */
 void apihttp_get_closes(const struct apihttp *s, uint64_t out[HTTP_CLOSE_COUNT]);

@@ -19,6 +19,10 @@
 #      408 and is closed, over TLS too once the handshake is done; a
 #      kept-alive connection idle after an answer, or a TLS one before its
 #      handshake, is closed without a word; counted under code 408.
+#   6. the access log (api-access-log): one line per answer, the server's
+#      own refusals (400, 408) included, with the token's name but never the
+#      token or the query; odd bytes escaped; a new file after logrotate's
+#      rename and SIGHUP; "-" writes to stderr.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 setup
@@ -202,6 +206,56 @@ EOF
     fail "slow clients: $(cat "$DIR/slow.out")"
 info "$(tr '\n' ';' <"$DIR/slow.out")"
 pass "5. slow clients: 408 then close for nothing, part of a head or body sent (TLS too, after the handshake); idle kept-alive and pre-handshake connections closed silently"
+
+# ------------------------------------------------------- 6. access log ---
+LOG_PORT=$(free_port)
+start_daemon logd --tick-ms 50 --reload-ms 300 --refill off --api "127.0.0.1:$LOG_PORT" \
+    --api-access-log "$DIR/access.log" "${SLOW[@]}"
+wait_until 5 log_has logd "access: 1 API token" || fail "logd: tokens not loaded"
+BASE=http://127.0.0.1:$LOG_PORT
+as "$T" '/v1/ids/user?count=3&secret=s3cr3t'
+is_error 400 IDPOOL_BADARG
+as "$T" '/v1/ids/user?count=3'
+ids_ok 3 user >/dev/null
+req /v1/ids/user
+is_error 401 IDPOOL_AUTH
+raw "$LOG_PORT" 'GET /v1/ids/\xff"x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+raw_has '^HTTP/1.1 404 ' "a path with odd bytes"
+raw "$LOG_PORT" 'nonsense\r\n\r\n'
+raw_has '^HTTP/1.1 400 ' "a malformed request"
+raw "$LOG_PORT" '' # nothing: 408 after http-head-timeout-ms
+raw_has '^HTTP/1.1 408 ' "a silent client"
+# access_has ERE: a line of the access log (time and address first) ends so.
+access_has() { grep -qE "^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z 127\.0\.0\.1:[0-9]+ $1\$" "$DIR/access.log"; }
+MS='[0-9]+\.[0-9]{3}'
+for l in "GET /v1/ids/user 400 [0-9]+ $MS edge" "GET /v1/ids/user 200 [0-9]+ $MS edge" \
+    "GET /v1/ids/user 401 [0-9]+ $MS -" "GET /v1/ids/\\\\xff\\\\x22x 404 [0-9]+ $MS -" \
+    "- - 400 [0-9]+ $MS -" "- - 408 [0-9]+ $MS -"; do
+    wait_until 2 access_has "$l" || fail "no access log line '... $l': $(cat "$DIR/access.log")"
+done
+assert_eq 6 "$(wc -l <"$DIR/access.log")" "access log lines"
+! grep -qF -- "${T#idp_}" "$DIR/access.log" || fail "the token is in the access log"
+! grep -qE 'count=|s3cr3t' "$DIR/access.log" || fail "a query is in the access log: $(cat "$DIR/access.log")"
+# logrotate: rename, SIGHUP, a new file
+mv "$DIR/access.log" "$DIR/access.log.1"
+signal_daemon logd HUP
+wait_until 3 eval '[[ -e $DIR/access.log ]]' || fail "logd: no new access log after SIGHUP"
+as "$T" /v1/ids/user
+ids_ok 1 user >/dev/null
+wait_until 2 access_has "GET /v1/ids/user 200 [0-9]+ $MS edge" || fail "no line in the new access log"
+assert_eq 1 "$(wc -l <"$DIR/access.log")" "lines in the new access log"
+assert_eq 6 "$(wc -l <"$DIR/access.log.1")" "lines in the rotated access log"
+stop_daemon logd
+# "-": stderr, next to the daemon's own log
+start_daemon logd2 --tick-ms 50 --reload-ms 300 --refill off --api "127.0.0.1:$LOG_PORT" --api-access-log -
+wait_until 5 log_has logd2 "access: 1 API token" || fail "logd2: tokens not loaded"
+as "$T" /v1/ids/user
+ids_ok 1 user >/dev/null
+wait_until 2 log_has logd2 "Z 127\.0\.0\.1:[0-9]+ GET /v1/ids/user 200 [0-9]+ $MS edge\$" ||
+    fail "logd2: no access log line on stderr"
+stop_daemon logd2
+BASE=$API
+pass "6. access log: a line per answer (400, 408 and 401 too), the token's name, never the token or the query; reopened on SIGHUP; - is stderr"
 
 # metric NAME: its value on the status server's /metrics.
 metric() { curl -sS --max-time 5 "$STATUS/metrics" | sed -n "s/^$1 //p"; }
