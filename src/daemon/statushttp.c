@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+
 #include "apihttp.h"
 #include "http.h"
 #include "httpreq.h"
