@@ -18,7 +18,8 @@
 #           JSON and text bodies (cJSON parses them, within apireq_body_max)
 #   httpreq the ID API server's HTTP/1.x request head parser (httpreq_parse)
 #           against an independent statement of its grammar: in-place
-#           strings inside the head, no write on MORE, 400/411/431/505
+#           strings inside the head, no write on MORE, 400/411/431/505;
+#           and the percent-decoded segments of its path (httpreq_path_split)
 #   httpresp what libidpool reads of an issuer's answer: the response head
 #           (httpresp_parse) against an independent statement of its
 #           grammar, never DONE on a prefix; the text/plain IDs

@@ -8,24 +8,24 @@
 
 #define COUNT_DIGITS_MAX 10
 
-int apireq_path(const char *path, const char **key, size_t *keylen)
+enum httpreq_path_status apireq_path(const char *path, char *key, size_t *keylen)
 {
-    const size_t plen = sizeof(APIREQ_PATH) - 1;
-    char buf[APP_KEY_MAX + 1];
-    size_t n;
+    size_t n = strlen(path);
+    char buf[APIREQ_PATH_MAX + 1];
+    struct httpreq_path p;
+    enum httpreq_path_status st;
 
-    if (strncmp(path, APIREQ_PATH, plen) != 0)
-        return -1;
-    n = strlen(path + plen);
-    if (n == 0 || n > APP_KEY_MAX)
-        return -1;
-    memcpy(buf, path + plen, n);
-    buf[n] = '\0';
-    if (!app_key_valid(buf))
-        return -1;
-    *key = path + plen;
-    *keylen = n;
-    return 0;
+    if (n > APIREQ_PATH_MAX)
+        return HTTPREQ_PATH_NONE;
+    st = httpreq_path_split(path, n, buf, &p);
+    if (st != HTTPREQ_PATH_OK)
+        return st;
+    if (p.n != 3 || strcmp(p.seg[0], "v1") != 0 || strcmp(p.seg[1], "ids") != 0 ||
+        p.len[2] > APP_KEY_MAX || !app_key_valid(p.seg[2]))
+        return HTTPREQ_PATH_NONE;
+    memcpy(key, p.seg[2], p.len[2] + 1);
+    *keylen = p.len[2];
+    return HTTPREQ_PATH_OK;
 }
 
 /* Up to 32 bytes of s, non-printable bytes as '?', for a message. */
@@ -40,6 +40,29 @@ static void quote(const char *s, size_t n, char *out, size_t outlen)
     out[i] = '\0';
 }
 
+/*
+ * Percent-decode one part of a parameter (n bytes at s) into out (size
+ * bytes, NUL-terminated): 0; 1 when it is longer than size - 1 raw bytes
+ * (too long to be anything the caller looks for; not decoded); -1 at a bad
+ * escape (err says so, quoting the parameter).
+ */
+static int param_part(const char *s, size_t n, char *out, size_t size, const char *param,
+                      size_t plen, char *err, size_t errlen)
+{
+    char q[40];
+    size_t len;
+
+    if (n >= size)
+        return 1;
+    if (text_pct_decode(s, n, out, &len) < 0) {
+        quote(param, plen, q, sizeof(q));
+        text_err(err, errlen, "bad percent-escape in '%s' (%s)", q, TEXT_PCT_HINT);
+        return -1;
+    }
+    out[len] = '\0';
+    return memchr(out, '\0', len) ? 1 : 0;
+}
+
 int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size_t errlen)
 {
     size_t i = 0;
@@ -48,8 +71,11 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
 
     *count = 1;
     while (query && i < len) {
-        size_t end = i, eq;
+        size_t end = i, eq, vlen;
+        /* "count" is at most 15 bytes percent-encoded, 10 digits at most 30 */
+        char name[16], value[COUNT_DIGITS_MAX * 3 + 1];
         long long v;
+        int rc;
 
         while (end < len && query[end] != '&')
             end++;
@@ -59,7 +85,10 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
             i = end + 1;
             continue;
         }
-        if (eq - i != 5 || memcmp(query + i, "count", 5) != 0) {
+        rc = param_part(query + i, eq - i, name, sizeof(name), query + i, end - i, err, errlen);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 || strcmp(name, "count") != 0) {
             quote(query + i, eq - i, q, sizeof(q));
             text_err(err, errlen, "unknown parameter '%s' (the only one is count)", q);
             return -1;
@@ -68,10 +97,15 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
             text_err(err, errlen, "count given twice");
             return -1;
         }
-        quote(eq < end ? query + eq + 1 : "", eq < end ? end - eq - 1 : 0, q, sizeof(q));
-        if (eq == end || end - eq - 1 > COUNT_DIGITS_MAX ||
-            memchr(query + eq + 1, '\0', end - eq - 1) ||
-            text_int(query + eq + 1, end - eq - 1, 1, 9999999999LL, &v) < 0) {
+        vlen = eq < end ? end - eq - 1 : 0;
+        rc = eq == end ? 1
+                       : param_part(query + eq + 1, vlen, value, sizeof(value), query + i, end - i,
+                                    err, errlen);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 || strlen(value) > COUNT_DIGITS_MAX ||
+            text_int(value, strlen(value), 1, 9999999999LL, &v) < 0) {
+            quote(eq < end ? query + eq + 1 : "", vlen, q, sizeof(q));
             text_err(err, errlen, "count must be an integer >= 1, got '%s'", q);
             return -1;
         }
@@ -81,23 +115,169 @@ int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size
     return 0;
 }
 
+/* p past optional white space (OWS). */
+static const char *ows(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+static size_t token_len(const char *p)
+{
+    size_t n = 0;
+
+    while (httpreq_tchar((unsigned char)p[n]))
+        n++;
+    return n;
+}
+
+/* The length of the quoted-string at p (p[0] == '"'), or 0 when it is not one. */
+static size_t quoted_len(const char *p)
+{
+    size_t n = 1;
+
+    for (;;) {
+        unsigned char c = (unsigned char)p[n];
+
+        if (c == '"')
+            return n + 1;
+        if (c == '\\') {
+            c = (unsigned char)p[n + 1];
+            if (c != '\t' && (c < 0x20 || c == 0x7f))
+                return 0;
+            n += 2;
+        } else if (c != '\t' && (c < 0x20 || c == 0x7f)) {
+            return 0; /* the end, or a control character */
+        } else {
+            n++;
+        }
+    }
+}
+
+/* A qvalue (RFC 9110 12.4.2) of n bytes at p in thousandths, or -1. */
+static int qvalue(const char *p, size_t n)
+{
+    int q = 0;
+
+    if (n == 0 || (p[0] != '0' && p[0] != '1') || n > 5 || (n > 1 && p[1] != '.'))
+        return -1;
+    for (size_t i = 2; i < 5; i++) {
+        int d = i < n ? p[i] - '0' : 0;
+        if (d < 0 || d > 9)
+            return -1;
+        q = q * 10 + d;
+    }
+    if (p[0] == '1')
+        return q == 0 ? 1000 : -1;
+    return q;
+}
+
+/*
+ * One element of an Accept list at *pp (after its OWS): its media range
+ * (type, subtype) and weight; *pp is then past it (at ',' or the end).
+ * 0, or -1 when it does not parse (*pp at its end all the same).
+ */
+static int accept_element(const char **pp, const char **type, size_t *tl, const char **sub,
+                          size_t *sl, int *q)
+{
+    const char *p = *pp;
+
+    *type = p;
+    *tl = token_len(p);
+    p += *tl;
+    if (*tl == 0 || *p != '/')
+        goto bad;
+    *sub = ++p;
+    *sl = token_len(p);
+    p += *sl;
+    if (*sl == 0 || (**type == '*' && *tl == 1 && !(**sub == '*' && *sl == 1)))
+        goto bad; /* a wildcard type needs a wildcard subtype */
+    *q = 1000;
+    for (;;) {
+        const char *name;
+        size_t nl, vl;
+
+        p = ows(p);
+        if (*p != ';')
+            break;
+        p = ows(p + 1);
+        if (*p == ';' || *p == ',' || *p == '\0')
+            continue; /* an empty parameter */
+        name = p;
+        nl = token_len(p);
+        p += nl;
+        if (nl == 0 || *p != '=')
+            goto bad;
+        p++;
+        vl = *p == '"' ? quoted_len(p) : token_len(p);
+        if (vl == 0)
+            goto bad;
+        if (nl == 1 && (*name == 'q' || *name == 'Q') && (*q = qvalue(p, vl)) < 0)
+            goto bad;
+        p += vl;
+    }
+    if (*p == ',' || *p == '\0') {
+        *pp = p;
+        return 0;
+    }
+bad:
+    /* to the next ',' outside a quoted string */
+    while (*p && *p != ',') {
+        size_t n = *p == '"' ? quoted_len(p) : 0;
+        p += n ? n : 1;
+    }
+    *pp = p;
+    return -1;
+}
+
 enum apireq_fmt apireq_accept(const char *accept)
 {
+    static const struct {
+        const char *type, *sub;
+    } served[2] = {[APIREQ_JSON] = {"application", "json"}, [APIREQ_TEXT] = {"text", "plain"}};
+    int spec[2] = {0, 0}, q[2] = {0, 0}, pos[2] = {0, 0}, any = 0, i = 0;
     const char *p = accept;
 
     while (p && *p) {
-        size_t n;
+        const char *type, *sub;
+        size_t tl, sl;
+        int w;
 
-        p += strspn(p, " \t,");
-        n = strcspn(p, ",;");
-        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-            n--;
-        if (n == 10 && strncasecmp(p, "text/plain", 10) == 0)
-            return APIREQ_TEXT;
-        if (n == 16 && strncasecmp(p, "application/json", 16) == 0)
-            return APIREQ_JSON;
-        p = strchr(p, ',');
+        p = ows(p);
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '\0')
+            break;
+        i++;
+        if (accept_element(&p, &type, &tl, &sub, &sl, &w) < 0)
+            continue;
+        any = 1;
+        for (int f = 0; f < 2; f++) {
+            int s = 0;
+
+            if (tl == 1 && *type == '*')
+                s = 1;
+            else if (tl == strlen(served[f].type) && strncasecmp(type, served[f].type, tl) == 0)
+                s = sl == 1 && *sub == '*'                                                    ? 2
+                    : sl == strlen(served[f].sub) && strncasecmp(sub, served[f].sub, sl) == 0 ? 3
+                                                                                              : 0;
+            if (s > spec[f]) {
+                spec[f] = s;
+                q[f] = w;
+                pos[f] = i;
+            }
+        }
     }
+    if (!any)
+        return APIREQ_JSON;
+    if (q[APIREQ_JSON] == 0 && q[APIREQ_TEXT] == 0)
+        return APIREQ_NONE;
+    if (q[APIREQ_TEXT] > q[APIREQ_JSON] ||
+        (q[APIREQ_TEXT] == q[APIREQ_JSON] && pos[APIREQ_TEXT] < pos[APIREQ_JSON]))
+        return APIREQ_TEXT;
     return APIREQ_JSON;
 }
 

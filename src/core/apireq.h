@@ -15,33 +15,52 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "httpreq.h"
+
 #define APIREQ_PATH    "/v1/ids/"
 #define APIREQ_ERR_MAX 160
 
-enum apireq_fmt { APIREQ_JSON, APIREQ_TEXT };
+/* An answer's format; APIREQ_NONE: the client accepts neither (406). */
+enum apireq_fmt { APIREQ_JSON, APIREQ_TEXT, APIREQ_NONE };
+
+#define APIREQ_PATH_MAX 256 /* bytes of a path at most: a longer one names nothing */
 
 /*
- * The application key of a request path ("/v1/ids/user" -> "user"), taken
- * as sent (keys never need percent-encoding): 0 with *key and *keylen set, or
- * -1 when the path is not /v1/ids/ followed by a valid application key
- * (app_key_valid).
+ * The application key of a request path, without its query ("/v1/ids/user"
+ * -> "user"), percent-decoded ("/v1/ids/demo%5Fmono" -> "demo_mono") into
+ * key (APP_KEY_MAX + 1 bytes), NUL-terminated, *keylen its length:
+ * HTTPREQ_PATH_OK; HTTPREQ_PATH_NONE when the path is longer than
+ * APIREQ_PATH_MAX or is not "/v1/ids/" and one more segment that decodes to
+ * a valid application key (app_key_valid; a decoded '/' separates nothing:
+ * "/v1/ids/a%2Fb" names "a/b", no key); HTTPREQ_PATH_BAD at a bad
+ * percent-escape or %00 anywhere in the path (httpreq_path_split).
  */
-int apireq_path(const char *path, const char **key, size_t *keylen)
+enum httpreq_path_status apireq_path(const char *path, char *key, size_t *keylen)
     __attribute__((warn_unused_result));
 
 /*
  * count from a query string or form body ("count=5"; NULL or "" = 1): a
- * decimal integer >= 1 (at most 10 digits); any other parameter, a repeated
- * count or a bad value is an error (err says which, quoting at most 32
- * bytes of it). 0 or -1.
+ * decimal integer >= 1 (at most 10 digits); names and values are
+ * percent-decoded first ("count=%31%30" is 10; '+' stays '+'). Any other
+ * parameter, a repeated count, a bad value or a bad percent-escape (%zz,
+ * %00) is an error (err says which, quoting at most 32 bytes of it). 0 or
+ * -1.
  */
 int apireq_count(const char *query, size_t len, uint64_t *count, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /*
- * The answer's format from an Accept header (NULL: absent): the first of
- * text/plain and application/json that the header lists decides; anything
- * else (a wildcard, neither) means JSON. q-values are not weighed.
+ * The answer's format from an Accept header (NULL: absent), weighed as RFC
+ * 9110 12.5.1 says: application/json and text/plain each get the weight
+ * (q=0 to 1, 1 when not given) of the most specific media range that
+ * matches it ("text/plain", then "text" with the subtype "*", then "*" with
+ * the subtype "*"; the first of equally specific ones; parameters other
+ * than q are not compared), 0 when none
+ * does. The higher weight wins; between equal ones the type whose range
+ * comes first in the header, then JSON (the server's preference). Both 0:
+ * APIREQ_NONE (406). Elements that do not parse (no type/subtype, a bad
+ * q, a bad parameter) are ignored; a header with none that parses, or
+ * none at all, accepts anything: JSON.
  */
 enum apireq_fmt apireq_accept(const char *accept);
 

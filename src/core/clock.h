@@ -1,4 +1,4 @@
-/* clock — monotonic milliseconds, for timeouts and rates. */
+/* clock — monotonic milliseconds (and microseconds), for timeouts, rates and durations. */
 #ifndef IDPOOL_CLOCK_H
 #define IDPOOL_CLOCK_H
 
@@ -26,6 +26,14 @@ static inline struct timespec clock_deadline_in(uint64_t ms)
         ts.tv_nsec -= 1000000000L;
     }
     return ts;
+}
+
+static inline uint64_t clock_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 #endif

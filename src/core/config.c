@@ -52,6 +52,7 @@ enum setting_id {
     S_API_BUFFER,
     S_API_TLS_CERT,
     S_API_TLS_KEY,
+    S_API_ACCESS_LOG,
     S_ALERT_WEBHOOK,
     S_STALL,
     S_ALERT_RESOLVE,
@@ -72,7 +73,7 @@ enum setting_kind {
     K_WEBHOOK,
     K_LOG_LEVEL,
     K_PATH,    /* --config: read before everything else, see config_load() */
-    K_FILE,    /* a file name; empty = none */
+    K_FILE,    /* a file name; empty = none (and "off", for api-access-log) */
     K_BOOL,    /* on|off (also yes|no, true|false, 1|0) */
     K_RESERVE, /* auto|off|trend|all */
 };
@@ -222,6 +223,13 @@ static const struct setting settings[S_COUNT] = {
                         K_FILE, FROM_ALL, 0, 0, 0},
     [S_API_TLS_KEY] = {"api-tls-key", NULL, "IDPOOL_API_TLS_KEY", "ID API", "FILE", NULL, "none",
                        "PEM private key of api-tls-cert", K_FILE, FROM_ALL, 0, 0, 0},
+    [S_API_ACCESS_LOG] = {"api-access-log", NULL, "IDPOOL_API_ACCESS_LOG", "ID API", "FILE", NULL,
+                          "none (off)",
+                          "one line per request (time, client, method, path without\n"
+                          "the query, status, bytes, ms, token name; never the token)\n"
+                          "appended to FILE, or - for stderr; empty or off: none;\n"
+                          "reopened on SIGHUP (logrotate)",
+                          K_FILE, FROM_ALL, 0, 0, 0},
     [S_REFILL] = {"refill", NULL, "IDPOOL_REFILL", "Refill", "on|off", "on", NULL,
                   "off: an issuer-only instance (serves the API, checks and\n"
                   "refills no pool)",
@@ -482,9 +490,11 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
     case K_PATH:
         return replace_str(ld, id, &cfg->config_file, value);
     case K_FILE: {
-        char **slot = id == S_API_TLS_CERT ? &cfg->api_tls_cert : &cfg->api_tls_key;
+        char **slot = id == S_API_TLS_CERT  ? &cfg->api_tls_cert
+                      : id == S_API_TLS_KEY ? &cfg->api_tls_key
+                                            : &cfg->api_access_log;
 
-        if (value[0] == '\0') {
+        if (value[0] == '\0' || (id == S_API_ACCESS_LOG && strcmp(value, "off") == 0)) {
             free(*slot);
             *slot = NULL;
             return 0;
@@ -763,6 +773,8 @@ static int finish(struct loader *ld)
                     cfg->api_tls_cert ? "api-tls-key" : "api-tls-cert");
     if (cfg->api_tls_cert && !config_api_on(cfg))
         return fail(ld, S_API_TLS_CERT, "set, but the API is off (set api / IDPOOL_API_ADDR)");
+    if (cfg->api_access_log && !config_api_on(cfg))
+        return fail(ld, S_API_ACCESS_LOG, "set, but the API is off (set api / IDPOOL_API_ADDR)");
     if (!cfg->refill && !config_api_on(cfg))
         return fail(ld, S_REFILL,
                     "off with the API off too: this instance would do nothing (set api / "
@@ -867,6 +879,7 @@ void config_free(struct config *cfg)
     free(cfg->api_host);
     free(cfg->api_tls_cert);
     free(cfg->api_tls_key);
+    free(cfg->api_access_log);
     free(cfg->alert_webhook);
     webhook_url_free(&cfg->webhook);
     free(cfg->key_prefix);

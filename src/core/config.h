@@ -39,6 +39,7 @@ struct config {
     int api_buffer;             /* IDs an issuer buffers per application at most */
     char *api_tls_cert;         /* PEM certificate chain file, or NULL: plain HTTP */
     char *api_tls_key;          /* PEM private key file, or NULL */
+    char *api_access_log;       /* access log file, "-" for stderr, or NULL: none */
     int refill;                 /* 0: issuer-only instance (no checks, no refills) */
     int failover_reserve;       /* enum plan_reserve_mode (auto resolved by config_load) */
     char *alert_webhook;        /* alert webhook URL as given, or NULL */

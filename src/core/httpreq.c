@@ -3,8 +3,9 @@
 #include <string.h>
 #include <strings.h>
 
-/* tchar of RFC 9110 5.6.2 */
-static int is_tchar(unsigned char c)
+#include "text.h"
+
+int httpreq_tchar(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
@@ -48,7 +49,7 @@ static enum httpreq_status request_line(char *line, struct httpreq *r, int *code
     char *p = line, *sp;
 
     r->method = p;
-    while (is_tchar((unsigned char)*p))
+    while (httpreq_tchar((unsigned char)*p))
         p++;
     if (p == line || *p != ' ')
         return bad(code, err, 400,
@@ -116,7 +117,7 @@ enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct
             break; /* the empty line */
         if (*line == ' ' || *line == '\t')
             return bad(code, err, 400, "folded header line (obs-fold)");
-        for (colon = line; is_tchar((unsigned char)*colon); colon++)
+        for (colon = line; httpreq_tchar((unsigned char)*colon); colon++)
             ;
         if (colon == line || *colon != ':')
             return bad(code, err, 400, "malformed header line (expected name: value)");
@@ -130,8 +131,10 @@ enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct
             ve--;
         *ve = '\0';
         if (strcasecmp(line, "authorization") == 0) {
-            if (!r->authz)
-                r->authz = v;
+            /* Which one would the client mean? Neither is guessed (a proxy may have added one). */
+            if (r->authz)
+                return bad(code, err, 400, "more than one Authorization header");
+            r->authz = v;
         } else if (strcasecmp(line, "accept") == 0) {
             if (!r->accept)
                 r->accept = v;
@@ -161,4 +164,32 @@ enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct
     }
     r->keep_alive = !close && (r->minor == 1 || keep);
     return HTTPREQ_DONE;
+}
+
+enum httpreq_path_status httpreq_path_split(const char *path, size_t len, char *buf,
+                                            struct httpreq_path *p)
+{
+    size_t i = 1, out = 0, slashes = 0;
+
+    p->n = 0;
+    if (len == 0 || path[0] != '/')
+        return HTTPREQ_PATH_NONE;
+    for (size_t k = 0; k < len; k++)
+        slashes += path[k] == '/';
+    if (slashes > HTTPREQ_SEGS_MAX)
+        return HTTPREQ_PATH_NONE;
+    for (;;) { /* a segment starts at path[i] */
+        const char *slash = memchr(path + i, '/', len - i);
+        size_t end = slash ? (size_t)(slash - path) : len, n;
+
+        if (text_pct_decode(path + i, end - i, buf + out, &n) < 0)
+            return HTTPREQ_PATH_BAD;
+        buf[out + n] = '\0';
+        p->seg[p->n] = buf + out;
+        p->len[p->n++] = n;
+        out += n + 1;
+        if (slash == NULL)
+            return HTTPREQ_PATH_OK;
+        i = end + 1;
+    }
 }

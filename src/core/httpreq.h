@@ -9,7 +9,10 @@
  * request line or header line, a line folded onto the previous one
  * (obs-fold), another HTTP version (505), a head longer than the limit
  * (431), Transfer-Encoding (411: bodies must have a Content-Length), a bad
- * or conflicting Content-Length (400).
+ * or conflicting Content-Length, more than one Authorization (400).
+ *
+ * And the path of a request target, split into percent-decoded segments
+ * (httpreq_path_split), which both of the daemon's servers route on.
  */
 #ifndef IDPOOL_HTTPREQ_H
 #define IDPOOL_HTTPREQ_H
@@ -22,7 +25,7 @@ struct httpreq {
     const char *method;      /* "GET", ... */
     const char *target;      /* as sent: "/v1/ids/user?count=5" */
     int minor;               /* HTTP/1.<minor>: 0 or 1 */
-    const char *authz;       /* Authorization (the first), or NULL */
+    const char *authz;       /* Authorization (only one is accepted), or NULL */
     const char *accept;      /* Accept (the first), or NULL */
     const char *ctype;       /* Content-Type, or NULL */
     uint64_t content_length; /* 0 when absent */
@@ -44,5 +47,34 @@ enum httpreq_status {
  */
 enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct httpreq *r,
                                   int *code, const char **err) __attribute__((warn_unused_result));
+
+/* 1 when c may be part of a token (tchar, RFC 9110 5.6.2): a method, a header name. */
+int httpreq_tchar(unsigned char c);
+
+/* Segments of a path at most: a longer path names nothing served. */
+#define HTTPREQ_SEGS_MAX 8
+
+/* A path split at its '/'s: "/v1/ids/user" is "v1", "ids", "user"; "/" is one empty segment. */
+struct httpreq_path {
+    size_t n;                          /* segments, >= 1 */
+    const char *seg[HTTPREQ_SEGS_MAX]; /* percent-decoded, NUL-terminated (in the caller's buf) */
+    size_t len[HTTPREQ_SEGS_MAX];      /* their lengths */
+};
+
+enum httpreq_path_status {
+    HTTPREQ_PATH_OK = 0,    /* *p is filled */
+    HTTPREQ_PATH_NONE = -1, /* not "/...", or more than HTTPREQ_SEGS_MAX segments: nothing there */
+    HTTPREQ_PATH_BAD = -2,  /* else a bad percent-escape or %00 (text_pct_decode): answer 400 */
+};
+
+/*
+ * Split the path at path[0..len) (as sent, without its query) at its '/'s
+ * and percent-decode each segment into buf (room for len + 1 bytes). The
+ * split comes first: a decoded '/' (%2F) stays inside its segment and never
+ * makes a new one, so "/v1%2Fids/x" is not "/v1/ids/x".
+ */
+enum httpreq_path_status httpreq_path_split(const char *path, size_t len, char *buf,
+                                            struct httpreq_path *p)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -97,6 +97,8 @@
       U(d->api_requests[4]))                                                                       \
     X(api_requests_405, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"405\"",             \
       U(d->api_requests[5]))                                                                       \
+    X(api_requests_406, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"406\"",             \
+      U(d->api_requests[14]))                                                                      \
     X(api_requests_429, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"429\"",             \
       U(d->api_requests[6]))                                                                       \
     X(api_requests_500, "idpool_api_requests_total", COUNTER, "", ONE, "code=\"500\"",             \

@@ -146,8 +146,8 @@ struct daemon_view {
     double refill_latency_sum;                    /* seconds */
     uint64_t refill_latency_count;
     /* the ID API (zero when it is off) */
-    uint64_t api_requests[14]; /* answers by status: 200 400 401 403 404 405 429 500 503
-                                  408 411 413 431 505 (api.h API_CODES) */
+    uint64_t api_requests[15]; /* answers by status: 200 400 401 403 404 405 429 500 503
+                                  408 411 413 431 505 406 (api.h API_CODES) */
     uint64_t api_ids;          /* IDs handed out */
     uint64_t api_takes;        /* idpool_take calls filling the buffers */
     uint64_t api_buffered;     /* IDs in the buffers now */

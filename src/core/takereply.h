@@ -53,6 +53,7 @@ enum take_outcome {
       "the issuer cannot take now (Redis, its tokens, shutting down)")                             \
     X(NOTFOUND, 404, 0, DOWN, "no such path")                                                      \
     X(METHOD, 405, 0, DOWN, "a method other than GET or POST")                                     \
+    X(NOTACCEPTABLE, 406, 0, DOWN, "the Accept header allows neither JSON nor text/plain")         \
     X(BADREQUEST, 400, 0, DOWN, "a request the server cannot read (also 408, 411, 413, 431)")      \
     X(INTERNAL, 500, 0, DOWN, "the issuer failed (out of memory)")
 

@@ -37,6 +37,38 @@ int text_int(const char *s, size_t n, long long min, long long max, long long *o
     return 0;
 }
 
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int text_pct_decode(const char *s, size_t n, char *out, size_t *outlen)
+{
+    char *o = out;
+    int hi, lo;
+
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            *o++ = s[i];
+            continue;
+        }
+        hi = i + 1 < n ? hexval(s[i + 1]) : -1;
+        lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            return -1;
+        *o++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *outlen = (size_t)(o - out);
+    return 0;
+}
+
 int text_host_valid(const char *s, size_t n)
 {
     if (n == 0)

@@ -1,6 +1,7 @@
 /*
  * text — small helpers for parsers that report errors as text: a printf
- * into the caller's error buffer, and strict decimal integers. Pure.
+ * into the caller's error buffer, strict decimal integers, and the one
+ * percent-decoder (URLs, request paths and queries). Pure.
  */
 #ifndef IDPOOL_TEXT_H
 #define IDPOOL_TEXT_H
@@ -17,6 +18,19 @@ void text_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
  */
 int text_int(const char *s, size_t n, long long min, long long max, long long *out)
     __attribute__((warn_unused_result));
+
+/*
+ * Percent-decode the n bytes at s into out (room for n bytes; not
+ * terminated), *outlen the decoded length: 0, or -1 at a '%' not followed
+ * by two hex digits or at %00 (a NUL would cut the text short wherever it
+ * goes next). Nothing else is changed ('+' stays '+'). TEXT_PCT_HINT says
+ * how to write what was meant. The one decoder of the daemon's and
+ * idpoolctl's URLs (url.c) and of the HTTP servers' paths and queries
+ * (httpreq_path_split, apireq_count).
+ */
+int text_pct_decode(const char *s, size_t n, char *out, size_t *outlen)
+    __attribute__((warn_unused_result));
+#define TEXT_PCT_HINT "write '%' itself as %25; %00 is not allowed"
 
 /*
  * 1 when the n bytes at s are a host as a server names one (Sentinel,

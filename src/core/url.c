@@ -134,49 +134,26 @@ static int url_split(const char *rest, unsigned allow, struct url_parts *p, char
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /*
- * Percent-decode n bytes into a new heap string. "what" names the part in the
- * error message; the text itself is never echoed (it may be a password).
+ * Percent-decode n bytes into a new heap string (text_pct_decode). "what"
+ * names the part in the error message; the text itself is never echoed (it
+ * may be a password).
  */
 static char *pct_decode(const char *s, size_t n, const char *what, char *err, size_t errlen)
 {
-    char *out = malloc(n + 1), *o = out;
-    int hi, lo;
+    char *out = malloc(n + 1);
+    size_t len;
 
     if (out == NULL) {
         text_err(err, errlen, "out of memory");
         return NULL;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '%') {
-            *o++ = s[i];
-            continue;
-        }
-        hi = i + 1 < n ? hexval(s[i + 1]) : -1;
-        lo = i + 2 < n ? hexval(s[i + 2]) : -1;
-        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-            text_err(err, errlen,
-                     "bad percent-escape in the %s (write '%%' itself as %%25; %%00 is not "
-                     "allowed)",
-                     what);
-            free(out);
-            return NULL;
-        }
-        *o++ = (char)(hi * 16 + lo);
-        i += 2;
+    if (text_pct_decode(s, n, out, &len) < 0) {
+        text_err(err, errlen, "bad percent-escape in the %s (%s)", what, TEXT_PCT_HINT);
+        free(out);
+        return NULL;
     }
-    *o = '\0';
+    out[len] = '\0';
     return out;
 }
 

@@ -12,6 +12,7 @@
 #include <hiredis/hiredis.h>
 
 #include "access.h"
+#include "accesslog.h"
 #include "apihttp.h"
 #include "apireq.h"
 #include "app.h"
@@ -23,6 +24,7 @@
 #include "takereply.h"
 #include "node.h"
 #include "rds.h"
+#include "text.h"
 
 #define API_MAX_BODY  1024 /* bytes: a POST body is at most "count=N" */
 #define API_WAIT_MAX  4096 /* requests waiting for one application's buffer */
@@ -35,7 +37,6 @@
 #define STACK_BODY    4096 /* bodies up to this are built on the stack */
 #define CTYPE_TEXT    "text/plain; charset=utf-8"
 #define CTYPE_JSON    "application/json"
-#define PATH_MAX_LEN  256 /* longer paths name nothing */
 #define ALLOW_HDR     "Allow: GET, POST\r\n"
 #define REALM         "WWW-Authenticate: Bearer realm=\"idpool\"\r\n"
 #define REALM_INVALID "WWW-Authenticate: Bearer realm=\"idpool\", error=\"invalid_token\"\r\n"
@@ -82,6 +83,8 @@ struct api {
     struct api_app *apps[API_BUCKETS];
     struct api_stats st;
     struct http_burst auth_log[API_AUTH_N]; /* failed authentications: a line per burst */
+    struct event_base *base;
+    struct accesslog *alog; /* api-access-log, or NULL */
 };
 
 static const int codes[] = API_CODES;
@@ -571,17 +574,24 @@ static void auth_failed(struct api *a, struct apihttp_req *req, enum api_auth wh
 static void on_request(struct apihttp_req *req, void *arg)
 {
     struct api *a = arg;
-    char path[PATH_MAX_LEN], keybuf[APP_KEY_MAX + 1];
-    const char *key, *tok, *apps, *name, *query;
+    char path[APIREQ_PATH_MAX + 1], key[APP_KEY_MAX + 1];
+    const char *tok, *apps, *name, *query;
     size_t keylen, toklen, qlen;
     struct pool *p;
     struct api_app *x;
     uint64_t count;
     enum apireq_fmt fmt;
+    enum httpreq_path_status st;
     int loaded;
 
-    if (target_split(req->target, path, sizeof(path), &query, &qlen) < 0 ||
-        apireq_path(path, &key, &keylen) < 0) {
+    st = target_split(req->target, path, sizeof(path), &query, &qlen) < 0
+             ? HTTPREQ_PATH_NONE
+             : apireq_path(path, key, &keylen);
+    if (st == HTTPREQ_PATH_BAD) {
+        fail(a, req, TR_BADREQUEST, 0, NULL, "bad percent-escape in the path (%s)", TEXT_PCT_HINT);
+        return;
+    }
+    if (st != HTTPREQ_PATH_OK) {
         fail(a, req, TR_NOTFOUND, 0, NULL,
              "no such path: IDs are at /v1/ids/{key} (an application key)");
         return;
@@ -610,16 +620,15 @@ static void on_request(struct apihttp_req *req, void *arg)
         fail(a, req, TR_AUTH, 0, REALM_INVALID, "unknown or revoked token");
         return;
     }
-    memcpy(keybuf, key, keylen);
-    keybuf[keylen] = '\0';
+    apihttp_req_user(req, name);
     if (!access_allows(apps, key, keylen)) {
-        fail(a, req, TR_FORBIDDEN, 0, NULL, "token '%s' may not take IDs of '%s'", name, keybuf);
+        fail(a, req, TR_FORBIDDEN, 0, NULL, "token '%s' may not take IDs of '%s'", name, key);
         return;
     }
-    p = pools_find(a->pools, keybuf);
+    p = pools_find(a->pools, key);
     if (p == NULL || !p->live) {
         fail(a, req, TR_NOAPP, 0, NULL,
-             "no application '%s' is served (unknown, disabled or invalid row)", keybuf);
+             "no application '%s' is served (unknown, disabled or invalid row)", key);
         return;
     }
     if (request_count(a, req, query, qlen, &count) < 0)
@@ -630,6 +639,12 @@ static void on_request(struct apihttp_req *req, void *arg)
         return;
     }
     fmt = apireq_accept(req->accept);
+    if (fmt == APIREQ_NONE) {
+        fail(a, req, TR_NOTACCEPTABLE, 0, NULL,
+             "the Accept header allows neither application/json nor text/plain (errors are "
+             "JSON whatever it says)");
+        return;
+    }
     x = app_get(a, key, keylen);
     if (x == NULL) {
         fail(a, req, TR_INTERNAL, 0, NULL, "out of memory");
@@ -699,9 +714,15 @@ struct api *api_new(struct event_base *base, const struct config *cfg, struct po
     if (!config_api_on(cfg))
         o.host = NULL;
     o.arg = a;
+    a->base = base;
     a->srv = apihttp_new(base, &o);
     if (a->srv == NULL)
         goto fail;
+    if (o.host && cfg->api_access_log) {
+        if ((a->alog = accesslog_open(base, cfg->api_access_log)) == NULL)
+            goto fail;
+        apihttp_set_access_log(a->srv, a->alog);
+    }
     return a;
 fail:
     api_free(a);
@@ -728,6 +749,8 @@ void api_stop(struct api *a)
     a->stopping = 1; /* on_take ignores the NULL replies nodemap_free gives */
     apihttp_free(a->srv);
     a->srv = NULL;
+    accesslog_free(a->alog);
+    a->alog = NULL;
 }
 
 void api_free(struct api *a)
@@ -750,9 +773,36 @@ void api_free(struct api *a)
     free(a);
 }
 
+/*
+ * The access log after a SIGHUP: the same file is opened again (logrotate
+ * moved it away), another one replaces it once it opened, none closes it;
+ * a file that cannot be opened leaves the old one in place (logged).
+ */
+static void access_log_configure(struct api *a, const char *path)
+{
+    struct accesslog *l;
+
+    if (a->srv == NULL || a->stopping)
+        return;
+    if (a->alog && path && strcmp(accesslog_path(a->alog), path) == 0) {
+        (void)accesslog_reopen(a->alog); /* an error is logged, the old file kept */
+        return;
+    }
+    if (path && (l = accesslog_open(a->base, path)) == NULL)
+        return;
+    if (path == NULL)
+        l = NULL;
+    apihttp_set_access_log(a->srv, l);
+    if (a->alog)
+        log_info("api: access log %s closed", accesslog_path(a->alog));
+    accesslog_free(a->alog);
+    a->alog = l;
+}
+
 void api_configure(struct api *a, const struct config *cfg)
 {
     a->buffer = cfg->api_buffer;
+    access_log_configure(a, config_api_on(cfg) ? cfg->api_access_log : NULL);
 }
 
 void api_get_stats(const struct api *a, struct api_stats *out)

@@ -5,8 +5,10 @@
  *   200  {"app":"user","ids":["1000001","1000003"]} (IDs as strings), or
  *        one ID per line with "Accept: text/plain"; up to N IDs: fewer
  *        only when the pool ran short or the rate limit was reached
- *   400  IDPOOL_BADARG bad count or parameter; IDPOOL_LIMIT count above
- *        max_size_per_times
+ *   400  IDPOOL_BADARG bad count, parameter or percent-escape in them;
+ *        IDPOOL_LIMIT count above max_size_per_times; IDPOOL_BADREQUEST a
+ *        bad percent-escape in the path (paths and queries are
+ *        percent-decoded: httpreq_path_split, apireq_count)
  *   401  IDPOOL_AUTH no or unknown token (WWW-Authenticate: Bearer); each
  *        is counted and logged (one line per burst, the peer's address,
  *        never the token)
@@ -14,6 +16,8 @@
  *   404  IDPOOL_NOAPP unknown or not served application (for a token that
  *        may see it); IDPOOL_NOTFOUND another path
  *   405  IDPOOL_METHOD another method (Allow: GET, POST)
+ *   406  IDPOOL_NOTACCEPTABLE an Accept header that allows neither
+ *        application/json nor text/plain (apireq_accept: q-values weighed)
  *   429  IDPOOL_RATE max_size_per_second reached (Retry-After)
  *   503  IDPOOL_EMPTY pool dry, IDPOOL_EPOCH not yet re-validated,
  *        IDPOOL_UNAVAILABLE Redis unreachable or refusing, no limits in
@@ -53,7 +57,7 @@ enum api_auth {
 
 /* Counters for /metrics. */
 struct api_stats {
-    uint64_t requests[14];              /* by status, in API_CODES order */
+    uint64_t requests[15];              /* by status, in API_CODES order */
     uint64_t auth_failures[API_AUTH_N]; /* by enum api_auth */
     uint64_t ids;                       /* IDs handed out */
     uint64_t takes;                     /* idpool_take calls (buffer fills) */
@@ -65,7 +69,7 @@ struct api_stats {
 /* The status codes counted, in struct api_stats order. */
 #define API_CODES                                                                                  \
     {                                                                                              \
-        200, 400, 401, 403, 404, 405, 429, 500, 503, 408, 411, 413, 431, 505                       \
+        200, 400, 401, 403, 404, 405, 429, 500, 503, 408, 411, 413, 431, 505, 406                  \
     }
 
 /*
@@ -85,7 +89,11 @@ void api_stop(struct api *a);
 /* api_stop, then free the applications; after the map; NULL ok. */
 void api_free(struct api *a);
 
-/* api-buffer (config reload). */
+/*
+ * api-buffer and api-access-log (SIGHUP, also when the new configuration was
+ * rejected: cfg is then the current one, and the access log is reopened for
+ * logrotate).
+ */
 void api_configure(struct api *a, const struct config *cfg);
 
 void api_get_stats(const struct api *a, struct api_stats *out);

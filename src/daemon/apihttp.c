@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +20,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "accessline.h"
+#include "accesslog.h"
 #include "clock.h"
 #include "http.h"
 #include "httpreq.h"
@@ -66,20 +69,23 @@ struct conn {
     size_t in_len;     /* bytes in `in` */
     char *out;         /* pending output (heap): out[out_off..out_len) */
     size_t out_len, out_off, out_cap;
-    struct httpreq head;        /* the current request's head, once parsed */
-    int parsed;                 /* head is valid (its body may still be arriving) */
-    int busy;                   /* the handler has the request: not answered yet */
-    int in_process;             /* process() is running (frees wait for it) */
-    int close_after;            /* close once the output is written */
-    int dead;                   /* the peer is gone or failed: free when not busy */
-    int continue_sent;          /* "100 Continue" sent for this request */
-    int reading;                /* rev is armed (see conn_read_update) */
-    int write_wants_read;       /* a TLS write waits for the socket to be readable */
-    int head_req;               /* the current request is HEAD: no body in its answer */
-    int keep_alive;             /* the current request keeps the connection */
-    enum phase phase;           /* what is due by deadline_ms */
-    uint64_t deadline_ms;       /* see enum phase; not while busy */
-    struct sockaddr_storage sa; /* the peer, for logs */
+    struct httpreq head;  /* the current request's head, once parsed */
+    int parsed;           /* head is valid (its body may still be arriving) */
+    int busy;             /* the handler has the request: not answered yet */
+    int in_process;       /* process() is running (frees wait for it) */
+    int close_after;      /* close once the output is written */
+    int dead;             /* the peer is gone or failed: free when not busy */
+    int continue_sent;    /* "100 Continue" sent for this request */
+    int reading;          /* rev is armed (see conn_read_update) */
+    int write_wants_read; /* a TLS write waits for the socket to be readable */
+    int head_req;         /* the current request is HEAD: no body in its answer */
+    int plain_on_tls;     /* plain HTTP came to the TLS port: read as such, answered 400 */
+    int keep_alive;       /* the current request keeps the connection */
+    enum phase phase;     /* what is due by deadline_ms */
+    uint64_t deadline_ms; /* see enum phase; not while busy */
+    uint64_t since_us;    /* the current request began (its first byte, or the accept) */
+    char user[APIHTTP_USER_MAX + 1]; /* who the handler says sent it (access log), or "" */
+    struct sockaddr_storage sa;      /* the peer, for logs */
     socklen_t salen;
     struct apihttp_req req;
     char peer_name[INET6_ADDRSTRLEN + 10]; /* req.peer */
@@ -107,6 +113,8 @@ struct apihttp {
     uint64_t refused[600];             /* requests refused here (not parsed), by status */
     struct http_burst close_log[HTTP_CLOSE_COUNT];
     struct http_burst accept_log;
+    struct http_burst plain_log; /* plain HTTP to the TLS port */
+    struct accesslog *alog;      /* a line per answer, or NULL */
 };
 
 static void conn_free(struct conn *c);
@@ -297,6 +305,26 @@ static int flush(struct conn *c)
     return 0;
 }
 
+/* The access log's line for the current request's answer (the head's strings while parsed). */
+static void log_answer(struct conn *c, int code, size_t len)
+{
+    struct timeval tv;
+    struct accessline e = {
+        .peer = c->peer_name,
+        .method = c->parsed ? c->head.method : NULL,
+        .target = c->parsed ? c->head.target : NULL,
+        .status = code,
+        .bytes = len,
+        .duration_us = clock_us() - c->since_us,
+        .user = c->user,
+    };
+
+    gettimeofday(&tv, NULL);
+    e.time_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+    accesslog_write(c->srv->alog, &e);
+    c->user[0] = '\0';
+}
+
 /* Queue an answer (head and body) for the current request; not yet written. */
 static int queue_answer(struct conn *c, int code, const char *ctype, const char *headers,
                         const char *body, size_t len)
@@ -316,6 +344,8 @@ static int queue_answer(struct conn *c, int code, const char *ctype, const char 
         return -1;
     if (c->head_req)
         len = 0;
+    if (c->srv->alog)
+        log_answer(c, code, len);
     if (out_reserve(c, (size_t)n + hl + 2 + len) < 0)
         return -1;
     out_put(c, head, (size_t)n);
@@ -327,19 +357,37 @@ static int queue_answer(struct conn *c, int code, const char *ctype, const char 
     return 0;
 }
 
-/* Refuse what cannot be parsed: a JSON error, then close. 1 when c was freed. */
+/*
+ * Refuse what cannot be parsed: a JSON error, then close. A request in
+ * plain HTTP to the TLS port, whatever it was, gets nginx's 400 in plain
+ * text instead (the client reads no JSON error it did not expect to be
+ * HTTP). 1 when c was freed.
+ */
 static int refuse(struct conn *c, int code, const char *msg)
 {
+    static const char plain[] = "The plain HTTP request was sent to HTTPS port\n";
     char body[256];
     int n = snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}\n",
                      takereply_name(TR_BADREQUEST), msg);
+    const char *ctype = CTYPE_JSON;
 
     c->keep_alive = 0;
     c->close_after = 1;
     c->in_len = 0;
+    if (c->plain_on_tls) {
+        uint64_t k;
+
+        code = 400;
+        ctype = "text/plain; charset=utf-8";
+        n = snprintf(body, sizeof(body), "%s", plain);
+        if (http_burst_due(&c->srv->plain_log, &k))
+            log_info("%s: plain HTTP from %s to the TLS port, answered 400; %" PRIu64
+                     " such since the last message",
+                     c->srv->name, c->peer_name, k);
+    }
     if (code >= 0 && code < (int)(sizeof(c->srv->refused) / sizeof(c->srv->refused[0])))
         c->srv->refused[code]++;
-    if (queue_answer(c, code, CTYPE_JSON, NULL, body, (size_t)n) < 0)
+    if (queue_answer(c, code, ctype, NULL, body, (size_t)n) < 0)
         c->dead = 1;
     return flush(c);
 }
@@ -352,18 +400,20 @@ void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const c
     size_t used = c->head.head_len + c->head.content_length;
 
     c->busy = 0;
-    c->parsed = 0;
     c->continue_sent = 0;
     if (c->dead) {
+        c->parsed = 0;
         if (!c->in_process)
             conn_free(c);
         return;
     }
     if (queue_answer(c, code, ctype, headers, body, len) < 0)
         c->dead = 1;
-    /* The request's bytes go; pipelined ones move up. */
+    c->parsed = 0;
+    /* The request's bytes go; pipelined ones move up (the next one begins now). */
     memmove(c->in, c->in + used, c->in_len - used);
     c->in_len -= used;
+    c->since_us = clock_us();
     if (!c->keep_alive)
         c->close_after = 1;
     conn_rephase(c);
@@ -420,6 +470,10 @@ static void process(struct conn *c)
                     (void)flush(c);
                 }
             }
+            break;
+        }
+        if (c->plain_on_tls) { /* the whole request is in: answered without a reset */
+            (void)refuse(c, 400, NULL);
             break;
         }
         c->busy = 1;
@@ -481,9 +535,21 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     }
     if (c->in == NULL) { /* made for the first bytes: an idle connection costs no buffer */
         char b;
-        if (!c->ssl && recv(c->fd, &b, 1, MSG_PEEK) < 0 &&
-            (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        ssize_t r = recv(c->fd, &b, 1, MSG_PEEK);
+
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
+        /*
+         * A TLS connection starts with a handshake record (0x16; an SSLv2
+         * hello has the high bit set). Anything else is read as plain
+         * HTTP, to be answered so (refuse) rather than with a reset, as
+         * nginx does.
+         */
+        if (r == 1 && c->ssl && (unsigned char)b != 0x16 && !((unsigned char)b & 0x80)) {
+            SSL_free(c->ssl);
+            c->ssl = NULL;
+            c->plain_on_tls = 1;
+        }
         if ((c->in = malloc(cap)) == NULL) {
             c->dead = 1;
             conn_read_update(c);
@@ -513,8 +579,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
             return;
         }
         c->in_len += (size_t)n;
-        if (c->phase == P_IDLE && !c->busy)
+        if (c->phase == P_IDLE && !c->busy) {
             conn_rephase(c); /* the first byte of the next request: its head is due */
+            c->since_us = clock_us();
+        }
         if (!c->ssl || SSL_pending(c->ssl) == 0)
             break;
     }
@@ -760,6 +828,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->reading = 1;
     c->phase = P_HEAD; /* from the accept, not from a first byte */
     c->deadline_ms = clock_ms() + (uint64_t)s->head_timeout_ms;
+    c->since_us = clock_us();
     /*
      * libevent accepts until the backlog is empty: under a flood of new
      * connections, each of which makes room by closing the least recently
@@ -806,7 +875,12 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Every SWEEP_MS: close the connections past their deadline (not those
- * being answered); one that sent part of a request gets a 408 first.
+ * being answered). One whose request is due gets a 408 first: it sent
+ * part of one, or it is new and sent nothing (a slow client is told, as
+ * RFC 9110 15.5.9 has it; but not while its TLS handshake is unfinished,
+ * when nothing can be said). A kept-alive connection idle between
+ * requests is closed without one: a 408 there could cross the client's
+ * next request and be read as its answer.
  */
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
@@ -827,7 +901,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         if (c->busy || now < c->deadline_ms)
             continue;
         count_close(s, why[c->phase], (struct sockaddr *)&c->sa, c->salen);
-        if ((c->phase == P_HEAD || c->phase == P_BODY) && c->in_len > 0 &&
+        if ((c->phase == P_HEAD || c->phase == P_BODY) &&
+            (c->in_len > 0 || !c->ssl || SSL_is_init_finished(c->ssl)) &&
             refuse(c, 408, "the request did not arrive in time"))
             continue; /* written, and freed */
         conn_free(c); /* whatever could not be written at once is dropped */
@@ -965,6 +1040,19 @@ void apihttp_free(struct apihttp *s)
         SSL_CTX_free(s->tls);
     free(s->peers);
     free(s);
+}
+
+void apihttp_set_access_log(struct apihttp *s, struct accesslog *l)
+{
+    if (s)
+        s->alog = l;
+}
+
+void apihttp_req_user(struct apihttp_req *req, const char *name)
+{
+    struct conn *c = (struct conn *)((char *)req - offsetof(struct conn, req));
+
+    snprintf(c->user, sizeof(c->user), "%s", name);
 }
 
 void apihttp_get_closes(const struct apihttp *s, uint64_t out[HTTP_CLOSE_COUNT])

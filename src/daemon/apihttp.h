@@ -16,14 +16,18 @@
  * (431), a body of max_body bytes (413), Content-Length only (411 for
  * Transfer-Encoding), HTTP/1.0 and 1.1 (505); each refused with a JSON
  * error and the connection closed. TLS (OpenSSL, TLS 1.2+) when cert and
- * key are set.
+ * key are set; a connection whose first byte cannot start a TLS handshake
+ * is read as plain HTTP and answered nginx's plain-text 400 ("The plain
+ * HTTP request was sent to HTTPS port").
  *
  * Who is held up by whom (each closing counted by reason, HTTP_CLOSES in
  * status.h, and logged once per burst with the peer's address):
  *  - a request head must be whole within head_timeout_ms of the accept (or
  *    of its first byte, on a kept-alive connection), its body within
- *    timeout_ms of the head: else 408 (where something was sent) and close;
- *    an idle connection is closed timeout_ms after its last answer;
+ *    timeout_ms of the head: else 408 and close (also on a new connection
+ *    that sent nothing, once its TLS handshake, if any, is done); an idle
+ *    kept-alive connection is closed timeout_ms after its last answer,
+ *    without a 408 (it could cross the client's next request);
  *  - a peer that does not read its answers is not read from either (no
  *    more than 64 KiB of answers wait), and is closed timeout_ms later;
  *  - at most max_per_addr connections per peer address (more are closed at
@@ -42,7 +46,10 @@
 
 #include "status.h"
 
+struct accesslog;
 struct apihttp;
+
+#define APIHTTP_USER_MAX 64 /* bytes of a name given to apihttp_req_user */
 
 /* A request, valid until it is answered. Strings are NUL-terminated. */
 struct apihttp_req {
@@ -84,6 +91,16 @@ void apihttp_free(struct apihttp *s);
  */
 void apihttp_reply(struct apihttp_req *req, int code, const char *ctype, const char *headers,
                    const char *body, size_t len);
+
+/*
+ * Write a line to l (NULL: none) for every answer from now on, those the
+ * server gives itself (400, 408, ...) included; the caller keeps l alive
+ * (and sets NULL before freeing it). s NULL ok.
+ */
+void apihttp_set_access_log(struct apihttp *s, struct accesslog *l);
+/* Who sent req, for its access log line (a token's name: never a secret); at most APIHTTP_USER_MAX
+ * bytes kept. */
+void apihttp_req_user(struct apihttp_req *req, const char *name);
 
 /* Connections closed by the server on its own so far, by reason (zeros for NULL). */
 void apihttp_get_closes(const struct apihttp *s, uint64_t out[HTTP_CLOSE_COUNT]);

@@ -157,6 +157,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
                   rc == CONFIG_ERROR ? err : "unexpected --help/--version");
         if (rc != CONFIG_ERROR)
             config_free(&nc);
+        api_configure(d->api, &d->cfg); /* reopens the access log all the same (logrotate) */
     } else {
         warn_restart_needed("redis", d->cfg.redis_url, nc.redis_url);
         warn_restart_needed("mysql", d->cfg.mysql_url, nc.mysql_url);

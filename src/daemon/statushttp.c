@@ -4,14 +4,15 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <event2/http.h>
 
 #include "apihttp.h"
 #include "http.h"
+#include "httpreq.h"
 #include "log.h"
 #include "metrics.h"
 #include "sbuf.h"
 #include "statusjson.h"
+#include "text.h"
 
 #define HTTP_MAX_BODY    65536 /* bytes; no route reads a body */
 #define HTTP_ALLOW       "GET, HEAD"
@@ -87,19 +88,19 @@ static void reply_405(struct apihttp_req *req, const char *path)
           error_json("method not allowed", path, "allow", HTTP_ALLOW));
 }
 
-/* Which route `path` (percent-decoded) is; for R_APP, *key points into path. */
-static enum route route_of(const char *path, const char **key)
+/* Which route the path's segments are; for R_APP, *key is the last (decoded) segment. */
+static enum route route_of(const struct httpreq_path *p, const char **key)
 {
-    static const char apps[] = "/v1/apps/";
-
-    if (strcmp(path, "/metrics") == 0)
+    if (p->n == 1 && strcmp(p->seg[0], "metrics") == 0)
         return R_METRICS;
-    if (strcmp(path, "/healthz") == 0)
+    if (p->n == 1 && strcmp(p->seg[0], "healthz") == 0)
         return R_HEALTHZ;
-    if (strcmp(path, "/v1/apps") == 0)
+    if (p->n < 2 || strcmp(p->seg[0], "v1") != 0 || strcmp(p->seg[1], "apps") != 0)
+        return R_NONE;
+    if (p->n == 2)
         return R_APPS;
-    if (strncmp(path, apps, sizeof(apps) - 1) == 0 && path[sizeof(apps) - 1] != '\0') {
-        *key = path + sizeof(apps) - 1;
+    if (p->n == 3 && p->len[2] > 0) {
+        *key = p->seg[2];
         return R_APP;
     }
     return R_NONE;
@@ -149,38 +150,50 @@ static void serve_apps(struct statushttp *h, struct apihttp_req *req, const char
     }
 }
 
-/* Every request: only GET and HEAD exist (405 for any other method, on any path); then route on
- * the decoded path. */
+/*
+ * Every request: only GET and HEAD exist (405 for any other method, on any
+ * path); then route on the path's percent-decoded segments (400 for a bad
+ * escape).
+ */
 static void on_request(struct apihttp_req *req, void *arg)
 {
     struct statushttp *h = arg;
     const char *key = NULL;
-    char *raw = http_target_path(req->target), *path = NULL;
-    size_t len = 0;
-    enum route r;
+    char *raw = http_target_path(req->target), *buf = NULL;
+    struct httpreq_path p;
+    enum route r = R_NONE;
 
     if (raw != NULL && strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
         reply_405(req, raw);
         free(raw);
         return;
     }
-    path = raw ? evhttp_uridecode(raw, 0, &len) : NULL;
-    if (path == NULL) {
+    buf = raw ? malloc(strlen(raw) + 1) : NULL;
+    if (buf == NULL) {
         reply(req, 500, CTYPE_JSON, NULL, NULL);
         free(raw);
         return;
     }
-    /* A %00 would cut the path short: such a path names nothing. */
-    r = strlen(path) == len ? route_of(path, &key) : R_NONE;
-    if (r == R_NONE)
-        reply(req, 404, CTYPE_JSON, NULL, error_json("not found", raw, NULL, NULL));
-    else if (r == R_METRICS)
-        serve_metrics(h, req);
-    else if (r == R_HEALTHZ)
-        serve_healthz(h, req);
-    else
-        serve_apps(h, req, raw, r == R_APP ? key : NULL);
-    free(path);
+    switch (httpreq_path_split(raw, strlen(raw), buf, &p)) {
+    case HTTPREQ_PATH_BAD:
+        reply(req, 400, CTYPE_JSON, NULL,
+              error_json("bad percent-escape in the path (" TEXT_PCT_HINT ")", raw, NULL, NULL));
+        break;
+    case HTTPREQ_PATH_OK:
+        r = route_of(&p, &key);
+        /* fall through */
+    case HTTPREQ_PATH_NONE:
+        if (r == R_NONE)
+            reply(req, 404, CTYPE_JSON, NULL, error_json("not found", raw, NULL, NULL));
+        else if (r == R_METRICS)
+            serve_metrics(h, req);
+        else if (r == R_HEALTHZ)
+            serve_healthz(h, req);
+        else
+            serve_apps(h, req, raw, r == R_APP ? key : NULL);
+        break;
+    }
+    free(buf);
     free(raw);
 }
 

@@ -247,6 +247,36 @@ static inline int fz_case_eq(const char *s, size_t n, const char *t)
     return 1;
 }
 
+/*
+ * Percent-decoding as RFC 3986 2.1 states it, minus %00: "%" HEXDIG HEXDIG
+ * is one byte, any other '%' is an error. out gets the bytes (room for n).
+ * 0, or -1.
+ */
+static inline int fz_pct_decode(const char *s, size_t n, char *out, size_t *len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const char *hi, *lo;
+
+        if (s[i] != '%') {
+            out[o++] = s[i];
+            continue;
+        }
+        if (n - i < 3 || s[i + 1] == '\0' || s[i + 2] == '\0')
+            return -1;
+        hi = strchr(hex, fz_lower((unsigned char)s[i + 1]));
+        lo = strchr(hex, fz_lower((unsigned char)s[i + 2]));
+        if (hi == NULL || lo == NULL || (hi == hex && lo == hex))
+            return -1;
+        out[o++] = (char)((hi - hex) << 4 | (lo - hex));
+        i += 2;
+    }
+    *len = o;
+    return 0;
+}
+
 /* tchar: a byte of a token (a method, a header name). */
 static inline int fz_tchar(unsigned char c)
 {

@@ -35,27 +35,58 @@ static int key_char(unsigned char c)
            c == '.' || c == '-';
 }
 
-/* /v1/ids/ + 1..64 of [A-Za-z0-9_.-], not starting with '-', not "." or "..". */
-static int ref_path(const char *path, const char **key, size_t *keylen)
+/* 1..64 of [A-Za-z0-9_.-], not starting with '-', not "." or "..": an application key. */
+static int ref_key(const char *k, size_t n)
 {
-    const char *k;
-    size_t n;
-
-    if (strncmp(path, "/v1/ids/", 8) != 0)
-        return -1;
-    k = path + 8;
-    n = strlen(k);
-    if (n < 1 || n > 64 || k[0] == '-' || strcmp(k, ".") == 0 || strcmp(k, "..") == 0)
-        return -1;
+    if (n < 1 || n > 64 || k[0] == '-' || (n == 1 && k[0] == '.') ||
+        (n == 2 && k[0] == '.' && k[1] == '.'))
+        return 0;
     for (size_t i = 0; i < n; i++)
         if (!key_char((unsigned char)k[i]))
+            return 0;
+    return 1;
+}
+
+/*
+ * At most 256 bytes, '/' first, at most 8 '/'s; each part between them
+ * percent-decoded (else -2); three parts "v1", "ids" and a key (else -1).
+ */
+static int ref_path(const char *path, char *key, size_t *keylen)
+{
+    size_t n = strlen(path), slashes = 0, np = 0, dl;
+    const char *part[9], *p;
+    size_t plen[9];
+    char dec[257];
+
+    if (n > 256 || path[0] != '/')
+        return -1;
+    for (p = path; (p = strchr(p, '/')) != NULL; p++) {
+        if (slashes > 0)
+            plen[np - 1] = (size_t)(p - part[np - 1]);
+        if (++slashes > 8)
             return -1;
-    *key = k;
-    *keylen = n;
+        part[np++] = p + 1;
+    }
+    plen[np - 1] = strlen(part[np - 1]);
+    for (size_t i = 0; i < np; i++)
+        if (fz_pct_decode(part[i], plen[i], dec, &dl) < 0)
+            return -2;
+    if (np != 3 || fz_pct_decode(part[0], plen[0], dec, &dl) < 0 || dl != 2 ||
+        memcmp(dec, "v1", 2) != 0 || fz_pct_decode(part[1], plen[1], dec, &dl) < 0 || dl != 3 ||
+        memcmp(dec, "ids", 3) != 0 || fz_pct_decode(part[2], plen[2], dec, &dl) < 0 ||
+        !ref_key(dec, dl))
+        return -1;
+    memcpy(key, dec, dl);
+    key[dl] = '\0';
+    *keylen = dl;
     return 0;
 }
 
-/* '&'-separated parameters, empty ones ignored; at most one, "count=" 1..10 digits, >= 1. */
+/*
+ * '&'-separated parameters, empty ones ignored; each one's name and value
+ * (after the first '=') percent-decoded; at most one, "count" = 1..10
+ * digits, >= 1.
+ */
 static int ref_count(const char *q, size_t len, uint64_t *count)
 {
     size_t i = 0;
@@ -65,21 +96,26 @@ static int ref_count(const char *q, size_t len, uint64_t *count)
     if (q == NULL)
         return 0;
     while (i <= len) {
-        size_t end = i, vlen;
+        size_t end = i, eq, nl, vl;
         uint64_t v = 0;
+        char name[FIELD_MAX], value[FIELD_MAX];
 
         while (end < len && q[end] != '&')
             end++;
         if (end > i) {
-            if (end - i < 6 || memcmp(q + i, "count=", 6) != 0 || seen)
+            eq = i;
+            while (eq < end && q[eq] != '=')
+                eq++;
+            if (eq == end || seen || fz_pct_decode(q + i, eq - i, name, &nl) < 0 || nl != 5 ||
+                memcmp(name, "count", 5) != 0 ||
+                fz_pct_decode(q + eq + 1, end - eq - 1, value, &vl) < 0)
                 return -1;
-            vlen = end - i - 6;
-            if (vlen < 1 || vlen > 10)
+            if (vl < 1 || vl > 10)
                 return -1;
-            for (size_t k = i + 6; k < end; k++) {
-                if (q[k] < '0' || q[k] > '9')
+            for (size_t k = 0; k < vl; k++) {
+                if (value[k] < '0' || value[k] > '9')
                     return -1;
-                v = v * 10 + (uint64_t)(q[k] - '0');
+                v = v * 10 + (uint64_t)(value[k] - '0');
             }
             if (v == 0)
                 return -1;
@@ -91,31 +127,178 @@ static int ref_count(const char *q, size_t len, uint64_t *count)
     return 0;
 }
 
-/* Elements split on ',', each one's media range before any ';', without spaces and tabs. */
+/*
+ * Accept, RFC 9110 12.5.1 read literally: the header split into elements
+ * at commas outside quoted strings; an element (trimmed of OWS) is split
+ * at semicolons outside quoted strings into its media range and its
+ * parameters; the range is token "/" token, "*" "/" token only as
+ * "*" "/" "*"; each parameter (trimmed) is empty or token "=" (token /
+ * quoted-string), q's value a qvalue; anything else drops the element.
+ * Each of the two types takes the weight of its most specific matching
+ * range (the first of equal ones), 0 without one; higher weight wins, then
+ * the earlier range, then JSON; both 0 is none; no element kept is JSON.
+ */
+struct span_a {
+    const char *s;
+    size_t n;
+};
+
+static struct span_a trim_a(const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    return (struct span_a){s, n};
+}
+
+/* The end of the quoted string at s[i] (s[i] == '"') within n: the index after it, or 0. */
+static size_t quoted_end(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c == '"')
+            return i + 1;
+        if (c == '\\') {
+            if (++i >= n)
+                return 0;
+            c = (unsigned char)s[i];
+        }
+        if (c != '\t' && (c < 0x20 || c == 0x7f))
+            return 0;
+    }
+    return 0;
+}
+
+/* Split s[0..n) at sep outside quoted strings: the pieces into out (at most max); how many. */
+static size_t split_a(const char *s, size_t n, char sep, struct span_a *out, size_t max)
+{
+    size_t k = 0, start = 0, i = 0;
+
+    while (i <= n) {
+        if (i == n || s[i] == sep) {
+            if (k < max)
+                out[k++] = (struct span_a){s + start, i - start};
+            start = ++i;
+            continue;
+        }
+        if (s[i] == '"') {
+            size_t e = quoted_end(s, n, i);
+            i = e ? e : i + 1;
+            continue;
+        }
+        i++;
+    }
+    return k;
+}
+
+static int all_tchar(struct span_a t)
+{
+    if (t.n == 0)
+        return 0;
+    for (size_t i = 0; i < t.n; i++)
+        if (!fz_tchar((unsigned char)t.s[i]))
+            return 0;
+    return 1;
+}
+
+/* A qvalue in thousandths, or -1. */
+static int ref_qvalue(struct span_a v)
+{
+    if (v.n == 1 && (v.s[0] == '0' || v.s[0] == '1'))
+        return v.s[0] == '1' ? 1000 : 0;
+    if (v.n < 2 || v.n > 5 || v.s[1] != '.')
+        return -1;
+    if (v.s[0] == '1') {
+        for (size_t i = 2; i < v.n; i++)
+            if (v.s[i] != '0')
+                return -1;
+        return 1000;
+    }
+    if (v.s[0] != '0')
+        return -1;
+    {
+        int q = 0, mul = 100;
+        for (size_t i = 2; i < v.n; i++, mul /= 10) {
+            if (v.s[i] < '0' || v.s[i] > '9')
+                return -1;
+            q += (v.s[i] - '0') * mul;
+        }
+        return q;
+    }
+}
+
 static enum apireq_fmt ref_accept(const char *a)
 {
+    static const char *const types[2][2] = {{"application", "json"}, {"text", "plain"}};
+    struct span_a el[FIELD_MAX + 1], par[FIELD_MAX + 1];
+    size_t ne, kept = 0;
+    int spec[2] = {0, 0}, w[2] = {0, 0};
+    size_t at[2] = {0, 0};
+
     if (a == NULL)
         return APIREQ_JSON;
-    for (;;) {
-        size_t n = strcspn(a, ","), m = strcspn(a, ";");
-        const char *s = a, *e;
+    ne = split_a(a, strlen(a), ',', el, FIELD_MAX + 1);
+    for (size_t e = 0; e < ne; e++) {
+        struct span_a t = trim_a(el[e].s, el[e].n), range, type, sub;
+        size_t np, slash;
+        int q = 1000, ok = 1;
 
-        if (m < n)
-            n = m;
-        e = a + n;
-        while (s < e && (*s == ' ' || *s == '\t'))
-            s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-            e--;
-        if (fz_case_eq(s, (size_t)(e - s), "text/plain"))
-            return APIREQ_TEXT;
-        if (fz_case_eq(s, (size_t)(e - s), "application/json"))
-            return APIREQ_JSON;
-        a = strchr(a, ',');
-        if (a == NULL)
-            return APIREQ_JSON;
-        a++;
+        if (t.n == 0)
+            continue;
+        np = split_a(t.s, t.n, ';', par, FIELD_MAX + 1);
+        range = trim_a(par[0].s, par[0].n);
+        for (slash = 0; slash < range.n && range.s[slash] != '/'; slash++)
+            ;
+        type = (struct span_a){range.s, slash};
+        sub = (struct span_a){range.s + slash + 1, slash < range.n ? range.n - slash - 1 : 0};
+        if (slash == range.n || !all_tchar(type) || !all_tchar(sub) ||
+            (type.n == 1 && type.s[0] == '*' && !(sub.n == 1 && sub.s[0] == '*')))
+            ok = 0;
+        for (size_t i = 1; ok && i < np; i++) {
+            struct span_a pm = trim_a(par[i].s, par[i].n), name, val;
+            size_t eq;
+
+            if (pm.n == 0)
+                continue;
+            for (eq = 0; eq < pm.n && pm.s[eq] != '='; eq++)
+                ;
+            name = (struct span_a){pm.s, eq};
+            val = (struct span_a){pm.s + eq + 1, eq < pm.n ? pm.n - eq - 1 : 0};
+            if (eq == pm.n || !all_tchar(name) ||
+                !(all_tchar(val) ||
+                  (val.n >= 2 && val.s[0] == '"' && quoted_end(val.s, val.n, 0) == val.n)))
+                ok = 0;
+            else if (fz_case_eq(name.s, name.n, "q") && (q = ref_qvalue(val)) < 0)
+                ok = 0;
+        }
+        if (!ok)
+            continue;
+        kept++;
+        for (int f = 0; f < 2; f++) {
+            int sp = 0;
+
+            if (type.n == 1 && type.s[0] == '*')
+                sp = 1;
+            else if (fz_case_eq(type.s, type.n, types[f][0]))
+                sp = sub.n == 1 && sub.s[0] == '*'           ? 2
+                     : fz_case_eq(sub.s, sub.n, types[f][1]) ? 3
+                                                             : 0;
+            if (sp > spec[f]) {
+                spec[f] = sp;
+                w[f] = q;
+                at[f] = e;
+            }
+        }
     }
+    if (kept == 0)
+        return APIREQ_JSON;
+    if (w[0] == 0 && w[1] == 0)
+        return APIREQ_NONE;
+    if (w[1] > w[0] || (w[1] == w[0] && at[1] < at[0]))
+        return APIREQ_TEXT;
+    return APIREQ_JSON;
 }
 
 static int token68_char(unsigned char c)
@@ -161,17 +344,20 @@ static void check_err(const char *err, size_t errlen)
         CHECK(*c >= 0x20 && *c < 0x7f);
 }
 
-static void check_path(const char *path, const char **key, size_t *keylen)
+static void check_path(const char *path, char *key, size_t *keylen)
 {
-    const char *k = NULL, *rk = NULL;
+    char k[80], rk[80];
     size_t n = 0, rn = 0;
-    int rc = apireq_path(path, &k, &n), want = ref_path(path, &rk, &rn);
+    int rc = apireq_path(path, k, &n), want = ref_path(path, rk, &rn);
 
-    CHECK(rc == 0 || rc == -1);
-    CHECK(rc == want);
+    CHECK(rc == HTTPREQ_PATH_OK || rc == HTTPREQ_PATH_NONE || rc == HTTPREQ_PATH_BAD);
+    if (rc != want) {
+        fprintf(stderr, "apireq_path: %d, the contract: %d\n", rc, want);
+        CHECK(!"apireq_path follows its contract");
+    }
     if (rc == 0) {
-        CHECK(k == rk && n == rn);
-        *key = k;
+        CHECK(n == rn && memcmp(k, rk, n) == 0 && k[n] == '\0');
+        memcpy(key, k, n + 1);
         *keylen = n;
     }
 }
@@ -305,7 +491,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t qlen, hlen, errlen, n;
     char *path = fz_str(&f, FIELD_MAX, NULL), *query = fz_str(&f, FIELD_MAX, &qlen);
     char *accept = fz_str(&f, FIELD_MAX, NULL), *authz = fz_str(&f, FIELD_MAX, &hlen);
-    const char *key = "k";
+    char key[80] = "k";
     size_t keylen = 1;
     uint64_t count, ids[IDS_MAX];
     enum apireq_fmt fmt;
@@ -315,11 +501,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     errlen = fz_u8(&f); /* 0: the full size; else 0..APIREQ_ERR_MAX */
     errlen = errlen == 0 ? APIREQ_ERR_MAX : errlen % (APIREQ_ERR_MAX + 1);
 
-    check_path(path, &key, &keylen);
+    check_path(path, key, &keylen);
     count = check_count(query, qlen, flags & 1, errlen, &count_ok);
     fmt = apireq_accept(flags & 2 ? NULL : accept);
-    CHECK(fmt == APIREQ_JSON || fmt == APIREQ_TEXT);
-    CHECK(fmt == ref_accept(flags & 2 ? NULL : accept));
+    CHECK(fmt == APIREQ_JSON || fmt == APIREQ_TEXT || fmt == APIREQ_NONE);
+    if (fmt != ref_accept(flags & 2 ? NULL : accept)) {
+        fprintf(stderr, "apireq_accept: %d, the contract: %d\n", fmt,
+                ref_accept(flags & 2 ? NULL : accept));
+        CHECK(!"apireq_accept follows its contract");
+    }
+    if (fmt == APIREQ_NONE)
+        fmt = APIREQ_JSON; /* the bodies below: the errors are JSON */
     check_bearer(flags & 4 ? NULL : authz, hlen);
 
     /* the body for the parsed count (more than 64: a smaller one), key and format */

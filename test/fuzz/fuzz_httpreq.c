@@ -18,7 +18,11 @@
  * Then against an independent statement of the grammar (ref_parse(): the
  * same status, code, head_len and fields, computed on a copy without
  * writing into it), and an accepted head is parsed again alone, in a buffer
- * of exactly head_len bytes, to the same result.
+ * of exactly head_len bytes, to the same result. The path of an accepted
+ * head's target (up to '?' or '#') is split (httpreq_path_split) and
+ * checked against a statement of its own: '/' first, at most
+ * HTTPREQ_SEGS_MAX '/'s, else NONE; each part between '/'s percent-decoded
+ * (fz_pct_decode), else BAD; the parts NUL-terminated in the buffer given.
  */
 #include "fuzz.h"
 #include "httpreq.h"
@@ -150,8 +154,9 @@ static int ref_parse(const char *d, size_t len, size_t max_head, struct ref *r)
         for (ve = n; ve > v && ows(l[ve - 1]); ve--)
             ;
         if (fz_case_eq(l, name, "authorization")) {
-            if (!r->authz.s)
-                r->authz = (struct span){l + v, ve - v};
+            if (r->authz.s)
+                return ref_bad(r, 400);
+            r->authz = (struct span){l + v, ve - v};
         } else if (fz_case_eq(l, name, "accept")) {
             if (!r->accept.s)
                 r->accept = (struct span){l + v, ve - v};
@@ -231,6 +236,51 @@ static void check_done(const char *buf, const char *d, size_t len, size_t max_he
     CHECK(memcmp(buf + h, d + h, len - h) == 0); /* what follows the head is not touched */
 }
 
+/* httpreq_path_split of the path of target against the statement above. */
+static void check_split(const char *target)
+{
+    size_t n = strcspn(target, "?#"), slashes = 0, k = 0, i = 1;
+    char *path = fz_copy(target, n), *out = malloc(n + 1), dec[HEAD_MAX];
+    struct httpreq_path p;
+    int st, want = HTTPREQ_PATH_OK;
+
+    CHECK(out != NULL);
+    st = httpreq_path_split(path, n, out, &p);
+    CHECK(st == HTTPREQ_PATH_OK || st == HTTPREQ_PATH_NONE || st == HTTPREQ_PATH_BAD);
+    for (size_t j = 0; j < n; j++)
+        slashes += target[j] == '/';
+    if (n == 0 || target[0] != '/' || slashes > HTTPREQ_SEGS_MAX) {
+        want = HTTPREQ_PATH_NONE;
+    } else {
+        for (;; k++) { /* part k starts at target[i] */
+            size_t e = i, dl;
+
+            while (e < n && target[e] != '/')
+                e++;
+            if (fz_pct_decode(target + i, e - i, dec, &dl) < 0) {
+                want = HTTPREQ_PATH_BAD;
+                break;
+            }
+            if (st == HTTPREQ_PATH_OK) {
+                CHECK(k < p.n);
+                CHECK(p.len[k] == dl && memcmp(p.seg[k], dec, dl) == 0 && p.seg[k][dl] == '\0');
+                CHECK(p.seg[k] >= out && p.seg[k] + dl < out + n + 1);
+            }
+            if (e == n)
+                break;
+            i = e + 1;
+        }
+    }
+    if (st != want) {
+        fprintf(stderr, "httpreq_path_split: %d, the statement: %d\n", st, want);
+        CHECK(!"httpreq_path_split follows its statement");
+    }
+    if (st == HTTPREQ_PATH_OK)
+        CHECK(p.n == k + 1 && p.n == slashes);
+    free(path);
+    free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     size_t max_head, len;
@@ -285,6 +335,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(r.expect_continue == want.expect_continue);
         CHECK(r.content_length == want.content_length);
     }
+
+    if (st == HTTPREQ_DONE)
+        check_split(r.target);
 
     /* an accepted head alone, in a buffer of exactly its bytes: the same */
     if (st == HTTPREQ_DONE) {

@@ -241,6 +241,14 @@ def apireq_seeds():
                               errlen=20),
         "seed-bad-param": req("/v1/ids/-x", "foo=1", "garbage", "Bearer ==", errlen=1),
         "seed-bad-value": req("/v2/ids/user", "count=+5", "", "Bearerxyz", flags=2),
+        "seed-pct": req("/%76%31/ids/demo%5Fmono", "co%75nt=%31%30", "", "Bearer x", ids=[7]),
+        "seed-pct-slash": req("/v1/ids/a%2Fb", "count=%2", "", "", flags=6),
+        "seed-pct-bad": req("/v1/ids/us%zzer", "count=%00", "", "", flags=6, errlen=40),
+        "seed-accept-q": req("/v1/ids/a", "", "text/plain;q=0.5, application/json;q=0.501",
+                             "", flags=4),
+        "seed-accept-none": req("/v1/ids/a", "", "application/xml, text/plain;Q=0", "", flags=4),
+        "seed-accept-quoted": req("/v1/ids/a", "", 'text/*;x="a,\\"b";q=1.0, */*;q=0.', "",
+                                  flags=4),
     }
 
 
@@ -278,6 +286,10 @@ def httpreq_seeds():
         "seed-small-limit": req("GET / HTTP/1.1\r\nHost: example\r\n\r\n", limit=0),
         "seed-at-limit": req("GET / HTTP/1.1\r\nX: 12345\r\n\r\n", limit=28 - 16),
         "seed-big": req("GET / HTTP/1.1\r\nX: " + "v" * 8169 + "\r\n\r\n"),
+        "seed-pct": req("GET /v1%2Fapps/%75ser/%zz/%00?x=%41 HTTP/1.1\r\n\r\n"),
+        "seed-segs": req("GET /1/2/3/4/5/6/7/8 HTTP/1.1\r\n\r\n"),
+        "seed-two-authz": req("GET / HTTP/1.1\r\nAuthorization: Bearer a\r\n"
+                              "authorization: Bearer b\r\n\r\n"),
     }
 
 

@@ -938,6 +938,93 @@ probe() {
     rm -rf "$DIR/probe"
 }
 
+# --------------------------------------------------------------- ID API ---
+# The ID API tests (t_api, t_apiedge): tokens, and requests with curl.
+
+# ctl ARGS...: idpoolctl against the test's servers.
+ctl() { "$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" "$@"; }
+# new_token NAME APPS: tokens add, prints the token.
+new_token() {
+    ctl --json tokens add "$1" --apps "$2" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])'
+}
+# req [curl options] URL-PATH: against $BASE; body in $DIR/body, headers in
+# $DIR/headers, status in $CODE.
+BASE=''
+redact() { sed -E 's/idp_[A-Za-z0-9_-]+/idp_.../g' <<<"$1"; } # no token in the test's output
+req() {
+    local path=${*: -1} st=0
+    CODE=$(curl -sS --max-time 10 -o "$DIR/body" -D "$DIR/headers" -w '%{http_code}' \
+        "${@:1:$#-1}" "$BASE$path") || st=$?
+    ((st == 0)) || fail "curl $(redact "${*:1:$#-1}") $BASE$path: no answer (curl status $st)"
+}
+# as TOKEN [curl options] PATH: req with Authorization: Bearer TOKEN.
+as() {
+    local tok=$1
+    shift
+    req -H "Authorization: Bearer $tok" "$@"
+}
+# answers STATUS TOKEN [curl options] PATH: as TOKEN, answered STATUS (for wait_until).
+answers() {
+    local st=$1
+    shift
+    as "$@"
+    [[ $CODE == "$st" ]]
+}
+# refused ERROR TOKEN [curl options] PATH: as TOKEN, answered with error ERROR.
+refused() {
+    local err=$1
+    shift
+    as "$@"
+    grep -qF "\"error\":\"$err\"" "$DIR/body"
+}
+header() { tr -d '\r' <"$DIR/headers" | sed -n "s/^$1: //Ip" | tail -n 1; }
+what() { printf '%s: %s %s' "$CODE" "$(tr -d '\r' <"$DIR/headers" | tr '\n' '|' | head -c 600)" "$(head -c 600 "$DIR/body")"; }
+
+# is_error STATUS ERROR [retry]: the last answer is STATUS with the JSON body
+# {"error": ERROR, "message": "..."} (nothing else), Content-Type JSON, and
+# Retry-After (whole seconds >= 1) exactly when "retry" is given.
+is_error() {
+    local st=$1 err=$2 retry=${3:-} ra
+    [[ $CODE == "$st" ]] || fail "expected $st $err, got $(what)"
+    [[ $(header Content-Type) == application/json* ]] || fail "$st $err: Content-Type '$(header Content-Type)'"
+    python3 - "$DIR/body" "$err" <<'EOF' || fail "$st $err: body $(head -c 600 "$DIR/body")"
+import json, sys
+from harness import check
+d = json.load(open(sys.argv[1]))
+check(isinstance(d, dict) and set(d) == {"error", "message"}, d)
+check(d["error"] == sys.argv[2], d)
+check(isinstance(d["message"], str) and d["message"], d)
+EOF
+    ra=$(header Retry-After)
+    if [[ -n $retry ]]; then
+        [[ $ra =~ ^[1-9][0-9]*$ ]] || fail "$st $err: Retry-After '$ra', expected whole seconds >= 1"
+    else
+        [[ -z $ra ]] || fail "$st $err: unexpected Retry-After '$ra'"
+    fi
+}
+# ids_ok N APP [exact]: the last answer is 200 JSON {"app": APP, "ids": [...]}
+# with N IDs as decimal strings (exactly N, or 1..N with "upto"), kept in
+# $DIR/ids.APP; prints how many.
+ids_ok() {
+    local n=$1 app=$2 mode=${3:-exact}
+    [[ $CODE == 200 ]] || fail "expected 200 with $n IDs of $app, got $(what)"
+    [[ $(header Content-Type) == application/json* ]] || fail "200: Content-Type '$(header Content-Type)'"
+    python3 - "$DIR/body" "$n" "$app" "$mode" "$DIR/ids.$app" <<'EOF' || fail "200 $app: body $(head -c 600 "$DIR/body")"
+import json, re, sys
+from harness import check
+d = json.load(open(sys.argv[1]))
+n, app, mode = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+check(isinstance(d, dict) and set(d) == {"app", "ids"} and d["app"] == app, d)
+ids = d["ids"]
+check(isinstance(ids, list) and all(isinstance(i, str) and re.match(r"^(0|[1-9][0-9]*)$", i) for i in ids), ids)
+check(len(ids) == n if mode == "exact" else 1 <= len(ids) <= n, "%d IDs, asked %d" % (len(ids), n))
+check(all(int(i) < 2**63 for i in ids), ids)
+with open(sys.argv[5], "a") as f:
+    f.write("".join(i + "\n" for i in ids))
+print(len(ids))
+EOF
+}
+
 # ------------------------------------------------------------ idpoolctl ---
 # The idpoolctl tests (t_ctl, t_tokens, t_creds): one run's output in files,
 # then checks of its exit status, stderr and stdout.

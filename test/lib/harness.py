@@ -466,6 +466,25 @@ def sql_value(v):
 # (run as a script: see the module's doc)
 
 
+def read_all(sock):
+    """What a server sends on sock until it closes the connection: (bytes,
+    how), how "closed", "reset" (the server reset it), "open" (sock's
+    timeout passed first) or another error's name."""
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data, "closed"
+            data += chunk
+    except ConnectionResetError:
+        return data, "reset"
+    except TimeoutError:
+        return data, "open"
+    except OSError as e:
+        return data, type(e).__name__
+
+
 def connect(port, timeout=10):
     """A redis-py client of the loopback server (replies decoded to str);
     timeout bounds each reply (None: wait for ever). Imports python3-redis."""

@@ -14,28 +14,39 @@
 
 #include "acluser.h"
 #include "apireq.h"
+#include "app.h"
 #include "token.h"
 #include "unit.h"
 
 /* ---- apireq_path ---- */
 
-/* 1 when path parses to exactly the key `want` (a pointer into path). */
+/* 1 when path parses to exactly the key `want` (decoded, NUL-terminated). */
 static int path_is(const char *path, const char *want)
 {
-    const char *key = NULL;
+    char key[APP_KEY_MAX + 1];
     size_t len = 0;
 
-    if (apireq_path(path, &key, &len) != 0)
+    memset(key, 'Z', sizeof(key));
+    if (apireq_path(path, key, &len) != HTTPREQ_PATH_OK)
         return 0;
-    return key == path + strlen(APIREQ_PATH) && len == strlen(want) && memcmp(key, want, len) == 0;
+    return len == strlen(want) && strcmp(key, want) == 0;
 }
 
 static int path_bad(const char *path)
 {
-    const char *key = NULL;
+    char key[APP_KEY_MAX + 1];
     size_t len = 0;
 
-    return apireq_path(path, &key, &len) == -1;
+    return apireq_path(path, key, &len) == HTTPREQ_PATH_NONE;
+}
+
+/* A bad percent-escape: 400, not 404. */
+static int path_escape_bad(const char *path)
+{
+    char key[APP_KEY_MAX + 1];
+    size_t len = 0;
+
+    return apireq_path(path, key, &len) == HTTPREQ_PATH_BAD;
 }
 
 static void test_path_valid(void)
@@ -63,6 +74,50 @@ static void test_path_valid(void)
     CHECK(path_bad(path));
 }
 
+/* Segments are percent-decoded after the split (issue 22 item 8). */
+static void test_path_decoded(void)
+{
+    char path[300], key[80];
+
+    CHECK(path_is("/v1/ids/demo%5Fmono", "demo_mono"));
+    CHECK(path_is("/v1/ids/%75ser", "user"));
+    CHECK(path_is("/v1/ids/%75%73%65%72", "user"));
+    CHECK(path_is("/v1/ids/us%65r", "user"));
+    CHECK(path_is("/v1/ids/us%65R", "useR"));
+    CHECK(path_is("/%76%31/%69ds/user", "user")); /* every segment */
+    CHECK(path_is("/v1/ids/a%2eb", "a.b"));
+    CHECK(path_bad("/v1/ids/%2E%2E")); /* "..": no key */
+    CHECK(path_bad("/v1/ids/a%2Fb"));  /* "a/b": a decoded '/' is no separator */
+    CHECK(path_bad("/v1/ids/a%2fb"));
+    CHECK(path_bad("/v1%2Fids/user")); /* "v1/ids", "user": two segments */
+    CHECK(path_bad("/v1/ids%2Fuser")); /* "v1", "ids/user" */
+    CHECK(path_bad("/v1/ids/%2Fuser"));
+    CHECK(path_bad("/v1/ids/us%20er")); /* "us er" */
+    CHECK(path_bad("/v1/ids/%C3%A9"));  /* not a key character */
+    CHECK(path_escape_bad("/v1/ids/us%zzer"));
+    CHECK(path_escape_bad("/v1/ids/user%"));
+    CHECK(path_escape_bad("/v1/ids/user%4"));
+    CHECK(path_escape_bad("/v1/ids/us%00er"));
+    CHECK(path_escape_bad("/v1/ids/%%75ser"));
+    CHECK(path_escape_bad("/v%zz/ids/user")); /* anywhere in the path */
+    CHECK(path_escape_bad("/nope/%G0"));
+    /* 64 key characters, each encoded (192 bytes): a key */
+    snprintf(path, sizeof(path), "%s", APIREQ_PATH);
+    for (int i = 0; i < 64; i++)
+        strcat(path, "%6B");
+    memset(key, 'k', 64);
+    key[64] = '\0';
+    CHECK(path_is(path, key));
+    strcat(path, "%6B"); /* 65 */
+    CHECK(path_bad(path));
+    /* longer than APIREQ_PATH_MAX (no key is: 210 bytes at most): nothing, not even a 400 */
+    snprintf(path, sizeof(path), "%s", APIREQ_PATH);
+    while (strlen(path) < APIREQ_PATH_MAX)
+        strcat(path, "%zz");
+    CHECK(strlen(path) > APIREQ_PATH_MAX);
+    CHECK(path_bad(path));
+}
+
 static void test_path_invalid(void)
 {
     CHECK(path_bad(""));
@@ -74,7 +129,6 @@ static void test_path_invalid(void)
     CHECK(path_bad("/v1/ids/user/"));
     CHECK(path_bad("/v1/ids/a/b"));
     CHECK(path_bad("/v1/ids/user%20x"));
-    CHECK(path_bad("/v1/ids/%75ser")); /* taken as sent: no percent-decoding */
     CHECK(path_bad("/v1/ids/.."));
     CHECK(path_bad("/v1/ids/."));
     CHECK(path_bad("/v1/ids/../apps"));
@@ -185,7 +239,7 @@ static void test_count_invalid(void)
     count_bad("Count=5", "unknown parameter 'Count'");
     count_bad("counts=5", "unknown parameter 'counts'");
     count_bad("coun=5", "unknown parameter 'coun'");
-    count_bad("co%75nt=5", "unknown parameter 'co%75nt'"); /* not percent-decoded */
+    count_bad("c%6Funts=5", "unknown parameter 'c%6Funts'"); /* quoted as sent */
     count_bad("count=1e3", "got '1e3'");
     count_bad("count=+5", "got '+5'");
     count_bad("count= 5", "got ' 5'");
@@ -193,13 +247,38 @@ static void test_count_invalid(void)
     count_bad("count=5x", "got '5x'");
     count_bad("count=0x10", "got '0x10'");
     count_bad("count=5.0", "got '5.0'");
-    count_bad("count=%35", "got '%35'");
+    count_bad("count=%2B5", "got '%2B5'"); /* "+5" */
+    count_bad("count=%205", "got '%205'"); /* " 5" */
     count_bad("count=5=5", "got '5=5'");
     count_bad("count=10000000000", "got '10000000000'"); /* 11 digits */
     count_bad("count=00000000001", "got '00000000001'"); /* 11 digits, even as 1 */
     count_bad("count=99999999999999999999999", "got '99999999999999999999999'");
     count_bad("count=5;x=1", "got '5;x=1'");
     count_bad("count=5\ncount=6", "got '5?count=6'"); /* control bytes shown as '?' */
+}
+
+/* Names and values are percent-decoded (issue 22 item 8). */
+static void test_count_decoded(void)
+{
+    count_ok("count=%31%30", 10);
+    count_ok("count=%35", 5);
+    count_ok("co%75nt=5", 5);
+    count_ok("%63%6F%75%6E%74=7", 7); /* 15 bytes: the longest "count" */
+    count_ok("count=1%30", 10);
+    count_ok("count=%39%39%39%39%39%39%39%39%39%39", 9999999999ULL);     /* 30 bytes */
+    count_bad("count=%31%30%30%30%30%30%30%30%30%30%30", "got '%31%30"); /* 11 digits */
+    count_bad("%63%6F%75%6E%74%20=7", "unknown parameter");              /* "count " */
+    count_bad("count=%zz", "bad percent-escape in 'count=%zz'");
+    count_bad("count=%zz", "write '%' itself as %25; %00 is not allowed");
+    count_bad("count=5%", "bad percent-escape in 'count=5%'");
+    count_bad("count=5%3", "bad percent-escape");
+    count_bad("count=%00", "bad percent-escape in 'count=%00'");
+    count_bad("count=5%005", "bad percent-escape");
+    count_bad("co%zznt=5", "bad percent-escape in 'co%zznt=5'");
+    count_bad("count=5&x%zz=1", "bad percent-escape in 'x%zz=1'");
+    count_bad("count=%31&count=2", "count given twice");
+    count_bad("count=%26", "got '%26'"); /* "&" is a value, not a separator */
+    count_bad("count=%3D5", "got '%3D5'");
 }
 
 static void test_count_messages(void)
@@ -241,38 +320,105 @@ static void test_count_messages(void)
 
 /* ---- apireq_accept ---- */
 
+/* accept gives format want (J: JSON, T: text, N: none). */
+static void accept_is(const char *accept, char want)
+{
+    enum apireq_fmt f = apireq_accept(accept);
+    char got = f == APIREQ_JSON ? 'J' : f == APIREQ_TEXT ? 'T' : f == APIREQ_NONE ? 'N' : '?';
+
+    CHECK(got == want);
+    if (got != want)
+        fprintf(stderr, "  Accept: %s -> %c, expected %c\n", accept ? accept : "(none)", got, want);
+}
+
 static void test_accept(void)
 {
-    CHECK(apireq_accept(NULL) == APIREQ_JSON);
-    CHECK(apireq_accept("") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("application/json") == APIREQ_JSON);
-    CHECK(apireq_accept("application/json, text/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plain, application/json") == APIREQ_TEXT);
-    /* q-values are not weighed: the first listed decides */
-    CHECK(apireq_accept("text/plain;q=0.5, application/json") == APIREQ_TEXT);
-    CHECK(apireq_accept("application/json;q=0, text/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plain; charset=utf-8") == APIREQ_TEXT);
-    CHECK(apireq_accept("text/plain ; q=1") == APIREQ_TEXT);
-    CHECK(apireq_accept("*/*") == APIREQ_JSON);
-    CHECK(apireq_accept("text/*") == APIREQ_JSON);
-    CHECK(apireq_accept("*/*, text/plain") == APIREQ_TEXT); /* wildcards do not decide */
-    CHECK(apireq_accept("text/html, text/plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("text/html,application/xml;q=0.9,*/*;q=0.8") == APIREQ_JSON);
-    CHECK(apireq_accept("TEXT/PLAIN") == APIREQ_TEXT);
-    CHECK(apireq_accept("Text/Plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("APPLICATION/JSON, text/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("  text/plain  ") == APIREQ_TEXT);
-    CHECK(apireq_accept("\ttext/plain\t,") == APIREQ_TEXT);
-    CHECK(apireq_accept(",,, ,text/plain") == APIREQ_TEXT);
-    CHECK(apireq_accept("text/plainx") == APIREQ_JSON);
-    CHECK(apireq_accept("xtext/plain") == APIREQ_JSON);
-    CHECK(apireq_accept("text/plai") == APIREQ_JSON);
-    CHECK(apireq_accept("text / plain") == APIREQ_JSON);
-    CHECK(apireq_accept("foo;text/plain") == APIREQ_JSON); /* a parameter, not a type */
-    CHECK(apireq_accept("garbage") == APIREQ_JSON);
-    CHECK(apireq_accept(";;;,,,;") == APIREQ_JSON);
-    CHECK(apireq_accept("\x01\xff") == APIREQ_JSON);
+    accept_is(NULL, 'J');
+    accept_is("", 'J');
+    accept_is("text/plain", 'T');
+    accept_is("application/json", 'J');
+    /* equal weights: the first listed, then JSON */
+    accept_is("application/json, text/plain", 'J');
+    accept_is("text/plain, application/json", 'T');
+    accept_is("text/plain; charset=utf-8", 'T');
+    accept_is("text/plain ; q=1", 'T');
+    accept_is("*/*", 'J');
+    accept_is("text/*", 'T');
+    accept_is("application/*", 'J');
+    accept_is("*/*, text/plain", 'J'); /* both weigh 1: JSON's range comes first */
+    accept_is("text/html, text/plain", 'T');
+    accept_is("text/html,application/xml;q=0.9,*/*;q=0.8", 'J'); /* a browser's */
+    accept_is("TEXT/PLAIN", 'T');
+    accept_is("Text/Plain", 'T');
+    accept_is("APPLICATION/JSON, text/plain", 'J');
+    accept_is("  text/plain  ", 'T');
+    accept_is("\ttext/plain\t,", 'T');
+    accept_is(",,, ,text/plain", 'T');
+    accept_is("text/plain,", 'T');
+}
+
+/* q-values are weighed (issue 22 item 8). */
+static void test_accept_q(void)
+{
+    accept_is("text/plain;q=0.5, application/json", 'J');
+    accept_is("text/plain;q=0.5, application/json;q=0.4", 'T');
+    accept_is("application/json;q=0.5, text/plain;q=0.501", 'T');
+    accept_is("application/json;q=0, text/plain", 'T');
+    accept_is("application/json;q=0.0, text/plain;q=0.001", 'T');
+    accept_is("text/plain;Q=0.2, application/json;q=0.1", 'T'); /* Q: case-insensitive */
+    accept_is("text/plain;q=1.0, application/json;q=1.000", 'T');
+    accept_is("text/plain;q=0.7, application/json;q=0.7", 'T'); /* a tie: the first listed */
+    accept_is("application/json;q=0.7, text/plain;q=0.7", 'J');
+    accept_is("text/plain ; q=0.3 , application/json ; q=0.2", 'T');
+    accept_is("text/plain;charset=utf-8;q=0.3, application/json;q=0.2", 'T');
+    accept_is("text/plain;q=0.3;level=1, application/json;q=0.2", 'T');         /* after q */
+    accept_is("text/plain;foo=\"a,b;q=0\";q=0.9, application/json;q=0.5", 'T'); /* quoted */
+    accept_is("text/plain;foo=\"a\\\"b\";q=0.9, application/json;q=0.5", 'T');  /* \" inside */
+    accept_is("text/plain;;q=0.9;, application/json;q=0.5", 'T'); /* empty parameters */
+    /* the most specific range decides a type's weight, wherever it is */
+    accept_is("*/*;q=0.1, text/plain", 'T');
+    accept_is("text/plain, */*;q=0.1", 'T');
+    accept_is("*/*;q=0.9, application/json;q=0.1", 'T'); /* text/plain by the wildcard */
+    accept_is("text/*;q=0.9, text/plain;q=0.1, application/json;q=0.5", 'J');
+    accept_is("text/plain;q=0.1, text/*;q=0.9, application/json;q=0.5", 'J');
+    accept_is("text/plain;q=0.1, text/plain;q=0.9, application/json;q=0.5", 'J'); /* first */
+    accept_is("application/*;q=0.2, */*;q=0.9", 'T');
+    /* nothing acceptable: 406 */
+    accept_is("text/plain;q=0", 'N');
+    accept_is("application/json;q=0, text/plain;q=0", 'N');
+    accept_is("application/xml", 'N');
+    accept_is("text/html", 'N');
+    accept_is("image/*", 'N');
+    accept_is("*/*;q=0", 'N');
+    accept_is("*/*;q=0, text/html", 'N');
+    accept_is("text/plainx", 'N');
+    accept_is("application/json;q=0, */*", 'T'); /* json excluded, the rest welcome */
+    accept_is("text/*;q=0, */*;q=0.5", 'J');
+    /* elements that do not parse are ignored */
+    accept_is("text/plain;q=2, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=1.001, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=0.1234, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=.5, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=x, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=-1, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=01, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=0.5x, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=\"0.5\", application/json;q=0.1", 'J'); /* quoted: not a qvalue */
+    accept_is("text/plain;x, application/json;q=0.1", 'J');
+    accept_is("text/plain;foo=\"open, application/json;q=0.1", 'J'); /* one element, open */
+    accept_is("text/plain x, application/json;q=0.1", 'J');
+    accept_is("*/plain, application/json;q=0.1", 'J');
+    accept_is("text/plain;q=0.5 junk, application/json;q=0.1", 'J');
+    /* a header where nothing parses is no header: anything goes */
+    accept_is("text / plain", 'J');
+    accept_is("foo;text/plain", 'J');
+    accept_is("garbage", 'J');
+    accept_is(";;;,,,;", 'J');
+    accept_is("\x01\xff", 'J');
+    accept_is("text/plain;q=2", 'J');
+    accept_is("xtext/plain", 'N'); /* parses: a type nobody serves */
+    accept_is("text/plai", 'N');
 }
 
 /* ---- apireq_bearer ---- */
@@ -749,11 +895,14 @@ static void test_acluser_longest(void)
 int main(void)
 {
     RUN(test_path_valid);
+    RUN(test_path_decoded);
     RUN(test_path_invalid);
     RUN(test_count_valid);
     RUN(test_count_invalid);
+    RUN(test_count_decoded);
     RUN(test_count_messages);
     RUN(test_accept);
+    RUN(test_accept_q);
     RUN(test_bearer);
     RUN(test_u64);
     RUN(test_body_json);

@@ -1578,6 +1578,45 @@ static void test_api_settings(void)
     expect_error(NULL, ARGV("--api-buffer", "0"), "--api-buffer: must be an integer in 1..100000");
 }
 
+/* api-access-log (issue 22 item 8): off by default; a file, "-", off or empty. */
+static void test_api_access_log(void)
+{
+    struct config cfg;
+    char path[64];
+
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--api", "127.0.0.1:1")), (uint64_t)CONFIG_OK);
+    CHECK(cfg.api_access_log == NULL);
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL,
+                                ARGV("--api", "127.0.0.1:1", "--api-access-log", "/var/log/a.log")),
+                 (uint64_t)CONFIG_OK);
+    CHECK_STR(cfg.api_access_log, "/var/log/a.log");
+    config_free(&cfg);
+    CHECK_EQ_U64(
+        (uint64_t)load(&cfg, ENV({"IDPOOL_API_ACCESS_LOG", "-"}), ARGV("--api", "127.0.0.1:1")),
+        (uint64_t)CONFIG_OK);
+    CHECK_STR(cfg.api_access_log, "-");
+    config_free(&cfg);
+    /* a flag's "off" or "" overrides the file's path */
+    write_tmp(path, "api = 127.0.0.1:1\napi-access-log = \"/var/log/idpool api.log\"\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--config", path)), (uint64_t)CONFIG_OK);
+    CHECK_STR(cfg.api_access_log, "/var/log/idpool api.log");
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--config", path, "--api-access-log", "off")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(cfg.api_access_log == NULL);
+    config_free(&cfg);
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--config", path, "--api-access-log=")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(cfg.api_access_log == NULL);
+    config_free(&cfg);
+    unlink(path);
+    expect_error(NULL, ARGV("--api-access-log", "-"), "--api-access-log: set, but the API is off");
+    /* off without the API is no error */
+    CHECK_EQ_U64((uint64_t)load(&cfg, NULL, ARGV("--api-access-log", "off")), (uint64_t)CONFIG_OK);
+    config_free(&cfg);
+}
+
 /* failover-reserve (issue 20): auto follows the URL's kind; errors name the values. */
 static void test_failover_reserve(void)
 {
@@ -1643,6 +1682,7 @@ int main(void)
     RUN(test_alert_settings);
     RUN(test_issuer_url);
     RUN(test_api_settings);
+    RUN(test_api_access_log);
     RUN(test_failover_reserve);
     RUN(test_http_limits);
     return unit_done();

@@ -660,20 +660,36 @@ static void test_expect(void)
 static void test_first_kept(void)
 {
     if (ok("GET / HTTP/1.1\r\nAuthorization: Bearer first\r\nAccept: text/plain\r\n"
-           "Authorization: Bearer second\r\nAccept: application/json\r\n"
-           "authorization: Bearer third\r\n\r\n")) {
+           "Accept: application/json\r\n\r\n")) {
         CHECK_STR(R.authz, "Bearer first");
         CHECK_STR(R.accept, "text/plain");
         CHECK(R.authz > buf && R.authz < buf + 40);
     }
     /* an empty first one is still the first */
-    if (ok("GET / HTTP/1.1\r\nAccept:\r\nAccept: text/plain\r\nAuthorization: \r\n"
-           "Authorization: Bearer x\r\n\r\n")) {
+    if (ok("GET / HTTP/1.1\r\nAccept:\r\nAccept: text/plain\r\nAuthorization: \r\n\r\n")) {
         CHECK_STR(R.accept, "");
         CHECK_STR(R.authz, "");
     }
     if (ok("GET / HTTP/1.1\r\nContent-Type: text/plain\r\n\r\n"))
         CHECK_STR(R.ctype, "text/plain");
+}
+
+/* Two Authorization headers: 400, whatever they hold (issue 22 item 8). */
+static void test_two_authorizations(void)
+{
+    bad("GET / HTTP/1.1\r\nAuthorization: Bearer first\r\nAccept: text/plain\r\n"
+        "Authorization: Bearer second\r\n\r\n",
+        400, "more than one Authorization header");
+    bad("GET / HTTP/1.1\r\nAuthorization: Bearer x\r\nauthorization: Bearer x\r\n\r\n", 400,
+        "more than one Authorization");
+    bad("GET / HTTP/1.1\r\nAuthorization:\r\nAUTHORIZATION: Bearer x\r\n\r\n", 400,
+        "more than one Authorization");
+    /* an incomplete head is not judged yet */
+    more("GET / HTTP/1.1\r\nAuthorization: a\r\nAuthorization: b\r\n");
+    /* other names are other fields */
+    if (ok("GET / HTTP/1.1\r\nAuthorization: a\r\nProxy-Authorization: b\r\n"
+           "X-Authorization: c\r\n\r\n"))
+        CHECK_STR(R.authz, "a");
 }
 
 static void test_case_insensitive(void)
@@ -758,6 +774,101 @@ static void test_head_len(void)
         CHECK_EQ_U64(R.head_len, 18);
 }
 
+/* ---- httpreq_path_split ---- */
+
+/*
+ * path splits into the segments listed in want ("a|b|": "a", "b", ""), each
+ * NUL-terminated in a heap buffer of exactly strlen(path) + 1 bytes.
+ */
+static void split_is(const char *path, const char *want)
+{
+    size_t n = strlen(path), k = 0;
+    char *pb = unit_copy(NULL, path, n), *out = malloc(n + 1);
+    struct httpreq_path p;
+    enum httpreq_path_status st;
+
+    CHECK(out != NULL);
+    if (out == NULL)
+        return;
+    memset(&p, 0x5a, sizeof(p));
+    st = httpreq_path_split(pb, n, out, &p);
+    CHECK_EQ_U64((uint64_t)(int64_t)st, (uint64_t)HTTPREQ_PATH_OK);
+    if (st == HTTPREQ_PATH_OK) {
+        for (const char *w = want;; k++) {
+            size_t wl = strcspn(w, "|");
+            CHECK(k < p.n);
+            if (k >= p.n)
+                break;
+            CHECK(p.len[k] == wl && memcmp(p.seg[k], w, wl) == 0 && p.seg[k][wl] == '\0');
+            CHECK(p.seg[k] >= out && p.seg[k] + wl < out + n + 1);
+            if (w[wl] == '\0')
+                break;
+            w += wl + 1;
+        }
+        CHECK_EQ_U64(p.n, k + 1);
+    }
+    if (st != HTTPREQ_PATH_OK || p.n != k + 1)
+        fprintf(stderr, "  path '%s' (%d)\n", path, (int)st);
+    free(pb);
+    free(out);
+}
+
+static void split_fails(const char *path, enum httpreq_path_status want)
+{
+    size_t n = strlen(path);
+    char *pb = unit_copy(NULL, path, n), *out = malloc(n + 1);
+    struct httpreq_path p;
+
+    CHECK(out != NULL);
+    if (out != NULL)
+        CHECK_EQ_U64((uint64_t)(int64_t)httpreq_path_split(pb, n, out, &p),
+                     (uint64_t)(int64_t)want);
+    free(pb);
+    free(out);
+}
+
+static void test_path_split(void)
+{
+    split_is("/", "");
+    split_is("/metrics", "metrics");
+    split_is("/v1/ids/user", "v1|ids|user");
+    split_is("/v1/apps/", "v1|apps|");
+    split_is("//x", "|x");
+    split_is("/a//b/", "a||b|");
+    split_is("/%6Detrics", "metrics");
+    split_is("/v1/ids/demo%5Fmono", "v1|ids|demo_mono");
+    split_is("/a%2Fb/c", "a/b|c"); /* a decoded '/' separates nothing */
+    split_is("/a%2fb%2F", "a/b/");
+    split_is("/%25", "%");
+    split_is("/%2525", "%25"); /* decoded once */
+    split_is("/a+b", "a+b");
+    split_is("/%C3%A9", "\xc3\xa9");
+    split_is("/%20", " ");
+    split_is("/1/2/3/4/5/6/7/8", "1|2|3|4|5|6|7|8"); /* HTTPREQ_SEGS_MAX */
+    split_fails("/1/2/3/4/5/6/7/8/9", HTTPREQ_PATH_NONE);
+    split_fails("/1/2/3/4/5/6/7/8/%zz", HTTPREQ_PATH_NONE); /* too many segments, first */
+    split_fails("", HTTPREQ_PATH_NONE);
+    split_fails("x/y", HTTPREQ_PATH_NONE);
+    split_fails("*", HTTPREQ_PATH_NONE);
+    split_fails("/%zz", HTTPREQ_PATH_BAD);
+    split_fails("/%", HTTPREQ_PATH_BAD);
+    split_fails("/a%", HTTPREQ_PATH_BAD);
+    split_fails("/a%4", HTTPREQ_PATH_BAD);
+    split_fails("/a%4/", HTTPREQ_PATH_BAD); /* the escape does not reach into the next segment */
+    split_fails("/%00", HTTPREQ_PATH_BAD);
+    split_fails("/ok/%0", HTTPREQ_PATH_BAD);
+    split_fails("/%G1", HTTPREQ_PATH_BAD);
+    split_fails("/%1G", HTTPREQ_PATH_BAD);
+    split_fails("/% 1", HTTPREQ_PATH_BAD);
+    /* only len bytes are read */
+    {
+        char out[8];
+        struct httpreq_path p;
+        CHECK(httpreq_path_split("/ab%zz", 3, out, &p) == HTTPREQ_PATH_OK);
+        CHECK(p.n == 1 && strcmp(p.seg[0], "ab") == 0);
+    }
+}
+
 int main(void)
 {
     RUN(test_minimal_get);
@@ -775,9 +886,11 @@ int main(void)
     RUN(test_transfer_encoding);
     RUN(test_expect);
     RUN(test_first_kept);
+    RUN(test_two_authorizations);
     RUN(test_case_insensitive);
     RUN(test_ows_trimmed);
     RUN(test_head_len);
+    RUN(test_path_split);
     free(buf);
     free(orig);
     return unit_done();
