@@ -88,10 +88,18 @@ RESHARD_MS=$(((T_RESHARD - T_FROM) / 1000000))
 info "reshard: $RESHARD_MS ms, $(grep -c '^Moving slot' "$DIR/reshard.out") slots moved by redis-cli"
 
 migration_watch_all "$T_RESHARD" "${MOVED[@]}"
+# R on DST first: an upper bound of the time (a pool is looked at when its
+# turn comes), and the checks below ask every node about every moved slot
+# (a minute for the long profile's 1024)
+for app in "${MOVED[@]}"; do
+    REDIS_PORT=$DST
+    LAST_RECOVERY_MS=timeout
+    recovered "$app" "$T_FROM" 30
+    LOWS+=("$LAST_RECOVERY_MS")
+done
 
 # After: the slots moved (every node names DST), the control's did not;
-# nothing of a moved application left on SRC, its pool and meta on DST;
-# R there.
+# nothing of a moved application left on SRC, its pool and meta on DST.
 wait_until 10 cluster_ok || failure "the cluster is not ok on every node after the reshard"
 for s in "${MOVED_SLOTS[@]}"; do
     migration_owned "$s" "$DST" || failure "slot $s: not every node names $(cluster_node "$DST") its primary"
@@ -102,10 +110,6 @@ for app in "${MOVED[@]}"; do
     n=$(migration_left "$SRC" "$app")
     LEFT=$((LEFT + n))
     expect "((n == 0))" "$app: $n keys of its slot left on $(cluster_node "$SRC")"
-    REDIS_PORT=$DST
-    LAST_RECOVERY_MS=timeout
-    recovered "$app" "$T_FROM" 30
-    LOWS+=("$LAST_RECOVERY_MS")
     dst_keys=$(migration_keys "$DST" "$app")
     # its pool may be empty (Redis deletes an empty list): its meta must be there
     expect "[[ '$dst_keys' == *meta* ]]" "$app: its meta is not on DST ($dst_keys)"
