@@ -52,8 +52,9 @@ rules=$dest/root$IDPOOL_DATA_DIR/idpool/prometheus
 for f in idpool-alerts.yml idpool-alerts.test.yml README.md; do
     cmp "$root/deploy/prometheus/$f" "$rules/$f"
 done
+cmp "$root/deploy/grafana/idpool.json" "$dest/root$IDPOOL_DATA_DIR/idpool/grafana/idpool.json"
 if command -v promtool >/dev/null; then
     (cd "$rules" && promtool test rules idpool-alerts.test.yml >/dev/null)
     echo "the installed rules pass their installed tests"
 fi
-echo "installed: the Python package ($(echo "$want" | wc -l) modules) and the Prometheus rules"
+echo "installed: the Python package ($(echo "$want" | wc -l) modules), the Prometheus rules and the Grafana dashboard"

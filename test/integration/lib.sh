@@ -200,7 +200,10 @@ cleanup() {
         printf '\n----- mysql.err (last 20 lines) -----\n' >&2
         tail -n 20 "$DIR/mysql.err" >&2
     fi
-    if [[ -f $DIR/b/env ]]; then "$SERVERS" stop "$DIR/b" || rc=1; fi
+    # a test's second set of servers in a directory of its own ($DIR/b, ...)
+    for d in "$DIR"/*/; do
+        if [[ -f ${d}env ]]; then "$SERVERS" stop "${d%/}" || rc=1; fi
+    done
     "$SERVERS" stop "$DIR" || rc=1
     if [[ ${KEEP:-0} == 1 ]]; then
         info "kept $DIR"
