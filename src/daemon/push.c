@@ -96,12 +96,6 @@ static void on_tx_reply(struct rds *r, redisReply *reply, void *arg)
 
 static void on_tx_exec(struct rds *r, redisReply *reply, void *arg);
 
-/*
- * The guard's verdict on the open transaction decides: EXEC on 1 (and the
- * next chunks' transaction goes out right behind it), DISCARD on anything
- * else.
- * An IDPOOL_* error says which check failed.
- */
 /* An error reply of the fence (idpool_guard or idpool_push): which check failed. */
 static void fence_error(struct pusher *p, struct push_job *j, const redisReply *reply)
 {
@@ -120,6 +114,12 @@ static void fence_error(struct pusher *p, struct push_job *j, const redisReply *
         job_error(j, PUSH_NOFENCE, "the fence did not run: %s", reply->str);
 }
 
+/*
+ * The guard's verdict on the open transaction decides: EXEC on 1 (and the
+ * next chunks' transaction goes out right behind it), DISCARD on anything
+ * else.
+ * An IDPOOL_* error says which check failed.
+ */
 static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
 {
     struct push_job *j = arg;
