@@ -435,11 +435,16 @@ static void check_hostport(const char *s)
     free(host2);
 }
 
-/* Replace the bytes that would move the password out of the userinfo. */
+/*
+ * Replace the bytes that would move the password out of the userinfo. With
+ * "@host" forgotten, "user:pw" is the first address of a list, and a ','
+ * in it starts the next address of a redis-sentinel:// or redis-cluster://
+ * URL (echoed as a bad host name): a password no more either.
+ */
 static void userinfo_clean(char *s, int no_host)
 {
     for (; *s; s++)
-        if (*s == '/' || *s == '?' || *s == '#' || (no_host && *s == '@'))
+        if (*s == '/' || *s == '?' || *s == '#' || (no_host && (*s == '@' || *s == ',')))
             *s = '_';
 }
 
