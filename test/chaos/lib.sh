@@ -1999,6 +1999,20 @@ migration_watch_all() {
     done
 }
 
+# migration_recovered T APP...: R on DST for each application, from T
+# (ns); LOWS gets each one's low-water time (recovered: an upper bound, a
+# pool is looked at when its turn comes).
+migration_recovered() {
+    local app t=$1
+    shift
+    for app in "$@"; do
+        REDIS_PORT=$DST
+        LAST_RECOVERY_MS=timeout
+        recovered "$app" "$t" 30
+        LOWS+=("$LAST_RECOVERY_MS")
+    done
+}
+
 # migration_rounds APP...: the row's round of each application a migration
 # moved, over its window [T_FROM, MIG_END[APP]] (migration_watch_read), with
 # its N0_OF and the probe of its pool on the source; REFUSED_SUM: the

@@ -91,12 +91,7 @@ migration_watch_all "$T_RESHARD" "${MOVED[@]}"
 # R on DST first: an upper bound of the time (a pool is looked at when its
 # turn comes), and the checks below ask every node about every moved slot
 # (a minute for the long profile's 1024)
-for app in "${MOVED[@]}"; do
-    REDIS_PORT=$DST
-    LAST_RECOVERY_MS=timeout
-    recovered "$app" "$T_FROM" 30
-    LOWS+=("$LAST_RECOVERY_MS")
-done
+migration_recovered "$T_FROM" "${MOVED[@]}"
 
 # After: the slots moved (every node names DST), the control's did not;
 # nothing of a moved application left on SRC, its pool and meta on DST.

@@ -95,12 +95,7 @@ wait_until 10 cluster_ok || failure "the cluster is not ok on every node after t
 expect "migration_owned $MIG_SLOT $DST" "slot $MIG_SLOT: not every node names $(cluster_node "$DST") its primary"
 LEFT=$(cluster_cli "$SRC" CLUSTER COUNTKEYSINSLOT "$MIG_SLOT")
 expect "((LEFT == 0))" "$LEFT keys of slot $MIG_SLOT left on $(cluster_node "$SRC")"
-for app in "${APPS[@]}"; do
-    REDIS_PORT=$DST
-    LAST_RECOVERY_MS=timeout
-    recovered "$app" "$T_GIVE" 30
-    LOWS+=("$LAST_RECOVERY_MS")
-done
+migration_recovered "$T_GIVE" "${APPS[@]}"
 REFUSALS=$(($(logs_count "TRYAGAIN") - REFUSALS0))
 info "daemons' log lines naming TRYAGAIN during the migration: $REFUSALS"
 

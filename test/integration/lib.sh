@@ -942,6 +942,13 @@ probe() {
 }
 
 # --------------------------------------------------------------- ID API ---
+# tls_cert: a self-signed certificate for 127.0.0.1, $DIR/tls.crt, and its
+# key, $DIR/tls.key (the issuer's TLS tests).
+tls_cert() {
+    openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+        -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
+        fail "openssl req: $(cat "$DIR/openssl.out")"
+}
 # The ID API tests (t_api, t_apiedge): tokens, and requests with curl.
 
 # ctl ARGS...: idpoolctl against the test's servers.

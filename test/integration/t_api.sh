@@ -378,9 +378,7 @@ pass "tokens add: accepted within reload-ms, or at SIGHUP; tokens revoke: 401 wi
 
 # ---------------------------------------------------------------- TLS ---
 TLS_PORT=$(free_port)
-openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-    -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
-    fail "openssl req: $(cat "$DIR/openssl.out")"
+tls_cert
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$DIR/other.key" >>"$DIR/openssl.out" 2>&1 ||
     fail "openssl genpkey: $(cat "$DIR/openssl.out")"
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$DIR/ec.key" >>"$DIR/openssl.out" 2>&1 ||

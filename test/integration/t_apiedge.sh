@@ -138,9 +138,7 @@ pass "3. two Authorization headers: 400 IDPOOL_BADREQUEST 'more than one Authori
 
 # ------------------------------------------ 4. plain HTTP to the TLS port ---
 command -v openssl >/dev/null 2>&1 || fail "openssl is not installed"
-openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-    -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
-    fail "openssl req: $(cat "$DIR/openssl.out")"
+tls_cert
 TLS_PORT=$(free_port)
 start_daemon tls --tick-ms 50 --reload-ms 300 --refill off --api "127.0.0.1:$TLS_PORT" \
     --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key" "${SLOW[@]}"

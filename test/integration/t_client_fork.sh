@@ -66,9 +66,7 @@ fork_case redis "$IDPOOL_REDIS_URL"
 
 # The same through an https issuer: the child never uses the parent's TLS session.
 if command -v openssl >/dev/null 2>&1; then
-    openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-        -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
-        fail "openssl req: $(cat "$DIR/openssl.out")"
+    tls_cert
     TOKEN=$("$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --json tokens add fork --apps fk |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])') || fail "tokens add fork"
     TLS_PORT=$(free_port)

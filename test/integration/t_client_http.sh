@@ -213,9 +213,7 @@ pass "idpool_client: an issuer in 3 threads, IDPOOL_LIMIT over HTTP and Redis, I
 
 # ---- 6. https
 command -v openssl >/dev/null 2>&1 || skip "openssl is not installed"
-openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-    -days 1 -keyout "$DIR/tls.key" -out "$DIR/tls.crt" >"$DIR/openssl.out" 2>&1 ||
-    fail "openssl req: $(cat "$DIR/openssl.out")"
+tls_cert
 TLS_PORT=$(free_port)
 start_daemon tls --instance tls --refill off --redis "$B_REDIS" --mysql "$B_MYSQL" \
     --api "127.0.0.1:$TLS_PORT" --api-tls-cert "$DIR/tls.crt" --api-tls-key "$DIR/tls.key"
