@@ -6,7 +6,7 @@
  *                     [--timeout-ms MS] [--mod M] [--buffer B] [--max-batch K]
  *                     [--timeline FILE] [--ca-file PEM] [--failback-ms MS]
  *                     [--until-failbacks N [--min-ids M] [--max-secs S]]
- *                     [--cycles C] [--stop-file F] [--pause-ms P] APP ENV...
+ *                     [--cycles C] [--stop-file F] [--pause-ms P] [--flush] APP ENV...
  *
  * --cycles C creates a client, takes 100 IDs with idpool_next from each of
  * T threads and frees it, C times (for leak checkers).
@@ -34,6 +34,10 @@
  * and the thread goes on, but 5 in a row or any other error end it; a
  * thread that could not get all its IDs prints the error and
  * idpool_app_last_error().
+ *
+ * --flush: each record is written out (fflush) as it is made, so a test can
+ * count the IDs the threads got while they run (libidpool's buffer holds
+ * IDs it took from Redis that no thread got yet: meta's `taken` is not it).
  *
  * --pause-ms P: each thread sleeps P ms after each take (or batch of
  * idpool_next), to pace it.
@@ -88,6 +92,7 @@ static _Atomic uint64_t taken_all;
 static const char *stop_file;
 /* --pause-ms: between two takes of a worker. */
 static unsigned pause_ms;
+static int flush; /* --flush */
 
 static void *work(void *arg)
 {
@@ -106,7 +111,9 @@ static void *work(void *arg)
         } else {
             rc = idpool_next_n(w->app, buf, w->take < room ? w->take : room, &n);
         }
-        if (n && w->out && poplog_write(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0) {
+        if (n && w->out &&
+            (poplog_write(w->out, t0, tools_ns(), buf, (uint32_t)n) < 0 ||
+             (flush && fflush(w->out) != 0))) {
             w->rc = IDPOOL_ENOMEM;
             break;
         }
@@ -296,6 +303,11 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
 
     for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+        if (strcmp(argv[i], "--flush") == 0) {
+            flush = 1;
+            i--; /* a flag: no value */
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "idpool-clientload: %s needs a value\n", argv[i]);
             return 2;
@@ -344,7 +356,7 @@ int main(int argc, char **argv)
         (stop_file && until_failbacks)) {
         fprintf(stderr, "usage: idpool-clientload [--threads T] [--ids N] [--take K<=1024] "
                         "[--record PREFIX] [--timeout-ms MS] [--mod M<=16] "
-                        "[--timeline FILE] APP ENV...\n");
+                        "[--timeline FILE] [--stop-file F] [--pause-ms P] [--flush] APP ENV...\n");
         return 2;
     }
     idpool_options_init(&o);
