@@ -4,9 +4,12 @@
 # interpreter's site directory and the package imports from there alone and
 # works; the Prometheus alert rules, their promtool tests and their README
 # land in <datadir>/idpool/prometheus (and pass there when promtool is
-# installed). Set by meson: MESON, IDPOOL_BUILD_ROOT, IDPOOL_PYTHON (the
-# interpreter meson installs for), IDPOOL_PYTHON_DIR (its site directory),
-# IDPOOL_DATA_DIR. Exit 77 (skip) when meson's command was not found.
+# installed); the man pages idpoold(8) and idpoolctl(1) land in
+# <mandir>/man8 and <mandir>/man1 (when scdoc built them: in CI always).
+# Set by meson: MESON, IDPOOL_BUILD_ROOT, IDPOOL_PYTHON (the interpreter
+# meson installs for), IDPOOL_PYTHON_DIR (its site directory),
+# IDPOOL_DATA_DIR, IDPOOL_MAN_DIR, IDPOOL_MAN_PAGES (1: built). Exit 77
+# (skip) when meson's command was not found.
 set -euo pipefail
 root=${IDPOOL_SOURCE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 [[ -n ${MESON:-} ]] || { echo "SKIP: meson's command was not found"; exit 77; }
@@ -57,4 +60,27 @@ if command -v promtool >/dev/null; then
     (cd "$rules" && promtool test rules idpool-alerts.test.yml >/dev/null)
     echo "the installed rules pass their installed tests"
 fi
-echo "installed: the Python package ($(echo "$want" | wc -l) modules), the Prometheus rules and the Grafana dashboard"
+
+if [[ ${IDPOOL_MAN_PAGES:-0} == 1 ]]; then
+    for page in man8/idpoold.8 man1/idpoolctl.1; do
+        f=$dest/root$IDPOOL_MAN_DIR/$page
+        if [[ ! -f $f ]]; then
+            echo "FAIL: $IDPOOL_MAN_DIR/$page is not installed"
+            exit 1
+        fi
+        name=${page#*/}
+        cmp "$IDPOOL_BUILD_ROOT/docs/man/$name" "$f"
+        # A page of that name and section, as scdoc writes its title line.
+        if ! grep -q "^\.TH \"${name%.*}\" \"${name##*.}\"" "$f"; then
+            echo "FAIL: $IDPOOL_MAN_DIR/$page: no title line .TH \"${name%.*}\" \"${name##*.}\""
+            exit 1
+        fi
+    done
+    pages="the man pages idpoold(8) and idpoolctl(1)"
+elif [[ ${IDPOOL_CI:-0} == 1 ]]; then
+    echo "FAIL: the man pages were not built: scdoc not found (scripts/packages-test.txt)"
+    exit 1
+else
+    pages="no man pages (scdoc is not installed)"
+fi
+echo "installed: the Python package ($(echo "$want" | wc -l) modules), the Prometheus rules, the Grafana dashboard and $pages"
