@@ -28,7 +28,7 @@ require_redis_py
 PARTS=" ${SYSTEMD_PARTS:-ready watchdog status reload stop creds badfile} "
 want() { [[ $PARTS == *" $1 "* ]]; }
 
-add_app user step=100 max_pool_size=1000 # low water 800
+add_app user step=100000 max_pool_size=2000000 # low water 1600000: filling takes a while
 add_app order step=100 max_pool_size=2000 increasing_type=2
 
 # ------------------------------------------------- the notify socket ---
@@ -70,11 +70,11 @@ wait_until 20 count_ge READY=1 1 || fail "no READY=1 after MySQL came back: $(la
 if want ready; then
     ready_len=$(sed -n 's/^[0-9]* llen=//p' "$NLOG" | head -n 1)
     [[ $ready_len =~ ^[0-9]+$ ]] || fail "the pool's length at READY=1: '$ready_len'"
-    assert_ge "$ready_len" 800 "user's pool length when READY=1 arrived (its low-water mark)"
+    assert_ge "$ready_len" 1600000 "user's pool length when READY=1 arrived (its low-water mark)"
     assert_eq 1 "$(count READY=1)" "READY=1 messages for one start"
     wait_until 3 status_has '^STATUS=serving 2 applications; redis up, mysql up; no alerts$' ||
         fail "STATUS= once ready: $(last_status)"
-    pass "ready: no READY=1 while MySQL was down (the daemon alive, retrying); READY=1 with the pool at $ready_len >= 800 once it came back"
+    pass "ready: no READY=1 while MySQL was down (the daemon alive, retrying); READY=1 with the pool at $ready_len >= 1600000 once it came back"
 fi
 
 # ---------------------------------------------------------- watchdog ---
@@ -158,7 +158,7 @@ if want creds; then
     printf 'redis-secret\n' >"$DIR/creds/redis-password"
     printf 'mysql-secret\r\n' >"$DIR/creds/mysql-password"
     CREDENTIALS_DIRECTORY=$DIR/creds start_daemon creds --tick-ms 50 "${as_idpd[@]}"
-    wait_until 15 pool_ge user 800 || fail "user's pool never filled with the passwords from the credentials"
+    wait_until 15 pool_ge user 1600000 || fail "user's pool never filled with the passwords from the credentials"
     [[ $(rcli CLIENT LIST | grep -c 'user=idpd') -ge 2 ]] || fail "no connection of Redis user idpd: $(rcli CLIENT LIST)"
     ! grep -qE 'redis-secret|mysql-secret' "$DIR/creds.log" "$DIR/wrong.log" || fail "a password is in the log"
     stop_daemon creds
