@@ -117,8 +117,7 @@ struct notify *notify_new(struct event_base *base, const struct status_source *s
                  usec / 1000, usec / 2000);
         send_state(n, "WATCHDOG=1");
     }
-    notify_poll(n); /* the first status line at once */
-    return n;
+    return n; /* the first status line at the first poll: by then MySQL and Redis were tried */
 fail:
     notify_free(n);
     return NULL;
