@@ -14,6 +14,8 @@
 #             after, and is not resent while nothing changes
 #   reload    SIGHUP: RELOADING=1, then READY=1
 #   stop      SIGTERM: STOPPING=1
+#   issuer    an issuer-only daemon (refill off): READY=1 without pool
+#             checks, once rows and API tokens are read; its STATUS= says so
 #   creds     passwords only from $CREDENTIALS_DIRECTORY (LoadCredential=):
 #             redis-password for an ACL user of Redis, mysql-password for a
 #             MySQL user; wrong ones are refused by the servers (nothing
@@ -25,7 +27,7 @@
 source "$(dirname "$0")/lib.sh"
 setup
 require_redis_py
-PARTS=" ${SYSTEMD_PARTS:-ready watchdog status reload stop creds badfile} "
+PARTS=" ${SYSTEMD_PARTS:-ready watchdog status reload stop issuer creds badfile} "
 want() { [[ $PARTS == *" $1 "* ]]; }
 
 add_app user step=100000 max_pool_size=2000000 # low water 1600000: filling takes a while
@@ -136,6 +138,20 @@ if want stop; then
     pass "stop: SIGTERM gives STOPPING=1 (and exit 0)"
 else
     stop_daemon d
+fi
+
+# ------------------------------------------------------------ issuer ---
+if want issuer; then
+    # An issuer-only daemon checks no pool: ready once rows and tokens are read.
+    r0=$(count READY=1)
+    NOTIFY_SOCKET=$SOCK start_daemon issuer --refill off --api "127.0.0.1:$(free_port)" \
+        --tick-ms 50 --instance issuer
+    wait_until 10 count_ge READY=1 $((r0 + 1)) || fail "the issuer sent no READY=1: $(last_status)"
+    wait_until 3 status_has '^STATUS=issuing \(refill off\) for 2 applications; redis up, mysql up' ||
+        fail "the issuer's STATUS=: $(last_status)"
+    st=$(last_status)
+    stop_daemon issuer
+    pass "issuer: READY=1 and its own STATUS= ($st)"
 fi
 
 # ------------------------------------------------------------- creds ---
