@@ -15,11 +15,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -411,29 +413,45 @@ static int replace_str(struct loader *ld, enum setting_id id, char **field, cons
 
 /*
  * Read the password in file path into *out (heap): the whole file, less one
- * final newline ("\n" or "\r\n"). An unreadable, empty, oversized or
- * multi-line file is an error naming the file (never its content): 0 / -1.
+ * final newline ("\n" or "\r\n"). A file that is missing, unreadable, not a
+ * regular file (a directory; a FIFO or a terminal would block), empty,
+ * oversized or of more than one line is an error naming the file (never its
+ * content): 0 / -1.
  */
 static int secret_file_read(const char *path, char **out, char *err, size_t errlen)
 {
     char buf[SECRET_FILE_MAX + 1];
-    size_t n;
-    int rd_errno;
-    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
     *out = NULL;
-    if (f == NULL) {
+    if (fd < 0 || fstat(fd, &st) != 0) {
         text_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
-    errno = 0;
-    n = fread(buf, 1, sizeof(buf), f);
-    rd_errno = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (rd_errno) {
-        text_err(err, errlen, "cannot read %s: %s", path, strerror(rd_errno));
+    if (!S_ISREG(st.st_mode)) {
+        text_err(err, errlen, "%s is not a regular file: it should hold the password", path);
+        close(fd);
         return -1;
     }
+    while (n < sizeof(buf)) {
+        ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            text_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
     if (n > SECRET_FILE_MAX) {
         text_err(err, errlen, "%s is larger than %d bytes: not a password file", path,
                  SECRET_FILE_MAX);

@@ -203,7 +203,7 @@ if want badfile; then
     err_has "^idpoold: IDPOOL_MYSQL_PASSWORD_FILE: $DIR/bad/two-lines holds more than one line"
     err_lacks 'top-secret'
     run_bad CREDENTIALS_DIRECTORY="$DIR/bad/dir-creds" --
-    err_has "^idpoold: systemd credential mysql-password: cannot read $DIR/bad/dir-creds/mysql-password: Is a directory"
+    err_has "^idpoold: systemd credential mysql-password: $DIR/bad/dir-creds/mysql-password is not a regular file"
     cp "$DIR/bad/empty" "$DIR/bad/dir-creds/redis-password"
     run_bad CREDENTIALS_DIRECTORY="$DIR/bad/dir-creds" --
     err_has "^idpoold: systemd credential redis-password: $DIR/bad/dir-creds/redis-password is empty"

@@ -1174,6 +1174,17 @@ static void test_password_files(void)
     expect_error(ENV({"IDPOOL_MYSQL_PASSWORD_FILE", bad}), no_args, "IDPOOL_MYSQL_PASSWORD_FILE: ");
     CHECK_STR_CONTAINS(err, " is empty");
     unlink(bad);
+    /* A FIFO nobody writes to (or a terminal) must not block the start. */
+    strcpy(bad, "/tmp/idpool-fifo-XXXXXX");
+    CHECK(mkdtemp(bad) != NULL);
+    strcat(bad, "/pw");
+    CHECK(mkfifo(bad, 0600) == 0);
+    expect_error(NULL, ARGV("--redis-password-file", bad), " is not a regular file");
+    unlink(bad);
+    *strrchr(bad, '/') = '\0';
+    rmdir(bad);
+    expect_error(NULL, ARGV("--mysql-password-file", "/dev/null"),
+                 "--mysql-password-file: /dev/null is not a regular file");
     write_tmp(bad, "IDPOOL_REDIS_PASSWORD=topsecret\nmore\n");
     expect_error(NULL, ARGV("--redis-password-file", bad), "holds more than one line");
     CHECK(strstr(err, "topsecret") == NULL);
@@ -1198,11 +1209,12 @@ static void test_password_files(void)
     expect_error(ENV({"CREDENTIALS_DIRECTORY", dir}), ARGV("--redis-password-file", both),
                  "--redis-password-file: set, and systemd passed the credential redis-password");
     unlink(both);
-    /* ...an unreadable one (a directory in its place). */
+    /* ...one that is not a file (a directory in its place). */
     snprintf(cred, sizeof(cred), "%s/mysql-password", dir);
     CHECK(mkdir(cred, 0700) == 0);
     expect_error(ENV({"CREDENTIALS_DIRECTORY", dir}), no_args,
-                 "systemd credential mysql-password: cannot read ");
+                 "systemd credential mysql-password: ");
+    CHECK_STR_CONTAINS(err, "/mysql-password is not a regular file");
     CHECK(rmdir(cred) == 0);
     snprintf(cred, sizeof(cred), "%s/redis-password", dir);
     unlink(cred);
