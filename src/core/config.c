@@ -15,11 +15,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -29,10 +31,12 @@
 enum setting_id {
     S_REDIS,
     S_REDIS_PASSWORD,
+    S_REDIS_PASSWORD_FILE,
     S_REDIS_TIMEOUT,
     S_KEY_PREFIX,
     S_MYSQL,
     S_MYSQL_PASSWORD,
+    S_MYSQL_PASSWORD_FILE,
     S_MYSQL_TIMEOUT,
     S_TICK,
     S_LOCK_TTL,
@@ -65,7 +69,8 @@ enum setting_id {
 enum setting_kind {
     K_REDIS_URL,
     K_MYSQL_URL,
-    K_SECRET, /* password override, kept aside until all sources are read */
+    K_SECRET,      /* password override, kept aside until all sources are read */
+    K_SECRET_FILE, /* a file holding a password override: read at once, kept aside too */
     K_INT,
     K_KEY_PREFIX,
     K_INSTANCE,
@@ -118,6 +123,13 @@ static const struct setting settings[S_COUNT] = {
                           "Redis password; replaces the one in the URL\n"
                           "(environment or config file only, never a flag)",
                           K_SECRET, FROM_ENV | FROM_FILE, 0, 0, 0},
+    [S_REDIS_PASSWORD_FILE] = {"redis-password-file", NULL, "IDPOOL_REDIS_PASSWORD_FILE", "Redis",
+                               "FILE", NULL, "the systemd credential redis-password, if passed",
+                               "file holding the Redis password (one line; a final newline\n"
+                               "is dropped); replaces the one in the URL; not together\n"
+                               "with redis-password. Under systemd, LoadCredential=\n"
+                               "redis-password:FILE passes it without this setting",
+                               K_SECRET_FILE, FROM_ALL, 0, 0, 0},
     [S_REDIS_TIMEOUT] = {"redis-timeout-ms", NULL, "IDPOOL_REDIS_TIMEOUT_MS", "Redis", "MS", "2000",
                          NULL, "connect and command timeout",
                          INT_SETTING(10, 600000, redis_timeout_ms)},
@@ -135,6 +147,15 @@ static const struct setting settings[S_COUNT] = {
                           "database password; replaces the one in the URL\n"
                           "(environment or config file only, never a flag)",
                           K_SECRET, FROM_ENV | FROM_FILE, 0, 0, 0},
+    [S_MYSQL_PASSWORD_FILE] = {"mysql-password-file", NULL, "IDPOOL_MYSQL_PASSWORD_FILE",
+                               "MySQL / MariaDB", "FILE", NULL,
+                               "the systemd credential mysql-password, if passed",
+                               "file holding the database password (one line; a final\n"
+                               "newline is dropped); replaces the one in the URL; not\n"
+                               "together with mysql-password. Under systemd,\n"
+                               "LoadCredential=mysql-password:FILE passes it without this\n"
+                               "setting",
+                               K_SECRET_FILE, FROM_ALL, 0, 0, 0},
     [S_MYSQL_TIMEOUT] = {"mysql-timeout-ms", NULL, "IDPOOL_MYSQL_TIMEOUT_MS", "MySQL / MariaDB",
                          "MS", "5000", NULL,
                          "connect, read and write timeout (MariaDB counts whole\n"
@@ -272,14 +293,30 @@ struct origin {
     long line; /* O_FILE: 1-based line number */
 };
 
+/* A password override being read: from its setting, or from a file. */
+struct secret {
+    char *value;     /* redis-password / mysql-password (heap) or NULL */
+    char *from_file; /* the content of redis-password-file / mysql-password-file (heap) or NULL */
+};
+
+/* The two passwords: which settings give them, and the systemd credential's name. */
+enum { SECRET_REDIS, SECRET_MYSQL, SECRET_COUNT };
+static const struct {
+    enum setting_id value, file;
+    const char *credential; /* file name in $CREDENTIALS_DIRECTORY (LoadCredential=) */
+} secrets[SECRET_COUNT] = {
+    [SECRET_REDIS] = {S_REDIS_PASSWORD, S_REDIS_PASSWORD_FILE, "redis-password"},
+    [SECRET_MYSQL] = {S_MYSQL_PASSWORD, S_MYSQL_PASSWORD_FILE, "mysql-password"},
+};
+
 /* State of one config_load() call. */
 struct loader {
-    struct config *cfg;            /* being built */
-    struct origin origin[S_COUNT]; /* source of each setting's current value */
-    struct origin config_origin;   /* where the config file path came from */
-    char *redis_password;          /* pending override (heap) or NULL */
-    char *mysql_password;          /* pending override (heap) or NULL */
-    char *err;                     /* caller's buffer */
+    struct config *cfg;                 /* being built */
+    struct origin origin[S_COUNT];      /* source of each setting's current value */
+    struct origin config_origin;        /* where the config file path came from */
+    struct secret secret[SECRET_COUNT]; /* pending password overrides */
+    config_getenv_fn getenv_fn;         /* the environment ($CREDENTIALS_DIRECTORY) */
+    char *err;                          /* caller's buffer */
     size_t errlen;
 };
 
@@ -371,6 +408,77 @@ static int replace_str(struct loader *ld, enum setting_id id, char **field, cons
     return 0;
 }
 
+/* A password file is one line: anything this large is not one. */
+#define SECRET_FILE_MAX 4096
+
+/*
+ * Read the password in file path into *out (heap): the whole file, less one
+ * final newline ("\n" or "\r\n"). A file that is missing, unreadable, not a
+ * regular file (a directory; a FIFO or a terminal would block), empty,
+ * oversized or of more than one line is an error naming the file (never its
+ * content): 0 / -1.
+ */
+static int secret_file_read(const char *path, char **out, char *err, size_t errlen)
+{
+    char buf[SECRET_FILE_MAX + 1];
+    size_t n = 0;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+    *out = NULL;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        text_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        text_err(err, errlen, "%s is not a regular file: it should hold the password", path);
+        close(fd);
+        return -1;
+    }
+    while (n < sizeof(buf)) {
+        ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            text_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n > SECRET_FILE_MAX) {
+        text_err(err, errlen, "%s is larger than %d bytes: not a password file", path,
+                 SECRET_FILE_MAX);
+        return -1;
+    }
+    if (n > 0 && buf[n - 1] == '\n')
+        n--;
+    if (n > 0 && buf[n - 1] == '\r')
+        n--;
+    if (n == 0) {
+        text_err(err, errlen, "%s is empty: it should hold the password", path);
+        return -1;
+    }
+    if (memchr(buf, '\n', n) || memchr(buf, '\r', n) || memchr(buf, '\0', n)) {
+        text_err(err, errlen,
+                 "%s holds more than one line (or a NUL byte): it should hold the password alone",
+                 path);
+        return -1;
+    }
+    *out = strndup(buf, n);
+    if (*out == NULL) {
+        text_err(err, errlen, "cannot read %s: out of memory", path);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * Parse and validate one value of setting id from source o, replacing the
  * previous value in ld->cfg only once the new one is known to be good.
@@ -418,12 +526,28 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
         return 0;
     }
     case K_SECRET: {
-        char **slot = id == S_REDIS_PASSWORD ? &ld->redis_password : &ld->mysql_password;
+        char **slot = &ld->secret[id == S_REDIS_PASSWORD ? SECRET_REDIS : SECRET_MYSQL].value;
 
         /* Empty means "not set", so IDPOOL_X_PASSWORD=${UNSET} is harmless. */
         if (value[0] == '\0')
             return 0;
         return replace_str(ld, id, slot, value);
+    }
+    case K_SECRET_FILE: {
+        char **slot =
+            &ld->secret[id == S_REDIS_PASSWORD_FILE ? SECRET_REDIS : SECRET_MYSQL].from_file;
+        char *pw;
+
+        if (value[0] == '\0') { /* empty: none, as for the password settings */
+            free(*slot);
+            *slot = NULL;
+            return 0;
+        }
+        if (secret_file_read(value, &pw, msg, sizeof(msg)) < 0)
+            return fail(ld, id, "%s", msg);
+        free(*slot);
+        *slot = pw;
+        return 0;
     }
     case K_HTTP: {
         char *host = NULL;
@@ -750,6 +874,53 @@ static enum config_result flags_walk(struct loader *ld, int argc, char *const ar
 }
 
 /*
+ * Where password i comes from, once every source is read: its setting
+ * (redis-password), its file setting (redis-password-file) or, when neither
+ * is set, the systemd credential of its name if the service manager passed
+ * one ($CREDENTIALS_DIRECTORY/redis-password, LoadCredential=). Two of
+ * them at once is an error: an operator moving a password from one place
+ * to another must not find the old one still in force. The password found
+ * replaces *password (the URL's); none leaves it.
+ */
+static int secret_resolve(struct loader *ld, int i, char **password)
+{
+    struct secret *sc = &ld->secret[i];
+    const char *dir = ld->getenv_fn("CREDENTIALS_DIRECTORY");
+    char cred[4096], from[CONFIG_ERR_MAX / 2], msg[CONFIG_ERR_MAX];
+    enum setting_id set = sc->value ? secrets[i].value : secrets[i].file;
+    char **pick = sc->value ? &sc->value : &sc->from_file;
+
+    if (sc->value && sc->from_file) {
+        origin_source(ld, secrets[i].value, from, sizeof(from));
+        return fail(ld, secrets[i].file, "set, and so is %s (from %s): give the password one way",
+                    settings[secrets[i].value].name, from);
+    }
+    cred[0] = '\0';
+    if (dir && dir[0] != '\0')
+        snprintf(cred, sizeof(cred), "%s/%s", dir, secrets[i].credential);
+    if (cred[0] && access(cred, F_OK) == 0) {
+        if (*pick) {
+            origin_prefix(ld, set, from, sizeof(from));
+            text_err(ld->err, ld->errlen,
+                     "%s: set, and systemd passed the credential %s too (%s): give the password "
+                     "one way",
+                     from, secrets[i].credential, cred);
+            return -1;
+        }
+        if (secret_file_read(cred, &sc->from_file, msg, sizeof(msg)) < 0) {
+            text_err(ld->err, ld->errlen, "systemd credential %s: %s", secrets[i].credential, msg);
+            return -1;
+        }
+    }
+    if (*pick) {
+        free(*password);
+        *password = *pick;
+        *pick = NULL;
+    }
+    return 0;
+}
+
+/*
  * Checks across settings, done once every source is read: the lock must
  * outlive two ticks, and password overrides replace the URLs' passwords.
  */
@@ -779,16 +950,9 @@ static int finish(struct loader *ld)
         return fail(ld, S_REFILL,
                     "off with the API off too: this instance would do nothing (set api / "
                     "IDPOOL_API_ADDR for an issuer-only instance)");
-    if (ld->redis_password) {
-        free(cfg->redis.password);
-        cfg->redis.password = ld->redis_password;
-        ld->redis_password = NULL;
-    }
-    if (ld->mysql_password) {
-        free(cfg->mysql.password);
-        cfg->mysql.password = ld->mysql_password;
-        ld->mysql_password = NULL;
-    }
+    if (secret_resolve(ld, SECRET_REDIS, &cfg->redis.password) < 0 ||
+        secret_resolve(ld, SECRET_MYSQL, &cfg->mysql.password) < 0)
+        return -1;
     if (cfg->failover_reserve < 0) /* auto */
         cfg->failover_reserve =
             cfg->redis.kind == REDIS_SENTINEL ? PLAN_RESERVE_TREND : PLAN_RESERVE_OFF;
@@ -827,6 +991,7 @@ enum config_result config_load(struct config *out, int argc, char *const argv[],
     text_err(err, errlen, "%s", "");
     if (getenv_fn == NULL)
         getenv_fn = real_getenv;
+    ld.getenv_fn = getenv_fn;
     if (argv == NULL)
         argc = 0;
 
@@ -855,8 +1020,10 @@ enum config_result config_load(struct config *out, int argc, char *const argv[],
         goto out;
     r = CONFIG_OK;
 out:
-    free(ld.redis_password);
-    free(ld.mysql_password);
+    for (int i = 0; i < SECRET_COUNT; i++) {
+        free(ld.secret[i].value);
+        free(ld.secret[i].from_file);
+    }
     if (r != CONFIG_OK)
         config_free(out);
     return r;

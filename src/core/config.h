@@ -1,8 +1,9 @@
 /*
  * config — daemon settings from defaults, an optional config file, the
  * environment and command-line flags (later sources win), validated into one
- * struct. Pure: no I/O except reading the config file, so it is unit-tested
- * without servers.
+ * struct. Pure: no I/O except reading the config file and password files
+ * (redis-password-file, mysql-password-file, the systemd credentials
+ * redis-password and mysql-password), so it is unit-tested without servers.
  *
  * Every setting has a flag (--redis), an environment variable
  * (IDPOOL_REDIS_URL) and a config-file key (redis = ...). See config_usage().

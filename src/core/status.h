@@ -142,6 +142,10 @@ struct daemon_view {
     const struct node_view *nodes; /* the primaries serving slots; valid during the call */
     size_t nnodes;
     size_t apps_served, apps_invalid, apps_deleted;
+    size_t apps_unchecked; /* served rows whose first refill cycle is not over (pool.h) */
+    size_t alerts_firing;  /* alerts firing, all applications together */
+    uint64_t rows_loads;   /* loads of the application rows that ended, failed ones too */
+    int api_tokens_loaded; /* the ID API's tokens were read at least once */
     uint64_t refill_latency[STATUS_NLATENCY + 1]; /* non-cumulative counts; last = +Inf */
     double refill_latency_sum;                    /* seconds */
     uint64_t refill_latency_count;

@@ -46,9 +46,20 @@ static const struct ctl_cmd commands[] = {
 
 /* The settings idpoolctl uses: the rest of idpoold's are accepted (one config file) and unused. */
 static const char *const settings_used[] = {
-    "redis",     "redis-password", "redis-timeout-ms", "key-prefix",
-    "mysql",     "mysql-password", "mysql-timeout-ms", "tick-ms",
-    "reload-ms", "http",           "config",           NULL,
+    "redis",
+    "redis-password",
+    "redis-password-file",
+    "redis-timeout-ms",
+    "key-prefix",
+    "mysql",
+    "mysql-password",
+    "mysql-password-file",
+    "mysql-timeout-ms",
+    "tick-ms",
+    "reload-ms",
+    "http",
+    "config",
+    NULL,
 };
 
 static void usage(FILE *out)

@@ -22,6 +22,7 @@
 #include "http.h"
 #include "log.h"
 #include "node.h"
+#include "notify.h"
 #include "refill.h"
 #include "store.h"
 #include "url.h"
@@ -41,6 +42,7 @@ struct daemon {
     struct access *access;           /* API tokens, Redis users of direct clients */
     struct api *api;                 /* the ID API (listens nowhere when api is empty) */
     struct status_source refill_src; /* the refill loop's views, completed by src_daemon */
+    struct notify *notify;           /* sd_notify: readiness, status, watchdog (systemd) */
     struct event *ev_term, *ev_int, *ev_hup;
     struct event *ev_grace; /* bounds a graceful shutdown */
     int stopping;
@@ -91,6 +93,7 @@ static void src_daemon(void *ctx, struct daemon_view *out)
     out->api_takes = st.takes;
     out->api_buffered = st.buffered;
     out->api_tokens = access_tokens(d->access, &loaded);
+    out->api_tokens_loaded = loaded;
     out->api_no_token = st.auth_failures[API_AUTH_MISSING];
     out->api_bad_token = st.auth_failures[API_AUTH_UNKNOWN];
     statushttp_get_closes(d->http, out->http_closes[0]);
@@ -130,6 +133,7 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
     }
     d->stopping = 1;
     log_info("%s: stopping: finishing in-flight refills, releasing locks", strsignal((int)sig));
+    notify_stopping(d->notify);
     evtimer_add(d->ev_grace, &tv);
     refill_shutdown(d->refill, on_stopped, d);
 }
@@ -195,7 +199,8 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         config_free(&d->cfg);
         d->cfg = nc;
     }
-    refill_reload(d->refill);
+    /* systemd: reloading until the rows were read again (also when the config was rejected) */
+    notify_reloading(d->notify, refill_reload(d->refill));
     access_reload(d->access);
 }
 
@@ -280,10 +285,14 @@ int main(int argc, char **argv)
         die("cannot start the ID API on %s", d.cfg.api_addr);
     {
         struct status_source src = {&d, src_each, src_one, src_daemon};
+        struct statusline_role role = {d.cfg.refill, config_api_on(&d.cfg)};
         refill_status_source(d.refill, &d.refill_src);
         d.http = statushttp_new(d.base, &d.cfg, &src);
         if (!d.http)
             die("cannot start the HTTP status server on %s", d.cfg.http_addr);
+        d.notify = notify_new(d.base, &src, &role);
+        if (!d.notify)
+            die("cannot set up the notifications to systemd");
     }
 
     d.ev_term = evsignal_new(d.base, SIGTERM, on_stop_signal, &d);
@@ -301,6 +310,7 @@ int main(int argc, char **argv)
      * closed), then Redis (pending callbacks see NULL replies, the API's
      * too, while its applications still exist), then MySQL.
      */
+    notify_free(d.notify);
     api_stop(d.api);
     statushttp_free(d.http);
     nodemap_free(d.map);

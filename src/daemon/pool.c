@@ -31,7 +31,10 @@ struct pools {
     struct pool **index;      /* open-addressing hash of the pools by key, rebuilt per load */
     size_t index_cap;         /* its size: a power of two, at least twice the entries */
     int loading;              /* a load job is in flight */
+    int again;                /* load once more when the one in flight ends (pools_reload) */
     int loaded;               /* rows were loaded at least once */
+    uint64_t loads_begun;     /* loads started (the one in flight included) */
+    uint64_t loads_done;      /* loads ended, successful or not */
     int stopping;             /* no more loads */
     char *load_err;           /* last load error, logged once per change */
     struct bad_key *bad_keys; /* rows whose entity_key is invalid (no pool to hold the error) */
@@ -92,6 +95,11 @@ static struct pool *pool_new(struct pools *reg, const char *key)
     memcpy(p->cfg.key, key, n);
     p->cfg.key[n] = '\0';
     return p;
+}
+
+void pool_checked(struct pool *p)
+{
+    p->checked = 1;
 }
 
 void pool_set_state(struct pool *p, enum pool_state to)
@@ -418,6 +426,7 @@ static void on_load(void *arg, enum store_err st, const struct app_row *rows, si
     size_t live = 0, bad = 0;
 
     reg->loading = 0;
+    reg->loads_done++;
     if (st != STORE_OK) {
         if (!err || !*err)
             err = "unknown error";
@@ -463,6 +472,10 @@ static void on_load(void *arg, enum store_err st, const struct app_row *rows, si
     reg->last_bad = bad;
     pools_sweep(reg);
 out:
+    if (reg->again) {
+        reg->again = 0;
+        pools_reload(reg);
+    }
     if (reg->env.on_loaded)
         reg->env.on_loaded(reg->env.arg);
 }
@@ -471,8 +484,21 @@ void pools_reload(struct pools *reg)
 {
     if (reg->loading || reg->stopping)
         return;
+    reg->loads_begun++;
     if (store_load(reg->env.store, on_load, reg) == 0)
         reg->loading = 1;
+    else
+        reg->loads_done++; /* not started: it ended, failed */
+}
+
+uint64_t pools_reread(struct pools *reg)
+{
+    if (reg->loading && !reg->stopping) {
+        reg->again = 1;
+        return reg->loads_begun + 1;
+    }
+    pools_reload(reg);
+    return reg->loads_begun;
 }
 
 /*
@@ -581,20 +607,25 @@ int pools_one_view(struct pools *reg, const char *key, status_app_fn *fn, void *
     return 0;
 }
 
-void pools_tally(const struct pools *reg, size_t *served, size_t *invalid, size_t *deleted,
-                 int *loaded)
+void pools_tally(const struct pools *reg, struct daemon_view *out)
 {
-    *served = *invalid = *deleted = 0;
+    out->apps_served = out->apps_invalid = out->apps_deleted = 0;
+    out->apps_unchecked = out->alerts_firing = 0;
     for (size_t i = 0; i < reg->n; i++) {
         const struct pool *p = reg->v[i];
         if (p->dead)
             continue;
-        *served += p->live;
-        *invalid += p->bad != NULL;
-        *deleted += p->deleted;
+        out->apps_served += p->live;
+        out->apps_invalid += p->bad != NULL;
+        out->apps_deleted += p->deleted;
+        out->apps_unchecked += p->live && !p->checked;
+        for (int k = 0; k < ALERT_COUNT; k++)
+            out->alerts_firing += p->health.alert[k].firing != 0;
     }
-    *invalid += reg->nbad_keys;
-    *loaded = reg->loaded;
+    out->apps_invalid += reg->nbad_keys;
+    out->alerts_firing += reg->nbad_keys; /* invalid_config of each (pools_each_view) */
+    out->rows_loaded = reg->loaded;
+    out->rows_loads = reg->loads_done;
 }
 
 /* --- lifecycle ----------------------------------------------------------- */

@@ -118,6 +118,7 @@ struct pool {
     int memory_warned;      /* the pool-memory warning was logged for this row */
     unsigned side_calls;    /* renewals, limit syncs in flight (the pool is not freed meanwhile) */
     uint64_t live_since_ms; /* when it became served */
+    int checked;            /* its first refill cycle is over (pool_checked; readiness) */
     uint64_t last_refill_unix_ms;
     struct pool_sched sched;
     struct pool_seen seen;
@@ -158,6 +159,14 @@ struct pool *pools_find(struct pools *reg, const char *key);
 
 /* Re-read the rows now (no-op while a load is in flight or stopping). */
 void pools_reload(struct pools *reg);
+/*
+ * Re-read the rows now, also when a load is in flight: then once more when
+ * it ends (its rows may predate the call). Returns the number of the load
+ * that reads them as of now: the view's rows_loads reaches it once that
+ * load ended, whether it succeeded or not (SIGHUP: READY=1 after
+ * RELOADING=1).
+ */
+uint64_t pools_reread(struct pools *reg);
 /* A MySQL job succeeded: if loading rows had failed, load them now. */
 void pools_mysql_back(struct pools *reg);
 /* Stop loading rows. */
@@ -174,14 +183,26 @@ void pools_sweep(struct pools *reg);
  */
 void pool_limits(struct pool *p, const char *per_take, const char *per_second);
 
+/*
+ * The pool's first refill cycle is over: a check saw it at or above its
+ * low-water mark, or a refill of it ran under its lock and ended, whatever
+ * came of it (a pool that cannot be refilled raises its alerts; it does not
+ * hold back the daemon's readiness). A lock another daemon held does not
+ * count: the next check looks again.
+ */
+void pool_checked(struct pool *p);
+
 /* The one door for state changes; entering IDLE ends the refill (batch freed, new row applied). */
 void pool_set_state(struct pool *p, enum pool_state to);
 
 /* The views of every application, for HTTP and /metrics (daemon view: filled by the caller). */
 void pools_each_view(struct pools *reg, status_app_fn *fn, void *arg);
 int pools_one_view(struct pools *reg, const char *key, status_app_fn *fn, void *arg);
-/* Served / invalid / soft-deleted rows, for the daemon view. */
-void pools_tally(const struct pools *reg, size_t *served, size_t *invalid, size_t *deleted,
-                 int *loaded);
+/*
+ * The registry's part of the daemon view: served / invalid / soft-deleted
+ * rows, whether rows were loaded and how many loads ended, served pools not
+ * checked yet, alerts firing.
+ */
+void pools_tally(const struct pools *reg, struct daemon_view *out);
 
 #endif

@@ -112,6 +112,7 @@ static void refill_unlock(struct pool *p)
         return;
     }
     p->run.locked = 0;
+    pool_checked(p); /* a refill ran: whatever came of it, the pool was looked after */
     pool_set_state(p, POOL_UNLOCK);
     if (rds_command(p->run.node->main, on_unlock, p, "FCALL idpool_unlock 1 %s %s", p->k_lock,
                     p->run.token) != 0)
@@ -581,8 +582,7 @@ static void src_daemon(void *ctx, struct daemon_view *out)
     out->redis_reconnects = rs.reconnects;
     out->mysql_errors = ss.errors;
     out->mysql_reconnects = ss.reconnects;
-    pools_tally(rf->pools, &out->apps_served, &out->apps_invalid, &out->apps_deleted,
-                &out->rows_loaded);
+    pools_tally(rf->pools, out);
     memcpy(out->refill_latency, rf->lat, sizeof(rf->lat));
     out->refill_latency_sum = rf->lat_sum;
     out->refill_latency_count = rf->lat_count;
@@ -596,9 +596,9 @@ void refill_status_source(struct refill *rf, struct status_source *out)
     out->daemon = src_daemon;
 }
 
-void refill_reload(struct refill *rf)
+uint64_t refill_reload(struct refill *rf)
 {
-    pools_reload(rf->pools);
+    return pools_reread(rf->pools);
 }
 
 void refill_configure(struct refill *rf, const struct config *cfg)

@@ -30,8 +30,8 @@ void refill_free(struct refill *rf);
 /* The registry of pools (the ID API looks rows up in it). */
 struct pools *refill_pools(struct refill *rf);
 
-/* Re-read application rows now (SIGHUP). */
-void refill_reload(struct refill *rf);
+/* Re-read application rows now (SIGHUP); the number of that load (pools_reread). */
+uint64_t refill_reload(struct refill *rf);
 
 /* Apply the settings that can change without a restart (tick, reload, lock TTL). */
 void refill_configure(struct refill *rf, const struct config *cfg);

@@ -170,8 +170,10 @@ static void check_done(struct pool *p, uint64_t len)
 {
     p->sched.busy = cadence_busy(p->seen.len_known, p->seen.len, len, p->seen.rate);
     p->sched.due_ms = cadence_next_check(p->sched.check_ms, check_interval(p), p->sched.busy);
-    if (p->live && len >= p->cfg.low_water) /* (an invalid row's low water means nothing) */
+    if (p->live && len >= p->cfg.low_water) { /* (an invalid row's low water means nothing) */
         health_pool_ok(p);
+        pool_checked(p);
+    }
     p->seen.len = len;
     p->seen.len_known = 1;
 }

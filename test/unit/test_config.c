@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -1142,6 +1143,85 @@ static void test_password_overrides(void)
     CHECK(strstr(err, "topsecret") == NULL);
 }
 
+/*
+ * Passwords from files: redis-password-file / mysql-password-file, and the
+ * systemd credentials redis-password / mysql-password in
+ * $CREDENTIALS_DIRECTORY (LoadCredential=) when neither setting is given.
+ */
+static void test_password_files(void)
+{
+    struct config cfg;
+    char rp[64], mp[64], bad[64], dir[64], cred[128], both[64];
+
+    write_tmp(rp, "from file\n");
+    write_tmp(mp, "db pw\r\n");
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"IDPOOL_MYSQL_PASSWORD_FILE", mp}),
+                                ARGV("--redis", "redis://:urlpw@h", "--redis-password-file", rp)),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis.password, "from file") == 0);
+    CHECK(strcmp(cfg.mysql.password, "db pw") == 0);
+    config_free(&cfg);
+
+    /* Both ways for one password: an error naming both. */
+    expect_error(ENV({"IDPOOL_REDIS_PASSWORD", "envpw"}), ARGV("--redis-password-file", rp),
+                 "--redis-password-file: set, and so is redis-password (from "
+                 "IDPOOL_REDIS_PASSWORD): give the password one way");
+
+    /* Bad files: the error names the file and never shows its content. */
+    expect_error(NULL, ARGV("--redis-password-file", "/nonexistent/pw"),
+                 "--redis-password-file: cannot read /nonexistent/pw: No such file or directory");
+    write_tmp(bad, "");
+    expect_error(ENV({"IDPOOL_MYSQL_PASSWORD_FILE", bad}), no_args, "IDPOOL_MYSQL_PASSWORD_FILE: ");
+    CHECK_STR_CONTAINS(err, " is empty");
+    unlink(bad);
+    /* A FIFO nobody writes to (or a terminal) must not block the start. */
+    strcpy(bad, "/tmp/idpool-fifo-XXXXXX");
+    CHECK(mkdtemp(bad) != NULL);
+    strcat(bad, "/pw");
+    CHECK(mkfifo(bad, 0600) == 0);
+    expect_error(NULL, ARGV("--redis-password-file", bad), " is not a regular file");
+    unlink(bad);
+    *strrchr(bad, '/') = '\0';
+    rmdir(bad);
+    expect_error(NULL, ARGV("--mysql-password-file", "/dev/null"),
+                 "--mysql-password-file: /dev/null is not a regular file");
+    write_tmp(bad, "IDPOOL_REDIS_PASSWORD=topsecret\nmore\n");
+    expect_error(NULL, ARGV("--redis-password-file", bad), "holds more than one line");
+    CHECK(strstr(err, "topsecret") == NULL);
+    unlink(bad);
+
+    /* The systemd credentials, when no setting names a password. */
+    strcpy(dir, "/tmp/idpool-creds-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cred, sizeof(cred), "%s/redis-password", dir);
+    CHECK(rename(rp, cred) == 0);
+    CHECK_EQ_U64((uint64_t)load(&cfg, ENV({"CREDENTIALS_DIRECTORY", dir}),
+                                ARGV("--redis", "redis://:urlpw@h")),
+                 (uint64_t)CONFIG_OK);
+    CHECK(strcmp(cfg.redis.password, "from file") == 0);
+    CHECK(cfg.mysql.password == NULL); /* no mysql-password credential: none */
+    config_free(&cfg);
+    /* ...a credential beside a password setting: an error naming both. */
+    expect_error(ENV({"CREDENTIALS_DIRECTORY", dir}, {"IDPOOL_REDIS_PASSWORD", "envpw"}), no_args,
+                 "IDPOOL_REDIS_PASSWORD: set, and systemd passed the credential redis-password "
+                 "too (");
+    write_tmp(both, "x\n");
+    expect_error(ENV({"CREDENTIALS_DIRECTORY", dir}), ARGV("--redis-password-file", both),
+                 "--redis-password-file: set, and systemd passed the credential redis-password");
+    unlink(both);
+    /* ...one that is not a file (a directory in its place). */
+    snprintf(cred, sizeof(cred), "%s/mysql-password", dir);
+    CHECK(mkdir(cred, 0700) == 0);
+    expect_error(ENV({"CREDENTIALS_DIRECTORY", dir}), no_args,
+                 "systemd credential mysql-password: ");
+    CHECK_STR_CONTAINS(err, "/mysql-password is not a regular file");
+    CHECK(rmdir(cred) == 0);
+    snprintf(cred, sizeof(cred), "%s/redis-password", dir);
+    unlink(cred);
+    CHECK(rmdir(dir) == 0);
+    unlink(mp);
+}
+
 static void test_prefix_instance_loglevel(void)
 {
     struct config cfg;
@@ -1674,6 +1754,7 @@ int main(void)
     RUN(test_bad_flags);
     RUN(test_help_version);
     RUN(test_password_overrides);
+    RUN(test_password_files);
     RUN(test_prefix_instance_loglevel);
     RUN(test_free_after_error);
     RUN(test_reload);

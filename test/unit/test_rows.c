@@ -172,14 +172,14 @@ static struct pools *registry(void)
 
 static void tally(struct pools *reg, size_t served, size_t invalid, size_t deleted)
 {
-    size_t s, i, d;
-    int loaded;
+    struct daemon_view v;
 
-    pools_tally(reg, &s, &i, &d, &loaded);
-    CHECK_EQ_U64(s, served);
-    CHECK_EQ_U64(i, invalid);
-    CHECK_EQ_U64(d, deleted);
-    CHECK(loaded);
+    memset(&v, 0, sizeof(v));
+    pools_tally(reg, &v);
+    CHECK_EQ_U64(v.apps_served, served);
+    CHECK_EQ_U64(v.apps_invalid, invalid);
+    CHECK_EQ_U64(v.apps_deleted, deleted);
+    CHECK(v.rows_loaded);
 }
 
 /* --- tests ---------------------------------------------------------------- */
@@ -337,6 +337,54 @@ out:
     pools_free(reg);
 }
 
+/*
+ * pools_reread (SIGHUP) during a load in flight: that load's rows may
+ * predate the signal, so one more load follows it, and the number returned
+ * is that one's; the view's rows_loads reaches it only then. Served pools
+ * start unchecked (readiness) until pool_checked().
+ */
+static void test_reread_and_checked(void)
+{
+    struct pools *reg = registry();
+    struct app_row rows[2] = {row_of(1, "user", 1000), row_of(2, "order", 500)};
+    struct daemon_view v;
+    store_load_fn *first;
+    uint64_t want;
+
+    load(reg, rows, 2);
+    memset(&v, 0, sizeof(v));
+    pools_tally(reg, &v);
+    CHECK_EQ_U64(v.rows_loads, 1);
+    CHECK_EQ_U64(v.apps_unchecked, 2);
+    pool_checked(pools_find(reg, "user"));
+    pools_tally(reg, &v);
+    CHECK_EQ_U64(v.apps_unchecked, 1);
+
+    load_fn = NULL;
+    pools_reload(reg); /* a periodic reload in flight */
+    first = load_fn;
+    CHECK(first != NULL);
+    want = pools_reread(reg);
+    CHECK_EQ_U64(want, 3);
+    load_fn = NULL;
+    if (first)
+        first(load_arg, STORE_OK, rows, 2, "");
+    pools_tally(reg, &v);
+    CHECK_EQ_U64(v.rows_loads, 2);
+    CHECK(load_fn != NULL); /* the load after it started */
+    if (load_fn)
+        load_fn(load_arg, STORE_DOWN, NULL, 0, "cannot connect to MySQL: refused");
+    pools_tally(reg, &v);
+    CHECK_EQ_U64(v.rows_loads, want); /* ended, failed: the reread is over */
+    /* nothing in flight: a reread is the next load */
+    load_fn = NULL;
+    CHECK_EQ_U64(pools_reread(reg), 4);
+    CHECK(load_fn != NULL);
+    if (load_fn)
+        load_fn(load_arg, STORE_OK, rows, 2, "");
+    pools_free(reg);
+}
+
 static void test_bad_key_and_failed_load(void)
 {
     struct pools *reg = registry();
@@ -384,5 +432,6 @@ int main(void)
     RUN(test_deleted_invalid_removed);
     RUN(test_pool_memory);
     RUN(test_bad_key_and_failed_load);
+    RUN(test_reread_and_checked);
     return unit_done();
 }
