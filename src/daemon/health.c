@@ -103,6 +103,11 @@ static void resolve_message(const struct pool *p, enum alert_kind kind, char *bu
     case ALERT_INVALID_CONFIG:
         snprintf(buf, len, p->deleted ? "row soft-deleted" : "row fixed; served again");
         break;
+    case ALERT_ID_SPACE_EXHAUSTION:
+        snprintf(buf, len,
+                 "the ID space lasts again: offsets below 90%% of 2^63-1, space left, and no "
+                 "runway below id-space-warn-days");
+        break;
     default:
         snprintf(buf, len, "condition cleared");
         break;

@@ -90,7 +90,7 @@ pass "30 days of ID space at the ledger's growth: id_space_days ~30 ($days), the
 # --- negative control: horizon 10 resolves it, 90 fires it again ---------------
 printf 'id-space-warn-days = 10\n' >"$DIR/idpoold.conf"
 signal_daemon a HUP
-wait_until 5 log_has a "alert id_space_exhaustion resolved app=space" ||
+wait_until 5 log_has a "alert id_space_exhaustion resolved app=space: the ID space lasts again" ||
     fail "id_space_exhaustion did not resolve with id-space-warn-days 10"
 app_true space '"id_space_exhaustion" not in a["alerts"] and 29 < a["runway"]["id_space_days"] < 31' ||
     fail "space with horizon 10: $(cat "$DIR/app.json")"
