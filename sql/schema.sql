@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS `application` (
 -- transaction as the current_offset update. The daemon also reads MAX(hi)
 -- from here, of the row (application_id) and of its key (entity_key), so
 -- neither an operator lowering current_offset nor a row deleted and added
--- again under the same key can make it hand out an ID twice.
+-- again under the same key can make it hand out an ID twice; and, once a
+-- minute, each application's first lease of the last 7 days
+-- (ix_app_created), for the runway of its ID space.
 CREATE TABLE IF NOT EXISTS `application_lease` (
   `id`             BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
   `application_id` BIGINT UNSIGNED NOT NULL,
@@ -45,7 +47,8 @@ CREATE TABLE IF NOT EXISTS `application_lease` (
   `created_at`     DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (`id`),
   KEY `ix_app_hi` (`application_id`, `hi`),
-  KEY `ix_key_hi` (`entity_key`, `hi`)
+  KEY `ix_key_hi` (`entity_key`, `hi`),
+  KEY `ix_app_created` (`application_id`, `created_at`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
 -- Upgrades of a database that an older version of this file created. Each
@@ -83,6 +86,19 @@ WHERE l.`entity_key` = '';
 -- AUTO_INCREMENT reads an inserted 0 as "generate one", ORMs as "not set").
 -- Existing rows keep their value; an explicit 0 still never yields ID 0.
 ALTER TABLE `application` ALTER COLUMN `start_offset` SET DEFAULT 1;
+-- application_lease.ix_app_created (issue 23): the runway of an
+-- application's ID space is measured from its first lease of the last 7
+-- days, found through this index (a loose index scan) in a few reads per
+-- application however long the ledger is. Without it idpoold still works,
+-- reading the whole ledger once a minute.
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
+                        AND INDEX_NAME = 'ix_app_created') = 0,
+  'ALTER TABLE `application_lease` ADD KEY `ix_app_created` (`application_id`, `created_at`)',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
 
 -- Credentials of the ID API (idpoolctl tokens add/list/revoke). Only the
 -- SHA-256 of each token is kept: a token is 256 random bits, so a plain hash

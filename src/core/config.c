@@ -61,6 +61,7 @@ enum setting_id {
     S_STALL,
     S_ALERT_RESOLVE,
     S_POOL_MEMORY,
+    S_ID_SPACE_WARN,
     S_LOG_LEVEL,
     S_CONFIG,
     S_COUNT,
@@ -272,6 +273,12 @@ static const struct setting settings[S_COUNT] = {
                        "whose full pool would take more Redis memory than this (about\n"
                        "10 bytes an ID)",
                        INT_SETTING(1, 1048576, pool_memory_mb)},
+    [S_ID_SPACE_WARN] = {"id-space-warn-days", NULL, "IDPOOL_ID_SPACE_WARN_DAYS", "Alerts", "DAYS",
+                         "90", NULL,
+                         "'id_space_exhaustion' also fires when an application's ID\n"
+                         "space would run out within this many days at the rate its\n"
+                         "leases grew over the last 7 days (application_lease); 0: off",
+                         INT_SETTING(0, 36500, id_space_warn_days)},
     [S_LOG_LEVEL] = {"log-level", NULL, "IDPOOL_LOG_LEVEL", "General", "LEVEL", "info", NULL,
                      "error, warn, info or debug", K_LOG_LEVEL, FROM_ALL, 0, 0, 0},
     [S_CONFIG] = {"config", NULL, "IDPOOL_CONFIG", "General", "FILE", NULL, "none",

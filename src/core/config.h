@@ -48,6 +48,7 @@ struct config {
     int stall_ms;               /* 'stalled' fires after a needy pool got nothing this long */
     int alert_resolve_ms;       /* an alert resolves after its condition is clear this long */
     int pool_memory_mb;         /* 'pool_memory' fires for a full pool above this, MiB */
+    int id_space_warn_days;     /* 'id_space_exhaustion' below this ID-space runway (0: off) */
     char *key_prefix;           /* Redis key prefix, default "idpool" */
     int tick_ms;                /* refill timer period */
     int lock_ttl_ms;            /* per-application lock TTL */

@@ -169,6 +169,14 @@
     X(lease_remaining, "idpool_lease_remaining", GAUGE,                                            \
       "ID space left in the current and prefetched leases.", ONE, "", VALID(v) && v->lease_known,  \
       U(v->lease_remaining))                                                                       \
+    X(pool_runway, "idpool_pool_runway_seconds", GAUGE,                                            \
+      "Seconds until the pool runs dry at the current consumption rate (+Inf: nothing is "         \
+      "consumed).",                                                                                \
+      ONE, "", VALID(v) && !isnan(v->runway_pool_s), F(v->runway_pool_s))                          \
+    X(space_runway, "idpool_id_space_runway_seconds", GAUGE,                                       \
+      "Seconds until the ID space is exhausted at the rate the leases grew over the last "         \
+      "7 days (+Inf: no growth measured).",                                                        \
+      ONE, "", VALID(v) && !isnan(v->runway_space_days), F(v->runway_space_days * 86400.0))        \
     X(reserve, "idpool_failover_reserve_ids", GAUGE,                                               \
       "ID space in this daemon's failover reserve (0: none held).", ONE, "", VALID(v),             \
       U(v->reserve_hi - v->reserve_lo))                                                            \

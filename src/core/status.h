@@ -80,6 +80,11 @@ struct app_view {
     int alerts[ALERT_COUNT];      /* 1 = firing */
     int bad_key;                  /* the row's key cannot name a pool: cfg is NULL, only key (as
                                      stored), id and the error are known; no metrics series */
+    /* runway (runway.h): +Inf never, NaN unknown */
+    double runway_pool_s;     /* seconds until the pool runs dry at `rate` */
+    double runway_space_days; /* days until the ID space is exhausted at `growth_per_day` */
+    double growth_per_day;    /* the lease ledger's growth, IDs a day (0: none measured) */
+    uint64_t space_left;      /* IDs (offsets) left below the ceiling (valid rows) */
 };
 
 /*

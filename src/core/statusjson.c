@@ -1,5 +1,6 @@
 #include "statusjson.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "metrics.h"
+#include "runway.h"
 #include "sbuf.h"
 
 /*
@@ -105,6 +107,15 @@ static void add_time(cJSON *o, const char *name, uint64_t unix_ms, int *bad)
         *bad = 1;
 }
 
+/* A finite number (rounded to 2 decimals), or null for +Inf (never) and NaN (unknown). */
+static void add_finite(cJSON *o, const char *name, double x, int *bad)
+{
+    if (isfinite(x))
+        add_num(o, name, round2(x), bad);
+    else
+        add_null(o, name, bad);
+}
+
 static cJSON *config_json(const struct app_cfg *c, int *bad)
 {
     cJSON *o = cJSON_CreateObject();
@@ -181,6 +192,30 @@ static cJSON *alerts_json(const struct app_view *v, int *bad)
     return a;
 }
 
+/*
+ * How long the application lasts (runway.h): pool_s and id_space_days, null
+ * when nothing is consumed or grows, or the numbers are unknown or stale;
+ * with what they come from, the ID space left (a string: it exceeds 2^53)
+ * and the ledger's growth a day.
+ */
+static cJSON *runway_json(const struct app_view *v, int *bad)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!VALID(v)) {
+        add_null(o, "pool_s", bad);
+        add_null(o, "id_space_days", bad);
+        add_null(o, "id_space_left", bad);
+        add_null(o, "growth_ids_per_day", bad);
+        return o;
+    }
+    add_finite(o, "pool_s", v->runway_pool_s, bad);
+    add_finite(o, "id_space_days", v->runway_space_days, bad);
+    add_u64str(o, "id_space_left", v->space_left, bad);
+    add_finite(o, "growth_ids_per_day", v->growth_per_day, bad);
+    return o;
+}
+
 cJSON *statusjson_app(const struct app_view *v)
 {
     cJSON *o = cJSON_CreateObject(), *pool;
@@ -227,6 +262,7 @@ cJSON *statusjson_app(const struct app_view *v)
     } else {
         add_null(o, "failover_reserve", &bad);
     }
+    add_item(o, "runway", runway_json(v, &bad), &bad);
     add_item(o, "counters", counters_json(v, &bad), &bad);
     add_time(o, "last_refill", v->last_refill_unix_ms, &bad);
     add_str(o, "last_error", v->last_error, &bad);

@@ -16,6 +16,7 @@
 
 #include "app.h"
 #include "ctl_rows.h"
+#include "runway.h"
 
 #define HTTP_TIMEOUT_MS 2000
 #define HTTP_MAX_BODY   (64u << 20)
@@ -133,6 +134,8 @@ struct status_line {
     int stale;        /* idpoold cannot reach its Redis: length as last seen, rate unknown */
     double fill;      /* < 0: unknown */
     double rate;      /* < 0: unknown */
+    double pool_s;    /* runway: seconds until the pool runs dry; < 0: none (NAN: unknown) */
+    double space_s;   /* runway: seconds until the ID space is exhausted; < 0: none */
     cJSON *alerts;    /* array of strings (owned) */
     char reason[APP_ERR_MAX];
 };
@@ -191,6 +194,13 @@ static int lines_from_daemon(const cJSON *arr, struct status_line **out, size_t 
         l->fill = jnum(pool, "fill_pct", -1);
         l->rate = jnum(app, "rate_ids_per_s", -1);
         l->stale = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pool, "stale"));
+        {
+            const cJSON *rw = cJSON_GetObjectItemCaseSensitive(app, "runway");
+            double d = jnum(rw, "id_space_days", -1);
+
+            l->pool_s = jnum(rw, "pool_s", -1);
+            l->space_s = d >= 0 ? d * 86400 : -1;
+        }
         l->alerts = ctl_jcheck(cJSON_CreateArray());
         cJSON_ArrayForEach(a, alerts)
         {
@@ -249,6 +259,7 @@ static int lines_direct(struct ctl *c, struct status_line **out, size_t *n)
                       ? 100.0 * (double)p->length / (double)r->cfg.max_pool
                       : -1;
         l->rate = -1;
+        l->pool_s = l->space_s = -1;
         if (p) {
             l->alerts = p->alerts;
             p->alerts = NULL;
@@ -275,7 +286,8 @@ static void lines_free(struct status_line *l, size_t n)
 static void status_print(struct ctl *c, const struct status_line *l, size_t n, const char *source,
                          const char *note)
 {
-    static const char *const hdr[] = {"KEY", "STATE", "TYPE", "POOL", "FILL", "RATE/S", "ALERTS"};
+    static const char *const hdr[] = {"KEY",    "STATE",  "TYPE",     "POOL",  "FILL",
+                                      "RATE/S", "RUNWAY", "ID-SPACE", "ALERTS"};
     struct ctl_table *t;
 
     if (c->json) {
@@ -307,16 +319,27 @@ static void status_print(struct ctl *c, const struct status_line *l, size_t n, c
                 ctl_jcheck(cJSON_AddNumberToObject(o, "rate_ids_per_s", l[i].rate));
             else
                 ctl_jcheck(cJSON_AddNullToObject(o, "rate_ids_per_s"));
+            {
+                cJSON *rw = ctl_jcheck(cJSON_AddObjectToObject(o, "runway"));
+                if (l[i].pool_s >= 0)
+                    ctl_jcheck(cJSON_AddNumberToObject(rw, "pool_s", l[i].pool_s));
+                else
+                    ctl_jcheck(cJSON_AddNullToObject(rw, "pool_s"));
+                if (l[i].space_s >= 0)
+                    ctl_jcheck(cJSON_AddNumberToObject(rw, "id_space_days", l[i].space_s / 86400));
+                else
+                    ctl_jcheck(cJSON_AddNullToObject(rw, "id_space_days"));
+            }
             cJSON_AddItemToObject(o, "alerts", ctl_jcheck(cJSON_Duplicate(l[i].alerts, 1)));
             cJSON_AddItemToArray(arr, o);
         }
         ctl_json_print(c, doc);
         return;
     }
-    t = ctl_table_new(7, hdr);
+    t = ctl_table_new(9, hdr);
     for (size_t i = 0; i < n; i++) {
-        char key[260], len[24], fill[32], rate[32], alerts[256] = "";
-        const char *cells[7];
+        char key[260], len[24], fill[32], rate[32], pool_s[32], space[32], alerts[256] = "";
+        const char *cells[9];
         const cJSON *a;
 
         cJSON_ArrayForEach(a, l[i].alerts)
@@ -342,7 +365,9 @@ static void status_print(struct ctl *c, const struct status_line *l, size_t n, c
         cells[3] = len;
         cells[4] = fill;
         cells[5] = rate;
-        cells[6] = alerts[0] ? alerts : "-";
+        cells[6] = runway_human(l[i].pool_s, pool_s, sizeof(pool_s));
+        cells[7] = runway_human(l[i].space_s, space, sizeof(space));
+        cells[8] = alerts[0] ? alerts : "-";
         ctl_table_add(t, cells);
     }
     ctl_table_print(t, stdout);
@@ -430,7 +455,10 @@ const char ctl_status_help[] =
     "\n"
     "What the service is doing, one line per application: KEY, STATE (served, deleted,\n"
     "INVALID), TYPE, POOL (IDs in the pool), FILL (%% of max_pool_size), RATE/S\n"
-    "(consumption, IDs per second, smoothed) and the ALERTS firing.\n"
+    "(consumption, IDs per second, smoothed), RUNWAY (until the pool runs dry at that\n"
+    "rate), ID-SPACE (until the ID space is exhausted at the rate the leases grew over\n"
+    "the last 7 days; s, m, h, d; '-' when nothing is consumed or grows, or unknown)\n"
+    "and the ALERTS firing.\n"
     "\n"
     "It asks idpoold (GET /v1/apps on --http / IDPOOL_HTTP_ADDR, 2 s timeout). When no\n"
     "daemon answers it reads Redis and MySQL directly (the rate is then unknown, '?')\n"

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pool.h"
 #include "node.h"
+#include "runway.h"
 #include "store.h"
 
 struct health {
@@ -20,9 +21,11 @@ struct health {
     struct nodemap *map; /* is the meta's node reachable (else an alert is synced later) */
     int stall_ms;        /* 'stalled' after this long without IDs for a needy pool */
     int resolve_ms;      /* an alert resolves after its condition is clear this long */
+    int warn_days;       /* id_space_exhaustion below this ID-space runway, days (0: off) */
 };
 
-struct health *health_new(struct alerts *alerts, struct nodemap *map, int stall_ms, int resolve_ms)
+struct health *health_new(struct alerts *alerts, struct nodemap *map, int stall_ms, int resolve_ms,
+                          int warn_days)
 {
     struct health *h = calloc(1, sizeof(*h));
 
@@ -30,7 +33,7 @@ struct health *health_new(struct alerts *alerts, struct nodemap *map, int stall_
         return NULL;
     h->alerts = alerts;
     h->map = map;
-    health_configure(h, stall_ms, resolve_ms);
+    health_configure(h, stall_ms, resolve_ms, warn_days);
     return h;
 }
 
@@ -39,10 +42,11 @@ void health_free(struct health *h)
     free(h);
 }
 
-void health_configure(struct health *h, int stall_ms, int resolve_ms)
+void health_configure(struct health *h, int stall_ms, int resolve_ms, int warn_days)
 {
     h->stall_ms = stall_ms;
     h->resolve_ms = resolve_ms;
+    h->warn_days = warn_days;
 }
 
 void health_pool_free(struct pool *p)
@@ -98,6 +102,11 @@ static void resolve_message(const struct pool *p, enum alert_kind kind, char *bu
         break;
     case ALERT_INVALID_CONFIG:
         snprintf(buf, len, p->deleted ? "row soft-deleted" : "row fixed; served again");
+        break;
+    case ALERT_ID_SPACE_EXHAUSTION:
+        snprintf(buf, len,
+                 "the ID space lasts again: offsets below 90%% of 2^63-1, space left, and no "
+                 "runway below id-space-warn-days");
         break;
     default:
         snprintf(buf, len, "condition cleared");
@@ -266,15 +275,42 @@ void health_row_deleted(struct health *h, struct pool *p)
     observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
 }
 
+/*
+ * id_space_exhaustion of a served row: its offset is near the end of the ID
+ * space, a reservation found none left, or at the rate its leases grew the
+ * space runs out within id-space-warn-days (runway.h).
+ */
+static void space_observe(struct health *h, struct pool *p, const struct app_cfg *cfg)
+{
+    uint64_t left = runway_space_left(cfg, &p->ledger);
+    double growth = runway_growth_per_day(&p->ledger), days = runway_space_days(left, growth);
+    int soon = h->warn_days > 0 && days == days && days < (double)h->warn_days;
+
+    if (cfg->space_warning || p->health.space_exhausted || !soon)
+        observe(h, p, ALERT_ID_SPACE_EXHAUSTION,
+                cfg->space_warning || p->health.space_exhausted || soon, 0,
+                "%s %" PRIu64 " is above 90%% of 2^63-1 or leaves less than one full pool below "
+                "it: the ID space will run out",
+                cfg->space_field, cfg->space_base);
+    else
+        observe(h, p, ALERT_ID_SPACE_EXHAUSTION, 1, 0,
+                "the ID space runs out in about %.1f days at the rate the leases grew over the "
+                "last %d days (%.0f IDs a day, %" PRIu64 " left below %" PRIu64
+                "): below id-space-warn-days %d",
+                days, RUNWAY_WINDOW_DAYS, growth, left, runway_ceiling(cfg), h->warn_days);
+}
+
 void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg,
                       const char *memory)
 {
     observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
     observe(h, p, ALERT_POOL_MEMORY, memory != NULL, 0, "%s", memory ? memory : "-");
-    observe(h, p, ALERT_ID_SPACE_EXHAUSTION, cfg->space_warning || p->health.space_exhausted, 0,
-            "%s %" PRIu64 " is above 90%% of 2^63-1 or leaves less than one full pool below it: "
-            "the ID space will run out",
-            cfg->space_field, cfg->space_base);
+    space_observe(h, p, cfg);
+}
+
+void health_space(struct health *h, struct pool *p)
+{
+    space_observe(h, p, &p->cfg);
 }
 
 void health_adopt(struct health *h, struct pool *p, unsigned firing_in_meta)

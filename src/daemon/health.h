@@ -10,7 +10,8 @@
  *   stalled             below low water and nothing pushed for stall-ms
  *   offset_regression   a reservation found current_offset lowered
  *   invalid_config      the row breaks a rule
- *   id_space_exhaustion the ID space is nearly or wholly used up
+ *   id_space_exhaustion the ID space is nearly or wholly used up, or runs out
+ *                       within id-space-warn-days at the ledger's growth
  */
 #ifndef IDPOOL_HEALTH_H
 #define IDPOOL_HEALTH_H
@@ -24,10 +25,14 @@ struct nodemap;
 struct pool;
 struct store_lease;
 
-/* map: is the node of a pool's meta reachable (else a firing alert is synced later). */
-struct health *health_new(struct alerts *alerts, struct nodemap *map, int stall_ms, int resolve_ms);
+/*
+ * map: is the node of a pool's meta reachable (else a firing alert is synced
+ * later). warn_days: id-space-warn-days (0: no runway condition).
+ */
+struct health *health_new(struct alerts *alerts, struct nodemap *map, int stall_ms, int resolve_ms,
+                          int warn_days);
 void health_free(struct health *h);
-void health_configure(struct health *h, int stall_ms, int resolve_ms);
+void health_configure(struct health *h, int stall_ms, int resolve_ms, int warn_days);
 /* Free what a pool's health holds (messages). */
 void health_pool_free(struct pool *p);
 
@@ -67,6 +72,9 @@ int health_pending(const struct pool *p);
 void health_leased(struct health *h, struct pool *p, const struct store_lease *lease);
 /* A reservation found no ID space left. */
 void health_exhausted(struct health *h, struct pool *p, const char *why);
+
+/* The ledger's growth (pool->ledger) was read: id_space_exhaustion of a served row. */
+void health_space(struct health *h, struct pool *p);
 
 /* The row as applied: invalid (err), soft-deleted, valid (the new cfg), or removed. */
 void health_row_invalid(struct health *h, struct pool *p, const char *err);

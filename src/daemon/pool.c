@@ -13,6 +13,7 @@
 #include "log.h"
 #include "node.h"
 #include "rds.h"
+#include "runway.h"
 #include "store.h"
 
 /* A row whose entity_key is invalid, remembered by id so it is logged once per change. */
@@ -40,7 +41,18 @@ struct pools {
     struct bad_key *bad_keys; /* rows whose entity_key is invalid (no pool to hold the error) */
     size_t nbad_keys;
     size_t last_live, last_bad;
+    int ledger_loading;    /* a ledger job is in flight */
+    int ledger_due;        /* read the ledger with the next load (SIGHUP) */
+    uint64_t ledger_at_ms; /* when the ledger was last asked for (0: never) */
+    char *ledger_err;      /* last ledger error, logged once per change */
 };
+
+/*
+ * The lease ledger is read with a row load at most this often (and at
+ * start, on SIGHUP): its growth is measured over days, so once a minute is
+ * plenty, and keeps its few index lookups per application off MySQL.
+ */
+#define LEDGER_READ_MS 60000
 
 static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -169,7 +181,7 @@ int pools_quiet(const struct pools *reg)
     for (size_t i = 0; i < reg->n; i++)
         if (reg->v[i]->state != POOL_IDLE)
             return 0;
-    return !reg->loading;
+    return !reg->loading && !reg->ledger_loading;
 }
 
 void pools_sweep(struct pools *reg)
@@ -480,15 +492,78 @@ out:
         reg->env.on_loaded(reg->env.arg);
 }
 
+static int cmp_growth(const void *key, const void *elem)
+{
+    int64_t id = *(const int64_t *)key, other = ((const struct store_growth *)elem)->app_id;
+
+    return id < other ? -1 : id > other;
+}
+
+/*
+ * The ledger's growth of every application (by row id): kept in each pool
+ * for its runway, and id_space_exhaustion looked at again with it.
+ */
+static void on_ledger(void *arg, enum store_err st, const struct store_growth *g, size_t n,
+                      const char *err)
+{
+    struct pools *reg = arg;
+
+    reg->ledger_loading = 0;
+    if (st != STORE_OK) {
+        if (!err || !*err)
+            err = "unknown error";
+        if (!reg->ledger_err || strcmp(reg->ledger_err, err) != 0) {
+            log_warn("cannot read the lease ledger for the runway: %s", err);
+            free(reg->ledger_err);
+            reg->ledger_err = strdup(err);
+        }
+        reg->ledger_at_ms = 0; /* again with the next load */
+        goto out;
+    }
+    free(reg->ledger_err);
+    reg->ledger_err = NULL;
+    for (size_t i = 0; i < reg->n; i++) {
+        struct pool *p = reg->v[i];
+        const struct store_growth *hit =
+            n ? bsearch(&p->cfg.id, g, n, sizeof(*g), cmp_growth) : NULL;
+
+        if (p->dead)
+            continue;
+        if (hit) {
+            p->ledger = hit->l;
+        } else { /* no lease at all */
+            memset(&p->ledger, 0, sizeof(p->ledger));
+            p->ledger.known = 1;
+        }
+        if (p->live)
+            health_space(reg->env.health, p);
+    }
+out:
+    if (reg->env.on_loaded)
+        reg->env.on_loaded(reg->env.arg);
+}
+
 void pools_reload(struct pools *reg)
 {
-    if (reg->loading || reg->stopping)
+    uint64_t now = clock_ms();
+
+    if (reg->stopping)
         return;
-    reg->loads_begun++;
-    if (store_load(reg->env.store, on_load, reg) == 0)
-        reg->loading = 1;
-    else
-        reg->loads_done++; /* not started: it ended, failed */
+    if (!reg->loading) {
+        reg->loads_begun++;
+        if (store_load(reg->env.store, on_load, reg) == 0)
+            reg->loading = 1;
+        else
+            reg->loads_done++; /* not started: it ended, failed */
+    }
+    /* after the rows (jobs run in order): the pools of new rows get theirs at once */
+    if (!reg->ledger_loading &&
+        (reg->ledger_due || !reg->ledger_at_ms || now - reg->ledger_at_ms >= LEDGER_READ_MS) &&
+        store_ledger(reg->env.store, on_ledger, reg) == 0) {
+        reg->ledger_loading = 1;
+        reg->ledger_due = 0;
+        reg->ledger_at_ms = now ? now : 1;
+    }
 }
 
 uint64_t pools_reread(struct pools *reg)
@@ -499,6 +574,11 @@ uint64_t pools_reread(struct pools *reg)
     }
     pools_reload(reg);
     return reg->loads_begun;
+}
+
+void pools_reload_ledger(struct pools *reg)
+{
+    reg->ledger_due = 1;
 }
 
 /*
@@ -557,6 +637,10 @@ static void fill_view(const struct pool *p, struct app_view *v)
     v->last_error = p->health.last_err;
     for (int k = 0; k < ALERT_COUNT; k++)
         v->alerts[k] = p->health.alert[k].firing;
+    v->runway_pool_s = runway_pool_s(v->len_known, v->pool_len, v->rate, v->stale);
+    v->growth_per_day = runway_growth_per_day(&p->ledger);
+    v->space_left = runway_space_left(&p->cfg, &p->ledger);
+    v->runway_space_days = runway_space_days(v->space_left, v->growth_per_day);
 }
 
 static int cmp_key(const void *x, const void *y)
@@ -655,6 +739,7 @@ void pools_free(struct pools *reg)
     free(reg->index);
     free(reg->prefix);
     free(reg->load_err);
+    free(reg->ledger_err);
     for (size_t i = 0; i < reg->nbad_keys; i++) {
         free(reg->bad_keys[i].err);
         free(reg->bad_keys[i].key);

@@ -9,6 +9,7 @@
  *   run     the refill in progress: lock, batch, push job (refill.c, lease.c)
  *   reserve the failover reserve this daemon holds (lease.c)
  *   c       the counters (APP_COUNTERS; incremented by whoever counts)
+ *   ledger  the lease ledger's growth, for the runway (pool.c)
  *
  * The pool module loads rows (store_load), applies them (new, changed,
  * soft-deleted, invalid, removed), changes states (pool_set_state, the one
@@ -27,6 +28,7 @@
 #include "poolstate.h"
 #include "push.h"
 #include "rds.h" /* RDS_EPOCH_MAX */
+#include "runway.h"
 #include "slots.h"
 #include "status.h"
 
@@ -126,6 +128,7 @@ struct pool {
     struct pool_run run;
     struct pool_reserve reserve;
     struct app_counters c;
+    struct runway_ledger ledger; /* the lease ledger's growth as last read (pool.c) */
 };
 
 /* What the rest of the daemon tells the registry. */
@@ -157,7 +160,11 @@ struct pool *pools_at(const struct pools *reg, size_t i);
 /* The pool of `key`, or NULL. */
 struct pool *pools_find(struct pools *reg, const char *key);
 
-/* Re-read the rows now (no-op while a load is in flight or stopping). */
+/*
+ * Re-read the rows now (no-op while a load is in flight or stopping), and
+ * the lease ledger's growth for the runway with them when it was last read
+ * a minute ago or more (or never, or pools_reload_ledger asked).
+ */
 void pools_reload(struct pools *reg);
 /*
  * Re-read the rows now, also when a load is in flight: then once more when
@@ -167,6 +174,8 @@ void pools_reload(struct pools *reg);
  * RELOADING=1).
  */
 uint64_t pools_reread(struct pools *reg);
+/* Read the ledger with the next reload whatever its age (SIGHUP). */
+void pools_reload_ledger(struct pools *reg);
 /* A MySQL job succeeded: if loading rows had failed, load them now. */
 void pools_mysql_back(struct pools *reg);
 /* Stop loading rows. */

@@ -598,6 +598,7 @@ void refill_status_source(struct refill *rf, struct status_source *out)
 
 uint64_t refill_reload(struct refill *rf)
 {
+    pools_reload_ledger(rf->pools);
     return pools_reread(rf->pools);
 }
 
@@ -606,7 +607,7 @@ void refill_configure(struct refill *rf, const struct config *cfg)
     rf->lock_ttl_ms = cfg->lock_ttl_ms;
     rf->push_chunk = (size_t)cfg->push_chunk;
     rf->lc.reserve = (enum plan_reserve_mode)cfg->failover_reserve;
-    health_configure(rf->health, cfg->stall_ms, cfg->alert_resolve_ms);
+    health_configure(rf->health, cfg->stall_ms, cfg->alert_resolve_ms, cfg->id_space_warn_days);
     for (size_t i = 0; i < rf->npushers; i++)
         if (rf->pushers[i])
             pusher_configure(rf->pushers[i], cfg->lock_ttl_ms);
@@ -667,7 +668,8 @@ struct refill *refill_new(struct event_base *base, const struct config *cfg, str
     rf->push_chunk = (size_t)cfg->push_chunk;
     rng_seed_os(&rf->rng);
     rf->stop_ev = event_new(base, -1, 0, on_stopped, rf);
-    rf->health = health_new(alerts, map, cfg->stall_ms, cfg->alert_resolve_ms);
+    rf->health =
+        health_new(alerts, map, cfg->stall_ms, cfg->alert_resolve_ms, cfg->id_space_warn_days);
     if (!rf->instance || !rf->stop_ev || !rf->health)
         goto fail;
     {

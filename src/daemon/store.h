@@ -21,6 +21,7 @@
 
 #include "app.h"
 #include "config.h"
+#include "runway.h"
 #include "token.h"
 
 #define STORE_ERR_MAX 256
@@ -75,6 +76,27 @@ int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((war
  */
 int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));
+
+/* One application's part of the lease ledger (store_ledger). */
+struct store_growth {
+    int64_t app_id;         /* application.id */
+    struct runway_ledger l; /* known = 1 */
+};
+
+/* Called on the loop thread; g sorted by app_id, NULL unless STORE_OK. */
+typedef void store_ledger_fn(void *arg, enum store_err st, const struct store_growth *g, size_t n,
+                             const char *err);
+
+/*
+ * Read the lease ledger's growth of every application that has leases
+ * (runway.h): the highest hi leased, and the first lease of the last
+ * RUNWAY_WINDOW_DAYS days (its lo, and how long ago it was created). A few
+ * index reads per application (application_lease ix_app_hi and
+ * ix_app_created), whatever the ledger's length. An application without
+ * leases is not in the result.
+ */
+int store_ledger(struct store *s, store_ledger_fn *fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* An active API token (api_token, revoked_at NULL). */
 struct store_token {

@@ -5,7 +5,8 @@
  * API tokens and Redis users (store_auth), reserve a lease (store_reserve;
  * brief §4: compare-and-set of current_offset with version + 1 and an
  * application_lease row, in one transaction; an unknown commit outcome is a
- * gap, never used). The worker itself is store.c.
+ * gap, never used), read the lease ledger's growth for the runway
+ * (store_ledger). The worker itself is store.c.
  */
 #include "store_int.h"
 
@@ -76,6 +77,112 @@ int store_load(struct store *s, store_load_fn *fn, void *arg)
     if (!lj)
         return -1;
     lj->job.ops = &load_ops;
+    lj->fn = fn;
+    lj->arg = arg;
+    store_queue(s, &lj->job);
+    return 0;
+}
+
+/* --- ledger: how fast each application's leases grow (runway.h) ---------- */
+
+struct ledger_job {
+    struct job job;
+    store_ledger_fn *fn;
+    void *arg;
+    struct store_growth *g; /* heap array, by app_id */
+    size_t n;
+};
+
+/*
+ * One statement, a few index reads per application whatever the ledger's
+ * length (2 million leases of 100 applications: about 1300 reads, 10 ms):
+ * MAX(hi) per application_id and MIN(created_at) of the window per
+ * application_id are loose index scans ("Using index for group-by") of
+ * ix_app_hi (application_id, hi) and ix_app_created (application_id,
+ * created_at), and the lease at that created_at one lookup of the latter.
+ * (A subquery per application row reads every older lease instead: MariaDB
+ * uses only the application_id part of the index in a dependent subquery.)
+ * Leases created in the same millisecond: the lowest lo comes first. The
+ * age is measured by MySQL's clock, the one that wrote created_at.
+ */
+#define LEDGER_STR(x)  #x
+#define LEDGER_XSTR(x) LEDGER_STR(x)
+
+static const char ledger_sql[] =
+    "SELECT t.application_id, t.top, f.lo, TIMESTAMPDIFF(MICROSECOND, f.created_at, NOW(3)) "
+    "FROM (SELECT application_id, MAX(hi) AS top FROM application_lease "
+    "GROUP BY application_id) t "
+    "LEFT JOIN (SELECT application_id, MIN(created_at) AS c FROM application_lease "
+    "WHERE created_at >= NOW(3) - INTERVAL " LEDGER_XSTR(
+        RUNWAY_WINDOW_DAYS) " DAY "
+                            "GROUP BY application_id) w ON w.application_id = t.application_id "
+                            "LEFT JOIN application_lease f ON f.application_id = w.application_id "
+                            "AND f.created_at = w.c "
+                            "ORDER BY t.application_id, f.lo";
+
+static void ledger_run(struct store *s, struct job *j)
+{
+    struct ledger_job *lj = job_of(j, struct ledger_job);
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    size_t cap;
+
+    if (q(s, j, ledger_sql) < 0)
+        return;
+    if ((res = q_result(s, j)) == NULL)
+        return;
+    cap = (size_t)mysql_num_rows(res);
+    lj->g = calloc(cap ? cap : 1, sizeof(*lj->g));
+    if (!lj->g) {
+        mysql_free_result(res);
+        set_err(j, STORE_NOMEM, "out of memory reading the ledger of %zu applications", cap);
+        return;
+    }
+    while ((row = mysql_fetch_row(res)) && lj->n < cap && mysql_num_fields(res) == 4) {
+        int64_t id = row[0] ? strtoll(row[0], NULL, 10) : 0;
+        long long top = row[1] ? strtoll(row[1], NULL, 10) : 0;
+        long long lo = row[2] ? strtoll(row[2], NULL, 10) : 0;
+        long long us = row[3] ? strtoll(row[3], NULL, 10) : 0;
+        struct store_growth *g;
+
+        if (lj->n && lj->g[lj->n - 1].app_id == id)
+            continue; /* another lease of the same millisecond, with a higher lo */
+        g = &lj->g[lj->n++];
+        g->app_id = id;
+        g->l.known = 1;
+        g->l.top = top > 0 ? (uint64_t)top : 0;
+        g->l.in_window = row[2] != NULL && row[3] != NULL;
+        g->l.first_lo = lo > 0 ? (uint64_t)lo : 0;
+        g->l.elapsed_ms = us > 0 ? (uint64_t)us / 1000 : 0;
+    }
+    mysql_free_result(res);
+    j->status = STORE_OK;
+}
+
+static void ledger_deliver(struct job *j)
+{
+    struct ledger_job *lj = job_of(j, struct ledger_job);
+
+    lj->fn(lj->arg, j->status, j->status == STORE_OK ? lj->g : NULL, lj->n, j->err);
+}
+
+static void ledger_free(struct job *j)
+{
+    struct ledger_job *lj = job_of(j, struct ledger_job);
+
+    free(lj->g);
+    free(lj);
+}
+
+static const struct job_ops ledger_ops = {ledger_run, ledger_deliver, ledger_free, 0};
+
+int store_ledger(struct store *s, store_ledger_fn *fn, void *arg)
+{
+    struct ledger_job *lj = calloc(1, sizeof(*lj));
+
+    if (!lj)
+        return -1;
+    lj->job.ops = &ledger_ops;
     lj->fn = fn;
     lj->arg = arg;
     store_queue(s, &lj->job);

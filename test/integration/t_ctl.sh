@@ -202,8 +202,8 @@ pass "apps list and apps show: states, reasons, resolved values, Redis"
 
 # ---------------------------------------------- no daemon: status, take ---
 ctl_expect 0 status
-out_has '^KEY +STATE +TYPE +POOL +FILL +RATE/S +ALERTS'
-out_has '^user +served +monotonic +0 +0\.0% +\? +- *$'
+out_has '^KEY +STATE +TYPE +POOL +FILL +RATE/S +RUNWAY +ID-SPACE +ALERTS'
+out_has '^user +served +monotonic +0 +0\.0% +\? +- +- +- *$'
 out_has '^b_step +INVALID'
 out_has "^-- no idpoold answered at http://127\\.0\\.0\\.1:$HTTP_PORT .*Redis and MySQL directly"
 ctl_expect 0 --json status

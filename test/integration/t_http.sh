@@ -135,13 +135,17 @@ check(isinstance(apps, list), "not an array")
 keys = [a["key"] for a in apps]
 check(keys == sorted(keys) == ["big", "h1", "h2", "hbad", "hdel"], "keys %s" % keys)
 fields = {"key", "id", "served", "deleted", "invalid", "config", "pool", "rate_ids_per_s",
-          "lease", "counters", "last_refill", "last_error", "alerts"}
+          "lease", "runway", "counters", "last_refill", "last_error", "alerts"}
 by = {a["key"]: a for a in apps}
 for a in apps:
     check(fields <= set(a), "%s lacks %s" % (a["key"], fields - set(a)))
     check(a["id"] == int(rows[a["key"]][1]), "%s id %s, row %s" % (a["key"], a["id"], rows[a["key"]][1]))
     check(isinstance(a["alerts"], list), "alerts not a list")
     check(isinstance(a["counters"], dict), "counters not an object")
+    rw = a["runway"]
+    check(isinstance(rw, dict) and {"pool_s", "id_space_days"} <= set(rw), "%s runway %r" % (a["key"], rw))
+    for f in ("pool_s", "id_space_days"):
+        check(rw[f] is None or (isinstance(rw[f], (int, float)) and rw[f] >= 0), "%s runway.%s %r" % (a["key"], f, rw[f]))
 rfc3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 for k in ("h1", "h2", "big"):
     a = by[k]
@@ -186,6 +190,9 @@ check(d["served"] is False and d["deleted"] is True, "hdel state")
 x = by["hbad"]
 check(x["served"] is False and isinstance(x["invalid"], str) and "step" in x["invalid"], "hbad invalid %r" % x["invalid"])
 check(x["alerts"] == ["invalid_config"], "hbad alerts %r" % x["alerts"])
+check(x["runway"]["pool_s"] is None and x["runway"]["id_space_days"] is None, "hbad runway %r" % x["runway"])
+# h1: a fresh ledger (leases of the last seconds): no growth measured yet
+check(by["h1"]["runway"]["id_space_days"] is None, "h1 runway %r" % by["h1"]["runway"])
 EOF
 pass "/v1/apps: sorted array, config as in the rows, pool length = LLEN, lease values exact strings, counters follow takes"
 
@@ -362,19 +369,20 @@ wait_until 5 eval '[[ $(h2_is) == "True $want" ]]' ||
 grep -Eq "^h2 +deleted +trend +$want " "$DIR/status.out" || fail "idpoolctl status: $(cat "$DIR/status.out")"
 pass "a soft-deleted row's pool popped: /v1/apps and idpoolctl status show its length now ($want, was $len0)"
 
-# --- Redis unreachable: lengths as last seen, rate unknown -----------------------------------
+# --- Redis unreachable: lengths as last seen, rate and pool runway unknown ------------------
 # (the rate shown was the last one computed, frozen, for as long as the
 # smoothing took to notice nothing, with nothing saying so)
 redis_stop
 h1_stale() {
     get /v1/apps/h1
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-sys.exit(not (d["pool"]["stale"] is True and d["rate_ids_per_s"] is None and d["pool"]["length"] is not None))' "$DIR/body"
+sys.exit(not (d["pool"]["stale"] is True and d["rate_ids_per_s"] is None and d["pool"]["length"] is not None
+              and d["runway"]["pool_s"] is None))' "$DIR/body"
 }
 wait_until 5 h1_stale || fail "/v1/apps/h1 with Redis stopped: $(cat "$DIR/body")"
 "$IDPOOLCTL" --mysql "$IDPOOL_MYSQL_URL" --redis "$IDPOOL_REDIS_URL" --http "127.0.0.1:$HTTP_PORT" status \
     >"$DIR/status.out" || fail "idpoolctl status failed with Redis stopped"
-grep -Eq '^h1 +served +monotonic +[0-9]+ +[0-9.]+% +\? ' "$DIR/status.out" ||
+grep -Eq '^h1 +served +monotonic +[0-9]+ +[0-9.]+% +\? +- ' "$DIR/status.out" ||
     fail "idpoolctl status with Redis stopped: $(cat "$DIR/status.out")"
 grep -Eq "pools as last seen, rate '\?': idpoold cannot reach their Redis" "$DIR/status.out" ||
     fail "idpoolctl status does not say the pools are as last seen: $(cat "$DIR/status.out")"

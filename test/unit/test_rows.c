@@ -35,6 +35,19 @@ int store_load(struct store *s, store_load_fn *fn, void *arg)
     return 0;
 }
 
+static store_ledger_fn *ledger_fn; /* the ledger read in flight */
+static void *ledger_arg;
+static int ledger_reads, space_calls;
+
+int store_ledger(struct store *s, store_ledger_fn *fn, void *arg)
+{
+    (void)s;
+    ledger_fn = fn;
+    ledger_arg = arg;
+    ledger_reads++;
+    return 0;
+}
+
 /* One node, always ready, whose main connection is never dereferenced. */
 static int fake_rds;
 static struct node fake_node = {.main = (struct rds *)&fake_rds};
@@ -99,6 +112,12 @@ void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cf
     (void)h, (void)p, (void)cfg;
     valid_calls++;
     snprintf(last_memory, sizeof(last_memory), "%s", memory ? memory : "");
+}
+
+void health_space(struct health *h, struct pool *p)
+{
+    (void)h, (void)p;
+    space_calls++;
 }
 
 void health_row_invalid(struct health *h, struct pool *p, const char *err)
@@ -425,6 +444,58 @@ static void test_bad_key_and_failed_load(void)
     pools_free(reg);
 }
 
+/*
+ * The lease ledger: read with the first load, then not again within a
+ * minute unless SIGHUP asks (pools_reload_ledger); its growth goes to the
+ * pool of the same row id, and id_space_exhaustion is looked at again for
+ * served pools; a failed read is tried again with the next load.
+ */
+static void test_ledger(void)
+{
+    struct pools *reg = registry();
+    struct app_row rows[3] = {row_of(7, "user", 100), row_of(3, "order", 100),
+                              row_of(9, "gone", 100)};
+    /* by application_id, as the store reads them; 5 is a row removed long ago */
+    struct store_growth g[3] = {
+        {3, {1, 5000, 1, 1000, 86400000}}, {5, {1, 700, 0, 0, 0}}, {7, {1, 90000, 0, 0, 0}}};
+    struct pool *user, *order, *gone;
+
+    rows[2].deleted_at = 1;
+    ledger_reads = space_calls = 0;
+    ledger_fn = NULL;
+    load(reg, rows, 3);
+    CHECK(ledger_reads == 1 && ledger_fn != NULL);
+    CHECK(!pools_quiet(reg)); /* a ledger read is in flight */
+    user = pools_find(reg, "user");
+    order = pools_find(reg, "order");
+    gone = pools_find(reg, "gone");
+    CHECK(user && order && gone && !user->ledger.known);
+    if (!user || !order || !gone || !ledger_fn)
+        goto out;
+    ledger_fn(ledger_arg, STORE_OK, g, 3, "");
+    CHECK(pools_quiet(reg));
+    CHECK(order->ledger.known && order->ledger.top == 5000 && order->ledger.first_lo == 1000 &&
+          order->ledger.in_window && order->ledger.elapsed_ms == 86400000);
+    CHECK(user->ledger.known && user->ledger.top == 90000 && !user->ledger.in_window);
+    CHECK(gone->ledger.known && gone->ledger.top == 0); /* not in the result: no lease */
+    CHECK(space_calls == 2); /* user and order are served, gone is soft-deleted */
+
+    /* within the minute: rows again, not the ledger; SIGHUP: the ledger too */
+    load(reg, rows, 3);
+    CHECK(ledger_reads == 1);
+    pools_reload_ledger(reg);
+    load(reg, rows, 3);
+    CHECK(ledger_reads == 2);
+    /* a failed read: kept what was read, and read again with the next load */
+    ledger_fn(ledger_arg, STORE_SQL, NULL, 0, "lost connection");
+    CHECK(order->ledger.known && order->ledger.top == 5000);
+    load(reg, rows, 3);
+    CHECK(ledger_reads == 3);
+    ledger_fn(ledger_arg, STORE_OK, NULL, 0, "");
+out:
+    pools_free(reg);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -433,5 +504,6 @@ int main(void)
     RUN(test_pool_memory);
     RUN(test_bad_key_and_failed_load);
     RUN(test_reread_and_checked);
+    RUN(test_ledger);
     return unit_done();
 }

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "metrics.h"
+#include "runway.h"
 #include "sbuf.h"
 #include "statusjson.h"
 #include "unit.h"
@@ -115,6 +116,10 @@ static void fake_init(struct fake *f)
     v->last_refill_unix_ms = 1717243200250ULL; /* 2024-06-01T12:00:00.250Z */
     v->last_error = "redis: timeout";
     v->alerts[ALERT_LOW] = 1;
+    v->runway_pool_s = 182.254;
+    v->runway_space_days = 1200.5;
+    v->growth_per_day = 1e6;
+    v->space_left = BIG_NEXT;
 
     /* Invalid: a key with characters to escape and a cut UTF-8 character; cfg unusable. */
     v = &f->apps[f->napps++];
@@ -140,6 +145,10 @@ static void fake_init(struct fake *f)
     v->reserve_lo = 20000; /* a failover reserve held */
     v->reserve_hi = 26000;
     v->c.reserve_used = 1;
+    v->runway_pool_s = RUNWAY_UNKNOWN;   /* length unknown */
+    v->runway_space_days = RUNWAY_NEVER; /* no growth measured */
+    v->growth_per_day = 0;
+    v->space_left = 0;
 
     /* Soft-deleted. */
     v = &f->apps[f->napps++];
@@ -147,6 +156,9 @@ static void fake_init(struct fake *f)
     v->cfg = &f->gone_cfg;
     v->id = 5;
     v->deleted = 1;
+    v->runway_pool_s = RUNWAY_NEVER;       /* nothing consumed */
+    v->runway_space_days = RUNWAY_UNKNOWN; /* ledger not read */
+    v->growth_per_day = RUNWAY_UNKNOWN;
 
     f->d.version = "0.1.0";
     f->d.instance = "host\"a\\b";
@@ -259,6 +271,16 @@ static void test_metrics_per_app(void)
     CHECK_LINE(m, "idpool_alert_firing{app=\"user\",alert=\"low\"} 1");
     CHECK_LINE(m, "idpool_alert_firing{app=\"user\",alert=\"underflow\"} 0");
     CHECK_LINE(m, "idpool_alert_firing{app=\"user\",alert=\"id_space_exhaustion\"} 0");
+    CHECK_LINE(m, "# TYPE idpool_pool_runway_seconds gauge");
+    CHECK_LINE(m, "# TYPE idpool_id_space_runway_seconds gauge");
+    CHECK_LINE(m, "idpool_pool_runway_seconds{app=\"user\"} 182.254");
+    CHECK_LINE(m, "idpool_id_space_runway_seconds{app=\"user\"} 103723200");
+    /* unknown: no series; never: +Inf */
+    CHECK_NO(m, "idpool_pool_runway_seconds{app=\"order\"}");
+    CHECK_LINE(m, "idpool_id_space_runway_seconds{app=\"order\"} +Inf");
+    CHECK_LINE(m, "idpool_pool_runway_seconds{app=\"gone\"} +Inf");
+    CHECK_NO(m, "idpool_id_space_runway_seconds{app=\"gone\"}");
+    CHECK_NO(m, "idpool_pool_runway_seconds{app=\"bad");
 
     /* Pool length unknown: no length or fill ratio; never refilled: no timestamp. */
     CHECK_NO(m, "idpool_pool_length{app=\"order\"}");
@@ -583,6 +605,10 @@ static void test_json_list(void)
     CHECK(strcmp(jstr(x, "hi"), "9223372036854775800") == 0);
     CHECK(jnull(x, "next_lo") && jnull(x, "next_hi"));
     CHECK(strcmp(jstr(x, "remaining"), "800") == 0);
+    x = cJSON_GetObjectItemCaseSensitive(user, "runway");
+    CHECK(jnum(x, "pool_s") == 182.25 && jnum(x, "id_space_days") == 1200.5);
+    CHECK(strcmp(jstr(x, "id_space_left"), "9223372036854775000") == 0);
+    CHECK(jnum(x, "growth_ids_per_day") == 1e6);
     x = cJSON_GetObjectItemCaseSensitive(user, "counters");
     CHECK(cJSON_GetArraySize(x) == 12);
     CHECK(jnum(x, "reserve_used") == 0 && jnull(user, "failover_reserve"));
@@ -610,11 +636,17 @@ static void test_json_list(void)
     CHECK(jnum(cJSON_GetObjectItemCaseSensitive(order, "counters"), "reserve_used") == 1);
     CHECK(jnull(order, "last_refill") && jnull(order, "last_error"));
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(order, "alerts")) == 0);
+    /* runway: unknown and never are both null; the ceiling reached: 0 left */
+    x = cJSON_GetObjectItemCaseSensitive(order, "runway");
+    CHECK(jnull(x, "pool_s") && jnull(x, "id_space_days"));
+    CHECK(strcmp(jstr(x, "id_space_left"), "0") == 0 && jnum(x, "growth_ids_per_day") == 0);
 
     /* invalid */
     CHECK(!jtrue(bad, "served"));
     CHECK(strcmp(jstr(bad, "invalid"), f.apps[1].invalid) == 0);
     CHECK(jnull(bad, "config") && jnull(bad, "lease"));
+    x = cJSON_GetObjectItemCaseSensitive(bad, "runway");
+    CHECK(jnull(x, "pool_s") && jnull(x, "id_space_days") && jnull(x, "id_space_left"));
     x = cJSON_GetObjectItemCaseSensitive(bad, "alerts");
     CHECK(cJSON_GetArraySize(x) == 1 &&
           strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(x, 0)), "invalid_config") == 0);
@@ -622,6 +654,8 @@ static void test_json_list(void)
     /* soft-deleted */
     CHECK(!jtrue(gone, "served") && jtrue(gone, "deleted"));
     CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(gone, "config")));
+    x = cJSON_GetObjectItemCaseSensitive(gone, "runway");
+    CHECK(jnull(x, "pool_s") && jnull(x, "id_space_days") && jnull(x, "growth_ids_per_day"));
     cJSON_Delete(doc);
 
     /* No applications: an empty array. */
