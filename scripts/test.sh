@@ -2,7 +2,8 @@
 # The test command: builds build/ and build-asan/ (ASan + UBSan), runs the
 # unit, valgrind, perf and rules suites in build/, the integration suite
 # and the chaos suite in build-asan/ (with TEST_ASAN=0: the integration
-# suite in build/ instead), and ends with one line "N passed, M failed".
+# suite in build/ instead), the fuzzers and the Debian packages, and ends
+# with one line "N passed, M failed".
 # Exits non-zero
 # if anything failed. In CI a skipped test counts as failed (CI installs
 # Redis and MariaDB, so nothing may skip there): CI set to anything but
@@ -12,6 +13,8 @@
 #   TEST_ASAN=0 scripts/test.sh  skip the sanitizer build and run
 #   TEST_CHAOS=0 scripts/test.sh skip the chaos suite (scripts/chaos.sh --quick on build-asan/)
 #   TEST_FUZZ=0 scripts/test.sh  skip the fuzz stage (scripts/fuzz.sh, FUZZ_SECONDS=20 per target)
+#   TEST_DEB=0 scripts/test.sh   skip the deb stage (test/deb_check.sh: builds, installs and purges
+#                                the Debian packages on this machine; needs root)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -135,6 +138,29 @@ run_chaos() {
     NOTES+=("chaos: $ok passed, $fail failed")
 }
 
+# run_checks LABEL SKIP_NOTE COMMAND...: runs a script that prints a line
+# "LABEL: NAME ok (...)" per check passed and "LABEL: NAME FAILED..." per
+# check failed, and exits 77 when it cannot run here (a skip, which CI
+# counts as a failure); a failure without a FAILED line counts as one.
+run_checks() {
+    local label=$1 note=$2 log=$LOGS/$1.log st=0 ok failed
+    shift 2
+    say "$*"
+    "$@" | tee "$log" || st=${PIPESTATUS[0]}
+    ok=$(grep -c "^$label: .* ok (" "$log" || true)
+    failed=$(grep -c "^$label: .* FAILED" "$log" || true)
+    if ((st == 77)) && ((!IDPOOL_CI)); then
+        SKIPPED=$((SKIPPED + 1))
+        NOTES+=("$label: skipped ($note)")
+    elif ((st != 0 && failed == 0)); then
+        failed=1
+        NOTES+=("$label: $1 exited with status $st")
+    fi
+    PASSED=$((PASSED + ok))
+    FAILED=$((FAILED + failed))
+    NOTES+=("$label: $ok passed, $failed failed")
+}
+
 t0=$SECONDS
 
 # The integration suite runs once: in build-asan/, where each test's
@@ -176,21 +202,14 @@ fi
 
 if [[ ${TEST_FUZZ:-1} != 0 ]]; then
     # libFuzzer targets in build-fuzz/ (clang), FUZZ_SECONDS each; one test per target.
-    say "scripts/fuzz.sh ${FUZZ_SECONDS:-20}"
-    st=0
-    scripts/fuzz.sh "${FUZZ_SECONDS:-20}" | tee "$LOGS/fuzz.log" || st=${PIPESTATUS[0]}
-    fuzz_ok=$(grep -c '^fuzz: .* ok (' "$LOGS/fuzz.log" || true)
-    fuzz_failed=$(grep -c '^fuzz: .* FAILED' "$LOGS/fuzz.log" || true)
-    if ((st == 77)) && ((!IDPOOL_CI)); then
-        SKIPPED=$((SKIPPED + 1))
-        NOTES+=("fuzz: skipped (clang or libclang-rt-14-dev not installed)")
-    elif ((st != 0 && fuzz_failed == 0)); then
-        fuzz_failed=1
-        NOTES+=("fuzz: scripts/fuzz.sh exited with status $st")
-    fi
-    PASSED=$((PASSED + fuzz_ok))
-    FAILED=$((FAILED + fuzz_failed))
-    NOTES+=("fuzz: $fuzz_ok passed, $fuzz_failed failed")
+    run_checks fuzz "clang or libclang-rt-14-dev not installed" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+fi
+
+if [[ ${TEST_DEB:-1} != 0 ]]; then
+    # The Debian packages built, linted, installed on this machine, checked
+    # and purged; one test per check. Needs root (CI runs as root).
+    run_checks deb "not root, a packaging tool missing, or idpool installed here: see 'deb: SKIP' above" \
+        test/deb_check.sh
 fi
 
 if [[ -s $LOGS/tails.txt ]]; then
