@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # idpool's benchmark: see test/bench/bench.py (or scripts/bench.sh --help).
 #
-#   scripts/bench.sh [--quick] [--profile] [--build DIR] [--out DIR]
+#   scripts/bench.sh [--quick] [--profile] [--pin] [--build DIR] [--out DIR]
 #                    [--api-only | --no-api] [--client-only | --no-client]
 #   scripts/bench.sh --cluster [--quick] [--build DIR] [--out DIR]
 #

@@ -24,6 +24,11 @@ do, measured side by side in one run on throwaway loopback servers.
                when nginx or wrk is not installed)
   --client-only  only section 8 (the client libraries): about 6 min
   --no-client  without section 8
+  --pin        also section 3b: redis-server alone on one CPU, everything
+               else on the others (taskset), the latency client while a
+               list is drained at half the ceiling without refill and the
+               e2e pool at half the ceiling with refill, and at the
+               sustained rate: p999_ratio_pinned, p999_refill_ratio
   --cluster    only the Redis Cluster section (test/bench/cluster.py), on
                a Cluster of three primaries with a replica each instead of
                the one Redis: the push+pop ceiling on all primaries at once
@@ -41,6 +46,9 @@ and idpoold on 127.0.0.1 and measures:
      with zero empty pops; e2e_ratio = sustained / ceiling (goal >= 0.8);
   3. latency of single-ID LPOP at a fixed rate, idle vs. while another
      pool is drained and refilled; p999_ratio = refill / idle (<= 1.5);
+     3b (--pin) the same with redis-server on a CPU of its own, and at
+     half the ceiling: p999_refill_ratio = refilled / a drain without
+     refill (goal <= 1.5), p999_ratio_pinned = refill / idle;
   4. scale: 10,000 idle applications (daemon CPU and RSS, goal < 5 % of a
      core); 1,000 applications drained at once (refill keeps up);
   5. MySQL writes (lease rows) per million IDs during the drain (<= 10);
@@ -59,8 +67,9 @@ and idpoold on 127.0.0.1 and measures:
 Results: raw outputs, results.md (a table for BENCHMARKS.md), ramp.png and
 latency.png in the results directory. The last line printed is
   bench: e2e_ratio=X p999_ratio=Y sustained_ids_per_s=Z ceiling_ids_per_s=W mysql_writes_per_million=V idle_cpu_pct=U
-followed on the same line by api_rps=R api_ratio=A when section 7 ran and
-client_ids_per_s=C client_ratio=Q when section 8 ran (with --api-only:
+followed on the same line by api_rps=R api_ratio=A when section 7 ran,
+client_ids_per_s=C client_ratio=Q when section 8 ran and
+p999_ratio_pinned=P p999_refill_ratio=F with --pin (with --api-only:
 "bench: api_rps=R api_ratio=A"; with --client-only: "bench:
 client_ids_per_s=C client_ratio=Q"; with --cluster: the line of
 test/bench/cluster.py).
@@ -187,7 +196,7 @@ def usage(status=64):
 
 def parse_args(argv):
     o = dict(profile="default", prof=False, build=os.path.join(ROOT, "build"), out="", api="on", client="on",
-             cluster=False)
+             cluster=False, pin=False)
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -205,6 +214,8 @@ def parse_args(argv):
             o["client"] = "off"
         elif a == "--cluster":
             o["cluster"] = True
+        elif a == "--pin":
+            o["pin"] = True
         elif a in ("--build", "--out"):
             if i + 1 >= len(argv):
                 usage()
@@ -219,6 +230,10 @@ def parse_args(argv):
             sys.stderr.write("bench: unknown argument '%s'\n" % a)
             usage()
         i += 1
+    if o["pin"] and (o["cluster"] or "only" in (o["api"], o["client"])):
+        sys.stderr.write("bench: --pin adds a phase to the full run: not with --cluster, --api-only or "
+                         "--client-only\n")
+        usage()
     if o["cluster"] and (o["prof"] or "only" in (o["api"], o["client"])):
         sys.stderr.write("bench: --cluster runs the Cluster section alone: not with --profile, --api-only or "
                          "--client-only\n")
@@ -550,15 +565,23 @@ class Bench:
     # ------------------------------------------- 1. ceiling, baselines
 
     def ceiling(self):
-        say("1. ceiling: RPUSH 1000 IDs/command, LPOP batch 1 and 100, INCRBY; %d connections, "
+        say("1. ceiling: RPUSH 1000 IDs/command (shaped as the daemon's; random 16..19 digits for "
+            "comparison), LPOP batch 1 and 100, INCRBY; %d connections, "
             "pipeline %d" % (CEIL_CONNS, CEIL_PIPELINE))
         ck, cc = "bench:{ceiling}:list", "bench:{ceiling}:counter"
         c_args = ["--conns", CEIL_CONNS, "--pipeline", CEIL_PIPELINE]
         self.c_args = c_args
         for run in range(1, self.runs + 1):
             self.R("UNLINK", ck, cc)
-            self.load("push.%d" % run, "--mode", "rpush", "--key", ck, "--batch", 1000, *c_args,
+            # IDs of 16..19 random digits, for comparison with earlier runs ...
+            self.load("push-random.%d" % run, "--mode", "rpush", "--key", ck, "--batch", 1000, *c_args,
                       "--duration", self.win)
+            self.measure("ceiling.push_random", self.kv("push-random.%d" % run, "ids_per_s"))
+            self.R("UNLINK", ck)
+            # ... and the ceiling: IDs shaped as the daemon's of the e2e application
+            # (18 digits, consecutive: increment_max 1 from ID_BASE), what the pops then read
+            self.load("push.%d" % run, "--mode", "rpush", "--key", ck, "--batch", 1000, *c_args,
+                      "--push-base", ID_BASE, "--duration", self.win)
             push = self.kv("push.%d" % run, "ids_per_s")
             have = int(self.R("LLEN", ck))
             # Pops stop at a count below what the list holds, so none finds it empty.
@@ -766,51 +789,19 @@ class Bench:
         self.lat_args = ["--mode", "lpop", "--key", lat_key, "--batch", 1, "--pipeline", LAT_PIPELINE,
                          "--rate", LAT_RATE, "--duration", self.win]
 
-        def record(cond, run, extra=""):
-            n = "lat.%s.%d" % (cond, run)
-            for f in ("p50_us", "p99_us", "p999_us", "max_us"):
-                self.measure("lat.%s.%s" % (cond, f), self.kv(n, f))
-            if self.kvi(n, "empties") != 0:
-                say("warning: the latency list ran dry in " + n)
-            say("  run %d %s: p50 %s p99 %s p99.9 %s µs%s" % (run, cond, self.kv(n, "p50_us"),
-                                                             self.kv(n, "p99_us"), self.kv(n, "p999_us"), extra))
-
-        def during(cond, run, key, *drain):
-            """The latency window while key is drained (one request in
-            flight per connection, like application servers)."""
-            hog_name = "hog.%s.%d" % (cond, run)
-            hog = self.load_bg(hog_name, "--mode", "lpop", "--key", key, "--batch", 100,
-                               "--conns", HOG_CONNS, *drain, "--duration", self.win + 1)
-            time.sleep(0.5)
-            lat = "lat.%s.%d" % (cond, run)
-            self.load(lat, *self.lat_args, "--hist", self.raw(lat + ".hist"))
-            self.load_wait(hog, "the drain of %s failed (see %s)" % (key, self.raw(hog_name + ".txt")))
-            if key == pool_key("e2e"):
-                self.e2e_ids += self.kvi(hog_name, "ids")
-            self.measure("lat.%s.drain_ids_per_s" % cond, self.kv(hog_name, "ids_per_s"))
-            record(cond, run, " (drain: %s IDs/s, %s empty pops)" % (self.kv(hog_name, "ids_per_s"),
-                                                                      self.kv(hog_name, "empties")))
-
-        hog_calls = calc(hog_rate / 100)
+        self.hog_key = hog_key
         for run in range(1, self.runs + 1):
-            # idle: no refill running anywhere (the e2e pool settled above low water)
-            self.wait_settled("e2e", self.e2e_low)
-            self.load("lat.idle.%d" % run, *self.lat_args, "--hist", self.raw("lat.idle.%d.hist" % run))
-            record("idle", run)
-            # drain only: the same drain from a prefilled list, nothing refilled
-            self.load("drain-fill.%d" % run, "--mode", "rpush", "--key", hog_key, "--batch", 1000,
-                      *self.c_args, "--count", calc0(hog_rate * (self.win + 1) * 1.2 / 1000 * 1000),
-                      "--duration", 120)
-            during("drain", run, hog_key, "--rate", hog_calls)
-            self.R("UNLINK", hog_key)
-            self.wait_settled("e2e", self.e2e_low)
-            during("refill", run, pool_key("e2e"), "--rate", hog_calls)
+            self.lat_idle("idle", run)
+            self.lat_drain("drain", run, hog_rate)
+            self.lat_refill("refill", run, hog_rate)
             if self.lat_flat:
                 self.wait_settled("e2e", self.e2e_low)
-                during("flat", run, pool_key("e2e"))
+                self.lat_during("flat", run, pool_key("e2e"))
         for cond in ("idle", "drain", "refill", "flat"):
             results.ccdf(os.path.join(self.out, "lat-%s.ccdf" % cond),
                           sorted(glob.glob(self.raw("lat.%s.*.hist" % cond))))
+        if self.o["pin"]:
+            self.latency_pinned(hog_rate)
         leases1 = self.h.leases_of("e2e")
         fenced = self.app_fenced("e2e", self.raw("e2e-app.json"))
         self.measure("e2e.fenced_off", fenced or 0)
@@ -819,6 +810,103 @@ class Bench:
         say("5. MySQL: %d lease reservations for %d IDs drained from e2e = %s per million"
             % (leases1 - self.leases0, self.e2e_ids,
                calc((leases1 - self.leases0) * 1e6 / self.e2e_ids) if self.e2e_ids else "n/a"))
+
+    def lat_record(self, cond, run, extra=""):
+        n = "lat.%s.%d" % (cond, run)
+        for f in ("p50_us", "p99_us", "p999_us", "max_us"):
+            self.measure("lat.%s.%s" % (cond, f), self.kv(n, f))
+        if self.kvi(n, "empties") != 0:
+            say("warning: the latency list ran dry in " + n)
+        say("  run %d %s: p50 %s p99 %s p99.9 %s µs%s" % (run, cond, self.kv(n, "p50_us"),
+                                                         self.kv(n, "p99_us"), self.kv(n, "p999_us"), extra))
+
+    def lat_during(self, cond, run, key, *drain):
+        """The latency window while key is drained (one request in flight
+        per connection, like application servers)."""
+        hog_name = "hog.%s.%d" % (cond, run)
+        hog = self.load_bg(hog_name, "--mode", "lpop", "--key", key, "--batch", 100,
+                           "--conns", HOG_CONNS, *drain, "--duration", self.win + 1)
+        time.sleep(0.5)
+        lat = "lat.%s.%d" % (cond, run)
+        self.load(lat, *self.lat_args, "--hist", self.raw(lat + ".hist"))
+        self.load_wait(hog, "the drain of %s failed (see %s)" % (key, self.raw(hog_name + ".txt")))
+        if key == pool_key("e2e"):
+            self.e2e_ids += self.kvi(hog_name, "ids")
+        self.measure("lat.%s.drain_ids_per_s" % cond, self.kv(hog_name, "ids_per_s"))
+        self.lat_record(cond, run, " (drain: %s IDs/s, %s empty pops)" % (self.kv(hog_name, "ids_per_s"),
+                                                                         self.kv(hog_name, "empties")))
+
+    def lat_idle(self, cond, run):
+        """No refill running anywhere (the e2e pool settled above low water)."""
+        self.wait_settled("e2e", self.e2e_low)
+        self.load("lat.%s.%d" % (cond, run), *self.lat_args,
+                  "--hist", self.raw("lat.%s.%d.hist" % (cond, run)))
+        self.lat_record(cond, run)
+
+    def lat_drain(self, cond, run, rate):
+        """The drain at rate IDs/s from a prefilled list that nothing refills."""
+        self.load("drain-fill.%s.%d" % (cond, run), "--mode", "rpush", "--key", self.hog_key,
+                  "--batch", 1000, "--push-base", ID_BASE, *self.c_args,
+                  "--count", calc0(rate * (self.win + 1) * 1.2 / 1000 * 1000), "--duration", 120)
+        self.lat_during(cond, run, self.hog_key, "--rate", calc(rate / 100))
+        self.R("UNLINK", self.hog_key)
+
+    def lat_refill(self, cond, run, rate):
+        """The same drain of the e2e pool, which idpoold refills."""
+        self.wait_settled("e2e", self.e2e_low)
+        self.lat_during(cond, run, pool_key("e2e"), "--rate", calc(rate / 100))
+
+    # ------------------------------------ 3b. latency pinned (--pin)
+
+    def pin(self, cpus_redis, cpus_rest):
+        """redis-server's threads on cpus_redis; mariadbd, idpoold, this
+        process and what it starts from now on (the load generators) on
+        cpus_rest. None, None: every CPU again."""
+        every = sorted(os.sched_getaffinity(0) | set(cpus_redis or ()) | set(cpus_rest or ()))
+        redis = self.h.redis_pid()
+        others = [self.d.pid]
+        for f in glob.glob(os.path.join(self.h.dir, "*.pid")):
+            if os.path.basename(f) != "redis.pid":
+                with open(f) as fh:
+                    others.append(int(fh.read().split()[0]))
+
+        def cpus(c):
+            return ",".join(str(x) for x in (c or every))
+
+        for pid, c in [(redis, cpus_redis)] + [(p, cpus_rest) for p in others]:
+            if subprocess.call(["taskset", "-a", "-p", "-c", cpus(c), str(pid)],
+                               stdout=subprocess.DEVNULL) != 0:
+                self.die("taskset -a -p -c %s %d failed" % (cpus(c), pid))
+        os.sched_setaffinity(0, set(cpus_rest or every))
+
+    def latency_pinned(self, hog_rate):
+        """--pin: Redis alone on one CPU, everything else on the others (as in
+        production, where Redis has its own core); the latency client at
+        half the ceiling's drain, with and without refill, and at the
+        sustained rate refilled (p999_ratio as above, pinned)."""
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            say("3b. --pin: needs 2 CPUs, this process may use %d: skipped" % len(cpus))
+            return
+        half = int(calc0(self.ceiling_ids / 2))
+        self.info("pin_redis_cpu", cpus[0])
+        self.info("pin_rest_cpus", ",".join(str(c) for c in cpus[1:]))
+        self.info("pin_half_rate", half)
+        say("3b. latency pinned: redis-server on CPU %d, everything else on %s; the drain at half "
+            "the ceiling (%d IDs/s) without and with refill, and at %d IDs/s refilled"
+            % (cpus[0], ",".join(str(c) for c in cpus[1:]), half, hog_rate))
+        self.pin([cpus[0]], cpus[1:])
+        try:
+            for run in range(1, self.runs + 1):
+                self.lat_idle("pin_idle", run)
+                self.lat_drain("pin_drain", run, half)
+                self.lat_refill("pin_refill", run, half)
+                self.lat_refill("pin_sustained", run, hog_rate)
+        finally:
+            self.pin(None, None)
+        for cond in ("pin_idle", "pin_drain", "pin_refill", "pin_sustained"):
+            results.ccdf(os.path.join(self.out, "lat-%s.ccdf" % cond),
+                          sorted(glob.glob(self.raw("lat.%s.*.hist" % cond))))
 
     # ----------------------------------------- profiles (--profile only)
 

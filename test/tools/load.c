@@ -132,6 +132,9 @@ static void usage(FILE *f)
                "  --key KEY           list (lpop, rpush, llen), pool (take: meta = KEY with\n"
                "                      ':pool' -> ':meta'), counter (incrby), channel (subscribe)\n"
                "  --batch N           IDs per request (1; lpop 1 = LPOP without count)\n"
+               "  --push-base N       rpush: the IDs N, N+1, ... N+batch-1, shaped as the\n"
+               "                      daemon's of a monotonic application (default:\n"
+               "                      pseudo-random IDs of 16..19 digits)\n"
                "  --conns C           connections, one thread each (1)\n"
                "  --pipeline D        requests in flight per connection (1)\n"
                "  --duration S        stop after S seconds (float)\n"
@@ -238,6 +241,8 @@ static int check_opts(struct opts *o, bool have_mode, bool set_conns, bool set_b
     } else if (o->out != NULL) {
         return usage_error("--out", "only with --mode llen and subscribe");
     }
+    if (o->push_base && o->mode != MODE_RPUSH)
+        return usage_error("--push-base", "only with --mode rpush");
     if (o->mode == MODE_TAKE) {
         size_t n = strlen(o->key);
 
@@ -309,6 +314,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (opt_u64(a, v, 1, MAX_BATCH, &o->batch) != 0)
                 return -1;
             set_batch = true;
+        } else if (strcmp(a, "--push-base") == 0) {
+            if (opt_u64(a, v, 1, (uint64_t)INT64_MAX - MAX_BATCH, &o->push_base) != 0)
+                return -1;
         } else if (strcmp(a, "--conns") == 0) {
             if (opt_u64(a, v, 1, MAX_CONNS, &n) != 0)
                 return -1;

@@ -100,6 +100,8 @@ struct opts {
     const char *key;         /* list / counter / channel */
     char *meta;              /* take: the meta key derived from key (owned) */
     uint64_t batch;          /* IDs per request */
+    uint64_t push_base;      /* rpush: IDs push_base, +1, ... (a monotonic application's
+                                shape); 0 = pseudo-random 16..19 digits */
     unsigned conns;          /* connections = threads */
     unsigned pipeline;       /* requests in flight per connection */
     double duration;         /* seconds, 0 = no limit */

@@ -23,7 +23,12 @@
 #include "load.h"
 #include "tools.h"
 
-/* rpush: batch pseudo-random IDs of 16..19 digits (< 2^63), the same every run. */
+/*
+ * rpush: batch pseudo-random IDs of 16..19 digits (< 2^63), the same every
+ * run; or, with --push-base N, N, N+1, ...: the IDs of a monotonic
+ * application as the daemon pushes them (the bench's ceiling: Redis stores
+ * and replicates runs of near-consecutive IDs of one length more cheaply).
+ */
 int make_push_ids(struct run *run, uint64_t batch)
 {
     static const uint64_t lo[] = {1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
@@ -46,7 +51,8 @@ int make_push_ids(struct run *run, uint64_t batch)
         run->push_ids[i] = malloc(24);
         if (run->push_ids[i] == NULL)
             return -1;
-        snprintf(run->push_ids[i], 24, "%" PRIu64, lo[d] + x % (hi[d] - lo[d]));
+        snprintf(run->push_ids[i], 24, "%" PRIu64,
+                 run->o->push_base ? run->o->push_base + i : lo[d] + x % (hi[d] - lo[d]));
         run->push_lens[i] = strlen(run->push_ids[i]);
     }
     return 0;
