@@ -3,7 +3,9 @@
 # verify accepts it, also with its commented-out LoadCredential= and
 # Environment= lines turned on, and systemd-analyze security --offline rates
 # its exposure at most MAX_EXPOSURE (the sandbox may get stricter, never
-# looser). ExecStart points at the built idpoold (verify wants an executable).
+# looser). ExecStart points at the built idpoold (verify wants an executable);
+# --man=no: the Documentation= pages are not installed here (man_sync and
+# man_lint check them; test/deb_check.sh verifies with them installed).
 # No systemd needs to run. Exit 77 (skip) without systemd-analyze (Debian's
 # package 'systemd').
 set -euo pipefail
@@ -17,13 +19,13 @@ trap 'rm -rf "$dir"' EXIT
 
 # verify: the unit, then with every optional line on
 sed -E "s|^ExecStart=[^ ]+|ExecStart=${IDPOOLD:-$build/idpoold}|" "$unit" >"$dir/idpoold.service"
-systemd-analyze verify "$dir/idpoold.service" 2>&1 | tee "$dir/verify.out"
+systemd-analyze verify --man=no "$dir/idpoold.service" 2>&1 | tee "$dir/verify.out"
 [[ ! -s $dir/verify.out ]] || { echo "FAIL: systemd-analyze verify complained (above)"; exit 1; }
 mkdir "$dir/on"
 sed -E 's/^#(LoadCredential|Environment)=/\1=/' "$dir/idpoold.service" >"$dir/on/idpoold.service"
 grep -q '^LoadCredential=redis-password:' "$dir/on/idpoold.service" ||
     { echo "FAIL: no LoadCredential=redis-password line to turn on"; exit 1; }
-systemd-analyze verify "$dir/on/idpoold.service" 2>&1 | tee "$dir/verify.out"
+systemd-analyze verify --man=no "$dir/on/idpoold.service" 2>&1 | tee "$dir/verify.out"
 [[ ! -s $dir/verify.out ]] || { echo "FAIL: systemd-analyze verify complained with the credentials on (above)"; exit 1; }
 grep -q '^Type=notify$' "$unit" && grep -q '^WatchdogSec=' "$unit" ||
     { echo "FAIL: the unit is not Type=notify with WatchdogSec="; exit 1; }
