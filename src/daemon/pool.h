@@ -179,6 +179,7 @@ void pool_set_state(struct pool *p, enum pool_state to);
 
 /* The views of every application, for HTTP and /metrics (daemon view: filled by the caller). */
 void pools_each_view(struct pools *reg, status_app_fn *fn, void *arg);
+/* One application by key (a row whose key cannot name a pool too); -1 when there is none. */
 int pools_one_view(struct pools *reg, const char *key, status_app_fn *fn, void *arg);
 /* Served / invalid / soft-deleted rows, for the daemon view. */
 void pools_tally(const struct pools *reg, size_t *served, size_t *invalid, size_t *deleted,
