@@ -287,6 +287,7 @@ idpool is running.
   idpoolctl setup:     $ctl_env
   Status:              build/idpoolctl --http 127.0.0.1:$HTTP_PORT status
   Applications:        build/idpoolctl apps list      (apps add KEY ..., apps show KEY, --help)
+  Status page:         http://127.0.0.1:$HTTP_PORT/   (in a browser)
   Metrics:             curl http://127.0.0.1:$HTTP_PORT/metrics   (and /healthz, /v1/apps)
   Alerts:              $cli SUBSCRIBE idpool:alerts
   Applications (SQL):  ${MYSQL[*]} $MYSQL_DB -e 'SELECT * FROM application\\G'$sql_note

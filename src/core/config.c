@@ -189,8 +189,8 @@ static const struct setting settings[S_COUNT] = {
                             K_RESERVE, FROM_ALL, 0, 0, 0},
     [S_HTTP] = {"http", NULL, "IDPOOL_HTTP_ADDR", "Status and metrics", "HOST:PORT",
                 "127.0.0.1:9471", NULL,
-                "status server: /metrics, /healthz, /v1/apps ([IPv6]:PORT ok);\n"
-                "empty disables it",
+                "status server: / (status page), /metrics, /healthz, /v1/apps\n"
+                "([IPv6]:PORT ok); empty disables it",
                 K_HTTP, FROM_ALL, 0, 0, 0},
     [S_HTTP_MAX_CONNS] = {"http-max-connections", NULL, "IDPOOL_HTTP_MAX_CONNECTIONS",
                           "Status and metrics", "N", "64", NULL,

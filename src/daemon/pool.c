@@ -648,6 +648,17 @@ static int cmp_key(const void *x, const void *y)
     return strcmp((*(struct pool *const *)x)->cfg.key, (*(struct pool *const *)y)->cfg.key);
 }
 
+/* The view of a row whose key cannot name a pool: its key as stored, id and error. */
+static void bad_key_view(const struct bad_key *b, struct app_view *view)
+{
+    memset(view, 0, sizeof(*view));
+    view->key = b->key;
+    view->id = b->id;
+    view->invalid = b->err;
+    view->alerts[ALERT_INVALID_CONFIG] = 1;
+    view->bad_key = 1;
+}
+
 void pools_each_view(struct pools *reg, status_app_fn *fn, void *arg)
 {
     struct pool **v = malloc((reg->n ? reg->n : 1) * sizeof(*v));
@@ -667,14 +678,7 @@ void pools_each_view(struct pools *reg, status_app_fn *fn, void *arg)
     free(v);
     /* Rows whose key cannot name a pool are shown too, with their error (by id). */
     for (size_t i = 0; i < reg->nbad_keys; i++) {
-        const struct bad_key *b = &reg->bad_keys[i];
-
-        memset(&view, 0, sizeof(view));
-        view.key = b->key;
-        view.id = b->id;
-        view.invalid = b->err;
-        view.alerts[ALERT_INVALID_CONFIG] = 1;
-        view.bad_key = 1;
+        bad_key_view(&reg->bad_keys[i], &view);
         fn(&view, arg);
     }
 }
@@ -684,8 +688,17 @@ int pools_one_view(struct pools *reg, const char *key, status_app_fn *fn, void *
     struct pool *p = pools_find(reg, key);
     struct app_view view;
 
-    if (!p || p->dead)
+    if (!p || p->dead) {
+        /* a row whose key cannot name a pool, as pools_each_view lists it */
+        for (size_t i = 0; i < reg->nbad_keys; i++) {
+            if (strcmp(reg->bad_keys[i].key, key) == 0) {
+                bad_key_view(&reg->bad_keys[i], &view);
+                fn(&view, arg);
+                return 0;
+            }
+        }
         return -1;
+    }
     fill_view(p, &view);
     fn(&view, arg);
     return 0;

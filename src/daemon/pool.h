@@ -206,6 +206,7 @@ void pool_set_state(struct pool *p, enum pool_state to);
 
 /* The views of every application, for HTTP and /metrics (daemon view: filled by the caller). */
 void pools_each_view(struct pools *reg, status_app_fn *fn, void *arg);
+/* One application by key (a row whose key cannot name a pool too); -1 when there is none. */
 int pools_one_view(struct pools *reg, const char *key, status_app_fn *fn, void *arg);
 /*
  * The registry's part of the daemon view: served / invalid / soft-deleted

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "sbuf.h"
+#include "status_page.h"
 #include "statusjson.h"
 #include "text.h"
 
@@ -18,13 +19,19 @@
 #define HTTP_ALLOW       "GET, HEAD"
 #define ALLOW_HEADER     "Allow: " HTTP_ALLOW "\r\n"
 #define CTYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
+#define CTYPE_HTML       "text/html; charset=utf-8"
+/* The page's own policy (its inline style and script by hash), no sniffing, no framing. */
+#define PAGE_HEADERS                                                                               \
+    "Content-Security-Policy: " STATUS_PAGE_CSP "\r\n"                                             \
+    "X-Content-Type-Options: nosniff\r\n"                                                          \
+    "Referrer-Policy: no-referrer\r\n"
 
 struct statushttp {
     struct apihttp *srv;
     struct status_source src; /* where the views come from */
 };
 
-enum route { R_NONE, R_METRICS, R_HEALTHZ, R_APPS, R_APP };
+enum route { R_NONE, R_PAGE, R_METRICS, R_HEALTHZ, R_APPS, R_APP };
 
 /* s with invalid UTF-8 replaced (request text is untrusted), heap; NULL when out of memory. */
 static char *utf8_clean(const char *s)
@@ -91,6 +98,8 @@ static void reply_405(struct apihttp_req *req, const char *path)
 /* Which route the path's segments are; for R_APP, *key is the last (decoded) segment. */
 static enum route route_of(const struct httpreq_path *p, const char **key)
 {
+    if (p->n == 1 && p->len[0] == 0)
+        return R_PAGE;
     if (p->n == 1 && strcmp(p->seg[0], "metrics") == 0)
         return R_METRICS;
     if (p->n == 1 && strcmp(p->seg[0], "healthz") == 0)
@@ -104,6 +113,15 @@ static enum route route_of(const struct httpreq_path *p, const char **key)
         return R_APP;
     }
     return R_NONE;
+}
+
+/* The status page (status.html, compiled in): the same bytes every time. */
+static void serve_page(struct apihttp_req *req)
+{
+    static const char page[] = STATUS_PAGE_HTML;
+
+    log_debug("http: %s %s -> 200", req->method, req->target);
+    apihttp_reply(req, 200, CTYPE_HTML, PAGE_HEADERS, page, sizeof(page) - 1);
 }
 
 static void serve_metrics(struct statushttp *h, struct apihttp_req *req)
@@ -185,6 +203,8 @@ static void on_request(struct apihttp_req *req, void *arg)
     case HTTPREQ_PATH_NONE:
         if (r == R_NONE)
             reply(req, 404, CTYPE_JSON, NULL, error_json("not found", raw, NULL, NULL));
+        else if (r == R_PAGE)
+            serve_page(req);
         else if (r == R_METRICS)
             serve_metrics(h, req);
         else if (r == R_HEALTHZ)
@@ -203,7 +223,7 @@ struct statushttp *statushttp_new(struct event_base *base, const struct config *
     struct statushttp *h = calloc(1, sizeof(*h));
     struct apihttp_opts o = {
         .name = "http",
-        .routes = "/metrics, /healthz, /v1/apps",
+        .routes = "/ (status page), /metrics, /healthz, /v1/apps",
         .host = cfg->http_host,
         .port = cfg->http_port,
         .max_conns = cfg->http_max_conns,

@@ -1,6 +1,9 @@
 /*
  * statushttp — the status server on IDPOOL_HTTP_ADDR (brief §7):
  *
+ *   GET /                the status page (status.html): HTML that shows every
+ *                        application from /v1/apps, refreshing itself, and
+ *                        one application's details at /#app=KEY
  *   GET /metrics         Prometheus text exposition 0.0.4 (metrics.h)
  *   GET /healthz         200 {"status":"ok",...} when Redis and MySQL are up and
  *                        the application rows are loaded, else 503 with "reasons"

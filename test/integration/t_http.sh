@@ -220,7 +220,7 @@ get /v1/apps/nosuch
 assert_eq 404 "$CODE" "/v1/apps/nosuch status"
 [[ $(header Content-Type) == application/json* ]] || fail "404 Content-Type: $(header Content-Type)"
 json 'isinstance(d.get("error"), str)' 'd.get("key") == "nosuch"'
-for p in /nope / /v1/apps/ /v1 /metricsx /healthz/x; do
+for p in /nope /v1/apps/ /v1 /metricsx /healthz/x; do
     get "$p"
     assert_eq 404 "$CODE" "GET $p status"
     json 'isinstance(d.get("error"), str)'

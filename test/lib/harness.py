@@ -68,6 +68,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -436,6 +437,86 @@ class Harness:
         for d in self.daemons:
             if d.status is None:
                 self.stop_daemon(d, timeout)
+
+
+# ---------------------------------------------------------------- pages ---
+
+
+class Element:
+    """An element of a page as a browser rendered it (chromium --dump-dom):
+    tag, attrs (a dict), children (elements and strings), parent."""
+
+    def __init__(self, tag, attrs, parent):
+        self.tag, self.attrs, self.parent, self.children = tag, dict(attrs), parent, []
+
+    def text(self):
+        """The text of the element and its descendants, as textContent."""
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def classes(self):
+        return (self.attrs.get("class") or "").split()
+
+    def all(self, tag=None, cls=None, **attrs):
+        """The descendants with that tag, class and attributes (data_app="x"
+        is data-app="x"; a value of True: the attribute is there), in order."""
+        out = []
+        for c in self.children:
+            if isinstance(c, str):
+                continue
+            if ((tag is None or c.tag == tag) and (cls is None or cls in c.classes()) and
+                    all((k.replace("_", "-") in c.attrs) if v is True else
+                        c.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())):
+                out.append(c)
+            out.extend(c.all(tag, cls, **attrs))
+        return out
+
+    def one(self, tag=None, cls=None, **attrs):
+        """The only such descendant (a check fails on none or several)."""
+        found = self.all(tag, cls, **attrs)
+        check(len(found) == 1, "%d <%s class=%s %s> in <%s %s>" %
+              (len(found), tag or "*", cls, attrs, self.tag, self.attrs))
+        return found[0]
+
+    def hidden(self):
+        """It or an ancestor has the hidden attribute."""
+        return "hidden" in self.attrs or (self.parent is not None and self.parent.hidden())
+
+
+class _DomParser(HTMLParser):
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+            "track", "wbr"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = self.cur = Element("#document", {}, None)
+
+    def handle_starttag(self, tag, attrs):
+        e = Element(tag, attrs, self.cur)
+        self.cur.children.append(e)
+        if tag not in self.VOID:
+            self.cur = e
+
+    def handle_startendtag(self, tag, attrs):  # <polyline .../> in SVG
+        self.cur.children.append(Element(tag, attrs, self.cur))
+
+    def handle_endtag(self, tag):
+        e = self.cur
+        while e is not None and e.tag != tag:
+            e = e.parent
+        if e is not None and e.parent is not None:
+            self.cur = e.parent
+
+    def handle_data(self, data):
+        self.cur.children.append(data)
+
+
+def parse_dom(path):
+    """The document chromium --dump-dom wrote to path, as an Element."""
+    p = _DomParser()
+    with open(path, encoding="utf-8") as f:
+        p.feed(f.read())
+    p.close()
+    return p.root
 
 
 # ------------------------------------------------------------------ IDs ---
