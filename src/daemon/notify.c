@@ -17,7 +17,15 @@
 #include "log.h"
 
 #define NOTIFY_POLL_MS 250 /* readiness and status line checked this often */
-#define STATUS_MAX     512
+/*
+ * READY=1 at the latest this long after the start, degraded: a Cluster
+ * primary or MySQL down, or a pool whose lock another daemon holds, must
+ * not keep the start from completing until TimeoutStartSec (90 s in the
+ * unit) kills the daemon, and with it the refills it does for the healthy
+ * pools, over and over. IDPOOL_READY_MAX_MS changes it (the tests).
+ */
+#define NOTIFY_READY_MAX_MS 60000
+#define STATUS_MAX          512
 
 struct notify {
     struct status_source src;
@@ -25,6 +33,7 @@ struct notify {
     struct event *poll_ev;     /* NOTIFY_POLL_MS, persistent */
     struct event *watchdog_ev; /* half of WATCHDOG_USEC, persistent; NULL: no watchdog */
     int ready;                 /* READY=1 sent for the start */
+    unsigned polls_left;       /* polls until READY=1 is sent degraded */
     int reloading;             /* RELOADING=1 sent, READY=1 not yet */
     uint64_t reload_load;      /* the rows' load that ends the reload (pools_reread) */
     int stopping;              /* STOPPING=1 sent */
@@ -43,6 +52,14 @@ static void send_state(struct notify *n, const char *state)
     }
 }
 
+static unsigned ready_max_ms(void)
+{
+    const char *v = getenv("IDPOOL_READY_MAX_MS");
+    unsigned long ms = v && *v ? strtoul(v, NULL, 10) : 0;
+
+    return ms >= NOTIFY_POLL_MS && ms <= 3600000 ? (unsigned)ms : NOTIFY_READY_MAX_MS;
+}
+
 /* Read the view: readiness, the end of a reload, the status line when it changed. */
 static void notify_poll(struct notify *n)
 {
@@ -57,6 +74,12 @@ static void notify_poll(struct notify *n)
     if (!n->ready && statusline_ready(&d, &n->role)) {
         n->ready = 1;
         event = "start complete";
+    } else if (!n->ready && n->polls_left > 0 && --n->polls_left == 0) {
+        statusline_format(line, sizeof(line), &d, &n->role, 0);
+        log_warn("systemd: the start is not complete after %u ms (%s): ready anyway, degraded",
+                 ready_max_ms(), line);
+        n->ready = 1;
+        event = "start complete, degraded";
     } else if (n->reloading && d.rows_loads >= n->reload_load) {
         n->reloading = 0;
         event = "reload complete";
@@ -98,6 +121,7 @@ struct notify *notify_new(struct event_base *base, const struct status_source *s
     n->role = *role;
     if (!sock || !sock[0])
         return n; /* not under systemd: nothing to tell */
+    n->polls_left = ready_max_ms() / NOTIFY_POLL_MS;
     n->poll_ev = event_new(base, -1, EV_PERSIST, on_poll, n);
     if (!n->poll_ev)
         goto fail;

@@ -16,6 +16,10 @@
 #   stop      SIGTERM: STOPPING=1
 #   issuer    an issuer-only daemon (refill off): READY=1 without pool
 #             checks, once rows and API tokens are read; its STATUS= says so
+#   degraded  MySQL down for longer than the start may wait
+#             (IDPOOL_READY_MAX_MS, 60 s by default): READY=1 anyway, the
+#             log says degraded and why, STATUS= says mysql down (positive
+#             control: none before the bound)
 #   creds     passwords only from $CREDENTIALS_DIRECTORY (LoadCredential=):
 #             redis-password for an ACL user of Redis, mysql-password for a
 #             MySQL user; wrong ones are refused by the servers (nothing
@@ -27,7 +31,7 @@
 source "$(dirname "$0")/lib.sh"
 setup
 require_redis_py
-PARTS=" ${SYSTEMD_PARTS:-ready watchdog status reload stop issuer creds badfile} "
+PARTS=" ${SYSTEMD_PARTS:-ready watchdog status reload stop issuer degraded creds badfile} "
 want() { [[ $PARTS == *" $1 "* ]]; }
 
 add_app user step=100000 max_pool_size=2000000 # low water 1600000: filling takes a while
@@ -152,6 +156,25 @@ if want issuer; then
     st=$(last_status)
     stop_daemon issuer
     pass "issuer: READY=1 and its own STATUS= ($st)"
+fi
+
+# ---------------------------------------------------------- degraded ---
+if want degraded; then
+    mysql_stop
+    r0=$(count READY=1)
+    t0=$(now_us)
+    NOTIFY_SOCKET=$SOCK IDPOOL_READY_MAX_MS=2000 start_daemon deg --tick-ms 50 --instance deg
+    wait_until 5 log_has deg 'cannot load applications' || fail "the degraded daemon did not try MySQL"
+    assert_eq "$r0" "$(count READY=1)" "READY=1 before the bound with MySQL down"
+    wait_until 10 count_ge READY=1 $((r0 + 1)) || fail "no READY=1 after IDPOOL_READY_MAX_MS with MySQL down"
+    waited=$((($(now_us) - t0) / 1000))
+    assert_ge "$waited" 2000 "ms until the degraded READY=1"
+    wait_until 3 log_has deg 'the start is not complete after 2000 ms \(starting: application rows not read yet.*\): ready anyway, degraded' ||
+        fail "the log does not say the start is degraded and why: $(tail -n 3 "$DIR/deg.log")"
+    wait_until 3 status_has 'mysql down' || fail "STATUS= after a degraded start: $(last_status)"
+    stop_daemon deg
+    mysql_start
+    pass "degraded: MySQL down past the bound: READY=1 after ${waited} ms anyway, logged as degraded, STATUS= says mysql down"
 fi
 
 # ------------------------------------------------------------- creds ---
