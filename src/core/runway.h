@@ -24,7 +24,7 @@ struct app_cfg;
 /* The ledger's growth is measured over its last RUNWAY_WINDOW_DAYS days (or since its first
  * lease, if younger), and only once that span is at least RUNWAY_MIN_SPAN_MS long. */
 #define RUNWAY_WINDOW_DAYS 7
-#define RUNWAY_MIN_SPAN_MS 60000
+#define RUNWAY_MIN_SPAN_MS 3600000 /* an hour: the first lease reserves ahead of use */
 #define RUNWAY_DAY_MS      86400000.0
 
 /* What one read of the lease ledger (application_lease) found for one application. */

@@ -52,7 +52,8 @@ struct pools {
  * start, on SIGHUP): its growth is measured over days, so once a minute is
  * plenty, and keeps its few index lookups per application off MySQL.
  */
-#define LEDGER_READ_MS 60000
+#define LEDGER_READ_MS  60000
+#define LEDGER_RETRY_MS 10000 /* after a failed read of the ledger */
 
 static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -517,7 +518,16 @@ static void on_ledger(void *arg, enum store_err st, const struct store_growth *g
             free(reg->ledger_err);
             reg->ledger_err = strdup(err);
         }
-        reg->ledger_at_ms = 0; /* again with the next load */
+        /* again LEDGER_RETRY_MS later, not with every load: a query that timed
+         * out on a ledger without its index would hold the MySQL worker, and
+         * the reservations queued behind it, every reload-ms */
+        {
+            uint64_t now = clock_ms();
+
+            reg->ledger_at_ms = now > LEDGER_READ_MS - LEDGER_RETRY_MS
+                                    ? now - (LEDGER_READ_MS - LEDGER_RETRY_MS)
+                                    : 1;
+        }
         goto out;
     }
     free(reg->ledger_err);

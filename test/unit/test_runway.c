@@ -65,7 +65,7 @@ static void test_growth(void)
     l.elapsed_ms = RUNWAY_MIN_SPAN_MS - 1;
     CHECK(runway_growth_per_day(&l) == 0);
     l.elapsed_ms = RUNWAY_MIN_SPAN_MS;
-    CHECK(near(runway_growth_per_day(&l), 1e7 * 1440));
+    CHECK(near(runway_growth_per_day(&l), 1e7 * (RUNWAY_DAY_MS / RUNWAY_MIN_SPAN_MS)));
     /* top not above the window's first lo (an inconsistent read): no growth */
     l.top = l.first_lo;
     CHECK(runway_growth_per_day(&l) == 0);
@@ -73,7 +73,8 @@ static void test_growth(void)
     l.first_lo = 0;
     l.top = (uint64_t)APP_ID_MAX;
     l.elapsed_ms = RUNWAY_MIN_SPAN_MS;
-    CHECK(near(runway_growth_per_day(&l), (double)APP_ID_MAX * 1440));
+    CHECK(
+        near(runway_growth_per_day(&l), (double)APP_ID_MAX * (RUNWAY_DAY_MS / RUNWAY_MIN_SPAN_MS)));
 }
 
 static void test_space(void)
