@@ -862,7 +862,11 @@ class Bench:
         """redis-server's threads on cpus_redis; mariadbd, idpoold, this
         process and what it starts from now on (the load generators) on
         cpus_rest. None, None: every CPU again."""
-        every = sorted(os.sched_getaffinity(0) | set(cpus_redis or ()) | set(cpus_rest or ()))
+        # every CPU this process had before the first pin (its own affinity is
+        # the pinned set by the time the pins are undone)
+        if not hasattr(self, "cpus_before_pin"):
+            self.cpus_before_pin = sorted(os.sched_getaffinity(0))
+        every = self.cpus_before_pin
         redis = self.h.redis_pid()
         others = [self.d.pid]
         for f in glob.glob(os.path.join(self.h.dir, "*.pid")):

@@ -137,6 +137,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     PREV_OFFSET=$cur0
     sleep 1
 done
+# A chunk in flight writes meta back once (the holder's next guard finds
+# meta gone: IDPOOL_STALE, and its next cycle reserves); more than twice a
+# round would be something rewriting meta over and over.
+expect "((AGAIN <= 2 * ROUNDS))" "meta was written back $AGAIN times in $ROUNDS rounds after its deletion"
 fault_landed "rounds=$ROUNDS,inside=$INSIDE,writebacks=$WRITEBACKS,deleted_again=$AGAIN" "((INSIDE == ROUNDS))"
 
 consumers_wait $APP "$CHAOS_IDS"
