@@ -127,10 +127,19 @@ static void ledger_run(struct store *s, struct job *j)
     MYSQL_ROW row;
     size_t cap;
 
-    if (q(s, j, ledger_sql) < 0)
+    /* The ledger is not worth waiting for: a table lock on application_lease
+     * (LOCK TABLES, an ALTER) would hold this worker, and the row loads and
+     * reservations queued behind it, for as long as it lasts (t_kill9 saw a
+     * new row go unseen). A second: then it fails, is retried later
+     * (LEDGER_RETRY_MS), and the connection is made again. */
+    if (q(s, j, "SET SESSION lock_wait_timeout = 1") < 0 || q(s, j, ledger_sql) < 0)
         return;
     if ((res = q_result(s, j)) == NULL)
         return;
+    if (q(s, j, "SET SESSION lock_wait_timeout = DEFAULT") < 0) {
+        mysql_free_result(res);
+        return;
+    }
     cap = (size_t)mysql_num_rows(res);
     lj->g = calloc(cap ? cap : 1, sizeof(*lj->g));
     if (!lj->g) {
