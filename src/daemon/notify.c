@@ -33,6 +33,7 @@ struct notify {
     struct event *poll_ev;     /* NOTIFY_POLL_MS, persistent */
     struct event *watchdog_ev; /* half of WATCHDOG_USEC, persistent; NULL: no watchdog */
     int ready;                 /* READY=1 sent for the start */
+    unsigned ready_max_ms;     /* READY=1 at the latest this long after the start */
     unsigned polls_left;       /* polls until READY=1 is sent degraded */
     int reloading;             /* RELOADING=1 sent, READY=1 not yet */
     uint64_t reload_load;      /* the rows' load that ends the reload (pools_reread) */
@@ -77,7 +78,7 @@ static void notify_poll(struct notify *n)
     } else if (!n->ready && n->polls_left > 0 && --n->polls_left == 0) {
         statusline_format(line, sizeof(line), &d, &n->role, 0);
         log_warn("systemd: the start is not complete after %u ms (%s): ready anyway, degraded",
-                 ready_max_ms(), line);
+                 n->ready_max_ms, line);
         n->ready = 1;
         event = "start complete, degraded";
     } else if (n->reloading && d.rows_loads >= n->reload_load) {
@@ -121,7 +122,8 @@ struct notify *notify_new(struct event_base *base, const struct status_source *s
     n->role = *role;
     if (!sock || !sock[0])
         return n; /* not under systemd: nothing to tell */
-    n->polls_left = ready_max_ms() / NOTIFY_POLL_MS;
+    n->ready_max_ms = ready_max_ms();
+    n->polls_left = n->ready_max_ms / NOTIFY_POLL_MS;
     n->poll_ev = event_new(base, -1, EV_PERSIST, on_poll, n);
     if (!n->poll_ev)
         goto fail;
