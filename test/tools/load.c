@@ -141,6 +141,9 @@ static void usage(FILE *f)
                "  --count N           stop after N IDs in total (llen: samples,\n"
                "                      subscribe: messages)\n"
                "  --rate R            requests/s over all connections, open loop (0 = flat out)\n"
+               "  --burst-us U        --rate: each wake-up also sends the requests due in the\n"
+               "                      next U microseconds, pipelined (0; a paced drain's\n"
+               "                      CPU is mostly its wake-ups)\n"
                "  --record PREFIX     log every reply to PREFIX.<i>.bin (needs --pipeline 1);\n"
                "                      take: each IDPOOL_* refusal to PREFIX.<i>.refused\n"
                "  --timeline FILE     lines 't_s ids empties errors' per 100 ms\n"
@@ -339,6 +342,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return -1;
             if (o->rate > 1e9)
                 return usage_error(a, "at most 1e9 requests/s");
+        } else if (strcmp(a, "--burst-us") == 0) {
+            uint64_t us;
+
+            if (opt_u64(a, v, 0, 1000000, &us) != 0)
+                return -1;
+            o->burst_ns = us * 1000;
         } else if (strcmp(a, "--record") == 0) {
             o->record = v;
         } else if (strcmp(a, "--timeline") == 0) {

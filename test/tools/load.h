@@ -107,6 +107,7 @@ struct opts {
     double duration;         /* seconds, 0 = no limit */
     uint64_t count;          /* IDs in total (llen: samples; subscribe: messages), 0 = no limit */
     double rate;             /* requests/s over all connections, 0 = flat out */
+    uint64_t burst_ns;       /* --rate: send what is due this much ahead in one go */
     const char *record;      /* binary pop logs PREFIX.<i>.bin */
     const char *timeline;    /* per-100-ms lines */
     const char *hist;        /* latency buckets */

@@ -354,6 +354,15 @@ static int feed_replies(struct conn *cn, size_t len)
     }
 }
 
+/* When the next --rate slot is due: the wake-up for it also sends those
+ * due in the --burst-us after it, so the next one is that much later. */
+static uint64_t slot_wake(const struct conn *cn, uint64_t t0)
+{
+    const struct opts *o = cn->o;
+
+    return t0 + (uint64_t)(((double)cn->sched_k * o->conns + cn->idx) * 1e9 / o->rate);
+}
+
 /* Appends requests while the pipeline has room and the schedule allows,
  * then writes them in one go. 0, or -1 if this connection failed. */
 static int fill_pipeline(struct conn *cn, uint64_t now, bool *starved)
@@ -374,7 +383,7 @@ static int fill_pipeline(struct conn *cn, uint64_t now, bool *starved)
 
             /* slot k of connection i: (k * conns + i) / rate after t0 */
             sched = t0 + (uint64_t)(((double)cn->sched_k * o->conns + cn->idx) * 1e9 / o->rate);
-            if (sched > now)
+            if (sched > now + o->burst_ns)
                 break;
         }
         want = claim(cn);
@@ -403,7 +412,7 @@ static int fill_pipeline(struct conn *cn, uint64_t now, bool *starved)
         if (o->rate > 0)
             cn->sched_k++;
         rq = &cn->ring[(cn->ring_head + cn->inflight) % o->pipeline];
-        rq->sched_ns = sched;
+        rq->sched_ns = sched < now ? sched : now; /* a burst's early ones: from the send */
         rq->want = want;
         cn->inflight++;
     }
@@ -434,7 +443,7 @@ static int read_replies(struct conn *cn, uint64_t now, bool sending)
     if (sending && o->rate > 0 && cn->inflight < o->pipeline && cn->pause_until <= now) {
         /* Room for another request: wake up for its slot. */
         uint64_t t0 = atomic_load_explicit(&cn->run->t0_ns, memory_order_relaxed);
-        uint64_t next = t0 + (uint64_t)(((double)cn->sched_k * o->conns + cn->idx) * 1e9 / o->rate);
+        uint64_t next = slot_wake(cn, t0);
         uint64_t wait = next > now ? next - now : 0;
         struct pollfd pfd = {cn->c->fd, POLLIN, 0};
         struct timespec ts;
@@ -479,7 +488,7 @@ static void idle_wait(struct conn *cn, uint64_t now, bool starved)
 
     if (o->rate > 0) {
         uint64_t t0 = atomic_load_explicit(&cn->run->t0_ns, memory_order_relaxed);
-        uint64_t next = t0 + (uint64_t)(((double)cn->sched_k * o->conns + cn->idx) * 1e9 / o->rate);
+        uint64_t next = slot_wake(cn, t0);
 
         if (next < until)
             until = next;
