@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS `application_lease` (
   PRIMARY KEY (`id`),
   KEY `ix_app_hi` (`application_id`, `hi`),
   KEY `ix_key_hi` (`entity_key`, `hi`),
-  KEY `ix_app_created` (`application_id`, `created_at`)
+  KEY `ix_app_created` (`application_id`, `created_at`),
+  KEY `ix_key_lo` (`entity_key`, `lo`, `hi`, `delta`, `remainder`, `start_offset`, `application_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
 -- Upgrades of a database that an older version of this file created. Each
@@ -109,11 +110,22 @@ DEALLOCATE PREPARE idpool_stmt;
 -- an application key). Leases written before the upgrade keep NULL: their
 -- lattice is unknown and verify says how many it could not check. idpoold
 -- works without the columns (it says so in its log) and fills them from its
--- next reservation on.
+-- next reservation on. ix_key_lo holds every column verify reads, in the
+-- order it reads them (by key, then lo): it streams a ledger of 10 million
+-- leases from the index alone, without a sort or a row lookup (adding it
+-- to a large ledger takes about as long as copying the table once).
 SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
                       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
                         AND COLUMN_NAME = 'delta') = 0,
   'ALTER TABLE `application_lease` ADD COLUMN `delta` BIGINT NULL DEFAULT NULL COMMENT ''the lattice the IDs were generated on: id % delta = remainder; NULL: unknown (older idpoold)'', ADD COLUMN `remainder` BIGINT NULL DEFAULT NULL COMMENT ''see delta'', ADD COLUMN `start_offset` BIGINT NULL DEFAULT NULL COMMENT ''no ID of the lease below it (nor 0)''',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
+                        AND INDEX_NAME = 'ix_key_lo') = 0,
+  'ALTER TABLE `application_lease` ADD KEY `ix_key_lo` (`entity_key`, `lo`, `hi`, `delta`, `remainder`, `start_offset`, `application_id`)',
   'DO 0');
 PREPARE idpool_stmt FROM @idpool_ddl;
 EXECUTE idpool_stmt;

@@ -48,10 +48,10 @@ struct venv {
     char name[400];       /* "environment 2 (MySQL H:P/DB)" */
     int has_redis;        /* pools are checked */
     int has_lattice;      /* application_lease has delta, remainder, start_offset */
+    MYSQL *aux;           /* a second connection: a conflict's instance and time */
     MYSQL_RES *res;       /* the leases being streamed */
     struct lc_lease head; /* the next of them */
     int has_head;
-    int64_t head_app;    /* unkeyed leases: the application of head */
     struct lc_pool pool; /* the current key's pool */
 };
 
@@ -91,12 +91,38 @@ static int fail_env(struct verify *v, struct venv *e, const char *what)
 
 /* --- reporting ---------------------------------------------------------- */
 
-static void lease_text(const struct venv *env, const struct lc_lease *l, char *buf, size_t len)
+/*
+ * The stream reads the ledger's covering index (ix_key_lo), which has no
+ * instance nor created_at: a lease named in a conflict gets them from its
+ * environment's second connection. *out is l with them filled in ("?" when
+ * they cannot be read: the conflict is reported all the same).
+ */
+static void lease_detail(const struct verify *v, const struct lc_lease *l, struct lc_lease *out)
+{
+    const struct venv *e = &v->env[l->env];
+    char sql[128];
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+
+    *out = *l;
+    snprintf(out->instance, sizeof(out->instance), "?");
+    snprintf(out->created, sizeof(out->created), "?");
+    snprintf(sql, sizeof(sql),
+             "SELECT instance, created_at FROM application_lease WHERE id = %" PRId64, l->id);
+    if (!e->aux || mysql_query(e->aux, sql) != 0 || !(res = mysql_store_result(e->aux)))
+        return;
+    if ((row = mysql_fetch_row(res))) {
+        snprintf(out->instance, sizeof(out->instance), "%s", row[0] ? row[0] : "");
+        snprintf(out->created, sizeof(out->created), "%s", row[1] ? row[1] : "");
+    }
+    mysql_free_result(res);
+}
+
+static void lease_text(const struct lc_lease *l, char *buf, size_t len)
 {
     snprintf(buf, len,
              "lease %" PRId64 " [%" PRId64 ", %" PRId64 ") of row %" PRId64 " by '%s' at %s", l->id,
-             l->lo, l->hi, l->app_id, l->instance[0] ? l->instance : "?", l->created);
-    (void)env;
+             l->lo, l->hi, l->app_id, l->instance, l->created);
 }
 
 static cJSON *lease_json(const struct verify *v, const struct lc_lease *l)
@@ -153,10 +179,17 @@ static void on_conflict(void *arg, const struct lc_conflict *k)
     struct verify *v = arg;
     const struct venv *ea = &v->env[k->a->env], *eb = &v->env[k->b->env];
     char la[600], lb[600], first[80], text[3000], u[24];
+    struct lc_lease a, b;
     cJSON *o;
 
-    lease_text(ea, k->a, la, sizeof(la));
-    lease_text(eb, k->b, lb, sizeof(lb));
+    if (v->conflicts >= VERIFY_LIST_MAX) { /* counted, not listed: no need to read more */
+        v->conflicts++;
+        return;
+    }
+    lease_detail(v, k->a, &a);
+    lease_detail(v, k->b, &b);
+    lease_text(&a, la, sizeof(la));
+    lease_text(&b, lb, sizeof(lb));
     if (k->has_first)
         snprintf(first, sizeof(first), "first ID in both: %s", ctl_u64(k->first, u));
     else
@@ -167,7 +200,7 @@ static void on_conflict(void *arg, const struct lc_conflict *k)
     else
         snprintf(text, sizeof(text), "application '%s', %s and %s: IDs shared: %s and %s; %s",
                  v->key, ea->name, eb->name, la, lb, first);
-    o = report(v, k->kind == LC_OVERLAP ? "overlap" : "shared", k->a, k->b, text);
+    o = report(v, k->kind == LC_OVERLAP ? "overlap" : "shared", &a, &b, text);
     if (o && k->has_first)
         ctl_json_offset(o, "first_id", k->first);
 }
@@ -175,15 +208,21 @@ static void on_conflict(void *arg, const struct lc_conflict *k)
 static void report_bad(struct verify *v, const struct lc_lease *l, enum lc_bad bad)
 {
     char la[600], text[1200], d[24], r[24], s[24];
+    struct lc_lease full;
 
-    lease_text(&v->env[l->env], l, la, sizeof(la));
+    if (v->conflicts >= VERIFY_LIST_MAX) {
+        v->conflicts++;
+        return;
+    }
+    lease_detail(v, l, &full);
+    lease_text(&full, la, sizeof(la));
     snprintf(text, sizeof(text),
              "application '%s', %s: %s is off its lattice: %s (delta %s, remainder %s, "
              "start_offset %s)",
              v->key[0] ? v->key : "(no key)", v->env[l->env].name, la, lc_bad_text(bad),
              ctl_i64((int64_t)l->lat.delta, d), ctl_i64((int64_t)l->lat.remainder, r),
              ctl_i64((int64_t)l->lat.start, s));
-    report(v, "off_lattice", l, NULL, text);
+    report(v, "off_lattice", &full, NULL, text);
 }
 
 static void report_pooled(struct verify *v, const struct venv *e, const char *id, const char *why)
@@ -267,6 +306,21 @@ static int env_open(struct verify *v, struct venv *e)
         e->x.cmd = "verify";
         v->failed = 1;
         return -1;
+    }
+    /* The second connection, for the details of conflicts (the first one streams). */
+    {
+        MYSQL *first = e->x.db;
+
+        e->x.db = NULL;
+        if (ctl_db_open(&e->x) != 0) {
+            snprintf(v->c->errmsg, sizeof(v->c->errmsg), "%s", e->x.errmsg);
+            e->x.db = first;
+            e->x.cmd = "verify";
+            v->failed = 1;
+            return -1;
+        }
+        e->aux = e->x.db;
+        e->x.db = first;
     }
     e->x.cmd = "verify";
     if (mysql_query(e->x.db, "SELECT delta, remainder, start_offset FROM application_lease "
@@ -368,8 +422,6 @@ static int env_next(struct verify *v, struct venv *e)
         v->failed = 1;
         return -1;
     }
-    snprintf(l->instance, sizeof(l->instance), "%s", row[7] ? row[7] : "");
-    snprintf(l->created, sizeof(l->created), "%s", row[8] ? row[8] : "");
     e->has_head = 1;
     return 0;
 }
@@ -377,7 +429,7 @@ static int env_next(struct verify *v, struct venv *e)
 /* Start streaming e's leases that `where` selects, in order of `order`. 0 or -1 (reported). */
 static int env_stream(struct verify *v, struct venv *e, const char *where, const char *order)
 {
-    char *sql = ctl_strf("SELECT id, application_id, lo, hi, %s, instance, created_at "
+    char *sql = ctl_strf("SELECT id, application_id, lo, hi, %s "
                          "FROM application_lease WHERE %s ORDER BY %s",
                          e->has_lattice ? "delta, remainder, start_offset" : "NULL, NULL, NULL",
                          where, order);
@@ -515,7 +567,7 @@ static int check_key(struct verify *v, const char *key)
     where = ctl_strf("entity_key = %s", q);
     free(q);
     for (size_t i = 0; i < v->nenv && rc == 0; i++)
-        rc = env_stream(v, &v->env[i], where, "lo, id");
+        rc = env_stream(v, &v->env[i], where, "lo"); /* ix_key_lo's order */
     free(where);
     while (rc == 0 && (e = lowest(v)) != NULL) {
         take_lease(v, e);
@@ -540,7 +592,7 @@ static int check_unkeyed(struct verify *v, struct venv *e)
     int rc;
 
     v->key = "";
-    rc = env_stream(v, e, "entity_key = ''", "application_id, lo, id");
+    rc = env_stream(v, e, "entity_key = ''", "application_id, lo");
     while (rc == 0 && e->has_head) {
         if (e->head.app_id != app) {
             lc_sweep_reset(&v->sw);
@@ -664,6 +716,8 @@ int ctl_verify(struct ctl *c, int argc, char **argv)
         env_unstream(&v.env[i]);
         lc_pool_free(&v.env[i].pool);
         free(v.env[i].x.gargv);
+        if (v.env[i].aux)
+            mysql_close(v.env[i].aux);
         ctl_close(&v.env[i].x);
     }
     free(v.env);
