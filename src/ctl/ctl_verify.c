@@ -639,8 +639,11 @@ static void summary(struct verify *v)
     if (v->unknown)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
                  "; %s leases from before the ledger recorded lattices (their lattice not "
-                 "checked), %s pairs of them across environments overlap unchecked",
-                 unk, pairs);
+                 "checked)",
+                 unk);
+    if (v->sw.pairs_unchecked)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+                 "; %s overlaps of such a lease with another environment's unchecked", pairs);
     if (v->unkeyed)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
                  "; %s leases without a key checked by row only", unkeyed);

@@ -110,7 +110,7 @@ sql_b "DELETE FROM application_lease WHERE instance = 'planted';
 rcli LREM "$(pool_key $KEY)" 0 "$far" >/dev/null
 rcli LREM "$(pool_key $KEY)" 0 "$odd" >/dev/null
 ctl_expect 0 verify --env "$ENV_A" --env "$ENV_B"
-out_has '; 1 leases from before the ledger recorded lattices \(their lattice not checked\), 1 pairs of them across environments overlap unchecked$'
+out_has "; 1 leases from before the ledger recorded lattices \\(their lattice not checked\\); 1 overlaps of such a lease with another environment's unchecked$"
 pass "clean again once the planted rows are gone; a lease without its lattice is counted"
 
 # Exit 2: an environment that cannot be read, named; usage.
