@@ -91,6 +91,16 @@ static int fail_env(struct verify *v, struct venv *e, const char *what)
 
 /* --- reporting ---------------------------------------------------------- */
 
+/* "application 'KEY'", or for a lease recorded without a key "application row N (no key)". */
+static const char *app_text(const struct verify *v, const struct lc_lease *l, char *buf, size_t len)
+{
+    if (v->key[0])
+        snprintf(buf, len, "application '%s'", v->key);
+    else
+        snprintf(buf, len, "application row %" PRId64 " (no key)", l->app_id);
+    return buf;
+}
+
 /*
  * The stream reads the ledger's covering index (ix_key_lo), which has no
  * instance nor created_at: a lease named in a conflict gets them from its
@@ -178,7 +188,7 @@ static void on_conflict(void *arg, const struct lc_conflict *k)
 {
     struct verify *v = arg;
     const struct venv *ea = &v->env[k->a->env], *eb = &v->env[k->b->env];
-    char la[600], lb[600], first[80], text[3000], u[24];
+    char la[600], lb[600], first[80], text[3000], u[24], an[128];
     struct lc_lease a, b;
     cJSON *o;
 
@@ -195,11 +205,11 @@ static void on_conflict(void *arg, const struct lc_conflict *k)
     else
         snprintf(first, sizeof(first), "no ID on both lattices");
     if (k->kind == LC_OVERLAP)
-        snprintf(text, sizeof(text), "application '%s', %s: leases overlap: %s and %s; %s",
-                 v->key[0] ? v->key : "(no key)", ea->name, la, lb, first);
+        snprintf(text, sizeof(text), "%s, %s: leases overlap: %s and %s; %s",
+                 app_text(v, k->a, an, sizeof(an)), ea->name, la, lb, first);
     else
-        snprintf(text, sizeof(text), "application '%s', %s and %s: IDs shared: %s and %s; %s",
-                 v->key, ea->name, eb->name, la, lb, first);
+        snprintf(text, sizeof(text), "%s, %s and %s: IDs shared: %s and %s; %s",
+                 app_text(v, k->a, an, sizeof(an)), ea->name, eb->name, la, lb, first);
     o = report(v, k->kind == LC_OVERLAP ? "overlap" : "shared", &a, &b, text);
     if (o && k->has_first)
         ctl_json_offset(o, "first_id", k->first);
@@ -207,7 +217,7 @@ static void on_conflict(void *arg, const struct lc_conflict *k)
 
 static void report_bad(struct verify *v, const struct lc_lease *l, enum lc_bad bad)
 {
-    char la[600], text[1200], d[24], r[24], s[24];
+    char la[600], text[1200], d[24], r[24], s[24], an[128];
     struct lc_lease full;
 
     if (v->conflicts >= VERIFY_LIST_MAX) {
@@ -217,9 +227,9 @@ static void report_bad(struct verify *v, const struct lc_lease *l, enum lc_bad b
     lease_detail(v, l, &full);
     lease_text(&full, la, sizeof(la));
     snprintf(text, sizeof(text),
-             "application '%s', %s: %s is off its lattice: %s (delta %s, remainder %s, "
+             "%s, %s: %s is off its lattice: %s (delta %s, remainder %s, "
              "start_offset %s)",
-             v->key[0] ? v->key : "(no key)", v->env[l->env].name, la, lc_bad_text(bad),
+             app_text(v, l, an, sizeof(an)), v->env[l->env].name, la, lc_bad_text(bad),
              ctl_i64((int64_t)l->lat.delta, d), ctl_i64((int64_t)l->lat.remainder, r),
              ctl_i64((int64_t)l->lat.start, s));
     report(v, "off_lattice", &full, NULL, text);

@@ -67,6 +67,11 @@ x2=$(plant sql_b mix 905 $((base + 151)) $((base + 300)) 3 0 1)
 # Distinct remainders of one delta over one range: no conflict.
 plant sql fine 906 $((base + 100)) $((base + 200)) 2 0 1 >/dev/null
 plant sql_b fine 906 $((base + 100)) $((base + 200)) 2 1 1 >/dev/null
+# Leases without a key (of a row deleted before the ledger had entity_key):
+# checked by row, within their environment.
+u1=$(plant sql '' 908 10 30 1 0 1)
+u2=$(plant sql '' 908 20 40 1 0 1)
+plant sql '' 909 20 40 1 0 1 >/dev/null
 # Pooled IDs in no lease: one far above all, one off the lattice of its lease.
 lo=$(sql "SELECT lo FROM application_lease WHERE entity_key = '$KEY' ORDER BY lo LIMIT 1")
 odd=$((lo | 1))
@@ -83,13 +88,14 @@ out_has "^conflict: application 'dup', $env1 and $env2: IDs shared: lease $d1 \[
 out_has "^conflict: application 'mix', $env1 and $env2: IDs shared: lease $x1 .* and lease $x2 .*; first ID in both: $((base + 156))$"
 out_has "^conflict: application '$KEY', $env1: pooled ID $far lies in no lease of the application on its lattice$"
 out_has "^conflict: application '$KEY', $env1: pooled ID $odd lies in no lease"
-out_lacks "'fine'"
-out_has "^verify: FAILED: 2 environments, 9 applications, .* 7 conflicts$"
-assert_eq 8 "$(wc -l <"$DIR/out")" "lines of the report"
-pass "planted conflicts found: overlap, off lattice, below start_offset, shared remainder, deltas 2 and 3, pooled IDs"
+out_has "^conflict: application row 908 \\(no key\\), $env1: leases overlap: lease $u1 \\[10, 30\\) .* and lease $u2 \\[20, 40\\) .*; first ID in both: 20$"
+out_lacks "'fine'|row 909"
+out_has "^verify: FAILED: 2 environments, 9 applications, .* 8 conflicts; 3 leases without a key checked by row only$"
+assert_eq 9 "$(wc -l <"$DIR/out")" "lines of the report"
+pass "planted conflicts found: overlap, off lattice, below start_offset, shared remainder, deltas 2 and 3, pooled IDs, unkeyed overlap"
 
 ctl_expect 1 --json verify --env "$ENV_A" --env "$ENV_B"
-assert_eq "7 False" "$(jget 'str(d["conflicts"]) + " " + str(d["ok"])')" "JSON: conflicts"
+assert_eq "8 False" "$(jget 'str(d["conflicts"]) + " " + str(d["ok"])')" "JSON: conflicts"
 assert_eq "$((base + 156))" "$(jget '[c["first_id"] for c in d["listed"] if c["application"] == "mix"][0]')" \
     "JSON: first ID of mix"
 assert_eq "1 2" "$(jget '" ".join(str(l["environment"]) for l in [c for c in d["listed"] if c["application"] == "dup"][0]["leases"])')" \
