@@ -28,6 +28,7 @@
 #include <strings.h>
 
 #include "keys.h"
+#include "url.h"
 #include "ledgercheck.h"
 
 #define VERIFY_MAX_ENVS 16
@@ -312,7 +313,7 @@ static int env_open(struct verify *v, struct venv *e)
     snprintf(cmd, sizeof(cmd), "verify: environment %d", e->idx);
     e->x.cmd = cmd;
     if (ctl_db_open(&e->x) != 0 || (e->has_redis && ctl_redis_open(&e->x) != 0)) {
-        snprintf(v->c->errmsg, sizeof(v->c->errmsg), "%s", e->x.errmsg);
+        snprintf(v->c->errmsg, sizeof(v->c->errmsg), "environment %d: %.900s", e->idx, e->x.errmsg);
         e->x.cmd = "verify";
         v->failed = 1;
         return -1;
@@ -323,7 +324,8 @@ static int env_open(struct verify *v, struct venv *e)
 
         e->x.db = NULL;
         if (ctl_db_open(&e->x) != 0) {
-            snprintf(v->c->errmsg, sizeof(v->c->errmsg), "%s", e->x.errmsg);
+            snprintf(v->c->errmsg, sizeof(v->c->errmsg), "environment %d: %.900s", e->idx,
+                     e->x.errmsg);
             e->x.db = first;
             e->x.cmd = "verify";
             v->failed = 1;
@@ -679,6 +681,26 @@ static int on_verify_opt(struct ctl *c, int id, const char *name, const char *va
         return ctl_usage(c, "--env: at most %d environments", VERIFY_MAX_ENVS);
     if (!value[0] || value[0] == ',')
         return ctl_usage(c, "--env: a MySQL URL is needed, got '%.64s'", value);
+    {
+        char *mysql, *redis, err[512];
+        struct mysql_url mu;
+        struct redis_url ru;
+        int bad = 0;
+
+        env_urls(value, &mysql, &redis);
+        if (mysql_url_parse(mysql, &mu, err, sizeof(err)) < 0)
+            bad = 1;
+        else
+            mysql_url_free(&mu);
+        if (!bad && redis && redis_url_parse(redis, &ru, err, sizeof(err)) < 0)
+            bad = 1;
+        else if (!bad && redis)
+            redis_url_free(&ru);
+        free(mysql);
+        free(redis);
+        if (bad) /* err never holds a password */
+            return ctl_usage(c, "--env (environment %zu): %s", n + 1, err);
+    }
     specs[n] = value;
     return 0;
 }

@@ -129,4 +129,10 @@ ctl_expect 2 verify --env "$IDPOOL_MYSQL_URL,redis://127.0.0.1:$port/0"
     fail "the unreachable Redis is not named: $ERR"
 ctl_expect 2 verify extra
 ctl_expect 2 verify --env ''
+ctl_expect 2 verify --env "$ENV_A" --env "mysql://root@127.0.0.1/idpool,redis://127.0.0.1:99999"
+[[ $ERR == *"--env (environment 2): port must be an integer in 1..65535"* ]] ||
+    fail "a bad --env is not named: $ERR"
+ctl_expect 2 --json verify --env "$ENV_A" --env "mysql://root@127.0.0.1:$port/idpool"
+[[ $(jget 'd["error"]') == "environment 2: cannot connect to MySQL"* ]] ||
+    fail "the JSON error does not name the environment: $(cat "$DIR/out")"
 pass "exit 2 names the environment that cannot be read; usage errors"
