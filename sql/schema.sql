@@ -45,10 +45,14 @@ CREATE TABLE IF NOT EXISTS `application_lease` (
   `hi`             BIGINT       NOT NULL COMMENT 'end of the range (exclusive)',
   `instance`       VARCHAR(255) NOT NULL DEFAULT '' COMMENT 'idpoold instance that reserved it',
   `created_at`     DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  `delta`          BIGINT       NULL DEFAULT NULL COMMENT 'the lattice the IDs were generated on: id % delta = remainder; NULL: unknown (older idpoold)',
+  `remainder`      BIGINT       NULL DEFAULT NULL COMMENT 'see delta',
+  `start_offset`   BIGINT       NULL DEFAULT NULL COMMENT 'no ID of the lease below it (nor 0)',
   PRIMARY KEY (`id`),
   KEY `ix_app_hi` (`application_id`, `hi`),
   KEY `ix_key_hi` (`entity_key`, `hi`),
-  KEY `ix_app_created` (`application_id`, `created_at`)
+  KEY `ix_app_created` (`application_id`, `created_at`),
+  KEY `ix_key_lo` (`entity_key`, `lo`, `hi`, `delta`, `remainder`, `start_offset`, `application_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
 -- Upgrades of a database that an older version of this file created. Each
@@ -95,6 +99,33 @@ SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
                       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
                         AND INDEX_NAME = 'ix_app_created') = 0,
   'ALTER TABLE `application_lease` ADD KEY `ix_app_created` (`application_id`, `created_at`)',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
+-- application_lease.delta, remainder, start_offset (issue 24): the lattice
+-- a lease's IDs were generated on, as idpoold had it when it reserved, so
+-- that idpoolctl verify can prove from the ledgers alone that no ID was
+-- issued twice (within an environment and across environments that share
+-- an application key). Leases written before the upgrade keep NULL: their
+-- lattice is unknown and verify says how many it could not check. idpoold
+-- works without the columns (it says so in its log) and fills them from its
+-- next reservation on. ix_key_lo holds every column verify reads, in the
+-- order it reads them (by key, then lo): it streams a ledger of 10 million
+-- leases from the index alone, without a sort or a row lookup (adding it
+-- to a large ledger takes about as long as copying the table once).
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
+                        AND COLUMN_NAME = 'delta') = 0,
+  'ALTER TABLE `application_lease` ADD COLUMN `delta` BIGINT NULL DEFAULT NULL COMMENT ''the lattice the IDs were generated on: id % delta = remainder; NULL: unknown (older idpoold)'', ADD COLUMN `remainder` BIGINT NULL DEFAULT NULL COMMENT ''see delta'', ADD COLUMN `start_offset` BIGINT NULL DEFAULT NULL COMMENT ''no ID of the lease below it (nor 0)''',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
+                        AND INDEX_NAME = 'ix_key_lo') = 0,
+  'ALTER TABLE `application_lease` ADD KEY `ix_key_lo` (`entity_key`, `lo`, `hi`, `delta`, `remainder`, `start_offset`, `application_id`)',
   'DO 0');
 PREPARE idpool_stmt FROM @idpool_ddl;
 EXECUTE idpool_stmt;

@@ -21,6 +21,7 @@
 #include "ctl_status.h"
 #include "ctl_take.h"
 #include "ctl_tokens.h"
+#include "ctl_verify.h"
 
 static const char *const progname = "idpoolctl";
 
@@ -36,6 +37,10 @@ static const struct ctl_cmd commands[] = {
      ctl_status, ctl_status_help, NULL, NULL},
     {"take", "KEY [N]", "take N IDs as clients do (libidpool, limits kept)", ctl_take,
      ctl_take_help, NULL, NULL},
+    {"verify", "[--env MYSQL_URL[,REDIS_URL]]...",
+     "prove from the lease ledgers that no ID was issued\n"
+     "twice (within and across environments, and the pools)",
+     ctl_verify, ctl_verify_help, NULL, NULL},
     {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help,
      "Usage: %s [global options] help [COMMAND [SUBCOMMAND]]\n"
      "\n"

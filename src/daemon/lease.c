@@ -50,8 +50,7 @@ int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, sto
     p->run.reserve_split = reserve_wanted(lc, p, span) && span <= UINT64_MAX / 2;
     if (p->run.reserve_split)
         span *= 2;
-    return store_reserve(lc->store, p->cfg.id, p->cfg.key, span, gen_floor(&p->run.batch.st), fn,
-                         p);
+    return store_reserve(lc->store, &p->cfg, span, gen_floor(&p->run.batch.st), fn, p);
 }
 
 /* A reservation succeeded: counted, alerts resolved, MySQL known to work. */

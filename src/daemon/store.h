@@ -66,15 +66,17 @@ void store_free(struct store *s);
 int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((warn_unused_result));
 
 /*
- * Reserve `span` units of ID space for application `app_id`, whose row has
- * entity_key `key` (else STORE_GONE), at or above max(current_offset,
- * start_offset, floor, the hi of every lease recorded for the row or for the
- * key). `floor` is what Redis knows was already leased; it protects
+ * Reserve `span` units of ID space for application cfg->id, whose row has
+ * entity_key cfg->key (else STORE_GONE), at or above max(current_offset,
+ * start_offset (the row's now and cfg's), floor, the hi of every lease
+ * recorded for the row or for the key). The lease is recorded with the
+ * lattice the caller generates its IDs on (cfg's delta, remainder and
+ * start_offset), for idpoolctl verify. `floor` is what Redis knows was already leased; it protects
  * uniqueness even if an operator lowers current_offset (the higher value is
  * written back). The key's leases outlive its row: a row deleted and added
  * again under the same key starts above them, whatever it says.
  */
-int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
+int store_reserve(struct store *s, const struct app_cfg *cfg, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));
 
 /* One application's part of the lease ledger (store_ledger). */

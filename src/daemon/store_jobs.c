@@ -366,7 +366,8 @@ struct reserve_job {
     store_reserve_fn *fn;
     void *arg;
     int64_t app_id;
-    char key[APP_KEY_MAX + 1]; /* the row's entity_key: the pool the lease is for */
+    char key[APP_KEY_MAX + 1];        /* the row's entity_key: the pool the lease is for */
+    uint64_t delta, remainder, start; /* the lattice the caller generates on (its row copy) */
     uint64_t span;
     uint64_t floor;
     struct store_lease lease; /* out */
@@ -421,6 +422,55 @@ static int leased_max(struct store *s, struct reserve_job *r, const char *qkey, 
 }
 
 /*
+ * Record the lease [lo, hi) of r in the ledger, inside the reservation's
+ * transaction: 0, or -1 with j's error set. With its key (unless the schema
+ * is older than the column) and the lattice its IDs are generated on
+ * (delta, remainder, start_offset: idpoolctl verify checks the lease
+ * against them). A schema without the lattice columns is said once and the
+ * lease recorded without them; the columns are tried again each time, as
+ * the key is (a failed statement leaves the transaction open).
+ */
+static int lease_insert(struct store *s, struct reserve_job *r, uint64_t lo, uint64_t hi,
+                        const char *inst, const char *qkey)
+{
+    struct job *j = &r->job;
+    char sql[1024], keycol[32] = "", keyval[2 * APP_KEY_MAX + 8] = "";
+
+    if (!s->lease_unkeyed) {
+        snprintf(keycol, sizeof(keycol), ", entity_key");
+        snprintf(keyval, sizeof(keyval), ", '%s'", qkey);
+    }
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO application_lease (application_id, lo, hi, instance%s, delta, "
+             "remainder, start_offset) VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64
+             ", '%s'%s, %" PRIu64 ", %" PRIu64 ", %" PRIu64 ")",
+             keycol, r->app_id, lo, hi, inst, keyval, r->delta, r->remainder, r->start);
+    if (mysql_query(s->conn, sql) == 0) {
+        if (s->lease_nolattice)
+            log_info("mysql: application_lease.delta, remainder and start_offset are there: "
+                     "leases are recorded with their lattice from now on");
+        s->lease_nolattice = 0;
+        return 0;
+    }
+    if (mysql_errno(s->conn) != ER_BAD_FIELD_ERR) {
+        sql_err(s, j, s->conn);
+        conn_close(s);
+        return -1;
+    }
+    if (!s->lease_nolattice)
+        log_warn("mysql: application_lease has no columns delta, remainder, start_offset (the "
+                 "schema is older than this idpoold): leases are recorded without the lattice "
+                 "of their IDs, which idpoolctl verify then cannot check; load sql/schema.sql "
+                 "again");
+    s->lease_nolattice = 1;
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO application_lease (application_id, lo, hi, instance%s) "
+             "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s'%s)",
+             keycol, r->app_id, lo, hi, inst, keyval);
+    return q(s, j, sql) < 0 ? -1 : 0;
+}
+
+/*
  * The write-ahead reservation (brief §4.1): in one READ COMMITTED
  * transaction, read current_offset, version and the highest leased hi of
  * the row and of its key, choose lo above current_offset, that hi,
@@ -470,6 +520,8 @@ static void reserve_run(struct store *s, struct job *j)
         lo = max3(cur, maxhi, app[1] > 0 ? (uint64_t)app[1] : 0);
         if (r->floor > lo)
             lo = r->floor;
+        if (r->start > lo) /* the row's start_offset was lowered since the caller read it */
+            lo = r->start;
         if (lo >= (uint64_t)INT64_MAX) {
             (void)q(s, j, "ROLLBACK");
             set_err(j, STORE_EXHAUSTED,
@@ -490,17 +542,7 @@ static void reserve_run(struct store *s, struct job *j)
                 return;
             continue;
         }
-        if (s->lease_unkeyed)
-            snprintf(sql, sizeof(sql),
-                     "INSERT INTO application_lease (application_id, lo, hi, instance) "
-                     "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s')",
-                     r->app_id, lo, hi, inst);
-        else
-            snprintf(sql, sizeof(sql),
-                     "INSERT INTO application_lease (application_id, lo, hi, instance, entity_key) "
-                     "VALUES (%" PRId64 ", %" PRIu64 ", %" PRIu64 ", '%s', '%s')",
-                     r->app_id, lo, hi, inst, qkey);
-        if (q(s, j, sql) < 0)
+        if (lease_insert(s, r, lo, hi, inst, qkey) < 0)
             return;
         if (mysql_commit(s->conn) != 0) {
             /* Outcome unknown: never use this range (brief §4.1). */
@@ -537,20 +579,23 @@ static void reserve_free(struct job *j)
 
 static const struct job_ops reserve_ops = {reserve_run, reserve_deliver, reserve_free, 1};
 
-int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
+int store_reserve(struct store *s, const struct app_cfg *cfg, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg)
 {
     struct reserve_job *r;
 
-    if (!app_key_valid(key))
+    if (!app_key_valid(cfg->key))
         return -1;
     if (!(r = calloc(1, sizeof(*r))))
         return -1;
-    memcpy(r->key, key, strlen(key) + 1); /* valid: <= APP_KEY_MAX bytes */
+    memcpy(r->key, cfg->key, strlen(cfg->key) + 1); /* valid: <= APP_KEY_MAX bytes */
     r->job.ops = &reserve_ops;
     r->fn = fn;
     r->arg = arg;
-    r->app_id = app_id;
+    r->app_id = cfg->id;
+    r->delta = cfg->delta;
+    r->remainder = cfg->remainder;
+    r->start = cfg->start_offset;
     r->span = span;
     r->floor = floor;
     store_queue(s, &r->job);

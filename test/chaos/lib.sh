@@ -670,6 +670,16 @@ sanitizer_reports() {
     done
 }
 
+# verify_ledger: idpoolctl verify over the scenario's ledger (MySQL only:
+# check_app drained and checked the pools); a conflict, or a ledger it
+# cannot read, is a failure.
+verify_ledger() {
+    local out st=0
+    out=$("$IDPOOLCTL" verify --env "$IDPOOL_MYSQL_URL" 2>&1) || st=$?
+    info "idpoolctl verify: $(tail -n 1 <<<"$out")"
+    ((st == 0)) || failure "idpoolctl verify, status $st: $(head -n 5 <<<"$out" | tr '\n' ' ')"
+}
+
 # print_row [key=val...]: the result row (see row).
 print_row() {
     local -A col=()
@@ -715,6 +725,8 @@ print_row() {
 row() {
     bg_stop_all >/dev/null 2>&1
     sanitizer_reports
+    # After check_app (MySQL was up for its lease dump): the ledger, verified whole.
+    [[ -z ${CHECK_SUM[ids]:-} ]] || verify_ledger
     ((${CHECK_SUM[exposed_take]:-0} == 0)) ||
         failure "idpool_take clients received ${CHECK_SUM[exposed_take]} IDs twice" \
             "inside the exposure window (the zero-window take)"

@@ -93,6 +93,10 @@ sys.exit(0 if len(nodes) == 3 and sum(n["slots"] for n in nodes) == 16384
          and all(n["up"] for n in nodes) and c["slots_unowned"] == 0 else 1)
 PY
 pass "three primaries: library loaded and validated on each, every pool filled where its slot lives, MOVED elsewhere; /healthz, /metrics and /v1/apps name the nodes"
+# idpoolctl verify reads the pools on the primaries of their slots (issue 24).
+ctl_expect 0 verify --env "$IDPOOL_MYSQL_URL,$IDPOOL_REDIS_CLUSTER_URL"
+out_has '^verify: ok: 1 environment, [0-9]+ applications?, [0-9,]+ leases, [1-9][0-9,]* pooled IDs checked; 0 conflicts$'
+pass "verify through a Cluster: $(cat "$DIR/out")"
 
 # ====================================== a busy slot migrated by hand ===
 # The slot of one application moves to another primary while the daemon

@@ -122,16 +122,21 @@ wait_until 10 pool_ge $UP 500 || fail "$UP: no refill on the older schema"
 pop $UP 1500 "$DIR/u1" || fail "taking from $UP on the older schema"
 log_has b "application_lease has no column entity_key" ||
     fail "the daemon did not say that the schema is older"
+log_has b "application_lease has no columns delta, remainder, start_offset" ||
+    fail "the daemon did not say that the ledger has no lattice columns"
 
 sql_file "$IDPOOL_SOURCE_ROOT/sql/schema.sql" || fail "loading sql/schema.sql on the older schema"
 sql_file "$IDPOOL_SOURCE_ROOT/sql/schema.sql" || fail "loading sql/schema.sql a second time"
 assert_eq 1 "$(sql "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'idpool'
     AND table_name = 'application_lease' AND column_name = 'entity_key'")" "column entity_key"
-assert_eq 1 "$(sql "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics
+assert_eq 2 "$(sql "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics
     WHERE table_schema = 'idpool' AND table_name = 'application_lease'
     AND column_name = 'entity_key'")" "indexes on entity_key"
 assert_eq 1 "$(sql "SELECT column_default FROM information_schema.columns WHERE table_schema = 'idpool'
     AND table_name = 'application' AND column_name = 'start_offset'")" "default of start_offset"
+assert_eq 3 "$(sql "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'idpool'
+    AND table_name = 'application_lease' AND column_name IN ('delta', 'remainder', 'start_offset')
+    AND is_nullable = 'YES'")" "lattice columns of application_lease"
 n_old=$(sql "SELECT COUNT(*) FROM application_lease")
 assert_gt "$n_old" 0 "leases before the upgrade"
 assert_eq "$n_old" "$(sql "SELECT COUNT(*) FROM application_lease WHERE entity_key = $(sql_value $UP)")" \
@@ -148,6 +153,12 @@ wait_until 10 eval "(( \$(sql \"SELECT COUNT(*) FROM application_lease WHERE id 
 assert_eq 0 "$(sql "SELECT COUNT(*) FROM application_lease WHERE entity_key = ''")" \
     "leases reserved after the upgrade without their key"
 log_has b "application_lease.entity_key is there" || fail "the daemon did not notice the upgrade"
+assert_eq 0 "$(sql "SELECT COUNT(*) FROM application_lease WHERE id > $n_old AND delta IS NULL")" \
+    "leases reserved after the upgrade without their lattice"
+assert_eq "$n_old" "$(sql "SELECT COUNT(*) FROM application_lease WHERE delta IS NULL")" \
+    "leases from before the upgrade (lattice unknown)"
+log_has b "application_lease.delta, remainder and start_offset are there" ||
+    fail "the daemon did not notice the lattice columns"
 
 hu=$(max_hi "$up1")
 gone $UP
@@ -162,4 +173,6 @@ check_pops "$DIR/check2" --start-offset 1 --leases "$DIR/leases2.txt" \
     fail "U/A/L over '$UP' across the upgrade and a re-add"
 assert_ge "$(sql "SELECT MIN(lo) FROM application_lease WHERE application_id = $up2")" "$hu" \
     "first lease of the row re-added after the upgrade"
-pass "older schema: served, upgraded in place, history from before the upgrade kept; $(tail -n 1 "$DIR/check2")"
+ctl_expect 0 verify
+out_has "^verify: ok: 1 environment, .*; 0 conflicts; $n_old leases from before the ledger recorded lattices"
+pass "older schema: served, upgraded in place, history from before the upgrade kept; $(tail -n 1 "$DIR/check2"); $(cat "$DIR/out")"

@@ -78,6 +78,10 @@ assert_eq 10 "$(grep -cE '^[0-9]+$' "$DIR/a.txt")" "(a) IDs of a take on the pri
 wait_until 10 api_serves || fail "(a) the issuer does not serve: $(api_take)"
 log_has i "redis-api: connected to 127\.0\.0\.1:$REDIS_PORT " || fail "(a) the issuer is not on the primary"
 pass "(a) the daemon found the primary through the sentinels, validated it and filled it; the issuer serves"
+# idpoolctl verify reads the pool on the primary the sentinels name (issue 24).
+ctl_expect 0 verify --env "$IDPOOL_MYSQL_URL,$IDPOOL_REDIS_SENTINEL_URL"
+out_has '^verify: ok: 1 environment, [0-9]+ applications?, [0-9,]+ leases, [1-9][0-9,]* pooled IDs checked; 0 conflicts$'
+pass "verify through Sentinel: $(cat "$DIR/out")"
 
 # ===================================================== (b) a failover ===
 old=$REDIS_PORT
