@@ -352,6 +352,7 @@ static void mode_text(struct fz *f)
         &r.remainder,
         &r.increment_max,
         &r.version,
+        NULL, /* id_space */
     };
 
     for (int i = 0; i < APP_ROW_NCOLUMNS; i++) {
@@ -391,6 +392,7 @@ static void mode_text(struct fz *f)
     CHECK(memchr(r.entity_key, '\0', sizeof(r.entity_key)) != NULL);
     CHECK(memchr(r.entity_name, '\0', sizeof(r.entity_name)) != NULL);
     CHECK(strlen(r.entity_name) <= APP_NAME_MAX);
+    CHECK(memchr(r.id_space, '\0', sizeof(r.id_space)) != NULL);
 
     check_row(&r, tick, errlen);
 
