@@ -350,7 +350,8 @@ static int key_fail(const struct vctx *v, const char *field, const char *key)
                         i);
     }
     if (key[0] == '-')
-        return fail(v, field, "must not start with '-' (a command line would read it as an option)");
+        return fail(v, field,
+                    "must not start with '-' (a command line would read it as an option)");
     if (strcmp(key, ".") == 0 || strcmp(key, "..") == 0)
         return fail(v, field, "must not be '.' or '..' (a URL path cannot address it: /v1/apps/%s)",
                     key);
@@ -497,7 +498,7 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
 
     c.id = row->id;
     c.version = row->version;
-    memcpy(c.key, row->entity_key, strlen(row->entity_key) + 1); /* valid: <= 64 bytes */
+    memcpy(c.key, row->entity_key, strlen(row->entity_key) + 1);  /* valid: <= 64 bytes */
     memcpy(c.id_space, row->id_space, strlen(row->id_space) + 1); /* valid: <= 64 bytes */
     name_copy(c.name, row->entity_name);
     *out = c;

@@ -256,7 +256,7 @@ struct app_cfg {
     uint64_t increment_max; /* monotonic gap in [1, increment_max] x delta */
     /* id_space: "" = its own; else the IDs of the applications sharing it never meet */
     char id_space[APP_KEY_MAX + 1];
-    int64_t version;        /* bumped on every reservation */
+    int64_t version; /* bumped on every reservation */
     /*
      * The ID space is running out: the higher offset (space_field names it,
      * space_base is its value) is above 90% of 2^63-1 or leaves less than one

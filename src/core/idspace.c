@@ -56,7 +56,8 @@ int idspace_first_common(uint64_t d1, uint64_t r1, uint64_t d2, uint64_t r2, uin
     g = gcd64(d1, d2);
     m2 = d2 / g;
     lcm = (u128)(d1 / g) * d2;
-    /* x0 = r1 + d1 * t with d1 * t ≡ r2 - r1 (mod d2): t ≡ ((r2 - r1) / g) * inv(d1 / g) (mod m2) */
+    /* x0 = r1 + d1 * t with d1 * t ≡ r2 - r1 (mod d2): t ≡ ((r2 - r1) / g) * inv(d1 / g) (mod m2)
+     */
     diff = r2 >= r1 ? (r2 - r1) / g % m2 : (m2 - (r1 - r2) / g % m2) % m2;
     t = (uint64_t)((u128)diff * inverse((d1 / g) % m2, m2) % m2);
     x0 = (u128)r1 + (u128)d1 * t; /* < lcm: the least non-negative common ID */

@@ -100,7 +100,7 @@ const char *ctl_row_in_force(const struct ctl_row *r, const struct app_column *f
 
     if (f->set == APP_KEEP)
         return "";
-    if (f->type == APP_T_NAME)
+    if (f->type == APP_T_NAME || f->type == APP_T_SPACE)
         return v;
     if (f->type == APP_T_TYPE)
         return ctl_type_name(*(const enum app_type *)(const void *)v);
@@ -113,6 +113,8 @@ const char *ctl_row_text(const struct ctl_row *r, const struct app_column *f, ch
         return r->key;
     if (f->type == APP_T_NAME)
         return r->name;
+    if (f->type == APP_T_SPACE)
+        return r->row.id_space;
     if (f->type == APP_T_TIME)
         return r->time[(f - app_columns) - APP_ROW_NCOLUMNS];
     return ctl_i64(app_row_get(&r->row, f), buf);

@@ -47,6 +47,7 @@ enum store_err {
     STORE_EXHAUSTED,      /* reserve: no ID space left below 2^63-1 */
     STORE_UNKNOWN_COMMIT, /* reserve: the commit's outcome is unknown; the range is a gap */
     STORE_CONTENDED,      /* reserve: current_offset kept changing under every attempt */
+    STORE_CONFLICT,       /* reserve: the lease would meet another application of its id_space */
 };
 
 /* Called on the loop thread; err is "" with STORE_OK. */
@@ -65,16 +66,29 @@ void store_free(struct store *s);
 /* Read every row of `application`. 0, or -1 if the job cannot be queued. */
 int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((warn_unused_result));
 
+/* What a reservation is for: the application, and the lattice its pool draws IDs from. */
+struct store_want {
+    int64_t app_id;  /* application.id */
+    const char *key; /* its entity_key (the row must still have it, else STORE_GONE) */
+    uint64_t delta;  /* the pool's lattice (app_cfg): checked against its id_space too */
+    uint64_t remainder;
+};
+
 /*
- * Reserve `span` units of ID space for application `app_id`, whose row has
- * entity_key `key` (else STORE_GONE), at or above max(current_offset,
+ * Reserve `span` units of ID space for application w->app_id, whose row has
+ * entity_key w->key (else STORE_GONE), at or above max(current_offset,
  * start_offset, floor, the hi of every lease recorded for the row or for the
  * key). `floor` is what Redis knows was already leased; it protects
  * uniqueness even if an operator lowers current_offset (the higher value is
  * written back). The key's leases outlive its row: a row deleted and added
  * again under the same key starts above them, whatever it says.
+ *
+ * A row with an id_space: no lease whose IDs (of the row's lattice, and of
+ * w's when it differs) meet the IDs of a lease of another application of
+ * the space (of that row's current lattice): STORE_CONFLICT, err naming
+ * both, the space, the other's lease and the first ID in both.
  */
-int store_reserve(struct store *s, int64_t app_id, const char *key, uint64_t span, uint64_t floor,
+int store_reserve(struct store *s, const struct store_want *w, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));
 
 /* One application's part of the lease ledger (store_ledger). */

@@ -895,8 +895,9 @@ static void test_low_water(void)
 static void test_row_from_text(void)
 {
     char key65[66];
-    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", "user", "user IDs", "2", "100", "500", NULL, "0",
-                                    "0", "0", "0",    "0",        "3", "2",   "1",   "9", "orders"};
+    char *cols[APP_ROW_NCOLUMNS] = {"7",   "0",  "user", "user IDs", "2", "100",
+                                    "500", NULL, "0",    "0",        "0", "0",
+                                    "0",   "3",  "2",    "1",        "9", "orders"};
     unsigned long lens[APP_ROW_NCOLUMNS] = {0};
     struct app_row r;
 
@@ -992,7 +993,8 @@ static void test_columns(void)
     CHECK(strcmp(APP_ROW_COLUMNS,
                  "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
                  "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
-                 "`interval`, max_pool_size, delta, remainder, increment_max, version, id_space") == 0);
+                 "`interval`, max_pool_size, delta, remainder, increment_max, version, id_space") ==
+          0);
     /* A schema older than application.id_space: every row in its own space. */
     CHECK(strcmp(APP_ROW_COLUMNS_NO_SPACE,
                  "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "

@@ -18,8 +18,7 @@ static uint64_t brute(uint64_t d1, uint64_t r1, uint64_t d2, uint64_t r2, uint64
     return UINT64_MAX;
 }
 
-static uint64_t first(uint64_t d1, uint64_t r1, uint64_t d2, uint64_t r2, uint64_t lo,
-                      uint64_t hi)
+static uint64_t first(uint64_t d1, uint64_t r1, uint64_t d2, uint64_t r2, uint64_t lo, uint64_t hi)
 {
     uint64_t x = 0;
 
