@@ -290,7 +290,8 @@ static char *insert_sql(struct ctl *c, const struct apps_args *a, const char *ke
     for (size_t i = 0; i < APP_NCOLUMNS; i++) {
         const struct app_column *f = &app_columns[i];
 
-        if (!f->opt)
+        /* no id_space: the schema's default (a schema older than the column has none) */
+        if (!f->opt || (f->type == APP_T_SPACE && !a->row.id_space[0]))
             continue;
         fprintf(fc, ", %s", f->sql);
         if (f->type == APP_T_NAME || f->type == APP_T_SPACE) {

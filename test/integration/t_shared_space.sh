@@ -142,6 +142,11 @@ wait_until 5 log_has a "application has no column id_space \(the schema is older
     fail "the missing column was not reported"
 pop own1 /dev/null
 wait_until 5 pool_ge own1 1600 || fail "own1 not refilled against the older schema"
+ctl apps add own3 --max-pool 2000 --step 500 --min-percent 50 --per-take 500 --per-second 5000 >/dev/null 2>"$DIR/ctl.err" ||
+    fail "apps add against the older schema: $(cat "$DIR/ctl.err")"
+ctl apps list >/dev/null 2>"$DIR/ctl.err" || fail "apps list against the older schema: $(cat "$DIR/ctl.err")"
+grep -q "warning: application has no column id_space" "$DIR/ctl.err" || fail "idpoolctl did not warn"
+wait_until 5 pool_ge own3 1600 || fail "own3 (added by idpoolctl) not served against the older schema"
 sql_file "$IDPOOL_SOURCE_ROOT/sql/schema.sql" || fail "loading sql/schema.sql again failed"
 wait_until 5 log_has a "application.id_space is there" || fail "the column's return was not noticed"
 assert_eq 1 "$(grep -c "application has no column id_space" "$DIR/a.log")" "the warning said once"
