@@ -63,6 +63,11 @@ check_apart || fail "the IDs of two applications of one space met"
     fail "odd did not lease from the start of the space"
 [[ $(sql "SELECT COUNT(*) FROM application_lease WHERE entity_key = 'own2' AND lo < 1001") -ge 1 ]] ||
     fail "own2 did not lease from 1 like own1"
+curl -fsS "http://127.0.0.1:$HTTP_PORT/v1/apps/even" >"$DIR/even.json" || fail "GET /v1/apps/even failed"
+"$PYTHON" -c 'import json, sys
+a = json.load(open(sys.argv[1]))
+a = a.get("app", a)
+sys.exit(a["config"]["id_space"] != "orders")' "$DIR/even.json" || fail "/v1/apps/even: no id_space: $(cat "$DIR/even.json")"
 log_has a "id_space_conflict" && fail "a conflict was reported: $(grep -m1 id_space_conflict "$DIR/a.log")"
 pass "one space, delta 2, remainders 0 and 1: both served, $(wc -l <"$DIR/even.txt") + $(wc -l <"$DIR/odd.txt") IDs, none in both; applications without a space overlap freely"
 
