@@ -141,6 +141,26 @@ wait_until 5 log_has a "alert id_space_conflict resolved app=late" || fail "the 
     fail "late leased below its new start"
 pass "moved above lead: late served, the alert resolves"
 
+# 3b. Two reservations of one space at once: a lease another transaction
+# inserted and has not committed yet is waited for, not read past (here a
+# session stands in for another daemon's reservation of racer1).
+add_app racer1 "${small[@]}" id_space=race
+wait_until 10 pool_ge racer1 1600 || fail "racer1 was not served"
+far=100000000000000
+mariadb_at "$MYSQL_PORT" -e "START TRANSACTION;
+    INSERT INTO application_lease (application_id, entity_key, lo, hi, instance)
+    VALUES ($(app_col racer1 id), 'racer1', $far, $((far + 1000000)), 'other');
+    SELECT SLEEP(3); COMMIT;" >/dev/null &
+session=$!
+wait_until 5 eval '[[ $(sql "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_modified > 0") -ge 1 ]]' ||
+    fail "the session's transaction did not start"
+add_app racer2 "${small[@]}" id_space=race start_offset=$far
+wait "$session" || fail "the session failed"
+wait_until 5 log_has a "app=racer2 cannot reserve a lease: id_space_conflict: id_space 'race': the next lease \[$far, [0-9]+\) of 'racer2' .* meets lease \[$far, $((far + 1000000))\) of 'racer1'" ||
+    fail "racer2 was not refused: $(grep -m3 'app=racer2' "$DIR/a.log" | tail -n 1)"
+assert_eq 0 "$(sql "SELECT COUNT(*) FROM application_lease WHERE entity_key = 'racer2'")" "leases of racer2"
+pass "a reservation waits for another's uncommitted lease of its space, then is refused"
+
 # 4. A schema without application.id_space: every application in its own space.
 sql "ALTER TABLE application DROP COLUMN id_space"
 wait_until 5 log_has a "application has no column id_space \(the schema is older than this idpoold\)" ||
