@@ -494,8 +494,10 @@ static int space_sql_err(struct store *s, struct job *j)
  * application_lease.entity_key, by row. A locking read: a lease that
  * another reservation inserted and has not committed is waited for, and
  * each reservation inserts its own lease before it checks, so two of one
- * space cannot both pass unseen by each other. 1 (*hit), 0, -1 error, -2
- * retry.
+ * space cannot both pass unseen by each other (when each waits for the
+ * other, MySQL ends one as a deadlock: it retries). A wait lasts at most
+ * mysql-timeout-ms, the connection's read timeout (then the reservation
+ * fails and is tried again). 1 (*hit), 0, -1 error, -2 retry.
  */
 static int space_leases(struct store *s, struct job *j, const struct lattice *a, int na,
                         uint64_t lo, uint64_t hi, const char *qkey, int64_t other, struct lattice b,
