@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS `application` (
   `remainder`           BIGINT       NOT NULL DEFAULT 0    COMMENT '0 <= remainder < delta',
   `increment_max`       BIGINT       NOT NULL DEFAULT 1    COMMENT 'monotonic: gap between IDs is random in [1, increment_max] x delta',
   `version`             BIGINT       NOT NULL DEFAULT 0    COMMENT 'bumped on every reservation',
+  `id_space`            VARCHAR(64)  NOT NULL DEFAULT ''   COMMENT 'shared ID space: the IDs of applications with the same non-empty id_space never meet; empty = its own',
   PRIMARY KEY (`id`),
   UNIQUE KEY `uk_entity_key` (`entity_key`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
@@ -126,6 +127,19 @@ SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
                       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease'
                         AND INDEX_NAME = 'ix_key_lo') = 0,
   'ALTER TABLE `application_lease` ADD KEY `ix_key_lo` (`entity_key`, `lo`, `hi`, `delta`, `remainder`, `start_offset`, `application_id`)',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
+-- application.id_space (issue 24): applications that share one ID space
+-- (their IDs go into one table, split by delta/remainder) name it here;
+-- idpoold refuses to serve one whose IDs could meet another's. Existing rows
+-- get '' (each its own space, as before). idpoold works without the column
+-- (it says so in its log), every row then in its own space.
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application'
+                        AND COLUMN_NAME = 'id_space') = 0,
+  'ALTER TABLE `application` ADD COLUMN `id_space` VARCHAR(64) NOT NULL DEFAULT '''' COMMENT ''shared ID space: the IDs of applications with the same non-empty id_space never meet; empty = its own''',
   'DO 0');
 PREPARE idpool_stmt FROM @idpool_ddl;
 EXECUTE idpool_stmt;

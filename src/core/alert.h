@@ -20,7 +20,8 @@
     X(OFFSET_REGRESSION, "offset_regression")                                                      \
     X(INVALID_CONFIG, "invalid_config")                                                            \
     X(ID_SPACE_EXHAUSTION, "id_space_exhaustion")                                                  \
-    X(POOL_MEMORY, "pool_memory")
+    X(POOL_MEMORY, "pool_memory")                                                                  \
+    X(ID_SPACE_CONFLICT, "id_space_conflict")
 
 enum alert_kind {
 #define X(id, name) ALERT_##id,

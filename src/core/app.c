@@ -11,7 +11,7 @@
  *      start_offset, step, current_offset, max_size_per_times,
  *      max_size_per_second, min_size_percent, interval, max_pool_size
  *      (raw value, then its resolved default), delta, remainder (against the
- *      resolved delta), increment_max;
+ *      resolved delta), increment_max, id_space (empty, or as a key);
  *   2. then the relations between columns:
  *      max_size_per_times <= max_pool_size; max_size_per_times <=
  *      max_size_per_second (its default, 1000, is lowered to it);
@@ -104,6 +104,7 @@ static size_t utf8_cut(const char *s, size_t n)
 #define ROW_OFF_TYPE(name)    offsetof(struct app_row, name)
 #define ROW_OFF_KEY(name)     offsetof(struct app_row, name)
 #define ROW_OFF_NAME(name)    offsetof(struct app_row, name)
+#define ROW_OFF_SPACE(name)   offsetof(struct app_row, name)
 #define ROW_OFF_TIME(name)    0
 #define ROW_SIZE_ID(name)     sizeof(((struct app_row *)0)->name)
 #define ROW_SIZE_INT(name)    sizeof(((struct app_row *)0)->name)
@@ -111,6 +112,7 @@ static size_t utf8_cut(const char *s, size_t n)
 #define ROW_SIZE_TYPE(name)   sizeof(((struct app_row *)0)->name)
 #define ROW_SIZE_KEY(name)    sizeof(((struct app_row *)0)->name)
 #define ROW_SIZE_NAME(name)   sizeof(((struct app_row *)0)->name)
+#define ROW_SIZE_SPACE(name)  sizeof(((struct app_row *)0)->name)
 #define ROW_SIZE_TIME(name)   0
 #define CFG_OFF_SET(cfg)      offsetof(struct app_cfg, cfg)
 #define CFG_OFF_FORCE(cfg)    offsetof(struct app_cfg, cfg)
@@ -162,6 +164,7 @@ void app_row_from_text(struct app_row *row, char *const *cols, const unsigned lo
 
         switch (c->type) {
         case APP_T_KEY:
+        case APP_T_SPACE:
             app_copy_col(dst, c->row_size, cols[i], lens[i]);
             break;
         case APP_T_NAME:
@@ -188,6 +191,7 @@ void app_row_from_text(struct app_row *row, char *const *cols, const unsigned lo
 #define SAME_T_OFFSET(m)    x->m == y->m
 #define SAME_T_TYPE(m)      x->m == y->m
 #define SAME_T_NAME(m)      strcmp(x->m, y->m) == 0
+#define SAME_T_SPACE(m)     strcmp(x->m, y->m) == 0
 #define SAME_SET(type, cfg) &&SAME_T_##type(cfg)
 #define SAME_FORCE(type, cfg)
 #define SAME_KEEP(type, cfg)
@@ -203,9 +207,10 @@ void app_describe(const struct app_cfg *c, char *buf, size_t len)
     snprintf(buf, len,
              "%s step=%" PRIu64 " max_pool_size=%" PRIu64 " low_water=%" PRIu64 " delta=%" PRIu64
              " remainder=%" PRIu64 " increment_max=%" PRIu64 " start_offset=%" PRIu64
-             " interval=%" PRIu64 "ms",
+             " interval=%" PRIu64 "ms%s%s",
              c->type == APP_TREND ? "trend" : "monotonic", c->step, c->max_pool, c->low_water,
-             c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms);
+             c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms,
+             c->id_space[0] ? " id_space=" : "", c->id_space);
 }
 
 /*
@@ -325,29 +330,32 @@ static int offset(const struct vctx *v, const char *field, int64_t val, uint64_t
     return 0;
 }
 
-/* Describe why a key is invalid, as the "got ..." part of the message. */
-static int key_fail(const struct vctx *v)
+/*
+ * Describe why a key (entity_key, or a non-empty id_space: field) is
+ * invalid, as the "got ..." part of the message. key is a row buffer of
+ * APP_KEY_MAX + 2 bytes.
+ */
+static int key_fail(const struct vctx *v, const char *field, const char *key)
 {
-    const char *key = v->row->entity_key;
-    size_t n = strnlen(key, sizeof(v->row->entity_key));
+    size_t n = strnlen(key, APP_KEY_MAX + 2);
     const char *pat = "must match [A-Za-z0-9_.-]{1,64}";
 
     if (n == 0)
-        return fail(v, "entity_key", "%s, got an empty key", pat);
+        return fail(v, field, "%s, got an empty key", pat);
     if (n > APP_KEY_MAX)
-        return fail(v, "entity_key", "%s, got more than %d bytes", pat, APP_KEY_MAX);
+        return fail(v, field, "%s, got more than %d bytes", pat, APP_KEY_MAX);
     for (size_t i = 0; i < n; i++) {
         if (!key_char_ok((unsigned char)key[i]))
-            return fail(v, "entity_key", "%s, got byte 0x%02x at offset %zu", pat,
-                        (unsigned char)key[i], i);
+            return fail(v, field, "%s, got byte 0x%02x at offset %zu", pat, (unsigned char)key[i],
+                        i);
     }
     if (key[0] == '-')
-        return fail(v, "entity_key",
+        return fail(v, field,
                     "must not start with '-' (a command line would read it as an option)");
     if (strcmp(key, ".") == 0 || strcmp(key, "..") == 0)
-        return fail(v, "entity_key",
-                    "must not be '.' or '..' (a URL path cannot address it: /v1/apps/%s)", key);
-    return fail(v, "entity_key", "%s", pat); /* not reached */
+        return fail(v, field, "must not be '.' or '..' (a URL path cannot address it: /v1/apps/%s)",
+                    key);
+    return fail(v, field, "%s", pat); /* not reached */
 }
 
 /*
@@ -379,7 +387,7 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
 
     /* 1. Each column on its own, in table order. */
     if (!app_key_valid(row->entity_key))
-        return key_fail(v);
+        return key_fail(v, "entity_key", row->entity_key);
     if (row->increasing_type != APP_MONOTONIC && row->increasing_type != APP_TREND)
         return fail(v, "increasing_type", "must be 1 (monotonic) or 2 (trend), got %" PRId64,
                     row->increasing_type);
@@ -432,6 +440,9 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
     c.remainder = (uint64_t)row->remainder;
     if (sizing(v, "increment_max", row->increment_max, 1, 1, APP_MAX_INCREMENT, &c.increment_max))
         return -1;
+    /* id_space: empty (its own space), or named like a key */
+    if (row->id_space[0] != '\0' && !app_key_valid(row->id_space))
+        return key_fail(v, "id_space", row->id_space);
 
     /* 2. Relations between columns. All values are now small and positive. */
     if (c.per_take > c.max_pool)
@@ -487,7 +498,8 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
 
     c.id = row->id;
     c.version = row->version;
-    memcpy(c.key, row->entity_key, strlen(row->entity_key) + 1); /* valid: <= 64 bytes */
+    memcpy(c.key, row->entity_key, strlen(row->entity_key) + 1);  /* valid: <= 64 bytes */
+    memcpy(c.id_space, row->id_space, strlen(row->id_space) + 1); /* valid: <= 64 bytes */
     name_copy(c.name, row->entity_name);
     *out = c;
     return 0;

@@ -57,6 +57,7 @@ enum app_type {
  *         TYPE    increasing_type: 1 | 2, shown as monotonic | trend
  *         KEY     entity_key, VARCHAR(64)
  *         NAME    entity_name, VARCHAR(255) of UTF-8
+ *         SPACE   id_space, VARCHAR(64): empty, or a key's alphabet
  *         TIME    DATETIME that MySQL sets: read by idpoolctl only, not in
  *                 struct app_row; these come last
  *   def   the value of a new row (the schema's DEFAULT; `apps add` starts
@@ -110,6 +111,9 @@ enum app_type {
       "[increment_max]; default 1")                                                                                        \
     X(version,             "version",             INT,    0,                 KEEP,  -,              NULL,                  \
       "idpoold bumps it on every lease reservation")                                                                       \
+    X(id_space,            "id_space",            SPACE,  0,                 SET,   id_space,       "id-space",            \
+      "the ID space shared with other applications [id_space]:\n"                                                          \
+      "their IDs never meet; default empty (its own space)")                                                               \
     X(create_time,         "create_time",         TIME,   0,                 KEEP,  -,              NULL,                  \
       "MySQL sets it")                                                                                                     \
     X(update_time,         "update_time",         TIME,   0,                 KEEP,  -,              NULL,                  \
@@ -129,6 +133,7 @@ enum app_type {
 #define APP_ROW_MEMBER_TYPE(name)   int64_t name;
 #define APP_ROW_MEMBER_KEY(name)    char name[APP_KEY_MAX + 2]; /* +2: overlong keys are caught */
 #define APP_ROW_MEMBER_NAME(name)   char name[APP_NAME_MAX + 1];
+#define APP_ROW_MEMBER_SPACE(name)  char name[APP_KEY_MAX + 2]; /* +2: overlong names are caught */
 #define APP_ROW_MEMBER_TIME(name)
 #define APP_ROW_MEMBER(name, sql, type, def, set, cfg, opt, text) APP_ROW_MEMBER_##type(name)
 struct app_row {
@@ -151,9 +156,25 @@ enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
 #define APP_SQL_ROW_TYPE(sql)   ", " sql
 #define APP_SQL_ROW_KEY(sql)    ", " sql
 #define APP_SQL_ROW_NAME(sql)   ", " sql
+#define APP_SQL_ROW_SPACE(sql)  ", " sql
 #define APP_SQL_ROW_TIME(sql)
 #define APP_SQL_ROW(name, sql, type, def, set, cfg, opt, text) APP_SQL_ROW_##type(sql)
 #define APP_ROW_COLUMNS                                        APP_COLUMNS(APP_SQL_ROW)
+
+/*
+ * APP_ROW_COLUMNS_NO_SPACE: the same for a schema older than
+ * application.id_space: every row reads as in its own space ('').
+ */
+#define APP_SQL_OLD_ID(sql)     sql
+#define APP_SQL_OLD_INT(sql)    ", " sql
+#define APP_SQL_OLD_OFFSET(sql) ", " sql
+#define APP_SQL_OLD_TYPE(sql)   ", " sql
+#define APP_SQL_OLD_KEY(sql)    ", " sql
+#define APP_SQL_OLD_NAME(sql)   ", " sql
+#define APP_SQL_OLD_SPACE(sql)  ", ''"
+#define APP_SQL_OLD_TIME(sql)
+#define APP_SQL_OLD(name, sql, type, def, set, cfg, opt, text) APP_SQL_OLD_##type(sql)
+#define APP_ROW_COLUMNS_NO_SPACE                               APP_COLUMNS(APP_SQL_OLD)
 
 #define APP_SQL_TIME_ID(sql)
 #define APP_SQL_TIME_INT(sql)
@@ -161,6 +182,7 @@ enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
 #define APP_SQL_TIME_TYPE(sql)
 #define APP_SQL_TIME_KEY(sql)
 #define APP_SQL_TIME_NAME(sql)
+#define APP_SQL_TIME_SPACE(sql)
 #define APP_SQL_TIME_TIME(sql)                                  ", " sql
 #define APP_SQL_TIME(name, sql, type, def, set, cfg, opt, text) APP_SQL_TIME_##type(sql)
 #define APP_TIME_COLUMNS                                        APP_COLUMNS(APP_SQL_TIME)
@@ -171,6 +193,7 @@ enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
 #define APP_IN_ROW_TYPE                                       1
 #define APP_IN_ROW_KEY                                        1
 #define APP_IN_ROW_NAME                                       1
+#define APP_IN_ROW_SPACE                                      1
 #define APP_IN_ROW_TIME                                       0
 #define APP_IN_ROW(name, sql, type, def, set, cfg, opt, text) +APP_IN_ROW_##type
 enum { APP_ROW_NCOLUMNS = 0 APP_COLUMNS(APP_IN_ROW) };
@@ -183,6 +206,7 @@ enum app_col_type {
     APP_T_TYPE,
     APP_T_KEY,
     APP_T_NAME,
+    APP_T_SPACE,
     APP_T_TIME
 };
 enum app_col_set { APP_SET, APP_FORCE, APP_KEEP };
@@ -230,7 +254,9 @@ struct app_cfg {
     uint64_t delta;              /* every ID % delta == remainder */
     uint64_t remainder;
     uint64_t increment_max; /* monotonic gap in [1, increment_max] x delta */
-    int64_t version;        /* bumped on every reservation */
+    /* id_space: "" = its own; else the IDs of the applications sharing it never meet */
+    char id_space[APP_KEY_MAX + 1];
+    int64_t version; /* bumped on every reservation */
     /*
      * The ID space is running out: the higher offset (space_field names it,
      * space_base is its value) is above 90% of 2^63-1 or leaves less than one

@@ -135,6 +135,7 @@ static cJSON *config_json(const struct app_cfg *c, int *bad)
     add_num(o, "delta", (double)c->delta, bad);
     add_num(o, "remainder", (double)c->remainder, bad);
     add_num(o, "increment_max", (double)c->increment_max, bad);
+    add_str(o, "id_space", c->id_space, bad); /* "": its own */
     return o;
 }
 

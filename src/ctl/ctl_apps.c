@@ -192,6 +192,12 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
             printf("  %-20s %s\n", f->name, ctl_printable(r.name, shown, sizeof(shown)));
             continue;
         }
+        if (f->type == APP_T_SPACE) {
+            printf("  %-20s %s\n", f->name,
+                   r.row.id_space[0] ? ctl_printable(r.row.id_space, shown, sizeof(shown))
+                                     : "(its own)");
+            continue;
+        }
         if (f == &app_columns[APP_COL_interval] && r.valid)
             printf("  %-20s %-24s %s ms\n", f->name, ctl_row_text(&r, f, buf), res);
         else if (f == &app_columns[APP_COL_min_size_percent] && r.valid)
@@ -283,9 +289,10 @@ static void help_add(FILE *out, const char *prog)
 
         if (f->opt)
             help_option(out, f->opt,
-                        f->type == APP_T_NAME   ? "TEXT"
-                        : f->type == APP_T_TYPE ? "TYPE"
-                                                : "N",
+                        f->type == APP_T_NAME    ? "TEXT"
+                        : f->type == APP_T_SPACE ? "NAME"
+                        : f->type == APP_T_TYPE  ? "TYPE"
+                                                 : "N",
                         f->help);
     }
     help_option(out, "json", "", "print the new row as JSON");
@@ -293,7 +300,7 @@ static void help_add(FILE *out, const char *prog)
 }
 
 static const char help_set[] =
-    "Usage: %s [global options] apps set KEY field=value... [--force] [--json]\n"
+    "Usage: %s [global options] apps set KEY field=value... [--id-space NAME] [--force] [--json]\n"
     "\n"
     "Change columns of an application. In one transaction the row is read and locked, the\n"
     "edits applied, the result checked with idpoold's own rules (an invalid result is an\n"
@@ -302,7 +309,11 @@ static const char help_set[] =
     "Fields (the column names of `application`):\n"
     "  entity_name, increasing_type (1, 2, monotonic or trend), start_offset, step,\n"
     "  max_size_per_times, max_size_per_second, min_size_percent, interval, max_pool_size,\n"
-    "  delta, remainder, increment_max\n"
+    "  delta, remainder, increment_max, id_space (--id-space NAME is id_space=NAME)\n"
+    "\n"
+    "id_space: applications with the same non-empty id_space share one ID space (their\n"
+    "IDs go into one table): idpoold refuses to serve one whose IDs could meet another's\n"
+    "(alert id_space_conflict). Empty (the default): the application's own space.\n"
     "\n"
     "Refused: id, entity_key, version, create_time, update_time; deleted_at (use\n"
     "'apps disable' / 'apps enable'); current_offset unless --force is given. Setting\n"

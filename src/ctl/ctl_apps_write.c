@@ -42,11 +42,23 @@ static const char *settable(void)
     return buf;
 }
 
+/* id_space: empty (the application's own space) or named as a key is. */
+static int check_space(struct ctl *c, const char *name, const char *value)
+{
+    if (value[0] != '\0' && !app_key_valid(value))
+        return ctl_usage(c,
+                         "%s: must be empty or match [A-Za-z0-9_.-]{1,64} (not . or .., no "
+                         "leading -), got '%.64s'",
+                         name, value);
+    return 0;
+}
+
 /* Arguments common to the subcommands. */
 struct apps_args {
     struct app_row row; /* add: the new row */
     int force;          /* set: --force */
     const char *name;   /* add: --name */
+    const char *space;  /* add, set: --id-space */
     char optname[64];   /* the option being parsed, for messages */
 };
 
@@ -132,8 +144,10 @@ static const struct ctl_opt *add_opts(void)
     return opts;
 }
 
+/* `apps set`: --force, and --id-space NAME (the same as id_space=NAME). */
 static const struct ctl_opt set_opts[] = {
     {"force", 0, O_FORCE},
+    {"id-space", 1, O_COLUMN + APP_COL_id_space},
     {NULL, 0, 0},
 };
 
@@ -151,6 +165,11 @@ static int on_add_opt(struct ctl *c, int id, const char *name, const char *value
     if (f->type == APP_T_NAME) {
         a->name = value;
         return check_name(c, a->optname, value);
+    }
+    if (f->type == APP_T_SPACE) {
+        a->space = value;
+        snprintf(a->row.id_space, sizeof(a->row.id_space), "%s", value);
+        return check_space(c, a->optname, value);
     }
     if (f->type == APP_T_TYPE)
         return opt_type(c, a->optname, value, app_row_num(&a->row, f));
@@ -271,11 +290,12 @@ static char *insert_sql(struct ctl *c, const struct apps_args *a, const char *ke
     for (size_t i = 0; i < APP_NCOLUMNS; i++) {
         const struct app_column *f = &app_columns[i];
 
-        if (!f->opt)
+        /* no id_space: the schema's default (a schema older than the column has none) */
+        if (!f->opt || (f->type == APP_T_SPACE && !a->row.id_space[0]))
             continue;
         fprintf(fc, ", %s", f->sql);
-        if (f->type == APP_T_NAME) {
-            q = ctl_db_quote(c, a->name ? a->name : "");
+        if (f->type == APP_T_NAME || f->type == APP_T_SPACE) {
+            q = ctl_db_quote(c, f->type == APP_T_NAME ? (a->name ? a->name : "") : a->row.id_space);
             fprintf(fv, ", %s", q);
             free(q);
         } else {
@@ -304,7 +324,8 @@ int ctl_apps_add(struct ctl *c, int argc, char **argv)
     memset(&a, 0, sizeof(a));
     /* The defaults of the table (sql/schema.sql). */
     for (size_t i = 0; i < APP_ROW_NCOLUMNS; i++)
-        if (app_columns[i].type != APP_T_KEY && app_columns[i].type != APP_T_NAME)
+        if (app_columns[i].type != APP_T_KEY && app_columns[i].type != APP_T_NAME &&
+            app_columns[i].type != APP_T_SPACE)
             *app_row_num(&a.row, &app_columns[i]) = app_columns[i].def;
     rc = ctl_opts_parse(c, argc, argv, add_opts(), on_add_opt, &a, pos, 1, &npos);
     if (rc != 0)
@@ -385,7 +406,7 @@ int ctl_apps_add(struct ctl *c, int argc, char **argv)
 struct assign {
     const struct app_column *f;
     int64_t v;        /* numeric columns */
-    const char *text; /* entity_name */
+    const char *text; /* entity_name, id_space */
 };
 
 static int parse_assign(struct ctl *c, const char *arg, int force, struct assign *out)
@@ -409,6 +430,8 @@ static int parse_assign(struct ctl *c, const char *arg, int force, struct assign
     out->text = eq + 1;
     if (f->type == APP_T_NAME)
         return check_name(c, f->name, eq + 1);
+    if (f->type == APP_T_SPACE)
+        return check_space(c, f->name, eq + 1);
     if (f->type == APP_T_TYPE)
         return opt_type(c, f->name, eq + 1, &out->v);
     return opt_int(c, f->name, eq + 1, &out->v);
@@ -417,7 +440,7 @@ static int parse_assign(struct ctl *c, const char *arg, int force, struct assign
 int ctl_apps_set(struct ctl *c, int argc, char **argv)
 {
     struct apps_args a;
-    struct assign as[MAX_ASSIGN];
+    struct assign as[MAX_ASSIGN + 1];
     struct ctl_row r, nr;
     struct app_cfg cfg;
     char *pos[MAX_ASSIGN + 1], err[APP_ERR_MAX], buf[24], obuf[24], *set = NULL, *sql;
@@ -433,11 +456,13 @@ int ctl_apps_set(struct ctl *c, int argc, char **argv)
         return rc;
     if (npos < 1)
         return ctl_usage(c, "missing KEY");
-    if (npos < 2)
+    if (npos < 2 && !a.space)
         return ctl_usage(c, "nothing to set: give field=value (settable: %s)", settable());
     nas = npos - 1;
+    if (a.space) /* --id-space NAME: id_space=NAME, already checked */
+        as[nas++] = (struct assign){&app_columns[APP_COL_id_space], 0, a.space};
     for (int i = 0; i < nas; i++) {
-        if ((rc = parse_assign(c, pos[i + 1], a.force, &as[i])) != 0)
+        if (i < npos - 1 && (rc = parse_assign(c, pos[i + 1], a.force, &as[i])) != 0)
             return rc;
         for (int j = 0; j < i; j++)
             if (as[j].f == as[i].f)
@@ -460,18 +485,23 @@ int ctl_apps_set(struct ctl *c, int argc, char **argv)
         const struct app_column *f = as[i].f;
         cJSON *ch;
 
-        if (f->type == APP_T_NAME) {
+        if (f->type == APP_T_NAME || f->type == APP_T_SPACE) {
+            const char *was = f->type == APP_T_NAME ? r.name : r.row.id_space;
             char *q;
-            if (strcmp(r.name, as[i].text) == 0)
+            if (strcmp(was, as[i].text) == 0)
                 continue;
-            snprintf(nr.row.entity_name, sizeof(nr.row.entity_name), "%s", as[i].text);
-            snprintf(nr.name, sizeof(nr.name), "%s", as[i].text);
+            if (f->type == APP_T_NAME) {
+                snprintf(nr.row.entity_name, sizeof(nr.row.entity_name), "%s", as[i].text);
+                snprintf(nr.name, sizeof(nr.name), "%s", as[i].text);
+            } else {
+                snprintf(nr.row.id_space, sizeof(nr.row.id_space), "%s", as[i].text);
+            }
             q = ctl_db_quote(c, as[i].text);
             fprintf(sf, "%s`%s` = %s", nchanged ? ", " : "", f->name, q);
             free(q);
             ch = ctl_jcheck(cJSON_CreateObject());
             ctl_jcheck(cJSON_AddStringToObject(ch, "field", f->name));
-            ctl_jcheck(cJSON_AddStringToObject(ch, "old", r.name));
+            ctl_jcheck(cJSON_AddStringToObject(ch, "old", was));
             ctl_jcheck(cJSON_AddStringToObject(ch, "new", as[i].text));
         } else {
             int64_t old = app_row_get(&r.row, f);

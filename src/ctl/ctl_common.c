@@ -149,12 +149,17 @@ int ctl_db_open(struct ctl *c)
     return 0;
 }
 
+int ctl_db_fail(struct ctl *c)
+{
+    return ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: error %u: %s", c->cfg.mysql.host,
+                    c->cfg.mysql.port, c->cfg.mysql.db, mysql_errno(c->db), mysql_error(c->db));
+}
+
 int ctl_db_exec(struct ctl *c, const char *sql)
 {
     if (mysql_query(c->db, sql) == 0)
         return 0;
-    return ctl_fail(c, CTL_ERROR, "MySQL at %s:%d/%s: error %u: %s", c->cfg.mysql.host,
-                    c->cfg.mysql.port, c->cfg.mysql.db, mysql_errno(c->db), mysql_error(c->db));
+    return ctl_db_fail(c);
 }
 
 char *ctl_db_quote(struct ctl *c, const char *value)

@@ -107,6 +107,8 @@ void ctl_close(struct ctl *c);
 
 /* Run one SQL statement. 0, or CTL_ERROR after reporting the MySQL error. */
 int ctl_db_exec(struct ctl *c, const char *sql) __attribute__((warn_unused_result));
+/* Report the connection's last MySQL error: CTL_ERROR. */
+int ctl_db_fail(struct ctl *c);
 
 /* printf into a new heap string (never NULL). */
 char *ctl_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

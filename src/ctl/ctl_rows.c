@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mysqld_error.h>
+
 #include "cluster.h"
 #include "keys.h"
 
 /* The daemon's row columns (idpoold's loader reads the same ones), then the audit times. */
-#define ROW_COLUMNS APP_ROW_COLUMNS APP_TIME_COLUMNS
+#define ROW_COLUMNS          APP_ROW_COLUMNS APP_TIME_COLUMNS
+#define ROW_COLUMNS_NO_SPACE APP_ROW_COLUMNS_NO_SPACE APP_TIME_COLUMNS
 
 /* ----------------------------------------------------------------- rows */
 
@@ -32,19 +35,35 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
 
     *rows = NULL;
     *n = 0;
-    if (key) {
-        q = ctl_db_quote(c, key);
-        /* BINARY: keys are case-sensitive in Redis, so here too. */
-        sql = ctl_strf("SELECT " ROW_COLUMNS " FROM application WHERE entity_key = BINARY %s%s", q,
-                       for_update ? " FOR UPDATE" : "");
-    } else {
-        sql = ctl_strf("SELECT " ROW_COLUMNS " FROM application ORDER BY entity_key, id");
+    /*
+     * A schema older than application.id_space: every row in its own space
+     * (as idpoold reads it), with a warning.
+     */
+    for (int old_schema = 0; old_schema < 2; old_schema++) {
+        const char *cols = old_schema ? ROW_COLUMNS_NO_SPACE : ROW_COLUMNS;
+
+        if (key) {
+            q = ctl_db_quote(c, key);
+            /* BINARY: keys are case-sensitive in Redis, so here too. */
+            sql = ctl_strf("SELECT %s FROM application WHERE entity_key = BINARY %s%s", cols, q,
+                           for_update ? " FOR UPDATE" : "");
+        } else {
+            sql = ctl_strf("SELECT %s FROM application ORDER BY entity_key, id", cols);
+        }
+        free(q);
+        q = NULL;
+        rc = mysql_query(c->db, sql);
+        free(sql);
+        if (rc == 0)
+            break;
+        if (old_schema || mysql_errno(c->db) != ER_BAD_FIELD_ERROR)
+            return ctl_db_fail(c);
+        fprintf(stderr,
+                "%s: %s: warning: application has no column id_space (the schema is older than "
+                "idpoolctl): every application is in its own ID space; load sql/schema.sql "
+                "again\n",
+                c->prog, c->cmd);
     }
-    free(q);
-    rc = ctl_db_exec(c, sql);
-    free(sql);
-    if (rc != 0)
-        return rc;
     res = mysql_store_result(c->db);
     if (!res)
         return ctl_fail(c, CTL_ERROR, "MySQL: reading application rows: %s", mysql_error(c->db));
@@ -100,7 +119,7 @@ const char *ctl_row_in_force(const struct ctl_row *r, const struct app_column *f
 
     if (f->set == APP_KEEP)
         return "";
-    if (f->type == APP_T_NAME)
+    if (f->type == APP_T_NAME || f->type == APP_T_SPACE)
         return v;
     if (f->type == APP_T_TYPE)
         return ctl_type_name(*(const enum app_type *)(const void *)v);
@@ -113,6 +132,8 @@ const char *ctl_row_text(const struct ctl_row *r, const struct app_column *f, ch
         return r->key;
     if (f->type == APP_T_NAME)
         return r->name;
+    if (f->type == APP_T_SPACE)
+        return r->row.id_space;
     if (f->type == APP_T_TIME)
         return r->time[(f - app_columns) - APP_ROW_NCOLUMNS];
     return ctl_i64(app_row_get(&r->row, f), buf);

@@ -103,6 +103,11 @@ static void resolve_message(const struct pool *p, enum alert_kind kind, char *bu
     case ALERT_INVALID_CONFIG:
         snprintf(buf, len, p->deleted ? "row soft-deleted" : "row fixed; served again");
         break;
+    case ALERT_ID_SPACE_CONFLICT:
+        snprintf(buf, len,
+                 p->deleted ? "row soft-deleted"
+                            : "its IDs no longer meet another application's of its id_space");
+        break;
     case ALERT_ID_SPACE_EXHAUSTION:
         snprintf(buf, len,
                  "the ID space lasts again: offsets below 90%% of 2^63-1, space left, and no "
@@ -217,6 +222,7 @@ void health_check(struct health *h, struct pool *p, uint64_t prev_underflows, in
             " < low water %" PRIu64 ")%s%s",
             now - ref, len, lw, ph->last_err ? ": " : "", ph->last_err ? ph->last_err : "");
     observe(h, p, ALERT_OFFSET_REGRESSION, 0, 0, "-");
+    observe(h, p, ALERT_ID_SPACE_CONFLICT, ph->lease_conflict, 0, "-");
 }
 
 void health_unreachable(struct health *h, struct pool *p, uint64_t now_ms, const char *why)
@@ -238,6 +244,11 @@ int health_pending(const struct pool *p)
 void health_leased(struct health *h, struct pool *p, const struct store_lease *lease)
 {
     p->health.space_exhausted = 0;
+    if (p->health.lease_conflict)
+        log_info("app=%s id_space: a lease was reserved again (its IDs no longer meet another "
+                 "application's)",
+                 p->cfg.key);
+    p->health.lease_conflict = 0;
     if (!lease->regression)
         return;
     observe(h, p, ALERT_OFFSET_REGRESSION, 1, 0,
@@ -263,16 +274,34 @@ static void pool_alerts_idle(struct health *h, struct pool *p)
     observe(h, p, ALERT_STALLED, 0, 0, "-");
 }
 
+void health_conflict(struct health *h, struct pool *p, const char *why)
+{
+    p->health.lease_conflict = 1;
+    p->health.conflict_ms = clock_ms();
+    observe(h, p, ALERT_ID_SPACE_CONFLICT, 1, 0, "%s", why);
+}
+
 void health_row_invalid(struct health *h, struct pool *p, const char *err)
 {
     pool_alerts_idle(h, p);
+    p->health.lease_conflict = 0;
+    observe(h, p, ALERT_ID_SPACE_CONFLICT, 0, 0, "-");
     observe(h, p, ALERT_INVALID_CONFIG, 1, 0, "%s", err);
+}
+
+void health_row_conflict(struct health *h, struct pool *p, const char *err)
+{
+    pool_alerts_idle(h, p);
+    observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
+    observe(h, p, ALERT_ID_SPACE_CONFLICT, 1, 0, "%s", err);
 }
 
 void health_row_deleted(struct health *h, struct pool *p)
 {
     pool_alerts_idle(h, p);
+    p->health.lease_conflict = 0;
     observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
+    observe(h, p, ALERT_ID_SPACE_CONFLICT, 0, 0, "-");
 }
 
 /*
@@ -304,6 +333,7 @@ void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cf
                       const char *memory)
 {
     observe(h, p, ALERT_INVALID_CONFIG, 0, 0, "-");
+    observe(h, p, ALERT_ID_SPACE_CONFLICT, p->health.lease_conflict, 0, "-");
     observe(h, p, ALERT_POOL_MEMORY, memory != NULL, 0, "%s", memory ? memory : "-");
     space_observe(h, p, cfg);
 }

@@ -12,6 +12,9 @@
  *   invalid_config      the row breaks a rule
  *   id_space_exhaustion the ID space is nearly or wholly used up, or runs out
  *                       within id-space-warn-days at the ledger's growth
+ *   id_space_conflict   the row's IDs can meet those of another application of
+ *                       its id_space: at load (the ranges they used), or a
+ *                       reservation refused (the next lease meets a lease)
  */
 #ifndef IDPOOL_HEALTH_H
 #define IDPOOL_HEALTH_H
@@ -72,12 +75,19 @@ int health_pending(const struct pool *p);
 void health_leased(struct health *h, struct pool *p, const struct store_lease *lease);
 /* A reservation found no ID space left. */
 void health_exhausted(struct health *h, struct pool *p, const char *why);
+/*
+ * A reservation was refused: its lease would meet another application of
+ * the row's id_space (why names both). Resolves once a lease is reserved.
+ */
+void health_conflict(struct health *h, struct pool *p, const char *why);
 
 /* The ledger's growth (pool->ledger) was read: id_space_exhaustion of a served row. */
 void health_space(struct health *h, struct pool *p);
 
 /* The row as applied: invalid (err), soft-deleted, valid (the new cfg), or removed. */
 void health_row_invalid(struct health *h, struct pool *p, const char *err);
+/* Valid, but not served: its IDs can meet another row's of its id_space (err). */
+void health_row_conflict(struct health *h, struct pool *p, const char *err);
 void health_row_deleted(struct health *h, struct pool *p);
 void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg,
                       const char *memory);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "fault.h"
 #include "health.h"
 #include "log.h"
@@ -45,8 +46,14 @@ static int reserve_wanted(const struct lease_ctx *lc, const struct pool *p, uint
            (p->reserve.hi == 0 || p->reserve.hi - p->reserve.lo < span / 2);
 }
 
+/* After a refused reservation (id_space), the next is tried a second later, not with every refill.
+ */
+#define CONFLICT_RETRY_MS 1000
+
 int lease_reserve(const struct lease_ctx *lc, struct pool *p, uint64_t span, store_reserve_fn *fn)
 {
+    if (p->health.lease_conflict && clock_ms() - p->health.conflict_ms < CONFLICT_RETRY_MS)
+        return -1;
     p->run.reserve_split = reserve_wanted(lc, p, span) && span <= UINT64_MAX / 2;
     if (p->run.reserve_split)
         span *= 2;
@@ -84,6 +91,8 @@ int lease_got(const struct lease_ctx *lc, struct pool *p, const char *what, enum
         health_problem(p, "%s: %s", what, err);
         if (st == STORE_EXHAUSTED)
             health_exhausted(lc->health, p, err);
+        if (st == STORE_CONFLICT)
+            health_conflict(lc->health, p, err);
         return -1;
     }
     leased(lc, p, lease);

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "health.h"
+#include "idspace.h"
 #include "keys.h"
 #include "log.h"
 #include "node.h"
@@ -343,20 +344,30 @@ static void row_deleted(struct pools *reg, struct pool *p, const struct app_row 
     p->deleted = 1;
     free(p->bad);
     p->bad = NULL;
+    p->conflict = 0;
     health_row_deleted(reg->env.health, p);
 }
 
-static void row_invalid(struct pools *reg, struct pool *p, const char *err)
+/* Not served: the row breaks a rule, or (conflict) its IDs can meet another row's of its id_space.
+ */
+static void row_invalid(struct pools *reg, struct pool *p, const char *err, int conflict)
 {
     if (!p->bad || strcmp(p->bad, err) != 0) {
-        log_error("%s; application not served until the row is fixed", err);
+        if (conflict)
+            log_error("app=%s %s", p->cfg.key, err);
+        else
+            log_error("%s; application not served until the row is fixed", err);
         free(p->bad);
         p->bad = strdup(err);
     }
     if (p->live)
         pool_limits(p, NULL, NULL);
     p->live = 0;
-    health_row_invalid(reg->env.health, p, err);
+    p->conflict = conflict;
+    if (conflict)
+        health_row_conflict(reg->env.health, p, err);
+    else
+        health_row_invalid(reg->env.health, p, err);
 }
 
 static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *cfg)
@@ -365,7 +376,10 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
     int over;
 
     if (p->bad) {
-        log_info("app=%s row fixed; serving again", p->cfg.key);
+        log_info("app=%s %s; serving again", p->cfg.key,
+                 p->conflict ? "its IDs no longer meet another application's of its id_space"
+                             : "row fixed");
+        p->conflict = 0;
         free(p->bad);
         p->bad = NULL;
     }
@@ -402,20 +416,29 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
     }
 }
 
-static void row_apply(struct pools *reg, const struct app_row *row)
-{
+/*
+ * A row as judged before it is applied: valid (cfg) or not (err), and, valid
+ * and served, whether its IDs can meet another row's of its id_space
+ * (conflict: the message).
+ */
+struct row_judged {
     struct app_cfg cfg;
+    int valid;
     char err[APP_ERR_MAX];
-    int key_ok = app_key_valid(row->entity_key), valid;
+    char *conflict; /* heap, or NULL */
+};
+
+static void row_apply(struct pools *reg, const struct app_row *row, const struct row_judged *jr)
+{
+    int key_ok = app_key_valid(row->entity_key);
     struct pool *p;
 
     if (!key_ok && row->deleted_at != 0)
         return; /* a deleted row with a bad key: nothing to serve or report */
-    valid = app_validate(row, (uint64_t)reg->env.tick_ms, &cfg, err, sizeof(err)) == 0;
     p = key_ok ? pools_find(reg, row->entity_key) : NULL;
-    if (!valid && !p && !key_ok) {
+    if (!jr->valid && !p && !key_ok) {
         /* Cannot even name a pool: report, keyed by the row id. */
-        bad_key_report(reg, row, err);
+        bad_key_report(reg, row, jr->err);
         return;
     }
     if (!p && !(p = pool_for_row(reg, row)))
@@ -426,16 +449,55 @@ static void row_apply(struct pools *reg, const struct app_row *row)
         return;
     }
     p->deleted = 0;
-    if (!valid)
-        row_invalid(reg, p, err);
+    if (!jr->valid)
+        row_invalid(reg, p, jr->err, 0);
+    else if (jr->conflict)
+        row_invalid(reg, p, jr->conflict, 1);
     else
-        row_valid(reg, p, &cfg);
+        row_valid(reg, p, &jr->cfg);
+}
+
+/*
+ * The static check of the shared ID spaces (idspace_rows_meet): a served
+ * row whose used range [start_offset, current_offset) holds an ID of its
+ * lattice that is also in the used range and lattice of another row of its
+ * id_space (a soft-deleted one too: its IDs were handed out) is not served.
+ * Its pool would draw such IDs from leases it already holds: no
+ * reservation would see them. Rows without an id_space cost nothing.
+ */
+static void spaces_judge(const struct app_row *rows, struct row_judged *jr, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct app_cfg *a = &jr[i].cfg;
+
+        if (!jr[i].valid || rows[i].deleted_at != 0 || !a->id_space[0])
+            continue;
+        for (size_t k = 0; k < n && !jr[i].conflict; k++) {
+            const struct app_cfg *b = &jr[k].cfg;
+            uint64_t x;
+            char msg[640];
+
+            if (k == i || !jr[k].valid || !idspace_rows_meet(a, b, &x))
+                continue;
+            snprintf(msg, sizeof(msg),
+                     "id_space_conflict: id_space '%s': application '%s' (id %" PRId64
+                     ", delta %" PRIu64 " remainder %" PRIu64 ", leased up to %" PRIu64
+                     ") and '%s' (id %" PRId64 ", delta %" PRIu64 " remainder %" PRIu64
+                     ", leased up to %" PRIu64 ") can both hand out ID %" PRIu64
+                     "; not served until their IDs no longer meet (change delta, remainder, "
+                     "start_offset or id_space)",
+                     a->id_space, a->key, a->id, a->delta, a->remainder, a->current_offset, b->key,
+                     b->id, b->delta, b->remainder, b->current_offset, x);
+            jr[i].conflict = strdup(msg);
+        }
+    }
 }
 
 static void on_load(void *arg, enum store_err st, const struct app_row *rows, size_t n,
                     const char *err)
 {
     struct pools *reg = arg;
+    struct row_judged *judged;
     size_t live = 0, bad = 0;
 
     reg->loading = 0;
@@ -459,10 +521,22 @@ static void on_load(void *arg, enum store_err st, const struct app_row *rows, si
         log_error("out of memory indexing %zu applications; keeping the current ones", n);
         goto out;
     }
+    judged = calloc(n ? n : 1, sizeof(*judged));
+    if (!judged) {
+        log_error("out of memory judging %zu applications; keeping the current ones", n);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        judged[i].valid = app_validate(&rows[i], (uint64_t)reg->env.tick_ms, &judged[i].cfg,
+                                       judged[i].err, sizeof(judged[i].err)) == 0;
+    spaces_judge(rows, judged, n);
     for (size_t i = 0; i < reg->n; i++)
         reg->v[i]->mark = 0;
-    for (size_t i = 0; i < n; i++)
-        row_apply(reg, &rows[i]);
+    for (size_t i = 0; i < n; i++) {
+        row_apply(reg, &rows[i], &judged[i]);
+        free(judged[i].conflict);
+    }
+    free(judged);
     bad_key_sweep(reg);
     for (size_t i = 0; i < reg->n; i++) {
         struct pool *p = reg->v[i];

@@ -73,6 +73,8 @@ struct pool_health {
     int low_checks;         /* status reads in a row below low water (0..2) */
     uint64_t rebuild_ms;    /* first check that found meta without an epoch (0: not now) */
     int space_exhausted;    /* the last reservation found no ID space left */
+    int lease_conflict;     /* the last reservation met another application of its id_space */
+    uint64_t conflict_ms;   /* when (reservations are tried again at most once a second) */
     int adopted;            /* the alert states in meta were read (once per process) */
 };
 
@@ -115,7 +117,8 @@ struct pool {
     int dead;               /* gone from the table: freed when idle */
     int deleted;            /* soft-deleted row */
     int mark;               /* reload sweep mark */
-    char *bad;              /* current validation error (heap) */
+    char *bad;              /* current validation error, or id_space conflict (heap) */
+    int conflict;           /* bad is an id_space conflict of the rows, not a broken rule */
     int space_warned;       /* the ID-space warning was logged for this row */
     int memory_warned;      /* the pool-memory warning was logged for this row */
     unsigned side_calls;    /* renewals, limit syncs in flight (the pool is not freed meanwhile) */

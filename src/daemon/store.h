@@ -47,6 +47,7 @@ enum store_err {
     STORE_EXHAUSTED,      /* reserve: no ID space left below 2^63-1 */
     STORE_UNKNOWN_COMMIT, /* reserve: the commit's outcome is unknown; the range is a gap */
     STORE_CONTENDED,      /* reserve: current_offset kept changing under every attempt */
+    STORE_CONFLICT,       /* reserve: the lease would meet another application of its id_space */
 };
 
 /* Called on the loop thread; err is "" with STORE_OK. */
@@ -71,10 +72,15 @@ int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((war
  * start_offset (the row's now and cfg's), floor, the hi of every lease
  * recorded for the row or for the key). The lease is recorded with the
  * lattice the caller generates its IDs on (cfg's delta, remainder and
- * start_offset), for idpoolctl verify. `floor` is what Redis knows was already leased; it protects
- * uniqueness even if an operator lowers current_offset (the higher value is
+ * start_offset), for idpoolctl verify. `floor` is what Redis knows was
+ * already leased; it protects uniqueness even if an operator lowers current_offset (the higher value is
  * written back). The key's leases outlive its row: a row deleted and added
  * again under the same key starts above them, whatever it says.
+ *
+ * A row with an id_space: no lease whose IDs (of the row's lattice, and of
+ * cfg's when it differs) meet the IDs of a lease of another application of
+ * the space (of that row's current lattice): STORE_CONFLICT, err naming
+ * both, the space, the other's lease and the first ID in both.
  */
 int store_reserve(struct store *s, const struct app_cfg *cfg, uint64_t span, uint64_t floor,
                   store_reserve_fn *fn, void *arg) __attribute__((warn_unused_result));

@@ -44,11 +44,11 @@ struct job_ops {
  * has it as its member `job` and its own input, output and typed callback.
  */
 struct job {
-    const struct job_ops *ops; /* its kind's table entry */
-    struct job *next;          /* in the todo or done queue */
-    enum store_err status;     /* STORE_OK, or what went wrong (err says more) */
-    char err[STORE_ERR_MAX];
-    unsigned sql_errno; /* the server's error number, 0 if none */
+    const struct job_ops *ops;   /* its kind's table entry */
+    struct job *next;            /* in the todo or done queue */
+    enum store_err status;       /* STORE_OK, or what went wrong (err says more) */
+    char err[2 * STORE_ERR_MAX]; /* an id_space conflict names two applications and a space */
+    unsigned sql_errno;          /* the server's error number, 0 if none */
 };
 
 /* The kind's struct of a job: job_of(j, struct load_job). */
@@ -80,6 +80,7 @@ struct store {
     uint64_t used_ms;    /* the connection's last statement or ping */
     int lease_unkeyed;   /* application_lease has no entity_key column (older schema) */
     int lease_nolattice; /* ... nor delta, remainder, start_offset (older schema) */
+    int app_unspaced;    /* application has no id_space column (older schema) */
     /* counters, written by the worker, read by the loop */
     _Atomic uint64_t errors, reconnects;
     _Atomic int up;
@@ -93,6 +94,9 @@ struct store {
 #define ER_BAD_DB        1049
 #define ER_BAD_FIELD_ERR 1054
 #define ER_NO_SUCH_TAB   1146
+/* ... and for a lock wait that timed out, and a deadlock (the transaction is rolled back). */
+#define ER_LOCK_WAIT 1205
+#define ER_DEADLOCK  1213
 
 /* Record a job's failure: its kind, and a message for the log. */
 void set_err(struct job *j, enum store_err kind, const char *fmt, ...)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idspace.h"
 #include "log.h"
 
 #define RESERVE_RETRIES 8
@@ -36,8 +37,27 @@ static void load_run(struct store *s, struct job *j)
     MYSQL_ROW row;
     size_t cap;
 
-    if (q(s, j, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") < 0)
+    /*
+     * A schema older than application.id_space: every row in its own
+     * space, said once; the column is tried again with every load.
+     */
+    if (mysql_query(s->conn, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") == 0) {
+        if (s->app_unspaced)
+            log_info("mysql: application.id_space is there: shared ID spaces are checked");
+        s->app_unspaced = 0;
+    } else if (mysql_errno(s->conn) != ER_BAD_FIELD_ERR) {
+        sql_err(s, j, s->conn);
+        conn_close(s);
         return;
+    } else {
+        if (!s->app_unspaced)
+            log_warn("mysql: application has no column id_space (the schema is older than this "
+                     "idpoold): every application is in its own ID space; load sql/schema.sql "
+                     "again");
+        s->app_unspaced = 1;
+        if (q(s, j, "SELECT " APP_ROW_COLUMNS_NO_SPACE " FROM application ORDER BY id") < 0)
+            return;
+    }
     if ((res = q_result(s, j)) == NULL)
         return;
     cap = (size_t)mysql_num_rows(res);
@@ -421,6 +441,203 @@ static int leased_max(struct store *s, struct reserve_job *r, const char *qkey, 
     return q_ints(s, j, sql, out, 1) < 0 ? -1 : 0;
 }
 
+/* --- the shared ID space of a reservation (application.id_space) ---------- */
+
+#define SPACE_PAGE 64 /* leases of another application read at a time */
+
+/* An ID lattice: x % d == r. */
+struct lattice {
+    uint64_t d, r;
+};
+
+/* A lease of another application of the space that a reservation would meet. */
+struct space_hit {
+    uint64_t lo, hi; /* the lease */
+    uint64_t first;  /* the first ID in both */
+};
+
+/* A lattice as a row holds it (delta 0 means 1); an invalid one meets nothing. */
+static struct lattice lattice_of(const char *delta, const char *remainder)
+{
+    long long d = delta ? strtoll(delta, NULL, 10) : 0,
+              r = remainder ? strtoll(remainder, NULL, 10) : 0;
+
+    if (d == 0)
+        d = 1;
+    if (d < 0 || r < 0)
+        return (struct lattice){1, 1}; /* r >= d: meets nothing (the row is not served) */
+    return (struct lattice){(uint64_t)d, (uint64_t)r};
+}
+
+/*
+ * A failed statement of the check: a deadlock or a lock wait timeout (two
+ * reservations of one space waiting for each other's lease) is -2, to retry
+ * the transaction; anything else is recorded, the connection dropped: -1.
+ */
+static int space_sql_err(struct store *s, struct job *j)
+{
+    unsigned e = mysql_errno(s->conn);
+
+    if (e == ER_DEADLOCK || e == ER_LOCK_WAIT)
+        return -2;
+    sql_err(s, j, s->conn);
+    conn_close(s);
+    return -1;
+}
+
+/*
+ * Whether [lo, hi) in lattices a[0..na) meets a lease of the other
+ * application (escaped key qkey, row id other, lattice b): its leases are
+ * read in pages in hi order from the first that ends above lo, until one
+ * begins at or above hi (the leases of one key never overlap). By key: the
+ * leases of every row the key had; on a schema without
+ * application_lease.entity_key, by row. A locking read: a lease that
+ * another reservation inserted and has not committed is waited for, and
+ * each reservation inserts its own lease before it checks, so two of one
+ * space cannot both pass unseen by each other (when each waits for the
+ * other, MySQL ends one as a deadlock: it retries). A wait lasts at most
+ * mysql-timeout-ms, the connection's read timeout (then the reservation
+ * fails and is tried again). 1 (*hit), 0, -1 error, -2 retry.
+ */
+static int space_leases(struct store *s, struct job *j, const struct lattice *a, int na,
+                        uint64_t lo, uint64_t hi, const char *qkey, int64_t other, struct lattice b,
+                        struct space_hit *hit)
+{
+    char sql[512];
+    uint64_t after = lo;
+
+    for (;;) {
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        int n = 0, done = 0, found = 0;
+
+        if (s->lease_unkeyed)
+            snprintf(sql, sizeof(sql),
+                     "SELECT lo, hi FROM application_lease WHERE application_id = %" PRId64
+                     " AND hi > %" PRIu64 " ORDER BY hi LIMIT %d LOCK IN SHARE MODE",
+                     other, after, SPACE_PAGE);
+        else
+            snprintf(
+                sql, sizeof(sql),
+                "SELECT lo, hi FROM application_lease WHERE entity_key = '%s' AND hi > %" PRIu64
+                " ORDER BY hi LIMIT %d LOCK IN SHARE MODE",
+                qkey, after, SPACE_PAGE);
+        if (mysql_query(s->conn, sql) != 0)
+            return space_sql_err(s, j);
+        if ((res = q_result(s, j)) == NULL)
+            return -1;
+        while (!done && !found && (row = mysql_fetch_row(res))) {
+            long long llo = row[0] ? strtoll(row[0], NULL, 10) : 0;
+            long long lhi = row[1] ? strtoll(row[1], NULL, 10) : 0;
+            uint64_t l_lo = llo > 0 ? (uint64_t)llo : 0, l_hi = lhi > 0 ? (uint64_t)lhi : 0;
+            uint64_t olo = l_lo > lo ? l_lo : lo, ohi = l_hi < hi ? l_hi : hi;
+
+            n++;
+            if (l_hi > after)
+                after = l_hi;
+            if (l_lo >= hi) {
+                done = 1;
+                break;
+            }
+            for (int i = 0; i < na; i++) {
+                uint64_t x;
+                if (idspace_first_common(a[i].d, a[i].r, b.d, b.r, olo, ohi, &x) &&
+                    (!found || x < hit->first)) {
+                    *hit = (struct space_hit){l_lo, l_hi, x};
+                    found = 1;
+                }
+            }
+        }
+        mysql_free_result(res);
+        if (found)
+            return 1;
+        if (done || n < SPACE_PAGE)
+            return 0;
+    }
+}
+
+/*
+ * The check of a reservation of [lo, hi) for a row with an id_space, in its
+ * open transaction after its lease was inserted: against every lease of
+ * every other application of the space (soft-deleted ones too: their IDs
+ * were handed out) whose current lattice can meet the row's (or the pool's,
+ * r->delta/remainder, when the row changed since the daemon loaded it).
+ * Applications whose lattices never meet (same delta, other remainder) cost
+ * no lease read. 0 clear, 1 conflict (STORE_CONFLICT, err names both), -1
+ * error, -2 retry.
+ *
+ * TODO(issue 24): the other application's leases are judged by its row's
+ * current delta/remainder; once application_lease records each lease's
+ * delta/remainder/start_offset, judge each lease by its own.
+ */
+static int space_check(struct store *s, struct reserve_job *r, uint64_t lo, uint64_t hi)
+{
+    struct job *j = &r->job;
+    char sql[512], space[APP_KEY_MAX + 1], qspace[2 * APP_KEY_MAX + 1];
+    struct lattice a[2];
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int na = 0, rc = 0;
+
+    if (s->app_unspaced)
+        return 0; /* the row loader said so: every application in its own space */
+    snprintf(sql, sizeof(sql),
+             "SELECT id_space, delta, remainder FROM application WHERE id = %" PRId64, r->app_id);
+    if (mysql_query(s->conn, sql) != 0) {
+        if (mysql_errno(s->conn) == ER_BAD_FIELD_ERR)
+            return 0; /* the schema went back: the next row load says so */
+        return space_sql_err(s, j);
+    }
+    if ((res = q_result(s, j)) == NULL)
+        return -1;
+    row = mysql_fetch_row(res);
+    if (!row || !row[0] || !row[0][0] || mysql_num_fields(res) != 3) {
+        mysql_free_result(res);
+        return 0;
+    }
+    app_copy_col(space, sizeof(space), row[0], mysql_fetch_lengths(res)[0]);
+    a[na++] = lattice_of(row[1], row[2]);
+    mysql_free_result(res);
+    if (r->delta != a[0].d || r->remainder != a[0].r)
+        a[na++] = (struct lattice){r->delta, r->remainder};
+    mysql_real_escape_string(s->conn, qspace, space, (unsigned long)strlen(space));
+    /* BINARY: spaces compare as keys do, byte for byte (idpoold's own check is strcmp) */
+    snprintf(sql, sizeof(sql),
+             "SELECT id, entity_key, delta, remainder FROM application "
+             "WHERE id_space = BINARY '%s' AND id <> %" PRId64 " ORDER BY id",
+             qspace, r->app_id);
+    if (mysql_query(s->conn, sql) != 0)
+        return space_sql_err(s, j);
+    if ((res = q_result(s, j)) == NULL)
+        return -1;
+    while (rc == 0 && (row = mysql_fetch_row(res))) {
+        int64_t other = row[0] ? strtoll(row[0], NULL, 10) : 0;
+        char key[APP_KEY_MAX + 1], okey[2 * APP_KEY_MAX + 1];
+        struct lattice b = lattice_of(row[2], row[3]);
+        struct space_hit hit;
+        int meet = 0;
+
+        for (int i = 0; i < na; i++)
+            meet |= idspace_lattices_meet(a[i].d, a[i].r, b.d, b.r);
+        if (!meet)
+            continue;
+        app_copy_col(key, sizeof(key), row[1], mysql_fetch_lengths(res)[1]);
+        mysql_real_escape_string(s->conn, okey, key, (unsigned long)strlen(key));
+        rc = space_leases(s, j, a, na, lo, hi, okey, other, b, &hit);
+        if (rc == 1)
+            set_err(j, STORE_CONFLICT,
+                    "id_space_conflict: id_space '%s': the next lease [%" PRIu64 ", %" PRIu64
+                    ") of '%s' (id %" PRId64 ", delta %" PRIu64 " remainder %" PRIu64
+                    ") meets lease [%" PRIu64 ", %" PRIu64 ") of '%s' (id %" PRId64
+                    ", delta %" PRIu64 " remainder %" PRIu64 ") at ID %" PRIu64
+                    ", in both: refused; not served until their IDs no longer meet",
+                    space, lo, hi, r->key, r->app_id, a[0].d, a[0].r, hit.lo, hit.hi, key, other,
+                    b.d, b.r, hit.first);
+    }
+    mysql_free_result(res);
+    return rc;
+}
+
 /*
  * Record the lease [lo, hi) of r in the ledger, inside the reservation's
  * transaction: 0, or -1 with j's error set. With its key (unless the schema
@@ -543,6 +760,21 @@ static void reserve_run(struct store *s, struct job *j)
             continue;
         }
         if (lease_insert(s, r, lo, hi, inst, qkey) < 0)
+            return;
+        rc = space_check(s, r, lo, hi);
+        if (rc == -2) { /* waited for another reservation of the space: try again */
+            if (q(s, j, "ROLLBACK") < 0)
+                return;
+            continue;
+        }
+        if (rc == 1) {
+            log_debug("app=%s %s", r->key, j->err);
+            if (mysql_query(s->conn, "ROLLBACK") != 0)
+                conn_close(s);
+            j->status = STORE_CONFLICT;
+            return;
+        }
+        if (rc < 0)
             return;
         if (mysql_commit(s->conn) != 0) {
             /* Outcome unknown: never use this range (brief §4.1). */

@@ -22,6 +22,7 @@
 #include <inttypes.h>
 
 #include "app.h"
+#include "idspace.h"
 #include "fuzz.h"
 
 /* The implementation limits of app.c (private there), restated. */
@@ -47,6 +48,7 @@ static const char *const columns[] = {
     "delta",
     "remainder",
     "increment_max",
+    "id_space",
 };
 
 static int ref_key_char(unsigned char c)
@@ -109,6 +111,12 @@ static int ref_valid(const struct app_row *r)
     inc = ref_sizing(r->increment_max, 1, 1, LIM_INCREMENT);
     if (inc < 0)
         return 0;
+    /* id_space: empty, or a key */
+    {
+        size_t n = strnlen(r->id_space, sizeof(r->id_space));
+        if (n > 0 && !ref_key(r->id_space, n))
+            return 0;
+    }
     if (per_take > pool || per_take > per_second || pool < step || pool * (100 - pct) / 100 < step)
         return 0;
     /* A full pool above start_offset stays below 2^63 (current_offset may be
@@ -130,6 +138,7 @@ static void check_cfg(const struct app_row *r, uint64_t tick, const struct app_c
     CHECK(c->type == APP_MONOTONIC || c->type == APP_TREND);
     CHECK((int64_t)c->type == r->increasing_type);
     CHECK(app_key_valid(c->key) && strcmp(c->key, r->entity_key) == 0);
+    CHECK(strcmp(c->id_space, r->id_space) == 0 && (!c->id_space[0] || app_key_valid(c->id_space)));
 
     /* The name: a prefix of the row's, at most APP_NAME_MAX bytes, still UTF-8 if it was. */
     {
@@ -293,6 +302,9 @@ static void mode_struct(struct fz *f)
     r.remainder = fz_i64(f);
     r.increment_max = fz_i64(f);
     r.version = fz_i64(f);
+    s = fz_str(f, sizeof(r.id_space) - 1, NULL);
+    strcpy(r.id_space, s);
+    free(s);
     check_row(&r, tick, errlen);
 }
 
@@ -352,6 +364,7 @@ static void mode_text(struct fz *f)
         &r.remainder,
         &r.increment_max,
         &r.version,
+        NULL, /* id_space */
     };
 
     for (int i = 0; i < APP_ROW_NCOLUMNS; i++) {
@@ -391,6 +404,7 @@ static void mode_text(struct fz *f)
     CHECK(memchr(r.entity_key, '\0', sizeof(r.entity_key)) != NULL);
     CHECK(memchr(r.entity_name, '\0', sizeof(r.entity_name)) != NULL);
     CHECK(strlen(r.entity_name) <= APP_NAME_MAX);
+    CHECK(memchr(r.id_space, '\0', sizeof(r.id_space)) != NULL);
 
     check_row(&r, tick, errlen);
 
@@ -434,11 +448,51 @@ static void mode_span(struct fz *f)
     CHECK((unsigned __int128)app_span_for(&c, count) == want);
 }
 
+/* A delta of 1..2^32, small ones (where brute force can judge) as often as large ones. */
+static uint64_t fz_delta(struct fz *f)
+{
+    uint64_t v = fz_uint(f, 5);
+
+    return 1 + (fz_u8(f) & 1 ? v % 4294967296ULL : v % 64);
+}
+
+/*
+ * idspace_first_common(): a result is in the range and both lattices, and
+ * the first there (the common IDs repeat every lcm); none only when the
+ * lattices never meet or no common ID is in the range (brute force where
+ * lcm is small).
+ */
+static void mode_meet(struct fz *f)
+{
+    uint64_t d1 = fz_delta(f), d2 = fz_delta(f);
+    uint64_t r1 = fz_uint(f, 5) % d1, r2 = fz_uint(f, 5) % d2;
+    uint64_t lo = (uint64_t)fz_i64(f), hi = (uint64_t)fz_i64(f), x = 0, g = d1, b = d2;
+    unsigned __int128 lcm;
+    int found = idspace_first_common(d1, r1, d2, r2, lo, hi, &x);
+
+    while (b) {
+        uint64_t t = g % b;
+        g = b;
+        b = t;
+    }
+    lcm = (unsigned __int128)(d1 / g) * d2;
+    CHECK(idspace_lattices_meet(d1, r1, d2, r2) == (r1 % g == r2 % g));
+    if (found) {
+        CHECK(lo <= x && x < hi && x % d1 == r1 && x % d2 == r2);
+        CHECK((unsigned __int128)x < lcm || (unsigned __int128)x - lcm < lo);
+    } else if (r1 % g == r2 % g && lcm <= 100000) {
+        for (uint64_t y = lo; y < hi && y - lo < (uint64_t)lcm; y++)
+            CHECK(!(y % d1 == r1 && y % d2 == r2));
+    }
+    if (r1 % g != r2 % g)
+        CHECK(!found);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fz f = {data, size};
 
-    switch (fz_u8(&f) % 4) {
+    switch (fz_u8(&f) % 5) {
     case 0:
     case 1:
         mode_struct(&f);
@@ -446,8 +500,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2:
         mode_text(&f);
         break;
-    default:
+    case 3:
         mode_span(&f);
+        break;
+    default:
+        mode_meet(&f);
         break;
     }
     return 0;

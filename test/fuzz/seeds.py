@@ -108,6 +108,17 @@ def app_seeds():
     for i, (t, d, inc, n) in enumerate([(1, 1, 1, 1000), (2, 3, 1, 60000),
                                         (1, 2**32, 10**6, 10**8), (0, 0, 0, 0)]):
         seeds["seed-span-%d" % i] = bytes([3, t]) + i64(d) + i64(inc) + i64(n)
+    # Mode 4: idspace_first_common(d1, r1, d2, r2, lo, hi); each delta as
+    # 5 bytes and a byte whose bit 0 picks large (mod 2^32) or small (mod 64).
+    def delta(d):
+        large = d > 64
+        return (d - 1).to_bytes(5, "little") + bytes([1 if large else 0])
+    for i, (d1, r1, d2, r2, lo, hi) in enumerate([
+            (2, 0, 2, 1, 1, 10**6), (2, 0, 3, 0, 7, 100), (4, 1, 6, 3, 10, 100),
+            (4294967291, 5, 4294967279, 7, 0, INT64_MAX),
+            (2**32, 2**32 - 1, 1, 0, INT64_MAX - 2**32, INT64_MAX)]):
+        seeds["seed-meet-%d" % i] = (bytes([4]) + delta(d1) + delta(d2) + r1.to_bytes(5, "little")
+                                     + r2.to_bytes(5, "little") + i64(lo) + i64(hi))
     return seeds
 
 

@@ -781,6 +781,30 @@ static void test_id_space(void)
     CHECK(bad(&r, "start_offset"));
 }
 
+/* id_space: empty (the row's own space), or named as a key is. */
+static void test_shared_space(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+    char msg[APP_ERR_MAX];
+
+    CHECK(validate(&r, &c) == 0);
+    CHECK(strcmp(c.id_space, "") == 0);
+    snprintf(r.id_space, sizeof(r.id_space), "%s", "orders.eu-1");
+    CHECK(validate(&r, &c) == 0);
+    CHECK(strcmp(c.id_space, "orders.eu-1") == 0);
+    snprintf(r.id_space, sizeof(r.id_space), "%s", "a b");
+    CHECK(app_validate(&r, 100, &c, msg, sizeof(msg)) != 0);
+    CHECK_STR_CONTAINS(msg, "id_space: must match [A-Za-z0-9_.-]{1,64}, got byte 0x20 at offset 1");
+    snprintf(r.id_space, sizeof(r.id_space), "%s", "-x");
+    CHECK(app_validate(&r, 100, &c, msg, sizeof(msg)) != 0);
+    CHECK_STR_CONTAINS(msg, "id_space: must not start with '-'");
+    memset(r.id_space, 's', APP_KEY_MAX + 1);
+    r.id_space[APP_KEY_MAX + 1] = '\0';
+    CHECK(app_validate(&r, 100, &c, msg, sizeof(msg)) != 0);
+    CHECK_STR_CONTAINS(msg, "id_space: must match [A-Za-z0-9_.-]{1,64}, got more than 64 bytes");
+}
+
 static void test_space_warning(void)
 {
     struct app_row r = row_default();
@@ -871,8 +895,9 @@ static void test_low_water(void)
 static void test_row_from_text(void)
 {
     char key65[66];
-    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", "user", "user IDs", "2", "100", "500", NULL, "0",
-                                    "0", "0", "0",    "0",        "3", "2",   "1",   "9"};
+    char *cols[APP_ROW_NCOLUMNS] = {"7",   "0",  "user", "user IDs", "2", "100",
+                                    "500", NULL, "0",    "0",        "0", "0",
+                                    "0",   "3",  "2",    "1",        "9", "orders"};
     unsigned long lens[APP_ROW_NCOLUMNS] = {0};
     struct app_row r;
 
@@ -889,6 +914,7 @@ static void test_row_from_text(void)
     CHECK_EQ_U64((uint64_t)r.delta, 3);
     CHECK_EQ_U64((uint64_t)r.remainder, 2);
     CHECK_EQ_U64((uint64_t)r.version, 9);
+    CHECK(strcmp(r.id_space, "orders") == 0);
     /* An overlong key is cut to one byte past the limit, so validation still rejects it. */
     memset(key65, 'k', 65);
     key65[65] = '\0';
@@ -904,7 +930,7 @@ static void test_row_from_text_nul(void)
 {
     char key[] = {'u', 's', 'e', 'r', '\0', 'x'}, name[] = {'a', '\0', 'b'};
     char *cols[APP_ROW_NCOLUMNS] = {"7", "0", key, name, "1", "0", "0", "0", "0",
-                                    "0", "0", "0", "0",  "0", "0", "0", "0"};
+                                    "0", "0", "0", "0",  "0", "0", "0", "0", ""};
     unsigned long lens[APP_ROW_NCOLUMNS] = {0};
     struct app_row r;
 
@@ -927,7 +953,7 @@ static void test_row_from_text_name_cut(void)
 {
     char name[300];
     char *cols[APP_ROW_NCOLUMNS] = {"7", "0", "user", name, "1", "0", "0", "0", "0",
-                                    "0", "0", "0",    "0",  "0", "0", "0", "0"};
+                                    "0", "0", "0",    "0",  "0", "0", "0", "0", ""};
     unsigned long lens[APP_ROW_NCOLUMNS] = {0};
     struct app_row r;
     struct app_cfg c;
@@ -967,9 +993,15 @@ static void test_columns(void)
     CHECK(strcmp(APP_ROW_COLUMNS,
                  "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
                  "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
-                 "`interval`, max_pool_size, delta, remainder, increment_max, version") == 0);
+                 "`interval`, max_pool_size, delta, remainder, increment_max, version, id_space") ==
+          0);
+    /* A schema older than application.id_space: every row in its own space. */
+    CHECK(strcmp(APP_ROW_COLUMNS_NO_SPACE,
+                 "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
+                 "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
+                 "`interval`, max_pool_size, delta, remainder, increment_max, version, ''") == 0);
     CHECK(strcmp(APP_TIME_COLUMNS, ", create_time, update_time") == 0);
-    CHECK_EQ_U64(APP_ROW_NCOLUMNS, 17);
+    CHECK_EQ_U64(APP_ROW_NCOLUMNS, 18);
     /* app_row_from_text() reads column i of the SELECT into app_columns[i]. */
     for (int i = 0; i < APP_NCOLUMNS; i++) {
         const struct app_column *c = &app_columns[i];
@@ -1056,6 +1088,9 @@ static void test_same_settings(void)
     FLIP(type, APP_TREND);
     FLIP(start_offset, 5);
     FLIP(step, 7);
+    b = a;
+    snprintf(b.id_space, sizeof(b.id_space), "%s", "orders");
+    CHECK(!app_same_settings(&a, &b));
     FLIP(per_take, 7);
     FLIP(per_second, 7);
     FLIP(min_percent, 7);
@@ -1107,6 +1142,7 @@ int main(void)
     RUN(test_order);
     RUN(test_extremes);
     RUN(test_id_space);
+    RUN(test_shared_space);
     RUN(test_space_warning);
     RUN(test_span_for);
     RUN(test_low_water);

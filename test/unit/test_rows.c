@@ -126,6 +126,14 @@ void health_row_invalid(struct health *h, struct pool *p, const char *err)
     invalid_calls++;
 }
 
+static int conflict_calls;
+
+void health_row_conflict(struct health *h, struct pool *p, const char *err)
+{
+    (void)h, (void)p, (void)err;
+    conflict_calls++;
+}
+
 void health_row_deleted(struct health *h, struct pool *p)
 {
     (void)h, (void)p;
@@ -501,6 +509,64 @@ out:
     pools_free(reg);
 }
 
+/*
+ * application.id_space: two rows of one space whose used ranges hold an ID
+ * of both lattices are not served (either of them), with a message naming
+ * both; other remainders, other spaces, ranges apart or no space: served.
+ */
+static void test_shared_space(void)
+{
+    struct pools *reg = registry();
+    struct app_row rows[3] = {row_of(1, "a", 1000), row_of(2, "b", 1000), row_of(3, "c", 1000)};
+    struct pool *a, *b;
+
+    for (int i = 0; i < 3; i++) {
+        rows[i].delta = 2;
+        rows[i].current_offset = 5001;
+    }
+    rows[1].remainder = 1;
+    snprintf(rows[0].id_space, sizeof(rows[0].id_space), "%s", "orders");
+    snprintf(rows[1].id_space, sizeof(rows[1].id_space), "%s", "orders");
+    /* c: the same lattice as a, but its own space */
+    conflict_calls = 0;
+    load(reg, rows, 3);
+    tally(reg, 3, 0, 0);
+    CHECK_EQ_U64(conflict_calls, 0);
+
+    /* b's remainder set to a's: both used [1, 5001), both stop */
+    rows[1].remainder = 0;
+    load(reg, rows, 3);
+    tally(reg, 1, 2, 0);
+    CHECK_EQ_U64(conflict_calls, 2);
+    a = pools_find(reg, "a");
+    b = pools_find(reg, "b");
+    CHECK(a && b && !a->live && !b->live && a->conflict && b->conflict);
+    if (b) {
+        CHECK_STR_CONTAINS(b->bad, "id_space_conflict: id_space 'orders': application 'b' (id 2");
+        CHECK_STR_CONTAINS(b->bad, "and 'a' (id 1, delta 2 remainder 0, leased up to 5001) can "
+                                   "both hand out ID 2;");
+    }
+
+    /* b moved above a's range: served again, until a's leases reach it */
+    rows[1].start_offset = 1000000;
+    rows[1].current_offset = 1005000;
+    load(reg, rows, 3);
+    tally(reg, 3, 0, 0);
+    CHECK(a && b && a->live && b->live && !a->conflict && !b->conflict && !b->bad);
+
+    /* a soft-deleted row's IDs were handed out: the other is not served; it is not flagged */
+    rows[1].start_offset = 1;
+    rows[1].current_offset = 5001;
+    rows[0].deleted_at = 1;
+    conflict_calls = 0;
+    load(reg, rows, 3);
+    tally(reg, 1, 1, 1);
+    CHECK_EQ_U64(conflict_calls, 1);
+    CHECK(b && !b->live && b->conflict);
+    answer_side_calls();
+    pools_free(reg);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -510,5 +576,6 @@ int main(void)
     RUN(test_bad_key_and_failed_load);
     RUN(test_reread_and_checked);
     RUN(test_ledger);
+    RUN(test_shared_space);
     return unit_done();
 }

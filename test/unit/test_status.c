@@ -73,6 +73,7 @@ static struct app_cfg cfg_of(const char *key, enum app_type type)
     c.delta = 4;
     c.remainder = 1;
     c.increment_max = 3;
+    snprintf(c.id_space, sizeof(c.id_space), "%s", "orders");
     return c;
 }
 
@@ -597,6 +598,7 @@ static void test_json_list(void)
     CHECK(jnum(x, "max_size_per_times") == 1000 && jnum(x, "max_size_per_second") == 5000);
     CHECK(jnum(x, "interval_ms") == 100 && jnum(x, "delta") == 4);
     CHECK(jnum(x, "remainder") == 1 && jnum(x, "increment_max") == 3);
+    CHECK(strcmp(jstr(x, "id_space"), "orders") == 0);
     x = cJSON_GetObjectItemCaseSensitive(user, "pool");
     CHECK(jnum(x, "length") == 225000 && jnum(x, "fill_pct") == 75);
     CHECK(jnum(user, "rate_ids_per_s") == 1234.57);
