@@ -18,6 +18,7 @@
 #include "ctl_apps.h"
 #include "ctl_cmd.h"
 #include "ctl_common.h"
+#include "ctl_explain.h"
 #include "ctl_status.h"
 #include "ctl_take.h"
 #include "ctl_tokens.h"
@@ -36,6 +37,10 @@ static const struct ctl_cmd commands[] = {
      ctl_status, ctl_status_help, NULL, NULL},
     {"take", "KEY [N]", "take N IDs as clients do (libidpool, limits kept)", ctl_take,
      ctl_take_help, NULL, NULL},
+    {"explain", "ID | --app KEY --from T --to T",
+     "where an ID came from (application, environment,\n"
+     "lease, pool), or the IDs leased in a window",
+     ctl_explain, ctl_explain_help, NULL, NULL},
     {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help,
      "Usage: %s [global options] help [COMMAND [SUBCOMMAND]]\n"
      "\n"
