@@ -29,7 +29,6 @@
  */
 #include "ctl_explain.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -38,6 +37,7 @@
 #include "app.h"
 #include "ctl_rows.h"
 #include "keys.h"
+#include "ledger.h"
 #include "plan.h"
 
 #define EXPLAIN_MAX_ENVS 16
@@ -68,46 +68,17 @@ struct xenv {
     char *redis_url;
 };
 
-/* The IDs a lease may hold: x % delta == remainder, x >= max(start, 1). */
-struct lattice {
-    int known;
-    const char *source; /* "lease" (recorded with it) or "row now" */
-    uint64_t delta, remainder, start;
-};
-
 /* One row of application_lease. */
 struct lease {
     int64_t id, app_id, lo, hi;
     char instance[256];
     char created[40]; /* UTC, ISO 8601 */
-    struct lattice lat;
+    struct ledger_lattice lat;
 };
 
 /* ---------------------------------------------------------------- lattice */
 
-static int on_lattice(const struct lattice *l, uint64_t id)
-{
-    uint64_t first = l->start > APP_ID_MIN ? l->start : APP_ID_MIN;
-
-    return l->delta >= 1 && id >= first && id % l->delta == l->remainder;
-}
-
-/* How many IDs of [lo, hi) are on l (l valid). */
-static uint64_t lattice_count(const struct lattice *l, uint64_t lo, uint64_t hi)
-{
-    uint64_t first = l->start > APP_ID_MIN ? l->start : APP_ID_MIN, x;
-
-    if (lo < first)
-        lo = first;
-    if (l->delta < 1 || l->remainder >= l->delta || lo >= hi)
-        return 0;
-    x = lo - lo % l->delta + l->remainder; /* the first at or above lo */
-    if (x < lo)
-        x += l->delta;
-    return x >= hi ? 0 : (hi - 1 - x) / l->delta + 1;
-}
-
-static void lattice_of_row(struct lattice *l, const struct ctl_row *r)
+static void lattice_of_row(struct ledger_lattice *l, const struct ctl_row *r)
 {
     l->known = r != NULL && r->row.delta >= 1 && r->row.remainder >= 0 &&
                r->row.remainder < r->row.delta && r->row.start_offset >= 0;
@@ -230,7 +201,7 @@ static const char *lease_cols(const struct xenv *e)
 }
 
 /* A row of lease_cols() into *l; its lattice the recorded one, else `row_lat` (NULL: unknown). */
-static int lease_read(const struct xenv *e, MYSQL_ROW row, const struct lattice *row_lat,
+static int lease_read(const struct xenv *e, MYSQL_ROW row, const struct ledger_lattice *row_lat,
                       struct lease *l)
 {
     size_t n;
@@ -268,7 +239,7 @@ static int lease_read(const struct xenv *e, MYSQL_ROW row, const struct lattice 
  * N ORDER BY hi LIMIT 1"), into *l: 1 found, 0 none, -1 error (reported).
  */
 static int lease_find(struct ctl *c, struct xenv *e, const char *qkey, const char *where_order,
-                      const struct lattice *row_lat, struct lease *l)
+                      const struct ledger_lattice *row_lat, struct lease *l)
 {
     char *sql = ctl_strf("SELECT %s FROM application_lease WHERE entity_key = %s%s", lease_cols(e),
                          qkey, where_order);
@@ -392,23 +363,6 @@ done:
 
 /* ---------------------------------------------------------------- explain */
 
-/* What explain concludes about an ID in one application of one environment. */
-enum verdict {
-    V_IN_POOL,           /* in the pool now: not handed out yet */
-    V_NOT_YET_PUSHED,    /* in the pool's current or prefetched lease, above meta's next */
-    V_NOT_PUSHED,        /* leased, not held by the pool: never pushed (unless a reserve) */
-    V_ISSUED,            /* the pool passed it (trend, or increment_max 1): handed out */
-    V_ISSUED_OR_SKIPPED, /* the pool passed it (monotonic, increment_max > 1) */
-    V_LEASED,            /* leased; the pool was not read */
-    V_OFF_LATTICE,       /* in a lease, not on its lattice: never issued */
-    V_NEVER_LEASED,      /* in no lease */
-};
-
-static const char *const verdict_names[] = {
-    "in_pool",           "not_yet_pushed", "not_pushed",  "issued",
-    "issued_or_skipped", "leased",         "off_lattice", "never_leased",
-};
-
 /* One application's answer (a JSON object; text lines printed as it goes). */
 struct answer {
     struct ctl *c;
@@ -429,17 +383,17 @@ static void say(struct answer *a, const char *fmt, ...)
     printf("\n");
 }
 
-static void verdict_set(struct answer *a, enum verdict v, const char *why)
+static void verdict_set(struct answer *a, enum ledger_verdict v, const char *why)
 {
-    ctl_jcheck(cJSON_AddStringToObject(a->o, "verdict", verdict_names[v]));
+    ctl_jcheck(cJSON_AddStringToObject(a->o, "verdict", ledger_verdict_name(v)));
     ctl_jcheck(cJSON_AddStringToObject(a->o, "explanation", why));
-    if (v == V_IN_POOL || v == V_NOT_YET_PUSHED)
+    if (v == LEDGER_IN_POOL || v == LEDGER_NOT_YET_PUSHED)
         ctl_jcheck(cJSON_AddTrueToObject(a->o, "can_be_in_pool"));
-    else if (v == V_LEASED)
+    else if (v == LEDGER_LEASED)
         ctl_jcheck(cJSON_AddNullToObject(a->o, "can_be_in_pool"));
     else
         ctl_jcheck(cJSON_AddFalseToObject(a->o, "can_be_in_pool"));
-    say(a, "=> %s: %s", verdict_names[v], why);
+    say(a, "=> %s: %s", ledger_verdict_name(v), why);
 }
 
 static void row_describe(struct answer *a, const char *key, const struct ctl_row *r, int have)
@@ -486,7 +440,7 @@ static void lease_describe(struct answer *a, const char *name, const struct leas
         ctl_i64(l->lo, lo), ctl_i64(l->hi, hi), l->app_id, l->created, l->instance);
 }
 
-static void lattice_describe(struct answer *a, const struct lattice *l, uint64_t id)
+static void lattice_describe(struct answer *a, const struct ledger_lattice *l, uint64_t id)
 {
     char d[24], r[24], s[24];
     cJSON *o;
@@ -502,9 +456,9 @@ static void lattice_describe(struct answer *a, const struct lattice *l, uint64_t
     ctl_json_offset(o, "remainder", l->remainder);
     ctl_json_offset(o, "start_offset", l->start);
     ctl_jcheck(cJSON_AddStringToObject(o, "source", l->source));
-    ctl_jcheck(cJSON_AddBoolToObject(a->o, "on_lattice", on_lattice(l, id)));
+    ctl_jcheck(cJSON_AddBoolToObject(a->o, "on_lattice", ledger_on_lattice(l, id)));
     say(a, "%s the lattice: delta %s, remainder %s, start_offset %s (%s)",
-        on_lattice(l, id) ? "on" : "OFF", ctl_u64(l->delta, d), ctl_u64(l->remainder, r),
+        ledger_on_lattice(l, id) ? "on" : "OFF", ctl_u64(l->delta, d), ctl_u64(l->remainder, r),
         ctl_u64(l->start, s),
         strcmp(l->source, "lease") == 0 ? "as the lease recorded it"
                                         : "lattice as the row says now");
@@ -544,70 +498,68 @@ static void pool_describe(struct answer *a, const struct pool_view *v)
     }
 }
 
-/* The verdict on an ID inside lease l of an application (row r if have). */
+/* The verdict on an ID inside lease l of an application (row r if have), and why. */
 static void judge_leased(struct answer *a, const struct lease *l, const struct ctl_row *r, int have,
                          const struct pool_view *v, uint64_t id)
 {
     int trend = have && r->row.increasing_type == APP_TREND;
-    int gaps = !have || (!trend && r->row.increment_max > 1);
-    char why[600];
+    struct ledger_facts f = {&l->lat,      !have || (!trend && r->row.increment_max > 1),
+                             v->read,      v->in_pool,
+                             v->have_meta, v->st};
+    enum ledger_verdict verdict = ledger_judge(&f, id);
+    char why[600], im[24];
 
-    if (l->lat.known && !on_lattice(&l->lat, id)) {
-        verdict_set(a, V_OFF_LATTICE,
-                    "not on the lattice of the lease: idpool never generated this ID here");
-        return;
-    }
-    if (!v->read) {
+    switch (verdict) {
+    case LEDGER_OFF_LATTICE:
+        snprintf(why, sizeof(why),
+                 "not on the lattice of the lease: idpool never generated this ID here");
+        break;
+    case LEDGER_LEASED:
         snprintf(why, sizeof(why),
                  "leased here; whether it is in the pool, was handed out or was skipped needs the "
                  "environment's Redis%s",
-                 gaps ? " (the ledger records ranges, not IDs)" : "");
-        verdict_set(a, V_LEASED, why);
-        return;
-    }
-    if (v->in_pool) {
-        verdict_set(a, V_IN_POOL, "in the pool now: not handed out yet");
-        return;
-    }
-    if (v->have_meta && id >= v->st.next) {
-        if (id < v->st.hi || (gen_has_next(&v->st) && id >= v->st.nlo && id < v->st.nhi))
-            verdict_set(a, V_NOT_YET_PUSHED,
-                        gaps ? "in the pool's current or prefetched lease above meta's next: not "
-                               "pushed yet; it may still be pushed, or skipped (a gap)"
-                             : "in the pool's current or prefetched lease above meta's next: not "
-                               "pushed yet, it will be");
-        else
-            verdict_set(a, V_NOT_PUSHED,
-                        "leased but not held by the pool's meta: never pushed (unless an idpoold "
-                        "keeps this range as its failover reserve); the pool moves on above it");
-        return;
-    }
-    if (!v->have_meta) {
-        verdict_set(a, V_ISSUED_OR_SKIPPED,
-                    "the pool holds no progress (no meta: the application is deleted or Redis "
-                    "lost its state): the ID was handed out, or never pushed; it will not be "
-                    "pushed again (a new lease starts above every lease)");
-        return;
-    }
-    if (gaps) {
+                 f.gaps ? " (the ledger records ranges, not IDs)" : "");
+        break;
+    case LEDGER_IN_POOL:
+        snprintf(why, sizeof(why), "in the pool now: not handed out yet");
+        break;
+    case LEDGER_NOT_YET_PUSHED:
         snprintf(why, sizeof(why),
-                 "the pool passed it: it was handed out, or skipped: monotonic with increment_max "
-                 "%" PRId64 " skips at random between IDs and the ledger records ranges, not IDs, "
-                 "so which cannot be known from the ledger",
-                 have ? r->row.increment_max : 0);
-        verdict_set(a, V_ISSUED_OR_SKIPPED, why);
-        return;
+                 "in the pool's current or prefetched lease, not below meta's next: not pushed "
+                 "yet; %s",
+                 f.gaps ? "it may still be pushed, or skipped (a gap)" : "it will be");
+        break;
+    case LEDGER_NOT_PUSHED:
+        snprintf(why, sizeof(why),
+                 "leased but not a lease the pool holds: never pushed (unless an idpoold keeps "
+                 "this range as its failover reserve)");
+        break;
+    case LEDGER_ISSUED_OR_SKIPPED:
+        if (!v->have_meta)
+            snprintf(why, sizeof(why),
+                     "the pool holds no progress (no meta: the application is deleted or Redis "
+                     "lost its state): the ID was handed out, or never pushed; it will not be "
+                     "pushed again (a new lease starts above every lease)");
+        else
+            snprintf(why, sizeof(why),
+                     "the pool passed it: it was handed out, or skipped: monotonic with "
+                     "increment_max %s skips at random between IDs and the ledger records "
+                     "ranges, not IDs, so which cannot be known from the ledger",
+                     have ? ctl_i64(r->row.increment_max, im) : "unknown (no row)");
+        break;
+    default: /* LEDGER_ISSUED */
+        snprintf(why, sizeof(why),
+                 "the pool passed it: handed out (%s pushes every lattice ID of the leases it "
+                 "draws from; only a pool discarded before its IDs were taken%s leaves gaps)",
+                 trend ? "trend" : "monotonic with increment_max 1",
+                 trend ? " or a lease's tail shorter than a block of step" : "");
+        break;
     }
-    snprintf(why, sizeof(why),
-             "the pool passed it: handed out (%s pushes every lattice ID of the leases it draws "
-             "from; only a pool discarded before its IDs were taken%s leaves gaps)",
-             trend ? "trend" : "monotonic with increment_max 1",
-             trend ? " or a lease's tail shorter than a block of step" : "");
-    verdict_set(a, V_ISSUED, why);
+    verdict_set(a, verdict, why);
 }
 
 /* The verdict on an ID in no lease of key (prev/next: the leases around it). */
-static void judge_unleased(struct answer *a, const struct lattice *row_lat, int have_prev,
+static void judge_unleased(struct answer *a, const struct ledger_lattice *row_lat, int have_prev,
                            const struct lease *prev, int have_next, const struct lease *next,
                            uint64_t id)
 {
@@ -636,7 +588,7 @@ static void judge_unleased(struct answer *a, const struct lattice *row_lat, int 
     if (have_next)
         lease_describe(a, "lease_after", next, "before");
     ctl_jcheck(cJSON_AddStringToObject(a->o, "reason", reason));
-    verdict_set(a, V_NEVER_LEASED, why);
+    verdict_set(a, LEDGER_NEVER_LEASED, why);
 }
 
 /*
@@ -647,7 +599,7 @@ static int explain_key(struct ctl *c, struct xenv *e, const char *key, uint64_t 
                        cJSON *apps)
 {
     struct ctl_row r;
-    struct lattice row_lat;
+    struct ledger_lattice row_lat;
     struct lease l, prev;
     struct pool_view v;
     struct answer a = {c, NULL};
@@ -676,11 +628,11 @@ static int explain_key(struct ctl *c, struct xenv *e, const char *key, uint64_t 
     if (found == 1 && l.lo <= (int64_t)id) {
         lease_describe(&a, "lease", &l, "in");
         lattice_describe(&a, &l.lat, id);
-        if (!l.lat.known || on_lattice(&l.lat, id))
+        if (!l.lat.known || ledger_on_lattice(&l.lat, id))
             pool_read(e, key, id, &v);
         else
             memset(&v, 0, sizeof(v));
-        if (!l.lat.known || on_lattice(&l.lat, id))
+        if (!l.lat.known || ledger_on_lattice(&l.lat, id))
             pool_describe(&a, &v);
         judge_leased(&a, &l, &r, have, &v, id);
         rc = 1;
@@ -733,72 +685,6 @@ static int explain_env(struct ctl *c, struct xenv *e, const char *app, uint64_t 
 
 /* ----------------------------------------------------------- time windows */
 
-static int digits(const char *s, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!isdigit((unsigned char)s[i]))
-            return 0;
-    return 1;
-}
-
-/*
- * TIME as a MySQL expression of a UTC DATETIME(3), into buf: "now",
- * "now-N[smhd]", "YYYY-MM-DD", "YYYY-MM-DDTHH:MM[:SS[.fff]][Z]" (a space
- * for the T too). 0, or -1 when it is none of them.
- */
-static int time_sql(const char *t, char *buf, size_t len)
-{
-    static const char *const units[] = {"s", "SECOND", "m", "MINUTE", "h", "HOUR", "d", "DAY"};
-    size_t n = strlen(t);
-    int y, mo, d, h = 0, mi = 0, s = 0, ms = 0;
-
-    if (strcmp(t, "now") == 0) {
-        snprintf(buf, len, "UTC_TIMESTAMP(3)");
-        return 0;
-    }
-    if (strncmp(t, "now-", 4) == 0 && n >= 6 && n <= 12 && digits(t + 4, (int)n - 5)) {
-        for (size_t u = 0; u < 8; u += 2)
-            if (t[n - 1] == units[u][0]) {
-                snprintf(buf, len, "UTC_TIMESTAMP(3) - INTERVAL %.*s %s", (int)n - 5, t + 4,
-                         units[u + 1]);
-                return 0;
-            }
-        return -1;
-    }
-    if (n > 0 && t[n - 1] == 'Z')
-        n--;
-    if (n < 10 || !digits(t, 4) || t[4] != '-' || !digits(t + 5, 2) || t[7] != '-' ||
-        !digits(t + 8, 2))
-        return -1;
-    y = atoi(t);
-    mo = atoi(t + 5);
-    d = atoi(t + 8);
-    if (n > 10) {
-        if ((t[10] != 'T' && t[10] != ' ') || n < 16 || !digits(t + 11, 2) || t[13] != ':' ||
-            !digits(t + 14, 2))
-            return -1;
-        h = atoi(t + 11);
-        mi = atoi(t + 14);
-        if (n > 16) {
-            if (n < 19 || t[16] != ':' || !digits(t + 17, 2))
-                return -1;
-            s = atoi(t + 17);
-            if (n > 19) {
-                if (n != 23 || t[19] != '.' || !digits(t + 20, 3))
-                    return -1;
-                ms = atoi(t + 20);
-            }
-        }
-    } else if (n != strlen(t)) {
-        return -1; /* "2026-11-29Z" */
-    }
-    if (y < 1000 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 59)
-        return -1;
-    snprintf(buf, len, "CAST('%04d-%02d-%02d %02d:%02d:%02d.%03d' AS DATETIME(3))", y, mo, d, h, mi,
-             s, ms);
-    return 0;
-}
-
 /* One merged range of the window. */
 struct span {
     int64_t lo, hi;
@@ -813,7 +699,7 @@ static int window_env(struct ctl *c, struct xenv *e, const char *key, const char
 {
     cJSON *o = env_json(e), *arr;
     struct ctl_row r;
-    struct lattice row_lat;
+    struct ledger_lattice row_lat;
     struct span cur = {0};
     char *qkey, *sql;
     MYSQL_RES *res;
@@ -877,12 +763,12 @@ static int window_env(struct ctl *c, struct xenv *e, const char *key, const char
         }
         cur.hi = l.hi;
         if (l.lat.known)
-            cur.ids += lattice_count(&l.lat, (uint64_t)l.lo, (uint64_t)l.hi);
+            cur.ids += ledger_lattice_count(&l.lat, (uint64_t)l.lo, (uint64_t)l.hi);
         recorded += strcmp(l.lat.source ? l.lat.source : "", "lease") == 0;
         cur.leases++;
         nleases++;
         snprintf(cur.last, sizeof(cur.last), "%s", l.created);
-        total += l.lat.known ? lattice_count(&l.lat, (uint64_t)l.lo, (uint64_t)l.hi) : 0;
+        total += l.lat.known ? ledger_lattice_count(&l.lat, (uint64_t)l.lo, (uint64_t)l.hi) : 0;
     }
     mysql_free_result(res);
     ctl_json_u64(o, "leases", nleases);
@@ -949,12 +835,12 @@ int ctl_explain(struct ctl *c, int argc, char **argv)
             return ctl_usage(c, "an ID or a window (--from, --to), not both");
         if (!x.app || !x.from || !x.to)
             return ctl_usage(c, "a window takes --app KEY, --from TIME and --to TIME");
-        if (time_sql(x.from, from, sizeof(from)) != 0)
+        if (ledger_time_sql(x.from, from, sizeof(from)) != 0)
             return ctl_usage(c,
                              "--from: not a time: '%.64s' (2026-11-29T10:00:00Z, a date, "
                              "now, now-1h)",
                              x.from);
-        if (time_sql(x.to, to, sizeof(to)) != 0)
+        if (ledger_time_sql(x.to, to, sizeof(to)) != 0)
             return ctl_usage(c,
                              "--to: not a time: '%.64s' (2026-11-29T10:00:00Z, a date, now, "
                              "now-1h)",
