@@ -165,6 +165,20 @@ assert_eq 0 "$(jget "len(d['environments'][0]['ranges'])")" "nothing leased an h
 ctl_expect 0 explain --app old --from 2026-01-01 --to 2026-01-02 --env "$ENV_A"
 out_has "^    \\[100, 300\\)  67 lattice IDs, 2 leases, taken 2026-01-01T10:00:00.000Z \\.\\. 2026-01-01T10:30:00.500Z"
 
+# created_at is written in the MySQL server's time zone: a server 5 hours
+# east of UTC writes a lease taken now as 5 hours ahead; explain converts it,
+# so it is in [now-1h, now) (read as UTC it would be in the future).
+sql "SET GLOBAL time_zone = '+05:00'"
+sql "INSERT INTO application_lease (application_id, entity_key, lo, hi, instance) VALUES (999, 'old', 2000, 2100, 'tz')"
+explain --app old --from now-1h --to now --env "$ENV_A"
+sql "SET GLOBAL time_zone = 'SYSTEM'"
+assert_eq "[('2000', '2100')]" "$(jget "[(r['lo'], r['hi']) for r in d['environments'][0]['ranges']]")" \
+    "a lease written by a server at +05:00, in the last hour"
+taken=$(jget "d['environments'][0]['ranges'][0]['first_taken']")
+now=$(date -u +%s)
+(($(date -u -d "${taken%Z}" +%s) > now - 60 && $(date -u -d "${taken%Z}" +%s) <= now)) ||
+    fail "created_at $taken is not UTC (now $(date -u +%FT%TZ))"
+
 # --- the lattice recorded with a lease wins over the row's ----------------
 has=$(sql "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application_lease' AND COLUMN_NAME = 'delta'")
 if [[ $has == 0 ]]; then # a schema older than the columns (issue 24's verify adds them)
