@@ -628,12 +628,11 @@ static int explain_key(struct ctl *c, struct xenv *e, const char *key, uint64_t 
     if (found == 1 && l.lo <= (int64_t)id) {
         lease_describe(&a, "lease", &l, "in");
         lattice_describe(&a, &l.lat, id);
-        if (!l.lat.known || ledger_on_lattice(&l.lat, id))
+        memset(&v, 0, sizeof(v));
+        if (!l.lat.known || ledger_on_lattice(&l.lat, id)) { /* off it, the pool cannot tell */
             pool_read(e, key, id, &v);
-        else
-            memset(&v, 0, sizeof(v));
-        if (!l.lat.known || ledger_on_lattice(&l.lat, id))
             pool_describe(&a, &v);
+        }
         judge_leased(&a, &l, &r, have, &v, id);
         rc = 1;
         goto done;
