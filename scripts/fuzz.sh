@@ -29,6 +29,9 @@
 #           SLOTS answer (cluster_table_read: the table always whole, as it
 #           was after a failed read), every error reply as a router reads
 #           it (cluster_error_read: MOVED and ASK read back the same)
+#   ledger  idpoolctl explain's TIME (ledger_time_sql: only the input's digits
+#           reach the SQL) and lattice counts (ledger_lattice_count against a
+#           loop, no overflow near 2^64)
 # Each target aborts when an invariant is violated, so logic bugs show up as
 # crashes, next to what ASan and UBSan catch.
 #
@@ -72,7 +75,7 @@ if ! [[ $SECS =~ ^[0-9]+$ ]] || ((SECS < 1)); then
 fi
 BUILD=build-fuzz
 # shellcheck disable=SC2206 # a list of names
-TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq httpresp cluster sqlerr})
+TARGETS=(${FUZZ_TARGETS:-app config url apireq httpreq httpresp cluster sqlerr ledger})
 CRASHES=$BUILD/fuzz-crashes
 
 if ! command -v clang >/dev/null; then

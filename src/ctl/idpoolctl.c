@@ -18,6 +18,7 @@
 #include "ctl_apps.h"
 #include "ctl_cmd.h"
 #include "ctl_common.h"
+#include "ctl_explain.h"
 #include "ctl_status.h"
 #include "ctl_take.h"
 #include "ctl_tokens.h"
@@ -41,6 +42,10 @@ static const struct ctl_cmd commands[] = {
      "prove from the lease ledgers that no ID was issued\n"
      "twice (within and across environments, and the pools)",
      ctl_verify, ctl_verify_help, NULL, NULL},
+    {"explain", "ID | --app KEY --from T --to T",
+     "where an ID came from (application, environment,\n"
+     "lease, pool), or the IDs leased in a window",
+     ctl_explain, ctl_explain_help, NULL, NULL},
     {"help", "[COMMAND]", "this help, or a command's ('apps add', 'tokens')", cmd_help,
      "Usage: %s [global options] help [COMMAND [SUBCOMMAND]]\n"
      "\n"

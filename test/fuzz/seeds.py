@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq,httpresp,cluster,sqlerr}/
+"""Write the seed corpora test/fuzz/corpus/{app,config,url,apireq,httpreq,httpresp,cluster,sqlerr,ledger}/
 (run from anywhere).
 
 Each seed is encoded the way its target decodes the input (see the comments
@@ -429,6 +429,33 @@ def sqlerr_seeds():
     }
 
 
+def ledger_seeds():
+    """fuzz_ledger: mode byte (even: a TIME follows; odd: a lattice count)."""
+    def time(t):
+        return b"\x00" + t.encode()
+
+    def count(how, *fields):
+        return b"\x01" + bytes([how]) + b"".join(fields)
+
+    u8 = lambda v: bytes([v])  # noqa: E731
+    u64 = lambda v: struct.pack("<Q", v)  # noqa: E731
+    return {
+        "seed-now": time("now"),
+        "seed-ago": time("now-90s"),
+        "seed-date": time("2026-11-29"),
+        "seed-minute": time("2026-11-29T10:00Z"),
+        "seed-ms": time("2026-11-29T10:30:00.500Z"),
+        "seed-space": time("2026-11-29 23:59:59"),
+        "seed-leap": time("2024-02-29"),
+        "seed-bad-day": time("2026-02-29"),
+        "seed-offset": time("2026-11-29T10:00:00+01:00"),
+        "seed-quote": time("2026-11-29T10:00'"),
+        "seed-count-small": count(0, u8(3), u8(1), u8(1), u64(100), u64(300)),
+        "seed-count-near": count(8, u8(10), u8(9), u8(0), u64(2**64 - 1000), u8(200)),
+        "seed-count-top": count(15, u64(2**63), u64(2**63 - 1), u64(5), u64(2**64 - 4), u8(1)),
+    }
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -451,3 +478,4 @@ if __name__ == "__main__":
     write("httpresp", httpresp_seeds())
     write("cluster", cluster_seeds())
     write("sqlerr", sqlerr_seeds())
+    write("ledger", ledger_seeds())
