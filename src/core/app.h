@@ -25,6 +25,11 @@
 #define APP_BYTES_PER_ID       10 /* Redis memory of one pooled ID (deploy/redis-idpool.conf) */
 #define APP_ID_MAX             INT64_MAX /* no ID may exceed 2^63-1 */
 /*
+ * The highest integer a JSON number (an IEEE double: JavaScript, most JSON
+ * parsers) holds exactly: `idpoolctl apps add --js-safe` sets max_id to it.
+ */
+#define APP_JS_SAFE_MAX 9007199254740991LL /* 2^53-1 */
+/*
  * No ID is ever 0: MySQL AUTO_INCREMENT reads an inserted 0 as "generate
  * one" and most ORMs read 0 as "not set". New rows start at 1 (the schema's
  * default, idpoolctl's); a row's explicit start_offset 0 is served from 1 on.
@@ -108,6 +113,9 @@ enum app_type {
     X(increment_max,       "increment_max",       INT,    1,                 SET,   increment_max,  "increment-max",       \
       "monotonic: gap between IDs random in 1..N x delta\n"                                                                \
       "[increment_max]; default 1")                                                                                        \
+    X(max_id,              "max_id",              OFFSET, 0,                 SET,   max_id,         "max-id",              \
+      "highest ID ever handed out [max_id]; default 0 = none (2^63-1);\n"                                                  \
+      "--js-safe sets 2^53-1")                                                                                             \
     X(version,             "version",             INT,    0,                 KEEP,  -,              NULL,                  \
       "idpoold bumps it on every lease reservation")                                                                       \
     X(create_time,         "create_time",         TIME,   0,                 KEEP,  -,              NULL,                  \
@@ -230,12 +238,13 @@ struct app_cfg {
     uint64_t delta;              /* every ID % delta == remainder */
     uint64_t remainder;
     uint64_t increment_max; /* monotonic gap in [1, increment_max] x delta */
+    uint64_t max_id;        /* highest ID ever handed out; 0: none (below 2^63-1) */
     int64_t version;        /* bumped on every reservation */
     /*
      * The ID space is running out: the higher offset (space_field names it,
-     * space_base is its value) is above 90% of 2^63-1 or leaves less than one
-     * full pool below it. A state of the application, not a config error:
-     * what is left is still served, and id_space_exhaustion fires.
+     * space_base is its value) is above 90% of the ceiling (app_ceiling:
+     * 2^63-1 or max_id) or leaves less than one full pool below it. A state of the application, not
+     * a config error: what is left is still served, and id_space_exhaustion fires.
      */
     int space_warning;
     const char *space_field; /* "current_offset" or "start_offset" (static) */
@@ -288,6 +297,34 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
  * one delta for alignment. Saturates at APP_ID_MAX.
  */
 uint64_t app_span_for(const struct app_cfg *cfg, uint64_t count);
+
+/*
+ * The end (exclusive) of c's ID space: max_id + 1, or 2^63-1 when the row
+ * has no ceiling (max_id 0). No lease reaches past it (store_reserve caps
+ * its hi there), and the runway of the ID space counts to it.
+ */
+uint64_t app_ceiling(const struct app_cfg *c);
+
+/* The ceiling for messages: "max_id 9007199254740991" or "2^63-1". Returns buf. */
+const char *app_ceiling_text(const struct app_cfg *c, char *buf, size_t len);
+
+/*
+ * The smallest ID above n on the lattice of delta and remainder (x % delta
+ * == remainder, x >= APP_ID_MIN), into *out: 0, or -1 when there is none
+ * below 2^63-1 (or delta/remainder are not a lattice). `apps add
+ * --start-above` starts an application there.
+ */
+int app_lattice_above(uint64_t n, uint64_t delta, uint64_t remainder, uint64_t *out)
+    __attribute__((warn_unused_result));
+
+/* The first ID c can ever hand out (its lattice at or above start_offset, never 0): 0 or -1. */
+int app_first_id(const struct app_cfg *c, uint64_t *out) __attribute__((warn_unused_result));
+
+/*
+ * APP_ROW_COLUMNS with max_id read as the constant 0: the SELECT for a
+ * schema older than the column (idpoold serves it without a ceiling).
+ */
+const char *app_row_columns_without_max_id(void);
 
 /*
  * Whether a full pool of c (max_pool_size x APP_BYTES_PER_ID bytes of

@@ -79,6 +79,7 @@ struct store {
     int ever_connected;
     uint64_t used_ms;  /* the connection's last statement or ping */
     int lease_unkeyed; /* application_lease has no entity_key column (older schema) */
+    int no_max_id;     /* application has no max_id column (older schema): no ceiling */
     /* counters, written by the worker, read by the loop */
     _Atomic uint64_t errors, reconnects;
     _Atomic int up;

@@ -29,6 +29,37 @@ struct load_job {
     size_t nrows;
 };
 
+/*
+ * The SELECT of every row. A schema older than application.max_id has no
+ * ceiling to read: its rows are read with max_id 0 (none), that is said
+ * once, and the column is tried again with every load (so loading
+ * sql/schema.sql again takes effect without a restart). 0, or -1 with j's
+ * error set.
+ */
+static int load_query(struct store *s, struct job *j)
+{
+    char sql[1280];
+
+    if (mysql_query(s->conn, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") == 0) {
+        if (s->no_max_id)
+            log_info("mysql: application.max_id is there: ceilings are read and kept from now on");
+        s->no_max_id = 0;
+        return 0;
+    }
+    if (mysql_errno(s->conn) != ER_BAD_FIELD_ERR) {
+        sql_err(s, j, s->conn);
+        conn_close(s);
+        return -1;
+    }
+    if (!s->no_max_id)
+        log_warn("mysql: application has no column max_id (the schema is older than this "
+                 "idpoold): no application has a ceiling below 2^63-1; load sql/schema.sql again");
+    s->no_max_id = 1;
+    snprintf(sql, sizeof(sql), "SELECT %s FROM application ORDER BY id",
+             app_row_columns_without_max_id());
+    return q(s, j, sql);
+}
+
 static void load_run(struct store *s, struct job *j)
 {
     struct load_job *lj = job_of(j, struct load_job);
@@ -36,7 +67,7 @@ static void load_run(struct store *s, struct job *j)
     MYSQL_ROW row;
     size_t cap;
 
-    if (q(s, j, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") < 0)
+    if (load_query(s, j) < 0)
         return;
     if ((res = q_result(s, j)) == NULL)
         return;
@@ -422,11 +453,13 @@ static int leased_max(struct store *s, struct reserve_job *r, const char *qkey, 
 
 /*
  * The write-ahead reservation (brief §4.1): in one READ COMMITTED
- * transaction, read current_offset, version and the highest leased hi of
- * the row and of its key, choose lo above current_offset, that hi,
- * start_offset and the caller's floor, move current_offset to hi by
- * compare-and-set on current_offset AND version (and the key, which names
- * the pool the lease is for), record the lease with its key, commit. Every
+ * transaction, read current_offset, version, max_id and the highest leased
+ * hi of the row and of its key, choose lo above current_offset, that hi,
+ * start_offset and the caller's floor, end the lease at max_id + 1 at the
+ * latest (none left above max_id: STORE_EXHAUSTED), move current_offset
+ * to hi by compare-and-set on current_offset AND version (and the key,
+ * which names the pool the lease is for, and max_id, so that a ceiling
+ * lowered meanwhile is read again), record the lease with its key, commit. Every
  * reservation bumps version, so a reservation whose reads went stale
  * (another one committed between its reads and its UPDATE, even if an
  * operator then wrote the old current_offset back: ABA) matches no row and
@@ -443,17 +476,18 @@ static void reserve_run(struct store *s, struct job *j)
     mysql_real_escape_string(s->conn, inst, s->instance, (unsigned long)strnlen(s->instance, 255));
     mysql_real_escape_string(s->conn, qkey, r->key, (unsigned long)strlen(r->key));
     for (int attempt = 0; attempt < RESERVE_RETRIES; attempt++) {
-        int64_t app[3], leased = 0;
-        uint64_t cur, lo, hi, maxhi;
+        int64_t app[4], leased = 0;
+        uint64_t cur, lo, hi, maxhi, end = (uint64_t)INT64_MAX;
+        char same_max[40] = "";
         int rc;
 
         if (q(s, j, "START TRANSACTION") < 0)
             return;
         snprintf(sql, sizeof(sql),
-                 "SELECT current_offset, start_offset, version FROM application "
+                 "SELECT current_offset, start_offset, version, %s FROM application "
                  "WHERE id = %" PRId64 " AND entity_key = '%s'",
-                 r->app_id, qkey);
-        rc = q_ints(s, j, sql, app, 3);
+                 s->no_max_id ? "0" : "max_id", r->app_id, qkey);
+        rc = q_ints(s, j, sql, app, 4);
         if (rc != 0) {
             if (rc > 0) {
                 set_err(j, STORE_GONE, "application id %" PRId64 " with key '%s' no longer exists",
@@ -470,18 +504,28 @@ static void reserve_run(struct store *s, struct job *j)
         lo = max3(cur, maxhi, app[1] > 0 ? (uint64_t)app[1] : 0);
         if (r->floor > lo)
             lo = r->floor;
-        if (lo >= (uint64_t)INT64_MAX) {
+        if (app[3] > 0 && app[3] < INT64_MAX)
+            end = (uint64_t)app[3] + 1;
+        if (!s->no_max_id)
+            snprintf(same_max, sizeof(same_max), " AND max_id = %" PRId64, app[3]);
+        if (lo >= end) {
             (void)q(s, j, "ROLLBACK");
-            set_err(j, STORE_EXHAUSTED,
-                    "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
+            if (end < (uint64_t)INT64_MAX)
+                set_err(j, STORE_EXHAUSTED,
+                        "ID space exhausted: the next lease would start at %" PRIu64
+                        ", above max_id %" PRId64,
+                        lo, app[3]);
+            else
+                set_err(j, STORE_EXHAUSTED,
+                        "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
             return;
         }
-        hi = lo + (r->span < (uint64_t)INT64_MAX - lo ? r->span : (uint64_t)INT64_MAX - lo);
+        hi = lo + (r->span < end - lo ? r->span : end - lo);
         snprintf(sql, sizeof(sql),
                  "UPDATE application SET current_offset = %" PRIu64 ", version = version + 1 "
                  "WHERE id = %" PRId64 " AND current_offset = %" PRId64 " AND version = %" PRId64
-                 " AND entity_key = '%s'",
-                 hi, r->app_id, app[0], app[2], qkey);
+                 " AND entity_key = '%s'%s",
+                 hi, r->app_id, app[0], app[2], qkey, same_max);
         if (q(s, j, sql) < 0)
             return;
         if (mysql_affected_rows(s->conn) != 1) {
