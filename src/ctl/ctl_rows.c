@@ -149,6 +149,8 @@ cJSON *ctl_row_json(const struct ctl_row *r)
             continue;
         if (f->type == APP_T_INT)
             ctl_json_u64(res, f->name, strtoull(t, NULL, 10));
+        else if (f == &app_columns[APP_COL_max_id] && r->cfg.max_id == 0)
+            ctl_jcheck(cJSON_AddNullToObject(res, f->name)); /* none: as /v1/apps says it */
         else
             ctl_jcheck(cJSON_AddStringToObject(res, f->name, t));
     }
