@@ -1161,6 +1161,11 @@ static void test_max_id(void)
     r.current_offset = APP_JS_SAFE_MAX + 1; /* the last lease ended at the ceiling */
     CHECK(validate(&r, &c) == 0);
     CHECK(c.space_warning == 1);
+    /* max_id 2^63-1 is no ceiling: no lease passes 2^63-1 anyway (found by fuzzing) */
+    r.max_id = INT64_MAX;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(app_ceiling(&c), (uint64_t)INT64_MAX);
+    CHECK(strcmp(app_ceiling_text(&c, buf, sizeof(buf)), "2^63-1") == 0);
     /* the same offset without a ceiling is far from the end */
     r.max_id = 0;
     CHECK(validate(&r, &c) == 0);
