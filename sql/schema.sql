@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS `application` (
   `delta`               BIGINT       NOT NULL DEFAULT 1    COMMENT 'every ID % delta = remainder',
   `remainder`           BIGINT       NOT NULL DEFAULT 0    COMMENT '0 <= remainder < delta',
   `increment_max`       BIGINT       NOT NULL DEFAULT 1    COMMENT 'monotonic: gap between IDs is random in [1, increment_max] x delta',
+  `max_id`              BIGINT       NOT NULL DEFAULT 0    COMMENT 'highest ID the application may ever get (0 = none: 2^63-1; 2^53-1 = JavaScript-safe)',
   `version`             BIGINT       NOT NULL DEFAULT 0    COMMENT 'bumped on every reservation',
   `id_space`            VARCHAR(64)  NOT NULL DEFAULT ''   COMMENT 'shared ID space: the IDs of applications with the same non-empty id_space never meet; empty = its own',
   PRIMARY KEY (`id`),
@@ -140,6 +141,18 @@ SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
                       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application'
                         AND COLUMN_NAME = 'id_space') = 0,
   'ALTER TABLE `application` ADD COLUMN `id_space` VARCHAR(64) NOT NULL DEFAULT '''' COMMENT ''shared ID space: the IDs of applications with the same non-empty id_space never meet; empty = its own''',
+  'DO 0');
+PREPARE idpool_stmt FROM @idpool_ddl;
+EXECUTE idpool_stmt;
+DEALLOCATE PREPARE idpool_stmt;
+-- application.max_id (issue 24): a per-application ceiling, e.g. 2^53-1 so
+-- that every ID is exact in JSON and JavaScript. Existing rows get 0 (no
+-- ceiling). idpoold works without the column (it says so in its log, and
+-- serves every row without a ceiling) and reads it from its next load on.
+SET @idpool_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
+                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'application'
+                        AND COLUMN_NAME = 'max_id') = 0,
+  'ALTER TABLE `application` ADD COLUMN `max_id` BIGINT NOT NULL DEFAULT 0 COMMENT ''highest ID the application may ever get (0 = none: 2^63-1; 2^53-1 = JavaScript-safe)'' AFTER `increment_max`',
   'DO 0');
 PREPARE idpool_stmt FROM @idpool_ddl;
 EXECUTE idpool_stmt;

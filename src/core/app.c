@@ -11,15 +11,18 @@
  *      start_offset, step, current_offset, max_size_per_times,
  *      max_size_per_second, min_size_percent, interval, max_pool_size
  *      (raw value, then its resolved default), delta, remainder (against the
- *      resolved delta), increment_max, id_space (empty, or as a key);
+ *      resolved delta), increment_max, max_id (>= 0), id_space (empty, or
+ *      as a key);
  *   2. then the relations between columns:
  *      max_size_per_times <= max_pool_size; max_size_per_times <=
  *      max_size_per_second (its default, 1000, is lowered to it);
  *      max_pool_size >= step;
  *      a refill must fit above the low-water mark; room in the ID space for
- *      one full pool above start_offset. (current_offset running into the
- *      end of the ID space is a state, space_warning, not an error: the
- *      IDs already leased are still served.)
+ *      one full pool above start_offset; max_id 0 or at least the first
+ *      ID start_offset, delta and remainder allow. (current_offset running
+ *      into the end of the ID space, 2^63-1 or max_id, is a state,
+ *      space_warning, not an error: the IDs already leased are still
+ *      served.)
  */
 #include "app.h"
 
@@ -211,6 +214,8 @@ void app_describe(const struct app_cfg *c, char *buf, size_t len)
              c->type == APP_TREND ? "trend" : "monotonic", c->step, c->max_pool, c->low_water,
              c->delta, c->remainder, c->increment_max, c->start_offset, c->interval_ms,
              c->id_space[0] ? " id_space=" : "", c->id_space);
+    if (c->max_id != 0 && strlen(buf) + 1 < len)
+        snprintf(buf + strlen(buf), len - strlen(buf), " max_id=%" PRIu64, c->max_id);
 }
 
 /*
@@ -438,7 +443,8 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
                     "must be 0..%" PRIu64 " (below delta %" PRIu64 "), got %" PRId64, c.delta - 1,
                     c.delta, row->remainder);
     c.remainder = (uint64_t)row->remainder;
-    if (sizing(v, "increment_max", row->increment_max, 1, 1, APP_MAX_INCREMENT, &c.increment_max))
+    if (sizing(v, "increment_max", row->increment_max, 1, 1, APP_MAX_INCREMENT, &c.increment_max) ||
+        offset(v, "max_id", row->max_id, &c.max_id))
         return -1;
     /* id_space: empty (its own space), or named like a key */
     if (row->id_space[0] != '\0' && !app_key_valid(row->id_space))
@@ -491,10 +497,27 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
                     "ID space exhausted: must be <= %" PRIu64 " (a full pool spans %" PRIu64
                     "), got %" PRIu64,
                     (uint64_t)APP_ID_MAX - span, span, c.start_offset);
+    /*
+     * A ceiling must leave the application at least one ID: the first one
+     * on its lattice at or above start_offset (max_id itself need not be on
+     * the lattice: 2^53-1 serves every delta).
+     */
+    if (c.max_id != 0) {
+        uint64_t first;
+        if (app_first_id(&c, &first) != 0 || first > c.max_id)
+            return fail(v, "max_id",
+                        "must be 0 (no ceiling below 2^63-1) or >= %" PRIu64
+                        " (the first ID of start_offset %" PRIu64 ", delta %" PRIu64
+                        ", remainder %" PRIu64 "), got %" PRIu64,
+                        first, c.start_offset, c.delta, c.remainder, c.max_id);
+    }
     base = c.current_offset > c.start_offset ? c.current_offset : c.start_offset;
     c.space_field = c.current_offset > c.start_offset ? "current_offset" : "start_offset";
     c.space_base = base;
-    c.space_warning = base > (uint64_t)APP_ID_MAX / 10 * 9 || span > (uint64_t)APP_ID_MAX - base;
+    {
+        uint64_t ceiling = app_ceiling(&c);
+        c.space_warning = base >= ceiling || base > ceiling / 10 * 9 || span > ceiling - base;
+    }
 
     c.id = row->id;
     c.version = row->version;
@@ -503,6 +526,92 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
     name_copy(c.name, row->entity_name);
     *out = c;
     return 0;
+}
+
+uint64_t app_ceiling(const struct app_cfg *c)
+{
+    return c->max_id != 0 && c->max_id < (uint64_t)APP_ID_MAX ? c->max_id + 1
+                                                              : (uint64_t)APP_ID_MAX;
+}
+
+const char *app_ceiling_text(const struct app_cfg *c, char *buf, size_t len)
+{
+    if (c->max_id != 0 && c->max_id < (uint64_t)APP_ID_MAX)
+        snprintf(buf, len, "max_id %" PRIu64, c->max_id);
+    else
+        snprintf(buf, len, "2^63-1");
+    return buf;
+}
+
+int app_lattice_above(uint64_t n, uint64_t delta, uint64_t remainder, uint64_t *out)
+{
+    uint64_t x;
+
+    *out = 0;
+    if (delta == 0 || remainder >= delta || n >= (uint64_t)APP_ID_MAX)
+        return -1;
+    /* the lattice point in n's stride, then the next stride if it is not above n */
+    x = n - n % delta + remainder;
+    if (x <= n)
+        x += delta; /* no wrap: n < 2^63 and delta <= 2^32 */
+    if (x < APP_ID_MIN)
+        x += delta; /* ID 0 is never handed out */
+    if (x >= (uint64_t)APP_ID_MAX)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+int app_first_id(const struct app_cfg *c, uint64_t *out)
+{
+    uint64_t from = c->start_offset > APP_ID_MIN ? c->start_offset : APP_ID_MIN;
+
+    return app_lattice_above(from - 1, c->delta, c->remainder, out);
+}
+
+const char *app_row_columns(unsigned missing, int with_time, char *buf, size_t len)
+{
+    size_t at = 0;
+
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < APP_NCOLUMNS && at < len; i++) {
+        const struct app_column *col = &app_columns[i];
+        const char *sql = col->sql;
+
+        if (col->type == APP_T_TIME && !with_time)
+            continue;
+        if (i < 32 && (missing & APP_OPTIONAL_COLUMNS & (1u << i)))
+            sql = col->type == APP_T_SPACE ? "''" : "0";
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", sql);
+    }
+    return buf;
+}
+
+unsigned app_missing_column(const char *mysql_error)
+{
+    const char *q = mysql_error ? strchr(mysql_error, '\'') : NULL;
+
+    if (!q || strncmp(mysql_error, "Unknown column ", 15) != 0)
+        return 0;
+    q++;
+    for (size_t i = 0; i < APP_NCOLUMNS && i < 32; i++) {
+        size_t n = strlen(app_columns[i].name);
+
+        if ((APP_OPTIONAL_COLUMNS & (1u << i)) && strncmp(q, app_columns[i].name, n) == 0 &&
+            q[n] == '\'')
+            return 1u << i;
+    }
+    return 0;
+}
+
+const char *app_missing_means(unsigned bit)
+{
+    if (bit == 1u << APP_COL_max_id)
+        return "no application has a ceiling below 2^63-1";
+    if (bit == 1u << APP_COL_id_space)
+        return "every application is in its own ID space";
+    return "";
 }
 
 int app_memory_over(const struct app_cfg *c, int budget_mb, char *buf, size_t len)

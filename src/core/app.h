@@ -25,6 +25,11 @@
 #define APP_BYTES_PER_ID       10 /* Redis memory of one pooled ID (deploy/redis-idpool.conf) */
 #define APP_ID_MAX             INT64_MAX /* no ID may exceed 2^63-1 */
 /*
+ * The highest integer a JSON number (an IEEE double: JavaScript, most JSON
+ * parsers) holds exactly: `idpoolctl apps add --js-safe` sets max_id to it.
+ */
+#define APP_JS_SAFE_MAX 9007199254740991LL /* 2^53-1 */
+/*
  * No ID is ever 0: MySQL AUTO_INCREMENT reads an inserted 0 as "generate
  * one" and most ORMs read 0 as "not set". New rows start at 1 (the schema's
  * default, idpoolctl's); a row's explicit start_offset 0 is served from 1 on.
@@ -109,6 +114,9 @@ enum app_type {
     X(increment_max,       "increment_max",       INT,    1,                 SET,   increment_max,  "increment-max",       \
       "monotonic: gap between IDs random in 1..N x delta\n"                                                                \
       "[increment_max]; default 1")                                                                                        \
+    X(max_id,              "max_id",              OFFSET, 0,                 SET,   max_id,         "max-id",              \
+      "highest ID ever handed out [max_id]; default 0 = none (2^63-1);\n"                                                  \
+      "--js-safe sets 2^53-1")                                                                                             \
     X(version,             "version",             INT,    0,                 KEEP,  -,              NULL,                  \
       "idpoold bumps it on every lease reservation")                                                                       \
     X(id_space,            "id_space",            SPACE,  0,                 SET,   id_space,       "id-space",            \
@@ -160,21 +168,6 @@ enum app_col { APP_COLUMNS(APP_COL_ENUM) APP_NCOLUMNS };
 #define APP_SQL_ROW_TIME(sql)
 #define APP_SQL_ROW(name, sql, type, def, set, cfg, opt, text) APP_SQL_ROW_##type(sql)
 #define APP_ROW_COLUMNS                                        APP_COLUMNS(APP_SQL_ROW)
-
-/*
- * APP_ROW_COLUMNS_NO_SPACE: the same for a schema older than
- * application.id_space: every row reads as in its own space ('').
- */
-#define APP_SQL_OLD_ID(sql)     sql
-#define APP_SQL_OLD_INT(sql)    ", " sql
-#define APP_SQL_OLD_OFFSET(sql) ", " sql
-#define APP_SQL_OLD_TYPE(sql)   ", " sql
-#define APP_SQL_OLD_KEY(sql)    ", " sql
-#define APP_SQL_OLD_NAME(sql)   ", " sql
-#define APP_SQL_OLD_SPACE(sql)  ", ''"
-#define APP_SQL_OLD_TIME(sql)
-#define APP_SQL_OLD(name, sql, type, def, set, cfg, opt, text) APP_SQL_OLD_##type(sql)
-#define APP_ROW_COLUMNS_NO_SPACE                               APP_COLUMNS(APP_SQL_OLD)
 
 #define APP_SQL_TIME_ID(sql)
 #define APP_SQL_TIME_INT(sql)
@@ -254,14 +247,15 @@ struct app_cfg {
     uint64_t delta;              /* every ID % delta == remainder */
     uint64_t remainder;
     uint64_t increment_max; /* monotonic gap in [1, increment_max] x delta */
+    uint64_t max_id;        /* highest ID ever handed out; 0: none (below 2^63-1) */
     /* id_space: "" = its own; else the IDs of the applications sharing it never meet */
     char id_space[APP_KEY_MAX + 1];
     int64_t version; /* bumped on every reservation */
     /*
      * The ID space is running out: the higher offset (space_field names it,
-     * space_base is its value) is above 90% of 2^63-1 or leaves less than one
-     * full pool below it. A state of the application, not a config error:
-     * what is left is still served, and id_space_exhaustion fires.
+     * space_base is its value) is above 90% of the ceiling (app_ceiling:
+     * 2^63-1 or max_id) or leaves less than one full pool below it. A state of the application, not
+     * a config error: what is left is still served, and id_space_exhaustion fires.
      */
     int space_warning;
     const char *space_field; /* "current_offset" or "start_offset" (static) */
@@ -314,6 +308,50 @@ int app_validate(const struct app_row *row, uint64_t tick_ms, struct app_cfg *ou
  * one delta for alignment. Saturates at APP_ID_MAX.
  */
 uint64_t app_span_for(const struct app_cfg *cfg, uint64_t count);
+
+/*
+ * The end (exclusive) of c's ID space: max_id + 1, or 2^63-1 when the row
+ * has no ceiling (max_id 0). No lease reaches past it (store_reserve caps
+ * its hi there), and the runway of the ID space counts to it.
+ */
+uint64_t app_ceiling(const struct app_cfg *c);
+
+/* The ceiling for messages: "max_id 9007199254740991" or "2^63-1". Returns buf. */
+const char *app_ceiling_text(const struct app_cfg *c, char *buf, size_t len);
+
+/*
+ * The smallest ID above n on the lattice of delta and remainder (x % delta
+ * == remainder, x >= APP_ID_MIN), into *out: 0, or -1 when there is none
+ * below 2^63-1 (or delta/remainder are not a lattice). `apps add
+ * --start-above` starts an application there.
+ */
+int app_lattice_above(uint64_t n, uint64_t delta, uint64_t remainder, uint64_t *out)
+    __attribute__((warn_unused_result));
+
+/* The first ID c can ever hand out (its lattice at or above start_offset, never 0): 0 or -1. */
+int app_first_id(const struct app_cfg *c, uint64_t *out) __attribute__((warn_unused_result));
+
+/*
+ * Columns that schema upgrades added and that idpoold and idpoolctl can do
+ * without on an older schema, read as their default (said once, tried again
+ * with every read): a bit (1u << APP_COL_x) each.
+ */
+#define APP_OPTIONAL_COLUMNS ((1u << APP_COL_max_id) | (1u << APP_COL_id_space))
+
+/*
+ * APP_ROW_COLUMNS (with_time: and APP_TIME_COLUMNS) into buf, the columns
+ * of the bits in `missing` read as their default ('' or 0). Returns buf.
+ */
+const char *app_row_columns(unsigned missing, int with_time, char *buf, size_t len);
+
+/*
+ * The optional column that a MySQL error text names ("Unknown column
+ * 'max_id' in 'field list'"): its bit, or 0.
+ */
+unsigned app_missing_column(const char *mysql_error);
+
+/* What reading without the optional column of `bit` means, for the warning. */
+const char *app_missing_means(unsigned bit);
 
 /*
  * Whether a full pool of c (max_pool_size x APP_BYTES_PER_ID bytes of

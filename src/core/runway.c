@@ -24,8 +24,7 @@ double runway_growth_per_day(const struct runway_ledger *l)
 
 uint64_t runway_ceiling(const struct app_cfg *c)
 {
-    (void)c; /* the same for every application until max_id (issue 24) */
-    return (uint64_t)APP_ID_MAX;
+    return app_ceiling(c); /* max_id + 1, or 2^63-1 without one */
 }
 
 uint64_t runway_space_left(const struct app_cfg *c, const struct runway_ledger *l)

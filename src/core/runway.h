@@ -52,8 +52,8 @@ double runway_pool_s(int len_known, uint64_t len, double rate, int stale);
 double runway_growth_per_day(const struct runway_ledger *l);
 
 /*
- * The highest ID (exclusive) c may ever get: 2^63-1 today; one function so
- * that a per-application ceiling (max_id) changes it in one place.
+ * The end (exclusive) of the IDs c may ever get: max_id + 1, or 2^63-1
+ * when the row has none (app_ceiling).
  */
 uint64_t runway_ceiling(const struct app_cfg *c);
 

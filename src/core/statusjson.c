@@ -135,6 +135,11 @@ static cJSON *config_json(const struct app_cfg *c, int *bad)
     add_num(o, "delta", (double)c->delta, bad);
     add_num(o, "remainder", (double)c->remainder, bad);
     add_num(o, "increment_max", (double)c->increment_max, bad);
+    /* the ceiling, a decimal string as IDs are; null: none below 2^63-1 */
+    if (c->max_id != 0)
+        add_u64str(o, "max_id", c->max_id, bad);
+    else
+        add_null(o, "max_id", bad);
     add_str(o, "id_space", c->id_space, bad); /* "": its own */
     return o;
 }

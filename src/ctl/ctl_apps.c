@@ -25,7 +25,7 @@ static const char *meta_get(const struct ctl_pool *p, const char *field)
 
 static int cmd_list(struct ctl *c, int argc, char **argv)
 {
-    static const char *const hdr[] = {"KEY", "ID", "TYPE", "STEP", "MAX_POOL", "STATE"};
+    static const char *const hdr[] = {"KEY", "ID", "TYPE", "STEP", "MAX_POOL", "MAX_ID", "STATE"};
     struct ctl_row *rows;
     struct ctl_table *t;
     size_t n;
@@ -48,12 +48,12 @@ static int cmd_list(struct ctl *c, int argc, char **argv)
         free(rows);
         return 0;
     }
-    t = ctl_table_new(6, hdr);
+    t = ctl_table_new(7, hdr);
     for (size_t i = 0; i < n; i++) {
         const struct ctl_row *r = &rows[i];
-        char key[260], id[24], step[24], pool[24], type[24], state[APP_ERR_MAX + 16];
+        char key[260], id[24], step[24], pool[24], type[24], maxid[24], state[APP_ERR_MAX + 16];
         const char *tn = ctl_type_name(r->row.increasing_type);
-        const char *cells[6] = {ctl_printable(r->key, key, sizeof(key)), ctl_i64(r->row.id, id),
+        const char *cells[7] = {ctl_printable(r->key, key, sizeof(key)), ctl_i64(r->row.id, id),
                                 tn ? tn : ctl_i64(r->row.increasing_type, type)};
 
         if (r->valid) {
@@ -69,7 +69,9 @@ static int cmd_list(struct ctl *c, int argc, char **argv)
             snprintf(state, sizeof(state), "served");
         else
             snprintf(state, sizeof(state), "INVALID: %s", ctl_row_reason(r));
-        cells[5] = state;
+        /* the ceiling as stored; "-": none (2^63-1) */
+        cells[5] = r->row.max_id ? ctl_i64(r->row.max_id, maxid) : "-";
+        cells[6] = state;
         ctl_table_add(t, cells);
     }
     ctl_table_print(t, stdout);
@@ -132,7 +134,7 @@ static void show_pool_text(const struct ctl_row *r, const struct ctl_pool *p, co
 
 static int cmd_show(struct ctl *c, int argc, char **argv)
 {
-    char pool_key[256], meta_key[256], buf[24], rbuf[24], shown[1100];
+    char pool_key[256], meta_key[256], buf[24], rbuf[24], shown[1100], ceiling[48];
     struct ctl_pool p = {0};
     struct ctl_row r;
     const char *keys[1], *key;
@@ -179,7 +181,8 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
         printf("state:        %s\n", r.valid ? "served" : "INVALID: not served");
     printf("validation:   %s\n", r.valid ? "ok" : r.error);
     if (r.valid && r.cfg.space_warning)
-        printf("warning:      the ID space is nearly exhausted (offset above 90%% of 2^63)\n");
+        printf("warning:      the ID space is nearly exhausted (offset above 90%% of %s)\n",
+               app_ceiling_text(&r.cfg, ceiling, sizeof(ceiling)));
     printf("\n  %-20s %-24s %s\n", "COLUMN", "VALUE", "IN FORCE");
     for (size_t i = 0; i < APP_NCOLUMNS; i++) {
         const struct app_column *f = ctl_row_column(i);
@@ -229,7 +232,7 @@ static const char help_list[] =
     "\n"
     "List every application (MySQL), sorted by key: KEY, ID, TYPE, STEP and MAX_POOL (the\n"
     "values in force, defaults resolved; for an invalid row the columns as stored, 0 shown\n"
-    "as 'default') and STATE:\n"
+    "as 'default'), MAX_ID (the highest ID it may get; '-' for none, i.e. 2^63-1) and STATE:\n"
     "served, deleted (soft-deleted), or INVALID with the reason idpoold gives.\n";
 
 static const char help_show[] =
@@ -254,13 +257,15 @@ static const char help_add_tail[] =
     "\n"
     "Rules: max_pool_size >= step; a refill of step must fit above the low-water mark\n"
     "(max_pool_size x (100 - min_size_percent) / 100 >= step); max_size_per_times <=\n"
-    "max_pool_size; no ID may exceed 2^63-1.\n"
+    "max_pool_size; no ID may exceed 2^63-1; max_id is 0 (none) or at least the first ID\n"
+    "start_offset allows.\n"
     "\n"
     "A key's lease history outlives its rows: when a row with KEY was deleted, the new\n"
     "row starts above every ID ever leased under KEY (its current_offset is set to that,\n"
     "and the output says so).\n"
     "\n"
-    "Example: %s apps add order --type trend --step 500 --per-second 2000\n";
+    "Example: %s apps add order --type trend --step 500 --per-second 2000\n"
+    "         %s apps add orders --js-safe --start-above shop.orders.id\n";
 
 /* One option of `apps add --help`: "  --step N              text", '\n' in text continuing it. */
 static void help_option(FILE *out, const char *opt, const char *arg, const char *text)
@@ -295,8 +300,18 @@ static void help_add(FILE *out, const char *prog)
                                                  : "N",
                         f->help);
     }
+    help_option(out, "js-safe", "",
+                "max_id 2^53-1 (9007199254740991): every ID exact as a JSON\n"
+                "number and in JavaScript");
+    help_option(out, "start-above", "SPEC",
+                "SPEC is DB.TABLE.COLUMN of an existing table: start_offset is\n"
+                "the first ID above its MAX (delta and remainder respected);\n"
+                "an empty table: the normal start");
+    help_option(out, "from-url", "URL",
+                "read --start-above through mysql://user[:password]@host[:port]/db\n"
+                "instead of the configured MySQL");
     help_option(out, "json", "", "print the new row as JSON");
-    fprintf(out, help_add_tail, prog);
+    fprintf(out, help_add_tail, prog, prog);
 }
 
 static const char help_set[] =
@@ -309,7 +324,8 @@ static const char help_set[] =
     "Fields (the column names of `application`):\n"
     "  entity_name, increasing_type (1, 2, monotonic or trend), start_offset, step,\n"
     "  max_size_per_times, max_size_per_second, min_size_percent, interval, max_pool_size,\n"
-    "  delta, remainder, increment_max, id_space (--id-space NAME is id_space=NAME)\n"
+    "  delta, remainder, increment_max, max_id (0: no ceiling; never below an ID already\n"
+    "  leased: refused naming the highest lease), id_space (--id-space NAME is id_space=NAME)\n"
     "\n"
     "id_space: applications with the same non-empty id_space share one ID space (their\n"
     "IDs go into one table): idpoold refuses to serve one whose IDs could meet another's\n"

@@ -1,9 +1,12 @@
 /*
  * ctl_apps_write — the commands of `idpoolctl apps` that write rows:
  *   add      validates the would-be row, then INSERTs it, above the key's
- *            lease history when a row with the key was deleted before;
+ *            lease history when a row with the key was deleted before
+ *            (and above the MAX of an existing table's column with
+ *            --start-above);
  *   set      in one transaction: reads the row FOR UPDATE, applies the
- *            edits, validates the result, UPDATEs only the changed columns;
+ *            edits, validates the result (max_id never below a leased
+ *            ID), UPDATEs only the changed columns;
  *   disable  deleted_at = UNIX_TIMESTAMP(); enable: deleted_at = 0 (only a
  *            valid row: an invalid one would not be served anyway).
  * What may be set, and by which option of `apps add`, is the column list's
@@ -20,6 +23,7 @@
 
 #include "app.h"
 #include "ctl_rows.h"
+#include "url.h"
 
 #define MAX_ASSIGN 64
 
@@ -55,11 +59,18 @@ static int check_space(struct ctl *c, const char *name, const char *value)
 
 /* Arguments common to the subcommands. */
 struct apps_args {
-    struct app_row row; /* add: the new row */
-    int force;          /* set: --force */
-    const char *name;   /* add: --name */
-    const char *space;  /* add, set: --id-space */
-    char optname[64];   /* the option being parsed, for messages */
+    struct app_row row;   /* add: the new row */
+    int force;            /* set: --force */
+    const char *name;     /* add: --name */
+    const char *space;    /* add, set: --id-space */
+    char optname[64];     /* the option being parsed, for messages */
+    int js_safe;          /* add: --js-safe */
+    int given_start;      /* add: --start given */
+    int given_max_id;     /* add: --max-id given */
+    const char *above;    /* add: --start-above DB.TABLE.COLUMN */
+    const char *from_url; /* add: --from-url mysql://... */
+    int above_null;       /* --start-above: the column had no row (MAX is NULL) */
+    char above_max[24];   /* --start-above: MAX as read (decimal) */
 };
 
 static int opt_int(struct ctl *c, const char *name, const char *value, int64_t *out)
@@ -128,19 +139,33 @@ static int check_name(struct ctl *c, const char *name, const char *value)
 
 enum {
     O_FORCE = 1,
+    O_JS_SAFE,
+    O_START_ABOVE,
+    O_FROM_URL,
     O_COLUMN = 100, /* O_COLUMN + i: the option of `apps add` that sets app_columns[i] */
 };
 
-/* The options of `apps add`: one per column that has one (APP_COLUMNS' opt). */
+/* The options of `apps add` that set no column of their own. */
+static const struct ctl_opt add_extra[] = {
+    {"js-safe", 0, O_JS_SAFE},
+    {"start-above", 1, O_START_ABOVE},
+    {"from-url", 1, O_FROM_URL},
+};
+#define N_ADD_EXTRA (sizeof(add_extra) / sizeof(add_extra[0]))
+
+/* The options of `apps add`: one per column that has one (APP_COLUMNS' opt), then add_extra. */
 static const struct ctl_opt *add_opts(void)
 {
-    static struct ctl_opt opts[APP_NCOLUMNS + 1];
+    static struct ctl_opt opts[APP_NCOLUMNS + N_ADD_EXTRA + 1];
     static size_t n;
 
-    if (n == 0)
+    if (n == 0) {
         for (size_t i = 0; i < APP_NCOLUMNS; i++)
             if (app_columns[i].opt)
                 opts[n++] = (struct ctl_opt){app_columns[i].opt, 1, O_COLUMN + (int)i};
+        for (size_t i = 0; i < N_ADD_EXTRA; i++)
+            opts[n++] = add_extra[i];
+    }
     return opts;
 }
 
@@ -157,11 +182,27 @@ static int on_add_opt(struct ctl *c, int id, const char *name, const char *value
     const struct app_column *f;
 
     snprintf(a->optname, sizeof(a->optname), "--%s", name);
-    if (id == O_FORCE) {
+    switch (id) {
+    case O_FORCE:
         a->force = 1;
         return 0;
+    case O_JS_SAFE:
+        a->js_safe = 1;
+        return 0;
+    case O_START_ABOVE:
+        a->above = value;
+        return 0;
+    case O_FROM_URL:
+        a->from_url = value;
+        return 0;
+    default:
+        break;
     }
     f = &app_columns[id - O_COLUMN];
+    if (f == &app_columns[APP_COL_start_offset])
+        a->given_start = 1;
+    if (f == &app_columns[APP_COL_max_id])
+        a->given_max_id = 1;
     if (f->type == APP_T_NAME) {
         a->name = value;
         return check_name(c, a->optname, value);
@@ -312,6 +353,157 @@ static char *insert_sql(struct ctl *c, const struct apps_args *a, const char *ke
     return sql;
 }
 
+/* One identifier of --start-above: 1..64 of [A-Za-z0-9_$] (quoted with backticks all the same). */
+static int ident_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '$'))
+            return 0;
+    return 1;
+}
+
+/* An integer column type (MAX of it is one); DECIMAL, FLOAT, text and dates are not. */
+static int int_field(enum enum_field_types t)
+{
+    return t == MYSQL_TYPE_TINY || t == MYSQL_TYPE_SHORT || t == MYSQL_TYPE_INT24 ||
+           t == MYSQL_TYPE_LONG || t == MYSQL_TYPE_LONGLONG;
+}
+
+/*
+ * MAX(`COLUMN`) of `DB`.`TABLE` (a->above), read through --from-url or the
+ * configured MySQL, into *out (-1 when the table has no row, or no row at
+ * or above 0): 0, or an exit code (reported). Refuses a spec that is not
+ * three identifiers, a column that is not an integer and a MAX above 2^63-1.
+ */
+static int read_max(struct ctl *c, struct apps_args *a, int64_t *out)
+{
+    const char *p = a->above, *d1 = strchr(p, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+    char *sql = NULL, err[256];
+    struct mysql_url u;
+    MYSQL *m = c->db, *own = NULL;
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    MYSQL_FIELD *f;
+    int rc = CTL_ERROR;
+
+    *out = -1;
+    if (!d1 || !d2 || strchr(d2 + 1, '.') || !ident_ok(p, (size_t)(d1 - p)) ||
+        !ident_ok(d1 + 1, (size_t)(d2 - d1 - 1)) || !ident_ok(d2 + 1, strlen(d2 + 1)))
+        return ctl_usage(c,
+                         "--start-above: expected DB.TABLE.COLUMN, each 1..64 characters of "
+                         "A-Z a-z 0-9 _ $, got '%.200s'",
+                         p);
+    if (a->from_url) {
+        memset(&u, 0, sizeof(u));
+        if (mysql_url_parse(a->from_url, &u, err, sizeof(err)) < 0)
+            return ctl_usage(c, "--from-url: %s", err);
+        rc = ctl_db_connect(c, &u, &own);
+        mysql_url_free(&u);
+        if (rc != 0)
+            return rc;
+        m = own;
+        rc = CTL_ERROR;
+    }
+    sql = ctl_strf("SELECT MAX(`%.*s`) FROM `%.*s`.`%.*s`", (int)strlen(d2 + 1), d2 + 1,
+                   (int)(d1 - p), p, (int)(d2 - d1 - 1), d1 + 1);
+    if (mysql_query(m, sql) != 0 || !(res = mysql_store_result(m))) {
+        ctl_fail(c, CTL_ERROR, "--start-above %s: %s: error %u: %s", p, sql, mysql_errno(m),
+                 mysql_error(m));
+        goto out;
+    }
+    f = mysql_fetch_field(res);
+    row = mysql_fetch_row(res);
+    if (!f || !row) {
+        ctl_fail(c, CTL_ERROR, "--start-above %s: %s returned no row", p, sql);
+        goto out;
+    }
+    if (!int_field(f->type)) {
+        ctl_fail(c, CTL_ERROR,
+                 "--start-above %s: not an integer column (MySQL field type %d): IDs can only "
+                 "start above the MAX of an integer column",
+                 p, (int)f->type);
+        goto out;
+    }
+    if (!row[0]) {
+        a->above_null = 1;
+    } else if (row[0][0] == '-') {
+        snprintf(a->above_max, sizeof(a->above_max), "%.20s", row[0]); /* all below 1: no effect */
+    } else if (ctl_parse_i64(row[0], out) != 0) {
+        ctl_fail(c, CTL_ERROR, "--start-above %s: MAX = %.24s is above 2^63-1: no ID is left", p,
+                 row[0]);
+        goto out;
+    } else {
+        snprintf(a->above_max, sizeof(a->above_max), "%.20s", row[0]);
+    }
+    rc = 0;
+out:
+    if (res)
+        mysql_free_result(res);
+    if (own)
+        mysql_close(own);
+    free(sql);
+    return rc;
+}
+
+/*
+ * --start-above: start_offset becomes the smallest ID of the row's lattice
+ * (delta, remainder) above MAX(COLUMN), so that no ID idpool hands out can
+ * collide with a row the table already has; a MAX of NULL (no row) leaves
+ * the normal start. cfg is the row validated as given (delta resolved).
+ */
+static int start_above(struct ctl *c, struct apps_args *a, const struct app_cfg *cfg)
+{
+    int64_t max;
+    uint64_t start;
+    int rc = read_max(c, a, &max);
+
+    if (rc != 0)
+        return rc;
+    if (max < 0)
+        return 0;
+    if (cfg->max_id != 0 && (uint64_t)max >= cfg->max_id)
+        return ctl_fail(c, CTL_ERROR,
+                        "--start-above %s: MAX = %" PRId64 " is at or above max_id %" PRIu64
+                        ": no ID above it is allowed (raise --max-id, or drop --js-safe)",
+                        a->above, max, cfg->max_id);
+    if (app_lattice_above((uint64_t)max, cfg->delta, cfg->remainder, &start) != 0)
+        return ctl_fail(c, CTL_ERROR,
+                        "--start-above %s: MAX = %" PRId64 ": no ID of delta %" PRIu64
+                        ", remainder %" PRIu64 " is left above it "
+                        "below 2^63-1",
+                        a->above, max, cfg->delta, cfg->remainder);
+    a->row.start_offset = (int64_t)start;
+    return 0;
+}
+
+/* What --start-above read, for the output: text, or an object in doc. */
+static void start_above_report(const struct apps_args *a, const struct ctl_row *r, cJSON *doc)
+{
+    char buf[24];
+
+    if (!a->above)
+        return;
+    if (doc) {
+        cJSON *o = ctl_jcheck(cJSON_AddObjectToObject(doc, "start_above"));
+        ctl_jcheck(cJSON_AddStringToObject(o, "column", a->above));
+        if (a->above_null)
+            ctl_jcheck(cJSON_AddNullToObject(o, "max"));
+        else
+            ctl_jcheck(cJSON_AddStringToObject(o, "max", a->above_max));
+        ctl_jcheck(cJSON_AddStringToObject(o, "start_offset", ctl_i64(r->row.start_offset, buf)));
+        return;
+    }
+    if (a->above_null)
+        printf("%s: MAX = NULL (no rows) -> start_offset %" PRId64 " (the normal start)\n",
+               a->above, r->row.start_offset);
+    else
+        printf("%s: MAX = %s -> start_offset %" PRId64 "\n", a->above, a->above_max,
+               r->row.start_offset);
+}
+
 int ctl_apps_add(struct ctl *c, int argc, char **argv)
 {
     struct apps_args a;
@@ -332,6 +524,14 @@ int ctl_apps_add(struct ctl *c, int argc, char **argv)
         return rc;
     if (npos != 1)
         return ctl_usage(c, "missing KEY");
+    if (a.js_safe && a.given_max_id)
+        return ctl_usage(c, "--js-safe sets max_id to 2^53-1: give it or --max-id, not both");
+    if (a.js_safe)
+        a.row.max_id = APP_JS_SAFE_MAX;
+    if (a.above && a.given_start)
+        return ctl_usage(c, "--start-above sets start_offset: give it or --start, not both");
+    if (a.from_url && !a.above)
+        return ctl_usage(c, "--from-url is where --start-above reads: give --start-above too");
     /* One byte more than allowed, so that app_validate() reports an overlong key. */
     snprintf(a.row.entity_key, sizeof(a.row.entity_key), "%s", pos[0]);
     snprintf(a.row.entity_name, sizeof(a.row.entity_name), "%s", a.name ? a.name : "");
@@ -342,6 +542,12 @@ int ctl_apps_add(struct ctl *c, int argc, char **argv)
         return ctl_fail(c, CTL_ERROR, "%s", err);
     if ((rc = ctl_db_open(c)) != 0)
         return rc;
+    if (a.above) {
+        if ((rc = start_above(c, &a, &cfg)) != 0)
+            return rc;
+        if (app_validate(&a.row, (uint64_t)c->cfg.tick_ms, &cfg, err, sizeof(err)) != 0)
+            return ctl_fail(c, CTL_ERROR, "--start-above %s: %s", a.above, err);
+    }
     rc = key_conflict(c, pos[0], &id, existing, sizeof(existing));
     if (rc < 0)
         return CTL_ERROR;
@@ -382,14 +588,20 @@ int ctl_apps_add(struct ctl *c, int argc, char **argv)
             ctl_jcheck(cJSON_AddStringToObject(doc, "history_hi", ctl_i64(history, buf)));
         else
             ctl_jcheck(cJSON_AddNullToObject(doc, "history_hi"));
+        start_above_report(&a, &r, doc);
         memory_warning(c, &r, doc);
         ctl_json_print(c, doc);
         return 0;
     }
     memory_warning(c, &r, NULL);
+    start_above_report(&a, &r, NULL);
     printf("added application '%s' (id %" PRId64 "): %s, step %" PRIu64 ", max_pool_size %" PRIu64
            ", low water %" PRIu64 "\n",
            r.key, r.row.id, ctl_type_name(r.cfg.type), r.cfg.step, r.cfg.max_pool, r.cfg.low_water);
+    if (r.cfg.max_id != 0)
+        printf("'%s' never gets an ID above max_id %" PRIu64 "%s\n", r.key, r.cfg.max_id,
+               r.cfg.max_id == (uint64_t)APP_JS_SAFE_MAX ? " (2^53-1: exact in JSON and JavaScript)"
+                                                         : "");
     if (history > a.row.start_offset)
         printf("'%s' starts above the key's lease history, at %" PRId64
                ": rows deleted earlier leased its IDs below that (current_offset %" PRId64 ")\n",
@@ -435,6 +647,54 @@ static int parse_assign(struct ctl *c, const char *arg, int force, struct assign
     if (f->type == APP_T_TYPE)
         return opt_type(c, f->name, eq + 1, &out->v);
     return opt_int(c, f->name, eq + 1, &out->v);
+}
+
+/*
+ * A ceiling set or lowered (max_id from 0 to N, or from M to N < M) must
+ * stay at or above every ID already leased to the row: the highest lease's
+ * hi - 1 (its IDs may be in the pool or handed out), or current_offset - 1
+ * when that is higher. The row is locked (apps set reads it FOR UPDATE) and
+ * idpoold's reservation re-reads max_id in its compare-and-set, so no lease
+ * can slip in between. 0, or CTL_ERROR naming the lease.
+ */
+static int max_id_check(struct ctl *c, const struct ctl_row *r, const struct ctl_row *nr)
+{
+    int64_t old = r->row.max_id, now = nr->row.max_id, top = r->row.current_offset, hi;
+    char *sql, buf[24];
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int rc;
+
+    if (now == 0 || now == old || (old != 0 && now > old))
+        return 0;
+    sql = ctl_strf("SELECT lo, hi, instance, created_at FROM application_lease WHERE "
+                   "application_id = %s ORDER BY hi DESC LIMIT 1",
+                   ctl_i64(r->row.id, buf));
+    rc = ctl_db_exec(c, sql);
+    free(sql);
+    if (rc != 0)
+        return rc;
+    if (!(res = mysql_store_result(c->db)))
+        return ctl_fail(c, CTL_ERROR, "MySQL: reading the leases: %s", mysql_error(c->db));
+    row = mysql_fetch_row(res);
+    hi = row && row[1] ? (int64_t)strtoll(row[1], NULL, 10) : 0;
+    if (hi >= top && hi - 1 > now) {
+        rc = ctl_fail(c, CTL_ERROR,
+                      "application '%s' (id %" PRId64 "): max_id: cannot be lowered to %" PRId64
+                      ": lease [%s, %s) taken by '%s' at %s already holds IDs up to %" PRId64
+                      " (they may be in the pool or handed out); max_id must be >= %" PRId64
+                      " (nothing changed)",
+                      r->key, r->row.id, now, row[0] ? row[0] : "?", row[1], row[2] ? row[2] : "",
+                      row[3] ? row[3] : "?", hi - 1, hi - 1);
+    } else if (top - 1 > now) {
+        rc = ctl_fail(c, CTL_ERROR,
+                      "application '%s' (id %" PRId64 "): max_id: cannot be lowered to %" PRId64
+                      ": current_offset %" PRId64 " says IDs up to %" PRId64
+                      " are already leased; max_id must be >= %" PRId64 " (nothing changed)",
+                      r->key, r->row.id, now, top, top - 1, top - 1);
+    }
+    mysql_free_result(res);
+    return rc;
 }
 
 int ctl_apps_set(struct ctl *c, int argc, char **argv)
@@ -527,6 +787,8 @@ int ctl_apps_set(struct ctl *c, int argc, char **argv)
         rc = ctl_fail(c, CTL_ERROR, "%s (nothing changed)", err);
         goto rollback;
     }
+    if ((rc = max_id_check(c, &r, &nr)) != 0)
+        goto rollback;
     if (nchanged == 0) {
         if ((rc = ctl_db_exec(c, "ROLLBACK")) != 0)
             goto out;

@@ -124,12 +124,17 @@ static unsigned timeout_s(int ms)
 
 int ctl_db_open(struct ctl *c)
 {
-    const struct mysql_url *u = &c->cfg.mysql;
+    if (c->db)
+        return 0;
+    return ctl_db_connect(c, &c->cfg.mysql, &c->db);
+}
+
+int ctl_db_connect(struct ctl *c, const struct mysql_url *u, MYSQL **out)
+{
     unsigned to = timeout_s(c->cfg.mysql_timeout_ms), proto = MYSQL_PROTOCOL_TCP;
     MYSQL *m;
 
-    if (c->db)
-        return 0;
+    *out = NULL;
     m = mysql_init(NULL);
     if (!m)
         ctl_oom();
@@ -145,7 +150,7 @@ int ctl_db_open(struct ctl *c)
         mysql_close(m);
         return CTL_ERROR;
     }
-    c->db = m;
+    *out = m;
     return 0;
 }
 

@@ -69,6 +69,13 @@ int ctl_db_open(struct ctl *c) __attribute__((warn_unused_result));
 int ctl_redis_open(struct ctl *c) __attribute__((warn_unused_result));
 
 /*
+ * Connect to the MySQL at u (the timeouts of c's config) into *out: 0, or
+ * CTL_ERROR (reported, naming host, port and database). The caller closes it.
+ */
+int ctl_db_connect(struct ctl *c, const struct mysql_url *u, MYSQL **out)
+    __attribute__((warn_unused_result));
+
+/*
  * Redis by key and by server, whichever the deployment: one server (the
  * URL's, or the primary a Sentinel set names) or a Cluster (the primary of
  * a key's slot; ACL users and such on every primary). After

@@ -13,10 +13,6 @@
 #include "cluster.h"
 #include "keys.h"
 
-/* The daemon's row columns (idpoold's loader reads the same ones), then the audit times. */
-#define ROW_COLUMNS          APP_ROW_COLUMNS APP_TIME_COLUMNS
-#define ROW_COLUMNS_NO_SPACE APP_ROW_COLUMNS_NO_SPACE APP_TIME_COLUMNS
-
 /* ----------------------------------------------------------------- rows */
 
 static void row_validate(struct ctl *c, struct ctl_row *r)
@@ -32,15 +28,19 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
     MYSQL_ROW mrow;
     size_t cap;
     int rc;
+    unsigned missing = 0;
 
     *rows = NULL;
     *n = 0;
     /*
-     * A schema older than application.id_space: every row in its own space
-     * (as idpoold reads it), with a warning.
+     * The daemon's row columns (idpoold's loader reads the same ones), then
+     * the audit times. A schema older than a column of APP_OPTIONAL_COLUMNS:
+     * read as its default (as idpoold reads it), with a warning.
      */
-    for (int old_schema = 0; old_schema < 2; old_schema++) {
-        const char *cols = old_schema ? ROW_COLUMNS_NO_SPACE : ROW_COLUMNS;
+    for (;;) {
+        char colbuf[1024];
+        const char *cols = app_row_columns(missing, 1, colbuf, sizeof(colbuf));
+        unsigned bit;
 
         if (key) {
             q = ctl_db_quote(c, key);
@@ -56,13 +56,16 @@ int ctl_rows_load(struct ctl *c, const char *key, int for_update, struct ctl_row
         free(sql);
         if (rc == 0)
             break;
-        if (old_schema || mysql_errno(c->db) != ER_BAD_FIELD_ERROR)
+        bit = mysql_errno(c->db) == ER_BAD_FIELD_ERROR ? app_missing_column(mysql_error(c->db)) : 0;
+        if (!bit || (missing & bit))
             return ctl_db_fail(c);
-        fprintf(stderr,
-                "%s: %s: warning: application has no column id_space (the schema is older than "
-                "idpoolctl): every application is in its own ID space; load sql/schema.sql "
-                "again\n",
-                c->prog, c->cmd);
+        missing |= bit;
+        for (size_t i = 0; i < APP_NCOLUMNS; i++)
+            if (bit == 1u << i)
+                fprintf(stderr,
+                        "%s: %s: warning: application has no column %s (the schema is older than "
+                        "idpoolctl): %s; load sql/schema.sql again\n",
+                        c->prog, c->cmd, app_columns[i].name, app_missing_means(bit));
     }
     res = mysql_store_result(c->db);
     if (!res)
@@ -170,6 +173,8 @@ cJSON *ctl_row_json(const struct ctl_row *r)
             continue;
         if (f->type == APP_T_INT)
             ctl_json_u64(res, f->name, strtoull(t, NULL, 10));
+        else if (f == &app_columns[APP_COL_max_id] && r->cfg.max_id == 0)
+            ctl_jcheck(cJSON_AddNullToObject(res, f->name)); /* none: as /v1/apps says it */
         else
             ctl_jcheck(cJSON_AddStringToObject(res, f->name, t));
     }

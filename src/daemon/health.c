@@ -314,19 +314,21 @@ static void space_observe(struct health *h, struct pool *p, const struct app_cfg
     uint64_t left = runway_space_left(cfg, &p->ledger);
     double growth = runway_growth_per_day(&p->ledger), days = runway_space_days(left, growth);
     int soon = h->warn_days > 0 && days == days && days < (double)h->warn_days;
+    char ceiling[48];
 
+    app_ceiling_text(cfg, ceiling, sizeof(ceiling));
     if (cfg->space_warning || p->health.space_exhausted || !soon)
         observe(h, p, ALERT_ID_SPACE_EXHAUSTION,
                 cfg->space_warning || p->health.space_exhausted || soon, 0,
-                "%s %" PRIu64 " is above 90%% of 2^63-1 or leaves less than one full pool below "
+                "%s %" PRIu64 " is above 90%% of %s or leaves less than one full pool below "
                 "it: the ID space will run out",
-                cfg->space_field, cfg->space_base);
+                cfg->space_field, cfg->space_base, ceiling);
     else
         observe(h, p, ALERT_ID_SPACE_EXHAUSTION, 1, 0,
                 "the ID space runs out in about %.1f days at the rate the leases grew over the "
-                "last %d days (%.0f IDs a day, %" PRIu64 " left below %" PRIu64
-                "): below id-space-warn-days %d",
-                days, RUNWAY_WINDOW_DAYS, growth, left, runway_ceiling(cfg), h->warn_days);
+                "last %d days (%.0f IDs a day, %" PRIu64 " left up to %s): below "
+                "id-space-warn-days %d",
+                days, RUNWAY_WINDOW_DAYS, growth, left, ceiling, h->warn_days);
 }
 
 void health_row_valid(struct health *h, struct pool *p, const struct app_cfg *cfg,

@@ -383,10 +383,13 @@ static void row_valid(struct pools *reg, struct pool *p, const struct app_cfg *c
         free(p->bad);
         p->bad = NULL;
     }
-    if (cfg->space_warning && !p->space_warned)
+    if (cfg->space_warning && !p->space_warned) {
+        char ceiling[48];
         log_warn("app=%s ID space nearly exhausted: %s %" PRIu64
-                 " is above 90%% of 2^63-1 or leaves less than one full pool below it",
-                 cfg->key, cfg->space_field, cfg->space_base);
+                 " is above 90%% of %s or leaves less than one full pool below it",
+                 cfg->key, cfg->space_field, cfg->space_base,
+                 app_ceiling_text(cfg, ceiling, sizeof(ceiling)));
+    }
     p->space_warned = cfg->space_warning;
     over = app_memory_over(cfg, reg->env.pool_memory_mb, memory, sizeof(memory));
     if (over && !p->memory_warned)

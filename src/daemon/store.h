@@ -44,7 +44,7 @@ enum store_err {
     STORE_SQL,            /* a query failed, or the connection was lost */
     STORE_NOMEM,          /* out of memory */
     STORE_GONE,           /* the application row no longer exists */
-    STORE_EXHAUSTED,      /* reserve: no ID space left below 2^63-1 */
+    STORE_EXHAUSTED,      /* reserve: no ID space left below 2^63-1 (or above max_id) */
     STORE_UNKNOWN_COMMIT, /* reserve: the commit's outcome is unknown; the range is a gap */
     STORE_CONTENDED,      /* reserve: current_offset kept changing under every attempt */
     STORE_CONFLICT,       /* reserve: the lease would meet another application of its id_space */

@@ -77,10 +77,10 @@ struct store {
     int failures; /* consecutive connect failures */
     char last_err[STORE_ERR_MAX];
     int ever_connected;
-    uint64_t used_ms;    /* the connection's last statement or ping */
-    int lease_unkeyed;   /* application_lease has no entity_key column (older schema) */
-    int lease_nolattice; /* ... nor delta, remainder, start_offset (older schema) */
-    int app_unspaced;    /* application has no id_space column (older schema) */
+    uint64_t used_ms;     /* the connection's last statement or ping */
+    int lease_unkeyed;    /* application_lease has no entity_key column (older schema) */
+    int lease_nolattice;  /* ... nor delta, remainder, start_offset (older schema) */
+    unsigned app_missing; /* APP_OPTIONAL_COLUMNS the application table lacks (older schema) */
     /* counters, written by the worker, read by the loop */
     _Atomic uint64_t errors, reconnects;
     _Atomic int up;

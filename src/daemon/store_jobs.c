@@ -30,6 +30,44 @@ struct load_job {
     size_t nrows;
 };
 
+/*
+ * The SELECT of every row, into j's result. The columns a schema older than
+ * this idpoold lacks (APP_OPTIONAL_COLUMNS) are read as their defaults and
+ * said once; they are tried again with every load (loading sql/schema.sql
+ * again takes effect without a restart). 0, or -1 with j's error set.
+ */
+static int load_query(struct store *s, struct job *j)
+{
+    unsigned missing = 0, bit, was = s->app_missing;
+    char cols[1024], sql[1280];
+
+    for (;;) {
+        snprintf(sql, sizeof(sql), "SELECT %s FROM application ORDER BY id",
+                 app_row_columns(missing, 0, cols, sizeof(cols)));
+        if (mysql_query(s->conn, sql) == 0)
+            break;
+        bit =
+            mysql_errno(s->conn) == ER_BAD_FIELD_ERR ? app_missing_column(mysql_error(s->conn)) : 0;
+        if (!bit || (missing & bit)) {
+            sql_err(s, j, s->conn);
+            conn_close(s);
+            return -1;
+        }
+        missing |= bit;
+    }
+    s->app_missing = missing;
+    for (size_t i = 0; i < APP_NCOLUMNS && i < 32; i++) {
+        bit = 1u << i;
+        if ((missing & bit) && !(was & bit))
+            log_warn("mysql: application has no column %s (the schema is older than this "
+                     "idpoold): %s; load sql/schema.sql again",
+                     app_columns[i].name, app_missing_means(bit));
+        else if (!(missing & bit) && (was & bit))
+            log_info("mysql: application.%s is there: read from now on", app_columns[i].name);
+    }
+    return 0;
+}
+
 static void load_run(struct store *s, struct job *j)
 {
     struct load_job *lj = job_of(j, struct load_job);
@@ -37,27 +75,8 @@ static void load_run(struct store *s, struct job *j)
     MYSQL_ROW row;
     size_t cap;
 
-    /*
-     * A schema older than application.id_space: every row in its own
-     * space, said once; the column is tried again with every load.
-     */
-    if (mysql_query(s->conn, "SELECT " APP_ROW_COLUMNS " FROM application ORDER BY id") == 0) {
-        if (s->app_unspaced)
-            log_info("mysql: application.id_space is there: shared ID spaces are checked");
-        s->app_unspaced = 0;
-    } else if (mysql_errno(s->conn) != ER_BAD_FIELD_ERR) {
-        sql_err(s, j, s->conn);
-        conn_close(s);
+    if (load_query(s, j) < 0)
         return;
-    } else {
-        if (!s->app_unspaced)
-            log_warn("mysql: application has no column id_space (the schema is older than this "
-                     "idpoold): every application is in its own ID space; load sql/schema.sql "
-                     "again");
-        s->app_unspaced = 1;
-        if (q(s, j, "SELECT " APP_ROW_COLUMNS_NO_SPACE " FROM application ORDER BY id") < 0)
-            return;
-    }
     if ((res = q_result(s, j)) == NULL)
         return;
     cap = (size_t)mysql_num_rows(res);
@@ -579,7 +598,7 @@ static int space_check(struct store *s, struct reserve_job *r, uint64_t lo, uint
     MYSQL_ROW row;
     int na = 0, rc = 0;
 
-    if (s->app_unspaced)
+    if (s->app_missing & (1u << APP_COL_id_space))
         return 0; /* the row loader said so: every application in its own space */
     snprintf(sql, sizeof(sql),
              "SELECT id_space, delta, remainder FROM application WHERE id = %" PRId64, r->app_id);
@@ -689,11 +708,13 @@ static int lease_insert(struct store *s, struct reserve_job *r, uint64_t lo, uin
 
 /*
  * The write-ahead reservation (brief §4.1): in one READ COMMITTED
- * transaction, read current_offset, version and the highest leased hi of
- * the row and of its key, choose lo above current_offset, that hi,
- * start_offset and the caller's floor, move current_offset to hi by
- * compare-and-set on current_offset AND version (and the key, which names
- * the pool the lease is for), record the lease with its key, commit. Every
+ * transaction, read current_offset, version, max_id and the highest leased
+ * hi of the row and of its key, choose lo above current_offset, that hi,
+ * start_offset and the caller's floor, end the lease at max_id + 1 at the
+ * latest (none left above max_id: STORE_EXHAUSTED), move current_offset
+ * to hi by compare-and-set on current_offset AND version (and the key,
+ * which names the pool the lease is for, and max_id, so that a ceiling
+ * lowered meanwhile is read again), record the lease with its key, commit. Every
  * reservation bumps version, so a reservation whose reads went stale
  * (another one committed between its reads and its UPDATE, even if an
  * operator then wrote the old current_offset back: ABA) matches no row and
@@ -710,17 +731,18 @@ static void reserve_run(struct store *s, struct job *j)
     mysql_real_escape_string(s->conn, inst, s->instance, (unsigned long)strnlen(s->instance, 255));
     mysql_real_escape_string(s->conn, qkey, r->key, (unsigned long)strlen(r->key));
     for (int attempt = 0; attempt < RESERVE_RETRIES; attempt++) {
-        int64_t app[3], leased = 0;
-        uint64_t cur, lo, hi, maxhi;
+        int64_t app[4], leased = 0;
+        uint64_t cur, lo, hi, maxhi, end = (uint64_t)INT64_MAX;
+        char same_max[40] = "";
         int rc;
 
         if (q(s, j, "START TRANSACTION") < 0)
             return;
         snprintf(sql, sizeof(sql),
-                 "SELECT current_offset, start_offset, version FROM application "
+                 "SELECT current_offset, start_offset, version, %s FROM application "
                  "WHERE id = %" PRId64 " AND entity_key = '%s'",
-                 r->app_id, qkey);
-        rc = q_ints(s, j, sql, app, 3);
+                 (s->app_missing & (1u << APP_COL_max_id)) ? "0" : "max_id", r->app_id, qkey);
+        rc = q_ints(s, j, sql, app, 4);
         if (rc != 0) {
             if (rc > 0) {
                 set_err(j, STORE_GONE, "application id %" PRId64 " with key '%s' no longer exists",
@@ -739,18 +761,28 @@ static void reserve_run(struct store *s, struct job *j)
             lo = r->floor;
         if (r->start > lo) /* the row's start_offset was lowered since the caller read it */
             lo = r->start;
-        if (lo >= (uint64_t)INT64_MAX) {
+        if (app[3] > 0 && app[3] < INT64_MAX)
+            end = (uint64_t)app[3] + 1;
+        if (!(s->app_missing & (1u << APP_COL_max_id)))
+            snprintf(same_max, sizeof(same_max), " AND max_id = %" PRId64, app[3]);
+        if (lo >= end) {
             (void)q(s, j, "ROLLBACK");
-            set_err(j, STORE_EXHAUSTED,
-                    "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
+            if (end < (uint64_t)INT64_MAX)
+                set_err(j, STORE_EXHAUSTED,
+                        "ID space exhausted: the next lease would start at %" PRIu64
+                        ", above max_id %" PRId64,
+                        lo, app[3]);
+            else
+                set_err(j, STORE_EXHAUSTED,
+                        "ID space exhausted: current_offset %" PRIu64 " has reached 2^63-1", lo);
             return;
         }
-        hi = lo + (r->span < (uint64_t)INT64_MAX - lo ? r->span : (uint64_t)INT64_MAX - lo);
+        hi = lo + (r->span < end - lo ? r->span : end - lo);
         snprintf(sql, sizeof(sql),
                  "UPDATE application SET current_offset = %" PRIu64 ", version = version + 1 "
                  "WHERE id = %" PRId64 " AND current_offset = %" PRId64 " AND version = %" PRId64
-                 " AND entity_key = '%s'",
-                 hi, r->app_id, app[0], app[2], qkey);
+                 " AND entity_key = '%s'%s",
+                 hi, r->app_id, app[0], app[2], qkey, same_max);
         if (q(s, j, sql) < 0)
             return;
         if (mysql_affected_rows(s->conn) != 1) {

@@ -48,6 +48,7 @@ static const char *const columns[] = {
     "delta",
     "remainder",
     "increment_max",
+    "max_id",
     "id_space",
 };
 
@@ -126,6 +127,15 @@ static int ref_valid(const struct app_row *r)
     base = r->start_offset;
     if (span >= INT64_MAX || base + span > INT64_MAX)
         return 0;
+    /* max_id: 0, or at least the first ID of the lattice at or above start_offset (>= 1) */
+    if (r->max_id < 0)
+        return 0;
+    if (r->max_id != 0) {
+        i128 from = base > 1 ? base : 1,
+             first = from + ((r->remainder - from % delta) % delta + delta) % delta;
+        if (first > r->max_id)
+            return 0;
+    }
     return 1;
 }
 
@@ -186,7 +196,13 @@ static void check_cfg(const struct app_row *r, uint64_t tick, const struct app_c
     CHECK(c->start_offset + span <= INT64_MAX);
     base = c->start_offset > c->current_offset ? c->start_offset : c->current_offset;
     CHECK((i128)app_span_for(c, c->max_pool) == span);
-    CHECK(c->space_warning == (base > INT64_MAX / 10 * 9 || base + span > INT64_MAX));
+    CHECK(c->max_id == (uint64_t)r->max_id);
+    {
+        /* max_id 2^63-1 is no ceiling: no lease reaches past 2^63-1 anyway */
+        i128 ceiling = c->max_id && c->max_id < INT64_MAX ? (i128)c->max_id + 1 : INT64_MAX;
+        CHECK((i128)app_ceiling(c) == ceiling);
+        CHECK(c->space_warning == (base > ceiling / 10 * 9 || base + span > ceiling));
+    }
     CHECK(c->space_base == (uint64_t)base);
     CHECK(strcmp(c->space_field,
                  c->current_offset > c->start_offset ? "current_offset" : "start_offset") == 0);
@@ -301,6 +317,7 @@ static void mode_struct(struct fz *f)
     r.delta = fz_i64(f);
     r.remainder = fz_i64(f);
     r.increment_max = fz_i64(f);
+    r.max_id = fz_i64(f);
     r.version = fz_i64(f);
     s = fz_str(f, sizeof(r.id_space) - 1, NULL);
     strcpy(r.id_space, s);
@@ -363,6 +380,7 @@ static void mode_text(struct fz *f)
         &r.delta,
         &r.remainder,
         &r.increment_max,
+        &r.max_id,
         &r.version,
         NULL, /* id_space */
     };

@@ -37,14 +37,14 @@ def s(b):
 ROW_FIELDS = ["increasing_type", "start_offset", "step", "current_offset",
               "max_size_per_times", "max_size_per_second", "min_size_percent",
               "interval", "max_pool_size", "delta", "remainder", "increment_max",
-              "version"]
+              "max_id", "version"]
 
 
 def row(**kw):
     r = dict(id=3, deleted_at=0, key="user", name="user ids", increasing_type=1,
              start_offset=0, step=1000, current_offset=0, max_size_per_times=0,
              max_size_per_second=0, min_size_percent=0, interval=0, max_pool_size=0,
-             delta=1, remainder=0, increment_max=1, version=0)
+             delta=1, remainder=0, increment_max=1, max_id=0, version=0)
     r.update(kw)
     return r
 
@@ -95,6 +95,10 @@ def app_seeds():
         row(max_pool_size=999),
         row(increasing_type=3),
         row(max_pool_size=10**8, delta=2**32, increment_max=10**6),
+        row(max_id=2**53 - 1),
+        row(max_id=2**53 - 1, current_offset=2**53 - 100),
+        row(start_offset=1000, delta=10, remainder=3, max_id=1002),
+        row(max_id=-1),
     ]
     seeds = {}
     for i, r in enumerate(rows):

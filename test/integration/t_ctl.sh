@@ -92,7 +92,7 @@ pass "usage errors exit 2 and name the command, option, field or value"
 
 # ------------------------------------------------------------- apps add ---
 ctl_expect 0 apps list
-out_has '^KEY +ID +TYPE +STEP +MAX_POOL +STATE'
+out_has '^KEY +ID +TYPE +STEP +MAX_POOL +MAX_ID +STATE'
 ctl_expect 0 --json apps list
 json_ok
 assert_eq 0 "$(jget 'len(d["apps"])')" "apps in an empty table"
@@ -167,9 +167,9 @@ pass "apps add: writes valid rows (strings escaped), refuses invalid rows and du
 # ------------------------------------------------------- list and show ---
 add_app b_step step=-5 # written behind idpoolctl's back: invalid
 ctl_expect 0 apps list
-out_has '^user +[0-9]+ +monotonic +100 +1000 +served$'
-out_has '^order +[0-9]+ +trend +50 +500 +served$'
-out_has "^b_step +[0-9]+ +monotonic +-5 +default +INVALID: step: must be 1\\.\\.1000000" # max_pool_size 0: the default, not a pool of 0
+out_has '^user +[0-9]+ +monotonic +100 +1000 +- +served$'
+out_has '^order +[0-9]+ +trend +50 +500 +- +served$'
+out_has "^b_step +[0-9]+ +monotonic +-5 +default +- +INVALID: step: must be 1\\.\\.1000000" # max_pool_size 0: the default, not a pool of 0
 ctl_expect 0 --json apps list
 json_ok
 assert_eq 3 "$(jget 'len(d["apps"])')" "apps listed"
@@ -264,7 +264,7 @@ assert_ne 0 "$(app_col late deleted_at)" "late deleted_at after disable"
 ctl_expect 0 apps disable late
 out_has 'already disabled'
 ctl_expect 0 apps list
-out_has '^late +[0-9]+ +monotonic +200 +1000 +deleted$'
+out_has '^late +[0-9]+ +monotonic +200 +1000 +- +deleted$'
 wait_until 3 log_has a 'app=late soft-deleted' || fail "daemon did not see the soft delete"
 rcli LPOP "$(pool_key late)" 500 >/dev/null
 sleep 0.5

@@ -895,9 +895,9 @@ static void test_low_water(void)
 static void test_row_from_text(void)
 {
     char key65[66];
-    char *cols[APP_ROW_NCOLUMNS] = {"7",   "0",  "user", "user IDs", "2", "100",
-                                    "500", NULL, "0",    "0",        "0", "0",
-                                    "0",   "3",  "2",    "1",        "9", "orders"};
+    char *cols[APP_ROW_NCOLUMNS] = {"7",  "0", "user", "user IDs", "2",     "100", "500",
+                                    NULL, "0", "0",    "0",        "0",     "0",   "3",
+                                    "2",  "1", "42",   "9",        "orders"};
     unsigned long lens[APP_ROW_NCOLUMNS] = {0};
     struct app_row r;
 
@@ -913,6 +913,7 @@ static void test_row_from_text(void)
     CHECK_EQ_U64((uint64_t)r.current_offset, 0); /* NULL column */
     CHECK_EQ_U64((uint64_t)r.delta, 3);
     CHECK_EQ_U64((uint64_t)r.remainder, 2);
+    CHECK_EQ_U64((uint64_t)r.max_id, 42);
     CHECK_EQ_U64((uint64_t)r.version, 9);
     CHECK(strcmp(r.id_space, "orders") == 0);
     /* An overlong key is cut to one byte past the limit, so validation still rejects it. */
@@ -929,7 +930,7 @@ static void test_row_from_text(void)
 static void test_row_from_text_nul(void)
 {
     char key[] = {'u', 's', 'e', 'r', '\0', 'x'}, name[] = {'a', '\0', 'b'};
-    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", key, name, "1", "0", "0", "0", "0",
+    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", key, name, "1", "0", "0", "0", "0", "0",
                                     "0", "0", "0", "0",  "0", "0", "0", "0", ""};
     unsigned long lens[APP_ROW_NCOLUMNS] = {0};
     struct app_row r;
@@ -952,7 +953,7 @@ static void test_row_from_text_nul(void)
 static void test_row_from_text_name_cut(void)
 {
     char name[300];
-    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", "user", name, "1", "0", "0", "0", "0",
+    char *cols[APP_ROW_NCOLUMNS] = {"7", "0", "user", name, "1", "0", "0", "0", "0", "0",
                                     "0", "0", "0",    "0",  "0", "0", "0", "0", ""};
     unsigned long lens[APP_ROW_NCOLUMNS] = {0};
     struct app_row r;
@@ -993,15 +994,41 @@ static void test_columns(void)
     CHECK(strcmp(APP_ROW_COLUMNS,
                  "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
                  "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
-                 "`interval`, max_pool_size, delta, remainder, increment_max, version, id_space") ==
-          0);
-    /* A schema older than application.id_space: every row in its own space. */
-    CHECK(strcmp(APP_ROW_COLUMNS_NO_SPACE,
-                 "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, step, "
-                 "current_offset, max_size_per_times, max_size_per_second, min_size_percent, "
-                 "`interval`, max_pool_size, delta, remainder, increment_max, version, ''") == 0);
+                 "`interval`, max_pool_size, delta, remainder, increment_max, max_id, "
+                 "version, id_space") == 0);
     CHECK(strcmp(APP_TIME_COLUMNS, ", create_time, update_time") == 0);
-    CHECK_EQ_U64(APP_ROW_NCOLUMNS, 18);
+    CHECK_EQ_U64(APP_ROW_NCOLUMNS, 19);
+    {
+        char buf[1024];
+
+        /* the same list, built */
+        CHECK(strcmp(app_row_columns(0, 0, buf, sizeof(buf)), APP_ROW_COLUMNS) == 0);
+        CHECK(strcmp(app_row_columns(0, 1, buf, sizeof(buf)), APP_ROW_COLUMNS APP_TIME_COLUMNS) ==
+              0);
+        /* a schema older than max_id and id_space: read as 0 and '' */
+        CHECK(strcmp(app_row_columns(APP_OPTIONAL_COLUMNS, 0, buf, sizeof(buf)),
+                     "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, "
+                     "step, current_offset, max_size_per_times, max_size_per_second, "
+                     "min_size_percent, `interval`, max_pool_size, delta, remainder, "
+                     "increment_max, 0, version, ''") == 0);
+        CHECK(strcmp(app_row_columns(1u << APP_COL_id_space, 1, buf, sizeof(buf)),
+                     "id, deleted_at, entity_key, entity_name, increasing_type, start_offset, "
+                     "step, current_offset, max_size_per_times, max_size_per_second, "
+                     "min_size_percent, `interval`, max_pool_size, delta, remainder, "
+                     "increment_max, max_id, version, '', create_time, update_time") == 0);
+        /* a column not optional is never replaced */
+        CHECK(strcmp(app_row_columns(1u << APP_COL_delta, 0, buf, sizeof(buf)), APP_ROW_COLUMNS) ==
+              0);
+        /* what MySQL says of a missing column */
+        CHECK_EQ_U64(app_missing_column("Unknown column 'max_id' in 'field list'"),
+                     1u << APP_COL_max_id);
+        CHECK_EQ_U64(app_missing_column("Unknown column 'id_space' in 'field list'"),
+                     1u << APP_COL_id_space);
+        CHECK_EQ_U64(app_missing_column("Unknown column 'delta' in 'field list'"), 0);
+        CHECK_EQ_U64(app_missing_column("Unknown column 'max_idx' in 'field list'"), 0);
+        CHECK_EQ_U64(app_missing_column("Table 'idpool.application' doesn't exist"), 0);
+        CHECK_EQ_U64(app_missing_column(NULL), 0);
+    }
     /* app_row_from_text() reads column i of the SELECT into app_columns[i]. */
     for (int i = 0; i < APP_NCOLUMNS; i++) {
         const struct app_column *c = &app_columns[i];
@@ -1099,6 +1126,7 @@ static void test_same_settings(void)
     FLIP(delta, 7);
     FLIP(remainder, 7);
     FLIP(increment_max, 7);
+    FLIP(max_id, 7);
 #undef FLIP
     b = a;
     strcpy(b.name, "other");
@@ -1118,6 +1146,119 @@ static void test_describe(void)
     app_describe(&c, buf, sizeof(buf));
     CHECK(strcmp(buf, "trend step=500 max_pool_size=120000 low_water=96000 delta=1 remainder=0 "
                       "increment_max=1 start_offset=1 interval=100ms") == 0);
+    r.max_id = APP_JS_SAFE_MAX;
+    CHECK(validate(&r, &c) == 0);
+    app_describe(&c, buf, sizeof(buf));
+    CHECK_STR_CONTAINS(buf, "interval=100ms max_id=9007199254740991");
+}
+
+/*
+ * max_id: 0 (no ceiling) or at least the first ID the row can hand out;
+ * the ceiling moves the end of the ID space (space_warning, app_ceiling).
+ */
+static void test_max_id(void)
+{
+    struct app_row r = row_default();
+    struct app_cfg c;
+    char buf[48];
+
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.max_id, 0);
+    CHECK_EQ_U64(app_ceiling(&c), (uint64_t)INT64_MAX);
+    CHECK(strcmp(app_ceiling_text(&c, buf, sizeof(buf)), "2^63-1") == 0);
+    r.max_id = -1;
+    CHECK(bad(&r, "max_id"));
+    CHECK_STR_CONTAINS(err, "must be >= 0, got -1");
+    r.max_id = APP_JS_SAFE_MAX;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(c.max_id, 9007199254740991ULL);
+    CHECK_EQ_U64(app_ceiling(&c), 9007199254740992ULL);
+    CHECK(strcmp(app_ceiling_text(&c, buf, sizeof(buf)), "max_id 9007199254740991") == 0);
+    CHECK(c.space_warning == 0);
+    /* at start_offset: one ID, valid; below it: none, an error naming the first ID */
+    r.start_offset = 1000;
+    r.max_id = 1000;
+    CHECK(ok(&r));
+    r.max_id = 999;
+    CHECK(bad(&r, "max_id"));
+    CHECK_STR_CONTAINS(err, "must be 0 (no ceiling below 2^63-1) or >= 1000 (the first ID of "
+                            "start_offset 1000, delta 1, remainder 0), got 999");
+    /* the lattice: delta 10, remainder 3 from 1000 -> the first ID is 1003 */
+    r.delta = 10;
+    r.remainder = 3;
+    r.max_id = 1002;
+    CHECK(bad(&r, "max_id"));
+    CHECK_STR_CONTAINS(err, ">= 1003 ");
+    r.max_id = 1003;
+    CHECK(ok(&r));
+    /* max_id need not be on the lattice: 2^53-1 serves every delta */
+    r.max_id = APP_JS_SAFE_MAX;
+    CHECK(ok(&r));
+    /* start_offset 0, remainder 0: IDs start at delta (never 0) */
+    r = row_default();
+    r.start_offset = 0;
+    r.delta = 4;
+    r.max_id = 3;
+    CHECK(bad(&r, "max_id"));
+    r.max_id = 4;
+    CHECK(ok(&r));
+
+    /* space_warning counts to max_id: above 90% of it, or less than a full pool below it */
+    r = row_default();
+    r.max_id = APP_JS_SAFE_MAX;
+    r.current_offset = APP_JS_SAFE_MAX / 10 * 8;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 0);
+    r.current_offset = APP_JS_SAFE_MAX / 10 * 9 + 10;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 1);
+    CHECK(strcmp(c.space_field, "current_offset") == 0);
+    r.current_offset = APP_JS_SAFE_MAX + 1; /* the last lease ended at the ceiling */
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 1);
+    /* max_id 2^63-1 is no ceiling: no lease passes 2^63-1 anyway (found by fuzzing) */
+    r.max_id = INT64_MAX;
+    CHECK(validate(&r, &c) == 0);
+    CHECK_EQ_U64(app_ceiling(&c), (uint64_t)INT64_MAX);
+    CHECK(strcmp(app_ceiling_text(&c, buf, sizeof(buf)), "2^63-1") == 0);
+    /* the same offset without a ceiling is far from the end */
+    r.max_id = 0;
+    CHECK(validate(&r, &c) == 0);
+    CHECK(c.space_warning == 0);
+}
+
+/* The smallest lattice ID above n (apps add --start-above), and where there is none. */
+static void test_lattice_above(void)
+{
+    uint64_t x;
+
+    CHECK(app_lattice_above(0, 1, 0, &x) == 0);
+    CHECK_EQ_U64(x, 1);
+    CHECK(app_lattice_above(123456, 1, 0, &x) == 0);
+    CHECK_EQ_U64(x, 123457);
+    /* delta 10, remainder 3: above 123456 is 123463; above 123463 is 123473 */
+    CHECK(app_lattice_above(123456, 10, 3, &x) == 0);
+    CHECK_EQ_U64(x, 123463);
+    CHECK(app_lattice_above(123463, 10, 3, &x) == 0);
+    CHECK_EQ_U64(x, 123473);
+    CHECK(app_lattice_above(123462, 10, 3, &x) == 0);
+    CHECK_EQ_U64(x, 123463);
+    /* remainder 0: never ID 0 */
+    CHECK(app_lattice_above(0, 4, 0, &x) == 0);
+    CHECK_EQ_U64(x, 4);
+    CHECK(app_lattice_above(7, 4, 0, &x) == 0);
+    CHECK_EQ_U64(x, 8);
+    /* the top of the ID space: 2^63-2 is the last ID a lease can hold (hi <= 2^63-1) */
+    CHECK(app_lattice_above((uint64_t)INT64_MAX - 2, 1, 0, &x) == 0);
+    CHECK_EQ_U64(x, (uint64_t)INT64_MAX - 1);
+    CHECK(app_lattice_above((uint64_t)INT64_MAX - 1, 1, 0, &x) == -1);
+    CHECK(app_lattice_above((uint64_t)INT64_MAX - 2, 2, 1, &x) == -1); /* next: 2^63-1 */
+    CHECK(app_lattice_above((uint64_t)INT64_MAX, 1, 0, &x) == -1);
+    CHECK(app_lattice_above(UINT64_MAX, 1, 0, &x) == -1);
+    CHECK(app_lattice_above((uint64_t)INT64_MAX - 10, 4294967296ULL, 5, &x) == -1);
+    /* not a lattice */
+    CHECK(app_lattice_above(5, 0, 0, &x) == -1);
+    CHECK(app_lattice_above(5, 3, 3, &x) == -1);
 }
 
 int main(void)
@@ -1153,5 +1294,7 @@ int main(void)
     RUN(test_columns_schema);
     RUN(test_same_settings);
     RUN(test_describe);
+    RUN(test_max_id);
+    RUN(test_lattice_above);
     return unit_done();
 }

@@ -99,6 +99,18 @@ static void test_space(void)
     l.top = UINT64_MAX;
     CHECK_EQ_U64(runway_space_left(&c, &l), 0);
 
+    /* a ceiling (max_id): the space ends after it */
+    c = cfg_at(1, 0);
+    l = (struct runway_ledger){0};
+    c.max_id = (uint64_t)APP_JS_SAFE_MAX;
+    CHECK_EQ_U64(runway_ceiling(&c), 9007199254740992ULL);
+    CHECK_EQ_U64(runway_space_left(&c, &l), 9007199254740991ULL);
+    l.known = 1;
+    l.top = 9007199254740000ULL;
+    CHECK_EQ_U64(runway_space_left(&c, &l), 992);
+    l.top = 9007199254740992ULL; /* the last lease ended at the ceiling */
+    CHECK_EQ_U64(runway_space_left(&c, &l), 0);
+
     /* days */
     CHECK(near(runway_space_days(3000, 100.0), 30.0));
     CHECK(isinf(runway_space_days(3000, 0)));              /* no growth measured: never */
