@@ -59,6 +59,13 @@ static uint64_t inverse(uint64_t a, uint64_t m)
     return (uint64_t)t0;
 }
 
+int lc_meet(const struct lc_lattice *a, const struct lc_lattice *b)
+{
+    uint64_t g = gcd64(a->delta, b->delta);
+
+    return a->remainder % g == b->remainder % g;
+}
+
 int lc_common(const struct lc_lattice *a, const struct lc_lattice *b, uint64_t from, uint64_t to,
               uint64_t *out)
 {
@@ -75,9 +82,9 @@ int lc_common(const struct lc_lattice *a, const struct lc_lattice *b, uint64_t f
         from = 1; /* ID 0 is never handed out */
     if (from >= to)
         return -1;
-    g = gcd64(x->delta, y->delta);
-    if (x->remainder % g != y->remainder % g)
+    if (!lc_meet(x, y))
         return -1;
+    g = gcd64(x->delta, y->delta);
     /* x0 = rx + dx * k with dx * k = ry - rx (mod dy): dividing by g, k = diff * inv (mod dy/g). */
     dy = y->delta / g;
     diff = ((i128)y->remainder - (i128)x->remainder) / (i128)g;

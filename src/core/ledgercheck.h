@@ -46,6 +46,9 @@ struct lc_lease {
 int lc_align(const struct lc_lattice *l, uint64_t from, uint64_t *out)
     __attribute__((warn_unused_result));
 
+/* 1 when the valid lattices a and b have an ID in common at all (start aside). */
+int lc_meet(const struct lc_lattice *a, const struct lc_lattice *b);
+
 /*
  * The first ID x with from <= x < to that is on both lattices a and b (an
  * unknown lattice counts as every ID, start 0), into *out: 0, or -1 when

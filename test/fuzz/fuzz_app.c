@@ -475,16 +475,17 @@ static uint64_t fz_delta(struct fz *f)
 }
 
 /*
- * idspace_first_common(): a result is in the range and both lattices, and
- * the first there (the common IDs repeat every lcm); none only when the
- * lattices never meet or no common ID is in the range (brute force where
- * lcm is small).
+ * idspace_first_common(): a result is in the range and both lattices, never
+ * 0 (no ID is), and the first there (the common IDs repeat every lcm); none
+ * only when the lattices never meet or no common ID is in the range (brute
+ * force where lcm is small).
  */
 static void mode_meet(struct fz *f)
 {
     uint64_t d1 = fz_delta(f), d2 = fz_delta(f);
     uint64_t r1 = fz_uint(f, 5) % d1, r2 = fz_uint(f, 5) % d2;
     uint64_t lo = (uint64_t)fz_i64(f), hi = (uint64_t)fz_i64(f), x = 0, g = d1, b = d2;
+    uint64_t from = lo ? lo : 1;
     unsigned __int128 lcm;
     int found = idspace_first_common(d1, r1, d2, r2, lo, hi, &x);
 
@@ -496,10 +497,10 @@ static void mode_meet(struct fz *f)
     lcm = (unsigned __int128)(d1 / g) * d2;
     CHECK(idspace_lattices_meet(d1, r1, d2, r2) == (r1 % g == r2 % g));
     if (found) {
-        CHECK(lo <= x && x < hi && x % d1 == r1 && x % d2 == r2);
-        CHECK((unsigned __int128)x < lcm || (unsigned __int128)x - lcm < lo);
+        CHECK(from <= x && x < hi && x % d1 == r1 && x % d2 == r2);
+        CHECK((unsigned __int128)x < lcm || (unsigned __int128)x - lcm < from);
     } else if (r1 % g == r2 % g && lcm <= 100000) {
-        for (uint64_t y = lo; y < hi && y - lo < (uint64_t)lcm; y++)
+        for (uint64_t y = from; y < hi && y - from < (uint64_t)lcm; y++)
             CHECK(!(y % d1 == r1 && y % d2 == r2));
     }
     if (r1 % g != r2 % g)

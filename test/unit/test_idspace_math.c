@@ -9,10 +9,10 @@
 
 #define TOP ((uint64_t)INT64_MAX) /* 2^63 - 1 */
 
-/* The first common ID by brute force, or UINT64_MAX. */
+/* The first common ID by brute force (never 0: no ID is), or UINT64_MAX. */
 static uint64_t brute(uint64_t d1, uint64_t r1, uint64_t d2, uint64_t r2, uint64_t lo, uint64_t hi)
 {
-    for (uint64_t x = lo; x < hi; x++)
+    for (uint64_t x = lo ? lo : 1; x < hi; x++)
         if (x % d1 == r1 && x % d2 == r2)
             return x;
     return UINT64_MAX;
@@ -35,7 +35,7 @@ static void test_small_exhaustive(void)
                         uint64_t hi = lo + 30, want = brute(d1, r1, d2, r2, lo, hi);
                         CHECK_EQ_U64(first(d1, r1, d2, r2, lo, hi), want);
                         CHECK(idspace_lattices_meet(d1, r1, d2, r2) ==
-                              (brute(d1, r1, d2, r2, 0, d1 * d2) != UINT64_MAX));
+                              (brute(d1, r1, d2, r2, 1, d1 * d2 + 1) != UINT64_MAX));
                     }
 }
 
