@@ -73,9 +73,10 @@ int store_load(struct store *s, store_load_fn *fn, void *arg) __attribute__((war
  * recorded for the row or for the key). The lease is recorded with the
  * lattice the caller generates its IDs on (cfg's delta, remainder and
  * start_offset), for idpoolctl verify. `floor` is what Redis knows was
- * already leased; it protects uniqueness even if an operator lowers current_offset (the higher value is
- * written back). The key's leases outlive its row: a row deleted and added
- * again under the same key starts above them, whatever it says.
+ * already leased; it protects uniqueness even if an operator lowers
+ * current_offset (the higher value is written back). The key's leases
+ * outlive its row: a row deleted and added again under the same key starts
+ * above them, whatever it says.
  *
  * A row with an id_space: no lease whose IDs (of the row's lattice, and of
  * cfg's when it differs) meet the IDs of a lease of another application of
