@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
 #include "fault.h"
 #include "node.h"
 #include "rds.h"
@@ -26,12 +25,10 @@ struct pusher {
     char ttl[16];                   /* lock_ttl_ms as text, for the renewal in each chunk */
     char *resp;                     /* a chunk's RPUSH in RESP (grown as needed) */
     size_t respcap;
-    struct event *pace_ev; /* the running job's next transaction, when it is paced */
 };
 
 static void pusher_next(struct pusher *p);
 static void tx_open(struct pusher *p, struct push_job *j);
-static void tx_next(struct pusher *p, struct push_job *j);
 
 static void job_error(struct push_job *j, enum push_result kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -52,7 +49,6 @@ static void job_error(struct push_job *j, enum push_result kind, const char *fmt
 /* The job's pushes are over, successful or not: hand the connection on. */
 static void job_finish(struct pusher *p, struct push_job *j)
 {
-    evtimer_del(p->pace_ev);
     if (p->running == j)
         p->running = NULL;
     if (j->result == PUSH_OK && j->ndone < j->nchunks)
@@ -154,7 +150,7 @@ static void on_tx_guard(struct rds *r, redisReply *reply, void *arg)
                 rds_flush(p->node->push); /* the first chunk is committed, the rest is not sent */
                 fault_fire();
             }
-            tx_next(p, j);
+            tx_open(p, j);
         }
     }
     tx_settle(p, j);
@@ -373,49 +369,6 @@ static void tx_open(struct pusher *p, struct push_job *j)
         j->sent += g;
 }
 
-/*
- * How long the running job's next transaction waits for its pace: until the
- * IDs sent so far are due at j->pace IDs/s from its start. 0 (at once) when
- * it has no pace or another job waits for the connection.
- */
-static uint64_t pace_wait_ms(const struct pusher *p, const struct push_job *j)
-{
-    uint64_t sent, due, now;
-
-    if (j->pace == 0 || j->sent == 0 || j->sent >= j->nchunks || !TAILQ_EMPTY(&p->waiting))
-        return 0;
-    sent = j->chunks[j->sent - 1].off + j->chunks[j->sent - 1].n;
-    due = j->t0_ms + sent * 1000 / j->pace;
-    now = clock_ms();
-    return due > now ? due - now : 0;
-}
-
-/* The running job's next transaction, now or when its pace allows. */
-static void tx_next(struct pusher *p, struct push_job *j)
-{
-    uint64_t ms = pace_wait_ms(p, j);
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
-
-    if (ms == 0 || !p->pace_ev || evtimer_add(p->pace_ev, &tv) != 0)
-        tx_open(p, j);
-}
-
-static void on_pace(evutil_socket_t fd, short what, void *arg)
-{
-    struct pusher *p = arg;
-    struct push_job *j = p->running;
-
-    (void)fd;
-    (void)what;
-    if (!j)
-        return;
-    if (p->node->push && rds_ready(p->node->push))
-        tx_open(p, j);
-    else
-        job_error(j, PUSH_ERROR, "the push connection to Redis is down");
-    tx_settle(p, j);
-}
-
 /* Give the push connection to the next waiting job that is ready. */
 static void pusher_next(struct pusher *p)
 {
@@ -430,7 +383,6 @@ static void pusher_next(struct pusher *p)
             continue;
         }
         p->running = j;
-        j->t0_ms = clock_ms();
         tx_open(p, j);
         tx_settle(p, j);
     }
@@ -469,16 +421,12 @@ void pusher_configure(struct pusher *p, int lock_ttl_ms)
     snprintf(p->ttl, sizeof(p->ttl), "%d", lock_ttl_ms);
 }
 
-struct pusher *pusher_new(struct event_base *base, struct node *n, int lock_ttl_ms)
+struct pusher *pusher_new(struct node *n, int lock_ttl_ms)
 {
     struct pusher *p = calloc(1, sizeof(*p));
 
     if (!p)
         return NULL;
-    if (!(p->pace_ev = evtimer_new(base, on_pace, p))) {
-        free(p);
-        return NULL;
-    }
     p->node = n;
     TAILQ_INIT(&p->waiting);
     pusher_configure(p, lock_ttl_ms);
@@ -489,8 +437,6 @@ void pusher_free(struct pusher *p)
 {
     if (!p)
         return;
-    if (p->pace_ev)
-        event_free(p->pace_ev);
     free(p->resp);
     free(p);
 }

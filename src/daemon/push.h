@@ -32,8 +32,6 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include <event2/event.h>
-
 #include "plan.h"
 
 struct node;
@@ -66,7 +64,6 @@ struct push_job {
     push_done_fn *done;   /* called once, when every reply is in */
     push_ready_fn *ready; /* may be NULL */
     void *arg;
-    uint64_t pace; /* IDs/s at most while no other job waits (0: as fast as Redis takes them) */
     /* out */
     enum push_result result; /* the first problem seen */
     char msg[256];           /* its description */
@@ -78,7 +75,6 @@ struct push_job {
     size_t sent;      /* chunks written */
     size_t open_n;    /* chunks in the transaction waiting for its verdict */
     size_t exec_n;    /* chunks in the transaction whose EXEC is in flight */
-    uint64_t t0_ms;   /* when it got the connection (pace) */
     TAILQ_ENTRY(push_job) q;
 };
 
@@ -87,7 +83,7 @@ struct push_job {
  * connection, so one pusher per node). lock_ttl_ms: for the messages of
  * fenced pushes.
  */
-struct pusher *pusher_new(struct event_base *base, struct node *n, int lock_ttl_ms);
+struct pusher *pusher_new(struct node *n, int lock_ttl_ms);
 void pusher_free(struct pusher *p);
 void pusher_configure(struct pusher *p, int lock_ttl_ms);
 

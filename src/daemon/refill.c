@@ -33,8 +33,7 @@
 #include "resp.h"
 #include "scheduler.h"
 
-#define MAX_CONTINUE  8       /* refills in a row under one lock */
-#define PACE_MIN_RATE 10000.0 /* IDs/s: a slower pool is refilled flat out (refill_pace) */
+#define MAX_CONTINUE 8 /* refills in a row under one lock */
 
 struct refill {
     struct event_base *base;
@@ -485,33 +484,8 @@ static struct pusher *pusher_of(struct refill *rf, struct node *n)
     if (node_table_fit(&rf->pushers, &rf->npushers, sizeof(*rf->pushers), n) != 0)
         return NULL;
     if (!rf->pushers[n->id])
-        rf->pushers[n->id] = pusher_new(rf->base, n, rf->lock_ttl_ms);
+        rf->pushers[n->id] = pusher_new(n, rf->lock_ttl_ms);
     return rf->pushers[n->id];
-}
-
-/*
- * The pace of a refill of nids IDs (IDs/s; 0: as fast as Redis takes them).
- * Pushed flat out, a busy pool's refill came as a burst at Redis' own
- * ceiling: its RPUSHes, and the append-only file they write (100 MB/s and
- * more, which the kernel throttles), held up every other client of that
- * Redis for milliseconds (BENCHMARKS.md, tail latency pinned: p99 of a
- * single-ID LPOP 0.4 ms without refill, 1 to 5 ms with it). A pool that
- * holds at least a second of its consumption is refilled at 1.25 times that
- * rate instead, but fast enough to finish within a second and before half
- * of what it holds is gone; an emptier or slower pool, flat out.
- */
-static uint64_t refill_pace(const struct pool *p, uint64_t nids)
-{
-    double rate = p->seen.rate, len = (double)p->seen.len, pace;
-
-    if (!p->seen.len_known || rate < PACE_MIN_RATE || len < rate)
-        return 0;
-    pace = rate * 1.25;
-    if (pace < (double)nids)
-        pace = (double)nids; /* done within a second */
-    if (pace < (double)nids * 2 * rate / len)
-        pace = (double)nids * 2 * rate / len; /* done before half the pool is gone */
-    return (uint64_t)pace;
 }
 
 /* Cut the batch into push chunks and queue it for the pusher of the refill's node. */
@@ -545,7 +519,6 @@ static void refill_push(struct refill *rf, struct pool *p)
     job->done = on_pushed;
     job->ready = push_ready;
     job->arg = p;
-    job->pace = refill_pace(p, b->nids);
     push_submit(pu, job);
 }
 
