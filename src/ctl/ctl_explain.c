@@ -697,7 +697,7 @@ static int window_env(struct ctl *c, struct xenv *e, const char *key, const char
                       const char *to, cJSON *envs)
 {
     cJSON *o = env_json(e), *arr;
-    struct ctl_row r;
+    struct ctl_row r = {0};
     struct ledger_lattice row_lat;
     struct span cur = {0};
     char *qkey, *sql;

@@ -473,6 +473,7 @@ struct lattice {
 struct space_hit {
     uint64_t lo, hi; /* the lease */
     uint64_t first;  /* the first ID in both */
+    uint64_t d, r;   /* the lattice the lease was judged by */
 };
 
 /* A lattice as a row holds it (delta 0 means 1); an invalid one meets nothing. */
@@ -524,6 +525,8 @@ static int space_leases(struct store *s, struct job *j, const struct lattice *a,
 {
     char sql[512];
     uint64_t after = lo;
+    /* each lease judged by the lattice it recorded, else by the row's now */
+    const char *lat = s->lease_nolattice ? "" : ", delta, remainder";
 
     for (;;) {
         MYSQL_RES *res;
@@ -532,15 +535,15 @@ static int space_leases(struct store *s, struct job *j, const struct lattice *a,
 
         if (s->lease_unkeyed)
             snprintf(sql, sizeof(sql),
-                     "SELECT lo, hi FROM application_lease WHERE application_id = %" PRId64
+                     "SELECT lo, hi%s FROM application_lease WHERE application_id = %" PRId64
                      " AND hi > %" PRIu64 " ORDER BY hi LIMIT %d LOCK IN SHARE MODE",
-                     other, after, SPACE_PAGE);
+                     lat, other, after, SPACE_PAGE);
         else
             snprintf(
                 sql, sizeof(sql),
-                "SELECT lo, hi FROM application_lease WHERE entity_key = '%s' AND hi > %" PRIu64
+                "SELECT lo, hi%s FROM application_lease WHERE entity_key = '%s' AND hi > %" PRIu64
                 " ORDER BY hi LIMIT %d LOCK IN SHARE MODE",
-                qkey, after, SPACE_PAGE);
+                lat, qkey, after, SPACE_PAGE);
         if (mysql_query(s->conn, sql) != 0)
             return space_sql_err(s, j);
         if ((res = q_result(s, j)) == NULL)
@@ -550,6 +553,10 @@ static int space_leases(struct store *s, struct job *j, const struct lattice *a,
             long long lhi = row[1] ? strtoll(row[1], NULL, 10) : 0;
             uint64_t l_lo = llo > 0 ? (uint64_t)llo : 0, l_hi = lhi > 0 ? (uint64_t)lhi : 0;
             uint64_t olo = l_lo > lo ? l_lo : lo, ohi = l_hi < hi ? l_hi : hi;
+            struct lattice lb = b;
+
+            if (!s->lease_nolattice && row[2] && row[3])
+                lb = lattice_of(row[2], row[3]);
 
             n++;
             if (l_hi > after)
@@ -560,9 +567,9 @@ static int space_leases(struct store *s, struct job *j, const struct lattice *a,
             }
             for (int i = 0; i < na; i++) {
                 uint64_t x;
-                if (idspace_first_common(a[i].d, a[i].r, b.d, b.r, olo, ohi, &x) &&
+                if (idspace_first_common(a[i].d, a[i].r, lb.d, lb.r, olo, ohi, &x) &&
                     (!found || x < hit->first)) {
-                    *hit = (struct space_hit){l_lo, l_hi, x};
+                    *hit = (struct space_hit){l_lo, l_hi, x, lb.d, lb.r};
                     found = 1;
                 }
             }
@@ -585,9 +592,11 @@ static int space_leases(struct store *s, struct job *j, const struct lattice *a,
  * no lease read. 0 clear, 1 conflict (STORE_CONFLICT, err names both), -1
  * error, -2 retry.
  *
- * TODO(issue 24): the other application's leases are judged by its row's
- * current delta/remainder; once application_lease records each lease's
- * delta/remainder/start_offset, judge each lease by its own.
+ * Each lease of the other application is judged by the lattice it recorded
+ * (application_lease.delta, remainder), one from before the columns by the
+ * row's current one; an application whose current lattice cannot meet the
+ * row's is skipped only when the ledger records no lattices (else its
+ * history is read: its remainder may have been changed).
  */
 static int space_check(struct store *s, struct reserve_job *r, uint64_t lo, uint64_t hi)
 {
@@ -638,7 +647,7 @@ static int space_check(struct store *s, struct reserve_job *r, uint64_t lo, uint
 
         for (int i = 0; i < na; i++)
             meet |= idspace_lattices_meet(a[i].d, a[i].r, b.d, b.r);
-        if (!meet)
+        if (!meet && s->lease_nolattice)
             continue;
         app_copy_col(key, sizeof(key), row[1], mysql_fetch_lengths(res)[1]);
         mysql_real_escape_string(s->conn, okey, key, (unsigned long)strlen(key));
@@ -651,7 +660,7 @@ static int space_check(struct store *s, struct reserve_job *r, uint64_t lo, uint
                     ", delta %" PRIu64 " remainder %" PRIu64 ") at ID %" PRIu64
                     ", in both: refused; not served until their IDs no longer meet",
                     space, lo, hi, r->key, r->app_id, a[0].d, a[0].r, hit.lo, hit.hi, key, other,
-                    b.d, b.r, hit.first);
+                    hit.d, hit.r, hit.first);
     }
     mysql_free_result(res);
     return rc;
