@@ -11,6 +11,7 @@
 #  3. a new application of a space whose first lease would fall into another's
 #     lease (the check of each reservation): the reservation is refused (no
 #     lease recorded), said so, nothing served; moved above: served, resolved.
+#     3c: a lease is judged by the lattice it recorded, not its row's now.
 #  4. a schema without the column: every application in its own space, said
 #     once, still served.
 # shellcheck source-path=SCRIPTDIR
@@ -160,6 +161,21 @@ wait_until 5 log_has a "app=racer2 cannot reserve a lease: id_space_conflict: id
     fail "racer2 was not refused: $(grep -m3 'app=racer2' "$DIR/a.log" | tail -n 1)"
 assert_eq 0 "$(sql "SELECT COUNT(*) FROM application_lease WHERE entity_key = 'racer2'")" "leases of racer2"
 pass "a reservation waits for another's uncommitted lease of its space, then is refused"
+
+# 3c. A lease recorded on another lattice than its row's now (its remainder
+# changed since): judged by the lattice it recorded. hist (delta 2,
+# remainder 1 now) has an old lease far up taken with remainder 0; nxt
+# (delta 2, remainder 0) starts inside it: their current lattices never
+# meet, the recorded one does.
+add_app hist "${small[@]}" id_space=hist delta=2 remainder=1
+wait_until 10 pool_ge hist 800 || fail "hist was not served"
+sql "INSERT INTO application_lease (application_id, entity_key, lo, hi, instance, delta, remainder, start_offset)
+     VALUES ($(app_col hist id), 'hist', $far, $((far + 1000000)), 'before', 2, 0, 1)"
+add_app nxt "${small[@]}" id_space=hist delta=2 remainder=0 start_offset=$((far + 10))
+wait_until 5 log_has a "app=nxt cannot reserve a lease: id_space_conflict: id_space 'hist': the next lease \[$((far + 10)), [0-9]+\) of 'nxt' .* meets lease \[$far, $((far + 1000000))\) of 'hist' \(id [0-9]+, delta 2 remainder 0\) at ID $((far + 10))" ||
+    fail "nxt was not refused by hist's lease on its recorded lattice: $(grep -m3 'app=nxt' "$DIR/a.log" | tail -n 1)"
+assert_eq 0 "$(sql "SELECT COUNT(*) FROM application_lease WHERE entity_key = 'nxt'")" "leases of nxt"
+pass "a lease is judged by the lattice it recorded, not by its row's now"
 
 # 4. A schema without application.id_space: every application in its own space.
 sql "ALTER TABLE application DROP COLUMN id_space"
