@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "ledgercheck.h"
 
 int ledger_on_lattice(const struct ledger_lattice *l, uint64_t id)
 {
@@ -15,22 +16,15 @@ int ledger_on_lattice(const struct ledger_lattice *l, uint64_t id)
 
 uint64_t ledger_lattice_count(const struct ledger_lattice *l, uint64_t lo, uint64_t hi)
 {
+    struct lc_lattice c = {1, l->delta, l->remainder, l->start};
     uint64_t first = l->start > APP_ID_MIN ? l->start : APP_ID_MIN, x;
 
     if (lo < first)
         lo = first;
-    if (!l->known || l->delta < 1 || l->remainder >= l->delta || lo >= hi)
+    if (!l->known || l->delta < 1 || l->remainder >= l->delta || lo >= hi ||
+        lc_align(&c, lo, &x) != 0 || x >= hi) /* x: the first on l at or above lo */
         return 0;
-    x = lo - lo % l->delta; /* then the first on l at or above lo */
-    if (x > UINT64_MAX - l->remainder)
-        return 0;
-    x += l->remainder;
-    if (x < lo) {
-        if (x > UINT64_MAX - l->delta)
-            return 0;
-        x += l->delta;
-    }
-    return x >= hi ? 0 : (hi - 1 - x) / l->delta + 1;
+    return (hi - 1 - x) / l->delta + 1;
 }
 
 const char *ledger_verdict_name(enum ledger_verdict v)
