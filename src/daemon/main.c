@@ -17,6 +17,7 @@
 #include "alerts.h"
 #include "api.h"
 #include "config.h"
+#include "dns.h"
 #include "statushttp.h"
 #include "fault.h"
 #include "http.h"
@@ -323,6 +324,7 @@ int main(int argc, char **argv)
     event_free(d.ev_int);
     event_free(d.ev_hup);
     event_free(d.ev_grace);
+    dns_free(d.base);
     event_base_free(d.base);
     config_free(&d.cfg);
     libevent_global_shutdown();
