@@ -49,6 +49,7 @@ enum setting_id {
     S_HTTP_MAX_CONNS,
     S_HTTP_TIMEOUT,
     S_HTTP_HEAD_TIMEOUT,
+    S_HTTP_ALLOWED_HOSTS,
     S_HTTP_MAX_PER_ADDR,
     S_API,
     S_API_MAX_CONNS,
@@ -82,6 +83,7 @@ enum setting_kind {
     K_FILE,    /* a file name; empty = none (and "off", for api-access-log) */
     K_BOOL,    /* on|off (also yes|no, true|false, 1|0) */
     K_RESERVE, /* auto|off|trend|all */
+    K_HOSTS,   /* host names separated by commas, or "*" */
 };
 
 /* Which sources may set a setting. */
@@ -217,6 +219,16 @@ static const struct setting settings[S_COUNT] = {
                              "kept-alive one), else 408 and close; slow senders cannot\n"
                              "extend it",
                              INT_SETTING(100, 600000, http_head_timeout_ms)},
+    [S_HTTP_ALLOWED_HOSTS] = {"http-allowed-hosts", NULL, "IDPOOL_HTTP_ALLOWED_HOSTS",
+                              "Status and metrics", "NAMES", NULL,
+                              "none (IP addresses and localhost only)",
+                              "host names the status server answers requests to (their\n"
+                              "Host header), separated by commas; * for any. Requests\n"
+                              "to an IP address, localhost or the name of --http are\n"
+                              "always answered, to another name refused with 403 (DNS\n"
+                              "rebinding: a web page must not read /v1/apps through a\n"
+                              "browser)",
+                              K_HOSTS, FROM_ALL, 0, 0, 0},
     [S_API] = {"api", "api-addr", "IDPOOL_API_ADDR", "ID API", "HOST:PORT", "", "none (off)",
                "ID API: GET/POST /v1/ids/{key} with a bearer token, on a\n"
                "listener of its own ([IPv6]:PORT ok); config-file key also\n"
@@ -490,6 +502,24 @@ static int secret_file_read(const char *path, char **out, char *err, size_t errl
  * Parse and validate one value of setting id from source o, replacing the
  * previous value in ld->cfg only once the new one is known to be good.
  */
+/* http-allowed-hosts: names of A-Z a-z 0-9 . - _ (1..253) or *, separated by commas. */
+static bool host_list_valid(const char *v)
+{
+    while (*v) {
+        size_t n;
+
+        v += strspn(v, " ,");
+        for (n = strcspn(v, ","); n > 0 && v[n - 1] == ' '; n--)
+            ;
+        if (n > 253 ||
+            (!(n == 1 && v[0] == '*') && strspn(v, "abcdefghijklmnopqrstuvwxyz"
+                                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") < n))
+            return false;
+        v += strcspn(v, ",");
+    }
+    return true;
+}
+
 static int setting_apply(struct loader *ld, enum setting_id id, const char *value, struct origin o)
 {
     const struct setting *s = &settings[id];
@@ -600,6 +630,18 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
             return fail(ld, id, "must be 1..%d characters of A-Z a-z 0-9 _ . : -, got '%.80s'",
                         KEYS_PREFIX_MAX, value);
         return replace_str(ld, id, &cfg->key_prefix, value);
+    case K_HOSTS:
+        if (!host_list_valid(value))
+            return fail(ld, id,
+                        "must be host names (A-Z a-z 0-9 . - _) or *, separated by commas; "
+                        "got '%.80s'",
+                        value);
+        if (value[0] == '\0') {
+            free(cfg->http_allowed_hosts);
+            cfg->http_allowed_hosts = NULL;
+            return 0;
+        }
+        return replace_str(ld, id, &cfg->http_allowed_hosts, value);
     case K_INSTANCE: {
         size_t n = strlen(value);
 
@@ -1048,6 +1090,7 @@ void config_free(struct config *cfg)
     free(cfg->mysql_url);
     mysql_url_free(&cfg->mysql);
     free(cfg->http_addr);
+    free(cfg->http_allowed_hosts);
     free(cfg->http_host);
     free(cfg->api_addr);
     free(cfg->api_host);

@@ -197,6 +197,8 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         refill_configure(d->refill, &nc);
         access_configure(d->access, &nc);
         api_configure(d->api, &nc);
+        if (statushttp_configure(d->http, &nc) != 0)
+            log_error("reload: out of memory; http-allowed-hosts is kept as it was");
         config_free(&d->cfg);
         d->cfg = nc;
     }
