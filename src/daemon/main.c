@@ -152,14 +152,15 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     struct config nc;
     char err[CONFIG_ERR_MAX];
     enum config_result rc;
+    const char *rejected = NULL;
 
     (void)sig;
     (void)what;
     log_info("SIGHUP: reloading configuration and applications");
     rc = config_load(&nc, d->argc, d->argv, env_get, err, sizeof(err));
     if (rc != CONFIG_OK) {
-        log_error("reload: configuration rejected, keeping the current one: %s",
-                  rc == CONFIG_ERROR ? err : "unexpected --help/--version");
+        rejected = rc == CONFIG_ERROR ? err : "unexpected --help/--version";
+        log_error("reload: configuration rejected, keeping the current one: %s", rejected);
         if (rc != CONFIG_ERROR)
             config_free(&nc);
         api_configure(d->api, &d->cfg); /* reopens the access log all the same (logrotate) */
@@ -203,7 +204,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         d->cfg = nc;
     }
     /* systemd: reloading until the rows were read again (also when the config was rejected) */
-    notify_reloading(d->notify, refill_reload(d->refill));
+    notify_reloading(d->notify, refill_reload(d->refill), rejected);
     access_reload(d->access);
 }
 
