@@ -103,7 +103,9 @@ struct ledger_job {
  * (A subquery per application row reads every older lease instead: MariaDB
  * uses only the application_id part of the index in a dependent subquery.)
  * Leases created in the same millisecond: the lowest lo comes first. The
- * age is measured by MySQL's clock, the one that wrote created_at.
+ * age is measured by MySQL's clock, the one that wrote created_at, both in
+ * UTC (the session's time zone, store.c: the DATETIME is a wall clock time,
+ * which summer time would shift by an hour between a write and a read).
  */
 #define LEDGER_STR(x)  #x
 #define LEDGER_XSTR(x) LEDGER_STR(x)

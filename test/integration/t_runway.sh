@@ -16,8 +16,14 @@
 #   idpoolctl      status shows RUNWAY and ID-SPACE in human units, --json
 #                  the runway object
 #   the query      the ledger's window is found through ix_app_created
+#   UTC            MariaDB runs an hour east of UTC (TZ): the daemon writes
+#                  application_lease.created_at in UTC, and a lease planted
+#                  2 h ago (UTC) counts as 2 h old, not 3 (its session is in
+#                  UTC; in a zone with summer time the wall clock would be
+#                  an hour off across the change)
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
+export TZ=IDP-1 # mariadbd's SYSTEM time zone: UTC+1
 setup
 require_redis_py
 
@@ -36,8 +42,15 @@ SPACE_ID=$(app_col space id)
 for k in $(seq 10 -1 1); do
     sql "INSERT INTO application_lease (application_id, entity_key, lo, hi, instance, created_at)
          VALUES ($SPACE_ID, 'space', $((CUR - k * G)), $((CUR - (k - 1) * G)), 'planted',
-                 NOW(3) - INTERVAL $k DAY)"
+                 UTC_TIMESTAMP(3) - INTERVAL $k DAY)"
 done
+# one lease of GT IDs 2 hours ago: GT x 12 a day
+GT=1000000000000
+add_app tz step=100 max_pool_size=1000 current_offset=$CUR
+sql "INSERT INTO application_lease (application_id, entity_key, lo, hi, instance, created_at)
+     VALUES ($(app_col tz id), 'tz', $((CUR - GT)), $CUR, 'planted', UTC_TIMESTAMP(3) - INTERVAL 2 HOUR)"
+[[ $(sql "SELECT TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), NOW())") == 60 ]] ||
+    fail "MariaDB's time zone is not UTC+1 (TZ=$TZ): $(sql 'SELECT @@system_time_zone, NOW(), UTC_TIMESTAMP()')"
 
 # The window's first lease and the highest hi come from loose index scans,
 # a few reads per application, not from a scan of the ledger.
@@ -50,7 +63,7 @@ done
 printf 'id-space-warn-days = 90\n' >"$DIR/idpoold.conf"
 start_daemon a --config "$DIR/idpoold.conf" --tick-ms 50 --reload-ms 300 \
     --alert-resolve-ms 300 --http "127.0.0.1:$HTTP_PORT"
-for k in flow:60000 idle:1000 space:1000; do
+for k in flow:60000 idle:1000 space:1000 tz:1000; do
     wait_until 10 pool_ge "${k%:*}" "${k#*:}" || fail "${k%:*} never filled"
 done
 
@@ -63,6 +76,15 @@ print(eval(sys.argv[2]))' "$DIR/app.json" "$2"
 }
 app_true() { [[ $(app "$1" "$2") == True ]]; }
 metric() { curl -sSf "$BASE/metrics" | sed -n "s/^$1{app=\"$2\"} //p"; }
+
+# --- UTC: the daemon writes created_at in UTC and measures ages in UTC ------------
+age=$(sql "SELECT TIMESTAMPDIFF(SECOND, MAX(created_at), UTC_TIMESTAMP()) FROM application_lease WHERE instance != 'planted'")
+((age >= -5 && age < 60)) || fail "the daemon's newest lease is ${age} s older than UTC now (created_at not in UTC)"
+wait_until 10 app_true tz 'a["runway"]["growth_ids_per_day"] > 0' || fail "tz: no growth: $(cat "$DIR/app.json")"
+growth=$(app tz 'a["runway"]["growth_ids_per_day"]')
+app_true tz 'abs(a["runway"]["growth_ids_per_day"] - 12 * '"$GT"') < 0.02 * 12 * '"$GT" ||
+    fail "tz: growth $growth a day, expected ~$((12 * GT)) (the planted lease is 2 h old, in UTC)"
+pass "UTC: MariaDB at UTC+1, the daemon's leases are written in UTC, a lease of 2 h ago counts 2 h ($growth IDs a day)"
 
 # --- id_space_days from the ledger; the alert with horizon 90 ------------------
 wait_until 10 app_true space 'a["runway"]["id_space_days"] is not None' ||
