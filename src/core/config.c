@@ -314,8 +314,10 @@ struct origin {
 
 /* A password override being read: from its setting, or from a file. */
 struct secret {
-    char *value;     /* redis-password / mysql-password (heap) or NULL */
-    char *from_file; /* the content of redis-password-file / mysql-password-file (heap) or NULL */
+    char *value; /* redis-password / mysql-password (heap) or NULL */
+    char *file;  /* redis-password-file / mysql-password-file (heap) or NULL: its name only,
+                    read once every source is merged (secret_resolve), so that a file
+                    another source overrode is never read */
 };
 
 /* The two passwords: which settings give them, and the systemd credential's name. */
@@ -571,20 +573,14 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
         return replace_str(ld, id, slot, value);
     }
     case K_SECRET_FILE: {
-        char **slot =
-            &ld->secret[id == S_REDIS_PASSWORD_FILE ? SECRET_REDIS : SECRET_MYSQL].from_file;
-        char *pw;
+        char **slot = &ld->secret[id == S_REDIS_PASSWORD_FILE ? SECRET_REDIS : SECRET_MYSQL].file;
 
         if (value[0] == '\0') { /* empty: none, as for the password settings */
             free(*slot);
             *slot = NULL;
             return 0;
         }
-        if (secret_file_read(value, &pw, msg, sizeof(msg)) < 0)
-            return fail(ld, id, "%s", msg);
-        free(*slot);
-        *slot = pw;
-        return 0;
+        return replace_str(ld, id, slot, value); /* read by secret_resolve */
     }
     case K_HTTP: {
         char *host = NULL;
@@ -936,10 +932,9 @@ static int secret_resolve(struct loader *ld, int i, char **password)
     struct secret *sc = &ld->secret[i];
     const char *dir = ld->getenv_fn("CREDENTIALS_DIRECTORY");
     char cred[4096], from[CONFIG_ERR_MAX / 2], msg[CONFIG_ERR_MAX];
-    enum setting_id set = sc->value ? secrets[i].value : secrets[i].file;
-    char **pick = sc->value ? &sc->value : &sc->from_file;
+    char *pw = NULL;
 
-    if (sc->value && sc->from_file) {
+    if (sc->value && sc->file) {
         origin_source(ld, secrets[i].value, from, sizeof(from));
         return fail(ld, secrets[i].file, "set, and so is %s (from %s): give the password one way",
                     settings[secrets[i].value].name, from);
@@ -948,23 +943,29 @@ static int secret_resolve(struct loader *ld, int i, char **password)
     if (dir && dir[0] != '\0')
         snprintf(cred, sizeof(cred), "%s/%s", dir, secrets[i].credential);
     if (cred[0] && access(cred, F_OK) == 0) {
-        if (*pick) {
-            origin_prefix(ld, set, from, sizeof(from));
+        if (sc->value || sc->file) {
+            origin_prefix(ld, sc->value ? secrets[i].value : secrets[i].file, from, sizeof(from));
             text_err(ld->err, ld->errlen,
                      "%s: set, and systemd passed the credential %s too (%s): give the password "
                      "one way",
                      from, secrets[i].credential, cred);
             return -1;
         }
-        if (secret_file_read(cred, &sc->from_file, msg, sizeof(msg)) < 0) {
+        if (secret_file_read(cred, &pw, msg, sizeof(msg)) < 0) {
             text_err(ld->err, ld->errlen, "systemd credential %s: %s", secrets[i].credential, msg);
             return -1;
         }
+    } else if (sc->file) {
+        /* the one file that won: named by the last source that set it */
+        if (secret_file_read(sc->file, &pw, msg, sizeof(msg)) < 0)
+            return fail(ld, secrets[i].file, "%s", msg);
+    } else if (sc->value) {
+        pw = sc->value;
+        sc->value = NULL;
     }
-    if (*pick) {
+    if (pw) {
         free(*password);
-        *password = *pick;
-        *pick = NULL;
+        *password = pw;
     }
     return 0;
 }
@@ -1071,7 +1072,7 @@ enum config_result config_load(struct config *out, int argc, char *const argv[],
 out:
     for (int i = 0; i < SECRET_COUNT; i++) {
         free(ld.secret[i].value);
-        free(ld.secret[i].from_file);
+        free(ld.secret[i].file);
     }
     if (r != CONFIG_OK)
         config_free(out);
