@@ -48,7 +48,8 @@ struct node *node_add(struct nodemap *m, const struct config *cfg);
 
 /*
  * A control connection of a map (to a sentinel, to a Cluster node asked for
- * its slot table) at host:port, on m's event loop: DATA is its ac->data,
+ * its slot table) at host:port, on m's event loop (host numeric: a name is
+ * looked up first, off the loop, by dns_lookup; hiredis would block on it): DATA is its ac->data,
  * the callbacks are set, and AUTH is queued when PASSWORD (USER may be
  * NULL): its error, if any, is what the next command answers (NOAUTH,
  * WRONGPASS). NULL with the reason in WHY.

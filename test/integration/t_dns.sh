@@ -17,11 +17,17 @@
 #                            the connect timeout and tried again with
 #                            backoff (the log says so), and queries reached
 #                            the DNS server
+#   redis-sentinel://<a name only DNS knows>:P1,localhost:P2#master
+#                            the first sentinel's lookup is given up at
+#                            the attempt's timeout, the second one answers,
+#                            and the pool, emptied, is filled again within
+#                            a few seconds (a lookup on the loop would hold
+#                            it for the resolver's 10 s)
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || skip "needs root (a mount namespace, UDP port 53 on loopback)"
 unshare --mount true 2>/dev/null || skip "unshare --mount is not permitted here"
-setup
+SERVERS_SENTINEL=1 setup
 
 NS=127.0.0.153
 cat >"$DIR/resolv.conf" <<EOC
@@ -76,3 +82,15 @@ wait_until 5 log_has b "cannot connect to idpool-redis.example.invalid:$REDIS_PO
     fail "b: no log line of the lookup given up"
 pass "a name the resolver never answers: /healthz answered $n times in 7 s, the lookup is given up at the connect timeout"
 stop_daemon b 5
+
+# --- sentinels by name -------------------------------------------------------------------------
+rcli DEL "$(pool_key d1)" >/dev/null
+q0=$(queries)
+t0=$(now_us)
+start_daemon c --tick-ms 50 \
+    --redis "redis-sentinel://idpool-sentinel.example.invalid:$SENTINEL1_PORT,localhost:$SENTINEL2_PORT/0#$SENTINEL_MASTER"
+wait_until 8 pool_ge d1 1000 || fail "c: d1 not filled again through the second sentinel (localhost)"
+ms=$((($(now_us) - t0) / 1000))
+assert_gt "$(queries)" "$q0" "DNS queries for the first sentinel's name"
+stop_daemon c
+pass "sentinels by name: the first one's lookup given up, the second (localhost) answered, d1 filled again in $ms ms"
