@@ -563,8 +563,8 @@ static void on_lookup(const char *ip, const char *err, void *arg)
 /* Ask the next candidate, or give this refresh up after ATTEMPTS of them. */
 static void attempt(struct cmap *c)
 {
-    struct timeval tv = {c->attempt_ms / 1000, (c->attempt_ms % 1000) * 1000};
     char ip[DNS_IP_MAX], why[160];
+    int rc;
 
     if (c->attempts++ >= ATTEMPTS) {
         if (c->failures++ == 0 || c->failures % 20 == 0)
@@ -576,18 +576,12 @@ static void attempt(struct cmap *c)
         return;
     }
     c->asked = *candidate(c, c->next);
-    switch (dns_lookup(c->map->base, c->asked.host, on_lookup, c, &c->dns, ip, sizeof(ip), why,
-                       sizeof(why))) {
-    case 0:
+    rc = node_control_lookup(c->map, c->asked.host, on_lookup, c, &c->dns, c->attempt_ev,
+                             c->attempt_ms, ip, why, sizeof(why));
+    if (rc == 0)
         ask_at(c, ip);
-        break;
-    case 1:
-        evtimer_add(c->attempt_ev, &tv); /* the attempt's time covers the lookup */
-        break;
-    default:
+    else if (rc < 0)
         attempt_failed(c, "%s", why);
-        break;
-    }
 }
 
 /* CLUSTER SLOTS to the asked node, at ip (its numeric address). */

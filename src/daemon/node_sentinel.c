@@ -279,8 +279,8 @@ static void on_lookup(const char *ip, const char *err, void *arg)
 /* Ask set.a[tried], or give up this question when every sentinel failed. */
 static void attempt(struct smap *s)
 {
-    struct timeval tv = {s->attempt_ms / 1000, (s->attempt_ms % 1000) * 1000};
     char ip[DNS_IP_MAX], why[160];
+    int rc;
 
     if (s->tried >= s->set.n) {
         s->asking = 0;
@@ -297,18 +297,12 @@ static void attempt(struct smap *s)
         ask_at(s, NULL);
         return;
     }
-    switch (dns_lookup(s->map->base, s->set.a[s->tried].host, on_lookup, s, &s->dns, ip, sizeof(ip),
-                       why, sizeof(why))) {
-    case 0:
+    rc = node_control_lookup(s->map, s->set.a[s->tried].host, on_lookup, s, &s->dns, s->attempt_ev,
+                             s->attempt_ms, ip, why, sizeof(why));
+    if (rc == 0)
         ask_at(s, ip);
-        break;
-    case 1:
-        evtimer_add(s->attempt_ev, &tv); /* the attempt's time covers the lookup */
-        break;
-    default:
+    else if (rc < 0)
         attempt_failed(s, "%s", why);
-        break;
-    }
 }
 
 /* Ask set.a[tried], connecting to it at ip first (NULL: s->ac is open to it). */
