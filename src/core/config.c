@@ -49,6 +49,7 @@ enum setting_id {
     S_HTTP_MAX_CONNS,
     S_HTTP_TIMEOUT,
     S_HTTP_HEAD_TIMEOUT,
+    S_HTTP_ALLOWED_HOSTS,
     S_HTTP_MAX_PER_ADDR,
     S_API,
     S_API_MAX_CONNS,
@@ -82,6 +83,7 @@ enum setting_kind {
     K_FILE,    /* a file name; empty = none (and "off", for api-access-log) */
     K_BOOL,    /* on|off (also yes|no, true|false, 1|0) */
     K_RESERVE, /* auto|off|trend|all */
+    K_HOSTS,   /* host names separated by commas, or "*" */
 };
 
 /* Which sources may set a setting. */
@@ -217,6 +219,16 @@ static const struct setting settings[S_COUNT] = {
                              "kept-alive one), else 408 and close; slow senders cannot\n"
                              "extend it",
                              INT_SETTING(100, 600000, http_head_timeout_ms)},
+    [S_HTTP_ALLOWED_HOSTS] = {"http-allowed-hosts", NULL, "IDPOOL_HTTP_ALLOWED_HOSTS",
+                              "Status and metrics", "NAMES", NULL,
+                              "none (IP addresses and localhost only)",
+                              "host names the status server answers requests to (their\n"
+                              "Host header), separated by commas; * for any. Requests\n"
+                              "to an IP address, localhost or the name of --http are\n"
+                              "always answered, to another name refused with 403 (DNS\n"
+                              "rebinding: a web page must not read /v1/apps through a\n"
+                              "browser)",
+                              K_HOSTS, FROM_ALL, 0, 0, 0},
     [S_API] = {"api", "api-addr", "IDPOOL_API_ADDR", "ID API", "HOST:PORT", "", "none (off)",
                "ID API: GET/POST /v1/ids/{key} with a bearer token, on a\n"
                "listener of its own ([IPv6]:PORT ok); config-file key also\n"
@@ -302,8 +314,10 @@ struct origin {
 
 /* A password override being read: from its setting, or from a file. */
 struct secret {
-    char *value;     /* redis-password / mysql-password (heap) or NULL */
-    char *from_file; /* the content of redis-password-file / mysql-password-file (heap) or NULL */
+    char *value; /* redis-password / mysql-password (heap) or NULL */
+    char *file;  /* redis-password-file / mysql-password-file (heap) or NULL: its name only,
+                    read once every source is merged (secret_resolve), so that a file
+                    another source overrode is never read */
 };
 
 /* The two passwords: which settings give them, and the systemd credential's name. */
@@ -490,6 +504,24 @@ static int secret_file_read(const char *path, char **out, char *err, size_t errl
  * Parse and validate one value of setting id from source o, replacing the
  * previous value in ld->cfg only once the new one is known to be good.
  */
+/* http-allowed-hosts: names of A-Z a-z 0-9 . - _ (1..253) or *, separated by commas. */
+static bool host_list_valid(const char *v)
+{
+    while (*v) {
+        size_t n;
+
+        v += strspn(v, " ,");
+        for (n = strcspn(v, ","); n > 0 && v[n - 1] == ' '; n--)
+            ;
+        if (n > 253 ||
+            (!(n == 1 && v[0] == '*') && strspn(v, "abcdefghijklmnopqrstuvwxyz"
+                                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") < n))
+            return false;
+        v += strcspn(v, ",");
+    }
+    return true;
+}
+
 static int setting_apply(struct loader *ld, enum setting_id id, const char *value, struct origin o)
 {
     const struct setting *s = &settings[id];
@@ -541,20 +573,14 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
         return replace_str(ld, id, slot, value);
     }
     case K_SECRET_FILE: {
-        char **slot =
-            &ld->secret[id == S_REDIS_PASSWORD_FILE ? SECRET_REDIS : SECRET_MYSQL].from_file;
-        char *pw;
+        char **slot = &ld->secret[id == S_REDIS_PASSWORD_FILE ? SECRET_REDIS : SECRET_MYSQL].file;
 
         if (value[0] == '\0') { /* empty: none, as for the password settings */
             free(*slot);
             *slot = NULL;
             return 0;
         }
-        if (secret_file_read(value, &pw, msg, sizeof(msg)) < 0)
-            return fail(ld, id, "%s", msg);
-        free(*slot);
-        *slot = pw;
-        return 0;
+        return replace_str(ld, id, slot, value); /* read by secret_resolve */
     }
     case K_HTTP: {
         char *host = NULL;
@@ -600,6 +626,18 @@ static int setting_apply(struct loader *ld, enum setting_id id, const char *valu
             return fail(ld, id, "must be 1..%d characters of A-Z a-z 0-9 _ . : -, got '%.80s'",
                         KEYS_PREFIX_MAX, value);
         return replace_str(ld, id, &cfg->key_prefix, value);
+    case K_HOSTS:
+        if (!host_list_valid(value))
+            return fail(ld, id,
+                        "must be host names (A-Z a-z 0-9 . - _) or *, separated by commas; "
+                        "got '%.80s'",
+                        value);
+        if (value[0] == '\0') {
+            free(cfg->http_allowed_hosts);
+            cfg->http_allowed_hosts = NULL;
+            return 0;
+        }
+        return replace_str(ld, id, &cfg->http_allowed_hosts, value);
     case K_INSTANCE: {
         size_t n = strlen(value);
 
@@ -894,10 +932,9 @@ static int secret_resolve(struct loader *ld, int i, char **password)
     struct secret *sc = &ld->secret[i];
     const char *dir = ld->getenv_fn("CREDENTIALS_DIRECTORY");
     char cred[4096], from[CONFIG_ERR_MAX / 2], msg[CONFIG_ERR_MAX];
-    enum setting_id set = sc->value ? secrets[i].value : secrets[i].file;
-    char **pick = sc->value ? &sc->value : &sc->from_file;
+    char *pw = NULL;
 
-    if (sc->value && sc->from_file) {
+    if (sc->value && sc->file) {
         origin_source(ld, secrets[i].value, from, sizeof(from));
         return fail(ld, secrets[i].file, "set, and so is %s (from %s): give the password one way",
                     settings[secrets[i].value].name, from);
@@ -906,23 +943,29 @@ static int secret_resolve(struct loader *ld, int i, char **password)
     if (dir && dir[0] != '\0')
         snprintf(cred, sizeof(cred), "%s/%s", dir, secrets[i].credential);
     if (cred[0] && access(cred, F_OK) == 0) {
-        if (*pick) {
-            origin_prefix(ld, set, from, sizeof(from));
+        if (sc->value || sc->file) {
+            origin_prefix(ld, sc->value ? secrets[i].value : secrets[i].file, from, sizeof(from));
             text_err(ld->err, ld->errlen,
                      "%s: set, and systemd passed the credential %s too (%s): give the password "
                      "one way",
                      from, secrets[i].credential, cred);
             return -1;
         }
-        if (secret_file_read(cred, &sc->from_file, msg, sizeof(msg)) < 0) {
+        if (secret_file_read(cred, &pw, msg, sizeof(msg)) < 0) {
             text_err(ld->err, ld->errlen, "systemd credential %s: %s", secrets[i].credential, msg);
             return -1;
         }
+    } else if (sc->file) {
+        /* the one file that won: named by the last source that set it */
+        if (secret_file_read(sc->file, &pw, msg, sizeof(msg)) < 0)
+            return fail(ld, secrets[i].file, "%s", msg);
+    } else if (sc->value) {
+        pw = sc->value;
+        sc->value = NULL;
     }
-    if (*pick) {
+    if (pw) {
         free(*password);
-        *password = *pick;
-        *pick = NULL;
+        *password = pw;
     }
     return 0;
 }
@@ -1029,7 +1072,7 @@ enum config_result config_load(struct config *out, int argc, char *const argv[],
 out:
     for (int i = 0; i < SECRET_COUNT; i++) {
         free(ld.secret[i].value);
-        free(ld.secret[i].from_file);
+        free(ld.secret[i].file);
     }
     if (r != CONFIG_OK)
         config_free(out);
@@ -1048,6 +1091,7 @@ void config_free(struct config *cfg)
     free(cfg->mysql_url);
     mysql_url_free(&cfg->mysql);
     free(cfg->http_addr);
+    free(cfg->http_allowed_hosts);
     free(cfg->http_host);
     free(cfg->api_addr);
     free(cfg->api_host);

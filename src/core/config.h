@@ -32,6 +32,7 @@ struct config {
     int http_max_per_addr;      /* status server connections from one address at most */
     int http_timeout_ms;        /* body, unread answers and idle deadline (both servers) */
     int http_head_timeout_ms;   /* request head deadline (both servers) */
+    char *http_allowed_hosts;   /* names the status server answers to, "a,b" or "*"; or NULL */
     char *api_addr;             /* host:port of the ID API, "" = off */
     char *api_host;             /* parsed api_addr host (heap) */
     int api_port;               /* parsed api_addr port */

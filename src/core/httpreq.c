@@ -1,5 +1,7 @@
 #include "httpreq.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <strings.h>
 
@@ -34,6 +36,47 @@ static int list_has(const char *v, const char *token)
         v += strcspn(v, ",");
     }
     return 0;
+}
+
+/* ":PORT" ends a Host value: 1 to 5 digits. */
+static int port_ok(const char *p)
+{
+    size_t d = strspn(p, "0123456789");
+
+    return d >= 1 && d <= 5 && p[d] == '\0';
+}
+
+int httpreq_host_allowed(const char *host, const char *allowed)
+{
+    unsigned char addr[sizeof(struct in6_addr)];
+    char name[256];
+    const char *end;
+    size_t n;
+
+    if (host == NULL)
+        return 1;
+    if (host[0] == '[') { /* [IPv6]:port */
+        end = strchr(host, ']');
+        if (end == NULL || (end[1] != '\0' && (end[1] != ':' || !port_ok(end + 2))))
+            return 0;
+        n = (size_t)(end - host - 1);
+        if (n >= sizeof(name))
+            return 0;
+        memcpy(name, host + 1, n);
+        name[n] = '\0';
+        return inet_pton(AF_INET6, name, addr) == 1;
+    }
+    end = strchr(host, ':');
+    n = end ? (size_t)(end - host) : strlen(host);
+    if ((end && !port_ok(end + 1)) || n == 0 || n >= sizeof(name))
+        return 0;
+    memcpy(name, host, n);
+    name[n] = '\0';
+    if (n > 1 && name[n - 1] == '.') /* the absolute form of a name */
+        name[--n] = '\0';
+    if (inet_pton(AF_INET, name, addr) == 1 || strcasecmp(name, "localhost") == 0)
+        return 1;
+    return allowed != NULL && (list_has(allowed, name) || list_has(allowed, "*"));
 }
 
 static enum httpreq_status bad(int *code, const char **err, int c, const char *msg)
@@ -135,6 +178,10 @@ enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct
             if (r->authz)
                 return bad(code, err, 400, "more than one Authorization header");
             r->authz = v;
+        } else if (strcasecmp(line, "host") == 0) {
+            if (r->host) /* RFC 9112 3.2: a server must refuse more than one */
+                return bad(code, err, 400, "more than one Host header");
+            r->host = v;
         } else if (strcasecmp(line, "accept") == 0) {
             if (!r->accept)
                 r->accept = v;

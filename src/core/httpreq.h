@@ -9,7 +9,7 @@
  * request line or header line, a line folded onto the previous one
  * (obs-fold), another HTTP version (505), a head longer than the limit
  * (431), Transfer-Encoding (411: bodies must have a Content-Length), a bad
- * or conflicting Content-Length, more than one Authorization (400).
+ * or conflicting Content-Length, more than one Authorization or Host (400).
  *
  * And the path of a request target, split into percent-decoded segments
  * (httpreq_path_split), which both of the daemon's servers route on.
@@ -28,6 +28,7 @@ struct httpreq {
     const char *authz;       /* Authorization (only one is accepted), or NULL */
     const char *accept;      /* Accept (the first), or NULL */
     const char *ctype;       /* Content-Type, or NULL */
+    const char *host;        /* Host (only one is accepted), or NULL */
     uint64_t content_length; /* 0 when absent */
     int keep_alive;          /* the connection stays open after the answer */
     int expect_continue;     /* Expect: 100-continue */
@@ -47,6 +48,16 @@ enum httpreq_status {
  */
 enum httpreq_status httpreq_parse(char *buf, size_t len, size_t max_head, struct httpreq *r,
                                   int *code, const char **err) __attribute__((warn_unused_result));
+
+/*
+ * 1 when a Host header's value (name or address, with or without a port)
+ * names an IP literal, "localhost", or a name in allowed (names separated
+ * by commas, any case, "*" for any name; NULL: none); else 0. No Host (an
+ * HTTP/1.0 client: browsers always send one) is 1. A browser sends the
+ * name it resolved: this keeps a page of another site, whose name was made
+ * to resolve to us (DNS rebinding), from reading our answers.
+ */
+int httpreq_host_allowed(const char *host, const char *allowed);
 
 /* 1 when c may be part of a token (tchar, RFC 9110 5.6.2): a method, a header name. */
 int httpreq_tchar(unsigned char c);

@@ -27,6 +27,14 @@ struct app_cfg;
 #define RUNWAY_MIN_SPAN_MS 3600000 /* an hour: the first lease reserves ahead of use */
 #define RUNWAY_DAY_MS      86400000.0
 
+/*
+ * The statement that reads the lease ledger (the daemon's MySQL worker,
+ * store_jobs.c): per application_id, MAX(hi), and lo and the age in
+ * microseconds of the window's first lease; ordered by application_id.
+ * One text, so that t_runway EXPLAINs what the daemon runs (idpool-sql).
+ */
+extern const char runway_ledger_sql[];
+
 /* What one read of the lease ledger (application_lease) found for one application. */
 struct runway_ledger {
     int known;           /* the ledger was read for this application */

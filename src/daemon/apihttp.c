@@ -482,6 +482,7 @@ static void process(struct conn *c)
         c->req.authz = c->head.authz;
         c->req.accept = c->head.accept;
         c->req.ctype = c->head.ctype;
+        c->req.host = c->head.host;
         c->req.body = c->in + c->head.head_len;
         c->req.body_len = (size_t)c->head.content_length;
         s->handler(&c->req, s->arg); /* may answer at once */

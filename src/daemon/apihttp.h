@@ -58,6 +58,7 @@ struct apihttp_req {
     const char *authz;  /* Authorization, or NULL */
     const char *accept; /* Accept, or NULL */
     const char *ctype;  /* Content-Type, or NULL */
+    const char *host;   /* Host, or NULL */
     const char *body;   /* body_len bytes (not terminated) */
     size_t body_len;
     const char *peer; /* the client's address, "host:port" or "[v6]:port" (for the log) */

@@ -17,6 +17,7 @@
 #include "alerts.h"
 #include "api.h"
 #include "config.h"
+#include "dns.h"
 #include "statushttp.h"
 #include "fault.h"
 #include "http.h"
@@ -151,14 +152,15 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     struct config nc;
     char err[CONFIG_ERR_MAX];
     enum config_result rc;
+    const char *rejected = NULL;
 
     (void)sig;
     (void)what;
     log_info("SIGHUP: reloading configuration and applications");
     rc = config_load(&nc, d->argc, d->argv, env_get, err, sizeof(err));
     if (rc != CONFIG_OK) {
-        log_error("reload: configuration rejected, keeping the current one: %s",
-                  rc == CONFIG_ERROR ? err : "unexpected --help/--version");
+        rejected = rc == CONFIG_ERROR ? err : "unexpected --help/--version";
+        log_error("reload: configuration rejected, keeping the current one: %s", rejected);
         if (rc != CONFIG_ERROR)
             config_free(&nc);
         api_configure(d->api, &d->cfg); /* reopens the access log all the same (logrotate) */
@@ -196,11 +198,13 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
         refill_configure(d->refill, &nc);
         access_configure(d->access, &nc);
         api_configure(d->api, &nc);
+        if (statushttp_configure(d->http, &nc) != 0)
+            log_error("reload: out of memory; http-allowed-hosts is kept as it was");
         config_free(&d->cfg);
         d->cfg = nc;
     }
     /* systemd: reloading until the rows were read again (also when the config was rejected) */
-    notify_reloading(d->notify, refill_reload(d->refill));
+    notify_reloading(d->notify, refill_reload(d->refill), rejected);
     access_reload(d->access);
 }
 
@@ -323,6 +327,7 @@ int main(int argc, char **argv)
     event_free(d.ev_int);
     event_free(d.ev_hup);
     event_free(d.ev_grace);
+    dns_free(d.base);
     event_base_free(d.base);
     config_free(&d.cfg);
     libevent_global_shutdown();

@@ -67,6 +67,19 @@ redisAsyncContext *node_control_connect(struct nodemap *m, const char *host, int
     return ac;
 }
 
+int node_control_lookup(struct nodemap *m, const char *host, dns_fn *fn, void *arg,
+                        struct dns_req **req, struct event *ev, int timeout_ms, char *ip, char *why,
+                        size_t whylen)
+{
+    int rc = dns_lookup(m->base, host, fn, arg, req, ip, DNS_IP_MAX, why, whylen);
+
+    if (rc == 1) {
+        struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+        evtimer_add(ev, &tv);
+    }
+    return rc;
+}
+
 void node_control_close(redisAsyncContext **acp)
 {
     redisAsyncContext *ac = *acp;

@@ -44,6 +44,7 @@
 #include <hiredis/async.h>
 
 #include "clock.h"
+#include "dns.h"
 #include "cluster.h"
 #include "keys.h"
 #include "log.h"
@@ -81,6 +82,7 @@ struct cmap {
     /* the question: one at a time */
     struct cluster_refresh refresh;
     redisAsyncContext *ac;     /* to the node asked */
+    struct dns_req *dns;       /* the asked node's host name being looked up, or NULL */
     struct cluster_addr asked; /* that node */
     size_t next;               /* candidate to ask next (rotates) */
     int attempts;              /* of this refresh */
@@ -449,6 +451,8 @@ static const struct cluster_addr *candidate(const struct cmap *c, size_t i)
 static void refresh_over(struct cmap *c)
 {
     evtimer_del(c->attempt_ev);
+    dns_cancel(c->dns);
+    c->dns = NULL;
     node_control_close(&c->ac);
     cluster_refresh_done(&c->refresh);
 }
@@ -461,6 +465,8 @@ static void attempt_failed(struct cmap *c, const char *fmt, const char *what)
 
     snprintf(c->why + n, sizeof(c->why) - (size_t)n, fmt, what);
     evtimer_del(c->attempt_ev);
+    dns_cancel(c->dns);
+    c->dns = NULL;
     node_control_close(&c->ac);
     c->next++;
     attempt(c);
@@ -540,12 +546,25 @@ static void on_attempt_timeout(evutil_socket_t fd, short what, void *arg)
     attempt_failed(c, "no answer to CLUSTER SLOTS within %s ms", ms);
 }
 
+static void ask_at(struct cmap *c, const char *ip);
+
+/* The asked node's address, looked up off the loop (dns.c). */
+static void on_lookup(const char *ip, const char *err, void *arg)
+{
+    struct cmap *c = arg;
+
+    c->dns = NULL;
+    if (!ip)
+        attempt_failed(c, "%s", err);
+    else
+        ask_at(c, ip);
+}
+
 /* Ask the next candidate, or give this refresh up after ATTEMPTS of them. */
 static void attempt(struct cmap *c)
 {
-    struct timeval tv = {c->attempt_ms / 1000, (c->attempt_ms % 1000) * 1000};
-    redisAsyncContext *ac;
-    char why[128];
+    char ip[DNS_IP_MAX], why[160];
+    int rc;
 
     if (c->attempts++ >= ATTEMPTS) {
         if (c->failures++ == 0 || c->failures % 20 == 0)
@@ -557,8 +576,23 @@ static void attempt(struct cmap *c)
         return;
     }
     c->asked = *candidate(c, c->next);
-    ac = node_control_connect(c->map, c->asked.host, c->asked.port, c->user, c->password,
-                              on_ctx_connect, on_ctx_disconnect, c, why, sizeof(why));
+    rc = node_control_lookup(c->map, c->asked.host, on_lookup, c, &c->dns, c->attempt_ev,
+                             c->attempt_ms, ip, why, sizeof(why));
+    if (rc == 0)
+        ask_at(c, ip);
+    else if (rc < 0)
+        attempt_failed(c, "%s", why);
+}
+
+/* CLUSTER SLOTS to the asked node, at ip (its numeric address). */
+static void ask_at(struct cmap *c, const char *ip)
+{
+    struct timeval tv = {c->attempt_ms / 1000, (c->attempt_ms % 1000) * 1000};
+    redisAsyncContext *ac;
+    char why[128];
+
+    ac = node_control_connect(c->map, ip, c->asked.port, c->user, c->password, on_ctx_connect,
+                              on_ctx_disconnect, c, why, sizeof(why));
     if (!ac) {
         attempt_failed(c, "%s", why);
         return;
@@ -775,6 +809,8 @@ static void cmap_close(struct nodemap *m)
 
     if (c == NULL)
         return;
+    dns_cancel(c->dns);
+    c->dns = NULL;
     node_control_close(&c->ac);
     if (c->attempt_ev)
         event_free(c->attempt_ev);

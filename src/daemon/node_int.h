@@ -5,6 +5,7 @@
 #ifndef IDPOOL_NODE_INT_H
 #define IDPOOL_NODE_INT_H
 
+#include "dns.h"
 #include "node.h"
 
 /* One kind of node map: a row of kinds[] in node.c. */
@@ -48,7 +49,8 @@ struct node *node_add(struct nodemap *m, const struct config *cfg);
 
 /*
  * A control connection of a map (to a sentinel, to a Cluster node asked for
- * its slot table) at host:port, on m's event loop: DATA is its ac->data,
+ * its slot table) at host:port, on m's event loop (host numeric: a name is
+ * looked up first, off the loop, by dns_lookup; hiredis would block on it): DATA is its ac->data,
  * the callbacks are set, and AUTH is queued when PASSWORD (USER may be
  * NULL): its error, if any, is what the next command answers (NOAUTH,
  * WRONGPASS). NULL with the reason in WHY.
@@ -61,6 +63,16 @@ redisAsyncContext *node_control_connect(struct nodemap *m, const char *host, int
 
 /* Close *ACP if open and forget it: its pending callbacks run with NULL replies. */
 void node_control_close(redisAsyncContext **acp);
+
+/*
+ * Where a control connection goes: host looked up off the loop (dns.c).
+ * 0: ip (DNS_IP_MAX bytes) holds the address; 1: pending, fn gets it
+ * later, and the attempt's timer ev is armed for timeout_ms (it covers
+ * the lookup; cancel *req when it fires); -1: why.
+ */
+int node_control_lookup(struct nodemap *m, const char *host, dns_fn *fn, void *arg,
+                        struct dns_req **req, struct event *ev, int timeout_ms, char *ip, char *why,
+                        size_t whylen) __attribute__((warn_unused_result));
 
 /* The Sentinel kind (node_sentinel.c) and the Cluster kind (node_cluster.c). */
 extern const struct nodemap_ops sentinel_map_ops;

@@ -31,6 +31,7 @@
 #include <hiredis/async.h>
 
 #include "clock.h"
+#include "dns.h"
 #include "log.h"
 #include "node_int.h"
 #include "rds.h"
@@ -54,6 +55,8 @@ struct smap {
 
     /* the question: one at a time */
     redisAsyncContext *ac;    /* to set.a[tried]; kept open to set.a[0] after an answer */
+    char ip[DNS_IP_MAX];      /* the address ac connects to (set.a[tried]'s, looked up) */
+    struct dns_req *dns;      /* set.a[tried]'s host name being looked up, or NULL */
     int asking;               /* a question is in flight */
     size_t tried;             /* sentinels that failed this question */
     uint64_t asked_ms;        /* when this question was asked */
@@ -95,6 +98,8 @@ static void attempt_failed(struct smap *s, const char *fmt, const char *what)
              hostport_str(hp, sizeof(hp), s->set.a[s->tried].host, s->set.a[s->tried].port));
     snprintf(s->why + strlen(s->why), sizeof(s->why) - strlen(s->why), fmt, what);
     evtimer_del(s->attempt_ev);
+    dns_cancel(s->dns);
+    s->dns = NULL;
     node_control_close(&s->ac);
     s->errors++;
     s->tried++;
@@ -139,12 +144,12 @@ static void on_switch(redisAsyncContext *ac, void *reply, void *arg)
     ask(s);
 }
 
-static redisAsyncContext *sentinel_connect(struct smap *s, const struct sentinel_addr *a);
+static redisAsyncContext *sentinel_connect(struct smap *s, const char *ip, int port);
 
-/* Listen to +switch-master on the sentinel that answered last. */
+/* Listen to +switch-master on the sentinel that answered last (at s->ip: set.a[0] now). */
 static void subscribe(struct smap *s)
 {
-    if (s->sub || !(s->sub = sentinel_connect(s, &s->set.a[0])))
+    if (s->sub || !(s->sub = sentinel_connect(s, s->ip, s->set.a[0].port)))
         return;
     if (redisAsyncCommand(s->sub, on_switch, s, "SUBSCRIBE +switch-master") != REDIS_OK)
         node_control_close(&s->sub);
@@ -250,18 +255,32 @@ static void on_ctx_disconnect(const redisAsyncContext *ac, int status)
         attempt_failed(s, "%s", ac->errstr[0] ? ac->errstr : "the sentinel closed the connection");
 }
 
-/* A connection to a sentinel, AUTH queued; NULL with s->why set. */
-static redisAsyncContext *sentinel_connect(struct smap *s, const struct sentinel_addr *a)
+/* A connection to a sentinel at ip (numeric), AUTH queued; NULL with s->why set. */
+static redisAsyncContext *sentinel_connect(struct smap *s, const char *ip, int port)
 {
-    return node_control_connect(s->map, a->host, a->port, s->user, s->password, on_ctx_connect,
+    return node_control_connect(s->map, ip, port, s->user, s->password, on_ctx_connect,
                                 on_ctx_disconnect, s, s->why, sizeof(s->why));
+}
+
+static void ask_at(struct smap *s, const char *ip);
+
+/* set.a[tried]'s address, looked up off the loop (dns.c). */
+static void on_lookup(const char *ip, const char *err, void *arg)
+{
+    struct smap *s = arg;
+
+    s->dns = NULL;
+    if (!ip)
+        attempt_failed(s, "%s", err);
+    else
+        ask_at(s, ip);
 }
 
 /* Ask set.a[tried], or give up this question when every sentinel failed. */
 static void attempt(struct smap *s)
 {
-    struct timeval tv = {s->attempt_ms / 1000, (s->attempt_ms % 1000) * 1000};
-    uint64_t now = clock_ms();
+    char ip[DNS_IP_MAX], why[160];
+    int rc;
 
     if (s->tried >= s->set.n) {
         s->asking = 0;
@@ -274,11 +293,32 @@ static void attempt(struct smap *s)
         s->retry_ms = s->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : s->retry_ms * 2;
         return;
     }
-    if (!s->ac && !(s->ac = sentinel_connect(s, &s->set.a[s->tried]))) {
-        char why[sizeof(s->why)];
-        memcpy(why, s->why, sizeof(why));
-        attempt_failed(s, "%s", why);
+    if (s->ac) { /* open to set.a[0] since its last answer */
+        ask_at(s, NULL);
         return;
+    }
+    rc = node_control_lookup(s->map, s->set.a[s->tried].host, on_lookup, s, &s->dns, s->attempt_ev,
+                             s->attempt_ms, ip, why, sizeof(why));
+    if (rc == 0)
+        ask_at(s, ip);
+    else if (rc < 0)
+        attempt_failed(s, "%s", why);
+}
+
+/* Ask set.a[tried], connecting to it at ip first (NULL: s->ac is open to it). */
+static void ask_at(struct smap *s, const char *ip)
+{
+    struct timeval tv = {s->attempt_ms / 1000, (s->attempt_ms % 1000) * 1000};
+    uint64_t now = clock_ms();
+
+    if (ip) {
+        snprintf(s->ip, sizeof(s->ip), "%s", ip);
+        if (!(s->ac = sentinel_connect(s, ip, s->set.a[s->tried].port))) {
+            char why[sizeof(s->why)];
+            memcpy(why, s->why, sizeof(why));
+            attempt_failed(s, "%s", why);
+            return;
+        }
     }
     evtimer_add(s->attempt_ev, &tv);
     if (redisAsyncCommand(s->ac, on_master, s, "SENTINEL get-master-addr-by-name %s", s->master) !=
@@ -375,6 +415,8 @@ static void smap_close(struct nodemap *m)
     if (s == NULL)
         return;
     s->asking = 0;
+    dns_cancel(s->dns);
+    s->dns = NULL;
     node_control_close(&s->ac);
     node_control_close(&s->sub);
     if (s->attempt_ev)

@@ -40,6 +40,7 @@ struct notify {
     int stopping;              /* STOPPING=1 sent */
     int failed;                /* an sd_notify failed (logged once) */
     char status[STATUS_MAX];   /* the STATUS= last sent */
+    char rejected[200];        /* why the last reload's configuration was rejected, or "" */
 };
 
 /* sd_notify(3), its failure logged once (the socket went away: nothing to do about it). */
@@ -86,6 +87,10 @@ static void notify_poll(struct notify *n)
         event = "reload complete";
     }
     statusline_format(line, sizeof(line), &d, &n->role, n->ready);
+    if (n->rejected[0]) {
+        size_t len = strlen(line);
+        snprintf(line + len, sizeof(line) - len, "; reload rejected: %s", n->rejected);
+    }
     if (!event && strcmp(line, n->status) == 0)
         return;
     snprintf(msg, sizeof(msg), "%sSTATUS=%s", event ? "READY=1\n" : "", line);
@@ -160,12 +165,19 @@ void notify_free(struct notify *n)
     free(n);
 }
 
-void notify_reloading(struct notify *n, uint64_t rows_load)
+void notify_reloading(struct notify *n, uint64_t rows_load, const char *rejected)
 {
     struct timespec ts;
     char msg[96];
 
-    if (!n->poll_ev || !n->ready || n->stopping)
+    if (!n->poll_ev || n->stopping)
+        return;
+    /* kept until a reload is accepted; one line (STATUS= is one field) */
+    snprintf(n->rejected, sizeof(n->rejected), "%s", rejected ? rejected : "");
+    for (char *p = n->rejected; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    if (!n->ready)
         return;
     n->reloading = 1;
     n->reload_load = rows_load;

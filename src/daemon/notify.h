@@ -10,7 +10,9 @@
  *               WATCHDOG_PID, if set, is this process): a loop that stops
  *               turning stops them, and systemd restarts the service
  *   RELOADING=1 on SIGHUP, then READY=1 once the configuration is applied
- *               and the rows were read again
+ *               and the rows were read again; a rejected configuration
+ *               adds "; reload rejected: <why>" to STATUS= until a reload
+ *               is accepted
  *   STOPPING=1  on SIGTERM/SIGINT
  *
  * Without NOTIFY_SOCKET (not started by systemd) it sends nothing and sets
@@ -36,9 +38,10 @@ void notify_free(struct notify *n);
 /*
  * SIGHUP: RELOADING=1 now, READY=1 once the view's rows_loads reaches
  * rows_load (refill_reload). Before the start is complete it sends nothing:
- * READY=1 still waits for the start.
+ * READY=1 still waits for the start. rejected: why the new configuration
+ * was rejected (STATUS= says so until a reload is accepted), or NULL.
  */
-void notify_reloading(struct notify *n, uint64_t rows_load);
+void notify_reloading(struct notify *n, uint64_t rows_load, const char *rejected);
 
 /* SIGTERM: STOPPING=1 and a last status line; nothing more but watchdog pings. */
 void notify_stopping(struct notify *n);

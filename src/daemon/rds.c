@@ -10,6 +10,7 @@
 
 #include "build_config.h"
 #include "clock.h"
+#include "dns.h"
 #include "keys.h"
 #include "log.h"
 #include "token.h"
@@ -26,6 +27,7 @@
 enum rds_conn {
     RDS_DOWN,       /* no connection; a reconnect is scheduled */
     RDS_RESOLVING,  /* waiting for the target to name an address (rds_retarget) */
+    RDS_LOOKUP,     /* looking the host name up (dns.c), under the connect timeout */
     RDS_CONNECTING, /* TCP connect in progress */
     RDS_HANDSHAKE,  /* AUTH/SELECT/INFO/FUNCTION LOAD in flight */
     RDS_READY,      /* commands accepted */
@@ -42,6 +44,7 @@ struct rds {
     int db;                /* SELECT target */
     int timeout_ms;        /* connect and command timeout */
     redisAsyncContext *ac; /* current context, NULL when down */
+    struct dns_req *dns;   /* the host name's lookup in RDS_LOOKUP, else NULL */
     enum rds_conn state;
     uint64_t state_since_ms;       /* when CONNECTING/HANDSHAKE began */
     uint64_t progress_ms;          /* last reply, or first send after idle */
@@ -145,6 +148,12 @@ static void rds_drop(struct rds *r, const char *why)
 {
     redisAsyncContext *ac = r->ac;
 
+    if (r->dns) {
+        dns_cancel(r->dns);
+        r->dns = NULL;
+        rds_lost(r, why);
+        return;
+    }
     if (!ac)
         return;
     rds_lost(r, why);
@@ -872,17 +881,11 @@ static int rds_resolve(struct rds *r, uint64_t since_ms)
     return 0;
 }
 
-static void rds_connect(struct rds *r)
+/* Connect to ip, the numeric address of r->host (which the log keeps naming). */
+static void rds_connect_ip(struct rds *r, const char *ip)
 {
-    redisAsyncContext *ac;
+    redisAsyncContext *ac = redisAsyncConnect(ip, r->port);
 
-    r->state_since_ms = clock_ms();
-    /* every reconnect asks the target again: what it said before the loss may be the cause */
-    if (r->target && rds_resolve(r, r->lost_ms) != 0) {
-        r->state = RDS_RESOLVING;
-        return;
-    }
-    ac = redisAsyncConnect(r->host, r->port);
     if (!ac) {
         rds_lost(r, "out of memory");
         return;
@@ -904,6 +907,45 @@ static void rds_connect(struct rds *r)
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     r->ac = ac;
     r->state = RDS_CONNECTING;
+}
+
+static void on_lookup(const char *ip, const char *err, void *arg)
+{
+    struct rds *r = arg;
+
+    r->dns = NULL;
+    if (!ip)
+        rds_lost(r, err);
+    else
+        rds_connect_ip(r, ip);
+}
+
+/*
+ * Connect to the server: its host name is looked up off the event loop
+ * first (dns.c; hiredis would block the loop on getaddrinfo), a numeric
+ * address is used as it is.
+ */
+static void rds_connect(struct rds *r)
+{
+    char ip[DNS_IP_MAX], why[160];
+
+    r->state_since_ms = clock_ms();
+    /* every reconnect asks the target again: what it said before the loss may be the cause */
+    if (r->target && rds_resolve(r, r->lost_ms) != 0) {
+        r->state = RDS_RESOLVING;
+        return;
+    }
+    switch (dns_lookup(r->base, r->host, on_lookup, r, &r->dns, ip, sizeof(ip), why, sizeof(why))) {
+    case 0:
+        rds_connect_ip(r, ip);
+        break;
+    case 1:
+        r->state = RDS_LOOKUP;
+        break;
+    default:
+        rds_lost(r, why);
+        break;
+    }
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -978,9 +1020,12 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if ((r->state == RDS_CONNECTING || r->state == RDS_HANDSHAKE) &&
+    if ((r->state == RDS_LOOKUP || r->state == RDS_CONNECTING || r->state == RDS_HANDSHAKE) &&
         now - r->state_since_ms > (uint64_t)r->timeout_ms) {
-        rds_drop(r, r->state == RDS_CONNECTING ? "connect timed out" : "handshake timed out");
+        rds_drop(r, r->state == RDS_LOOKUP       ? "no answer from the resolver (host name lookup "
+                                                   "timed out)"
+                    : r->state == RDS_CONNECTING ? "connect timed out"
+                                                 : "handshake timed out");
     } else if (r->state == RDS_READY && r->outstanding > 0 &&
                now - r->progress_ms > (uint64_t)r->timeout_ms) {
         char why[96];
@@ -1083,6 +1128,8 @@ void rds_free(struct rds *r)
 {
     if (!r)
         return;
+    dns_cancel(r->dns);
+    r->dns = NULL;
     if (r->ac) {
         redisAsyncContext *ac = r->ac;
         r->ac = NULL;

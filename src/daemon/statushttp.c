@@ -1,5 +1,6 @@
 #include "statushttp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@
 
 struct statushttp {
     struct apihttp *srv;
+    char *allowed_hosts;      /* http-allowed-hosts, or NULL */
     struct status_source src; /* where the views come from */
 };
 
@@ -181,6 +183,15 @@ static void on_request(struct apihttp_req *req, void *arg)
     struct httpreq_path p;
     enum route r = R_NONE;
 
+    /* a name we were not told of: a browser's page of another site (DNS rebinding) */
+    if (raw != NULL && !httpreq_host_allowed(req->host, h->allowed_hosts)) {
+        reply(req, 403, CTYPE_JSON, NULL,
+              error_json("this server answers requests to an IP address, localhost or a name "
+                         "in http-allowed-hosts only",
+                         raw, "host", req->host));
+        free(raw);
+        return;
+    }
     if (raw != NULL && strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
         reply_405(req, raw);
         free(raw);
@@ -238,14 +249,37 @@ struct statushttp *statushttp_new(struct event_base *base, const struct config *
         return NULL;
     h->src = *src;
     o.arg = h;
+    if (statushttp_configure(h, cfg) != 0) {
+        free(h);
+        return NULL;
+    }
     if (cfg->http_addr == NULL || cfg->http_addr[0] == '\0')
         o.host = NULL;
     h->srv = apihttp_new(base, &o);
     if (h->srv == NULL) {
+        free(h->allowed_hosts);
         free(h);
         return NULL;
     }
     return h;
+}
+
+int statushttp_configure(struct statushttp *h, const struct config *cfg)
+{
+    const char *list = cfg->http_allowed_hosts ? cfg->http_allowed_hosts : "";
+    const char *own = cfg->http_host ? cfg->http_host : "";
+    size_t n = strlen(list) + strlen(own) + 2;
+    char *allowed;
+
+    if (h == NULL)
+        return 0;
+    /* the name the server listens on (--http idpool.internal:9471) is allowed too */
+    if (!(allowed = malloc(n)))
+        return -1;
+    snprintf(allowed, n, "%s,%s", list, own);
+    free(h->allowed_hosts);
+    h->allowed_hosts = allowed;
+    return 0;
 }
 
 void statushttp_get_closes(const struct statushttp *h, uint64_t out[HTTP_CLOSE_COUNT])
@@ -258,5 +292,6 @@ void statushttp_free(struct statushttp *h)
     if (h == NULL)
         return;
     apihttp_free(h->srv);
+    free(h->allowed_hosts);
     free(h);
 }

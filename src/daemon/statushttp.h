@@ -13,7 +13,9 @@
  * Served by apihttp.h (its limits and deadlines). HEAD is allowed wherever
  * GET is; another method on one of these paths gets 405 with an Allow
  * header; any other path gets 404. Error bodies are JSON:
- * {"error":"...",...}. Requests are served on the event loop thread, so the
+ * {"error":"...",...}. A request whose Host is neither an IP address nor
+ * localhost nor a name of http-allowed-hosts gets 403 on any path (DNS
+ * rebinding). Requests are served on the event loop thread, so the
  * status views are read consistently inside each request.
  */
 #ifndef IDPOOL_STATUSHTTP_H
@@ -38,6 +40,9 @@ struct statushttp *statushttp_new(struct event_base *base, const struct config *
                                   const struct status_source *src)
     __attribute__((warn_unused_result));
 void statushttp_free(struct statushttp *h);
+/* Take http-allowed-hosts from cfg (start, SIGHUP); 0, or -1 (out of memory: unchanged). */
+int statushttp_configure(struct statushttp *h, const struct config *cfg)
+    __attribute__((warn_unused_result));
 
 /* Connections the server closed on its own, by reason (zeros for NULL). */
 void statushttp_get_closes(const struct statushttp *h, uint64_t out[HTTP_CLOSE_COUNT]);

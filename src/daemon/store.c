@@ -102,6 +102,13 @@ static int conn_open(struct store *s, struct job *j)
     mysql_options(m, MYSQL_OPT_RECONNECT, &no);
     /* Reservations need fresh reads on retry: READ COMMITTED (brief §9). */
     mysql_options(m, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    /*
+     * UTC: application_lease.created_at (DATETIME, DEFAULT CURRENT_TIMESTAMP(3))
+     * is written by this session and read back by the ledger's age (NOW(3)).
+     * In a zone with summer time both are wall clock times, and a lease of
+     * before the change was an hour too old or young (the runway's growth).
+     */
+    mysql_options(m, MYSQL_INIT_COMMAND, "SET SESSION time_zone = '+00:00'");
     if (!mysql_real_connect(m, s->host, s->user, s->password, s->db, (unsigned)s->port, NULL, 0)) {
         j->sql_errno = mysql_errno(m);
         snprintf(s->last_err, sizeof(s->last_err), "%s%s", mysql_error(m),

@@ -132,33 +132,6 @@ struct ledger_job {
     size_t n;
 };
 
-/*
- * One statement, a few index reads per application whatever the ledger's
- * length (2 million leases of 100 applications: about 1300 reads, 10 ms):
- * MAX(hi) per application_id and MIN(created_at) of the window per
- * application_id are loose index scans ("Using index for group-by") of
- * ix_app_hi (application_id, hi) and ix_app_created (application_id,
- * created_at), and the lease at that created_at one lookup of the latter.
- * (A subquery per application row reads every older lease instead: MariaDB
- * uses only the application_id part of the index in a dependent subquery.)
- * Leases created in the same millisecond: the lowest lo comes first. The
- * age is measured by MySQL's clock, the one that wrote created_at.
- */
-#define LEDGER_STR(x)  #x
-#define LEDGER_XSTR(x) LEDGER_STR(x)
-
-static const char ledger_sql[] =
-    "SELECT t.application_id, t.top, f.lo, TIMESTAMPDIFF(MICROSECOND, f.created_at, NOW(3)) "
-    "FROM (SELECT application_id, MAX(hi) AS top FROM application_lease "
-    "GROUP BY application_id) t "
-    "LEFT JOIN (SELECT application_id, MIN(created_at) AS c FROM application_lease "
-    "WHERE created_at >= NOW(3) - INTERVAL " LEDGER_XSTR(
-        RUNWAY_WINDOW_DAYS) " DAY "
-                            "GROUP BY application_id) w ON w.application_id = t.application_id "
-                            "LEFT JOIN application_lease f ON f.application_id = w.application_id "
-                            "AND f.created_at = w.c "
-                            "ORDER BY t.application_id, f.lo";
-
 static void ledger_run(struct store *s, struct job *j)
 {
     struct ledger_job *lj = job_of(j, struct ledger_job);
@@ -171,7 +144,7 @@ static void ledger_run(struct store *s, struct job *j)
      * reservations queued behind it, for as long as it lasts (t_kill9 saw a
      * new row go unseen). A second: then it fails, is retried later
      * (LEDGER_RETRY_MS), and the connection is made again. */
-    if (q(s, j, "SET SESSION lock_wait_timeout = 1") < 0 || q(s, j, ledger_sql) < 0)
+    if (q(s, j, "SET SESSION lock_wait_timeout = 1") < 0 || q(s, j, runway_ledger_sql) < 0)
         return;
     if ((res = q_result(s, j)) == NULL)
         return;

@@ -49,7 +49,7 @@ struct span {
 struct ref {
     int st, code;
     size_t head_len;
-    struct span method, target, authz, accept, ctype;
+    struct span method, target, authz, accept, ctype, host;
     int minor, keep_alive, expect_continue;
     uint64_t content_length;
 };
@@ -157,6 +157,10 @@ static int ref_parse(const char *d, size_t len, size_t max_head, struct ref *r)
             if (r->authz.s)
                 return ref_bad(r, 400);
             r->authz = (struct span){l + v, ve - v};
+        } else if (fz_case_eq(l, name, "host")) {
+            if (r->host.s)
+                return ref_bad(r, 400);
+            r->host = (struct span){l + v, ve - v};
         } else if (fz_case_eq(l, name, "accept")) {
             if (!r->accept.s)
                 r->accept = (struct span){l + v, ve - v};
@@ -228,6 +232,7 @@ static void check_done(const char *buf, const char *d, size_t len, size_t max_he
     check_in_head(r->authz, buf, h);
     check_in_head(r->accept, buf, h);
     check_in_head(r->ctype, buf, h);
+    check_in_head(r->host, buf, h);
     CHECK(r->method[0] != '\0' && r->target[0] != '\0');
     CHECK(r->minor == 0 || r->minor == 1);
     CHECK(r->keep_alive == 0 || r->keep_alive == 1);
@@ -325,11 +330,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_same(r.authz, buf, want.authz, d);
         check_same(r.accept, buf, want.accept, d);
         check_same(r.ctype, buf, want.ctype, d);
+        check_same(r.host, buf, want.host, d);
         CHECK(memcmp(r.method, want.method.s, want.method.n) == 0);
         CHECK(memcmp(r.target, want.target.s, want.target.n) == 0);
         CHECK(!r.authz || memcmp(r.authz, want.authz.s, want.authz.n) == 0);
         CHECK(!r.accept || memcmp(r.accept, want.accept.s, want.accept.n) == 0);
         CHECK(!r.ctype || memcmp(r.ctype, want.ctype.s, want.ctype.n) == 0);
+        CHECK(!r.host || memcmp(r.host, want.host.s, want.host.n) == 0);
+        /* any Host is checked (ASan sees a read past its NUL); "*" allows what none does */
+        CHECK(httpreq_host_allowed(r.host, "a.example, *") >= httpreq_host_allowed(r.host, NULL));
         CHECK(r.minor == want.minor);
         CHECK(r.keep_alive == want.keep_alive);
         CHECK(r.expect_continue == want.expect_continue);
@@ -356,6 +365,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK((r2.authz ? r2.authz - one : -1) == (r.authz ? r.authz - buf : -1));
         CHECK((r2.accept ? r2.accept - one : -1) == (r.accept ? r.accept - buf : -1));
         CHECK((r2.ctype ? r2.ctype - one : -1) == (r.ctype ? r.ctype - buf : -1));
+        CHECK((r2.host ? r2.host - one : -1) == (r.host ? r.host - buf : -1));
         CHECK(r2.minor == r.minor && r2.keep_alive == r.keep_alive &&
               r2.expect_continue == r.expect_continue && r2.content_length == r.content_length);
         free(one);

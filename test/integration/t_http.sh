@@ -13,6 +13,8 @@
 #   POST /metrics -> 405 with Allow; HEAD answers the headers of GET; any
 #   other method, also one libevent does not know (FOO), or CONNECT -> 405
 #   JSON; //metrics -> 404 naming "//metrics"
+#   Host: an IP address or localhost -> answered; another name -> 403 JSON
+#   naming http-allowed-hosts, unless listed there (any case; SIGHUP reads it)
 #   --http on a port in use -> the daemon exits non-zero at start naming it
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -266,7 +268,7 @@ raw_req() {
     python3 - "$HTTP_PORT" "$1" "$2" "$DIR/body" <<'EOF'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(("%s %s HTTP/1.0\r\nHost: x\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
+s.sendall(("%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
 data = b""
 while True:
     chunk = s.recv(65536)
@@ -390,6 +392,33 @@ redis_start
 wait_until 10 eval '! h1_stale && [[ $(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))[\"pool\"][\"stale\"])" "$DIR/body") == False ]]' ||
     fail "/v1/apps/h1 still stale after Redis came back: $(cat "$DIR/body")"
 pass "Redis stopped: /v1/apps says pool.stale and rate null, idpoolctl status '?' and why; fresh again once Redis is back"
+
+# --- Host: IP addresses and localhost, other names only when allowed (DNS rebinding) ---------------
+host_is() { # CODE HOST PATH
+    get -H "Host: $2" "$3"
+    [[ $CODE == "$1" ]] || fail "Host: $2, GET $3: $CODE, not $1: $(cat "$DIR/body")"
+}
+host_is 200 "localhost:$HTTP_PORT" /v1/apps
+host_is 200 "[::1]:$HTTP_PORT" /metrics
+host_is 403 "attacker.example:$HTTP_PORT" /v1/apps
+json 'd["host"] == "attacker.example:'"$HTTP_PORT"'"' '"http-allowed-hosts" in d["error"]'
+host_is 403 "idpool.test" /
+host_is 403 "127.0.0.1.nip.io:$HTTP_PORT" /metrics
+printf 'http-allowed-hosts = idpool.test, other.test\n' >"$DIR/hosts.conf"
+stop_daemon a
+start_daemon a --tick-ms 50 --http "127.0.0.1:$HTTP_PORT" --config "$DIR/hosts.conf"
+# (curl fails until the new process listens: get would end the test)
+wait_until 10 curl -sf -o /dev/null "$BASE/healthz" || fail "/healthz after the restart with http-allowed-hosts"
+host_is 200 "idpool.test:$HTTP_PORT" /v1/apps
+host_is 200 "IDPOOL.TEST" /metrics
+host_is 403 "attacker.example" /v1/apps
+host_is 200 "127.0.0.1:$HTTP_PORT" /v1/apps
+# SIGHUP takes a new list
+printf 'http-allowed-hosts = *\n' >"$DIR/hosts.conf"
+signal_daemon a HUP
+host_now() { get -H "Host: $1" /v1/apps; [[ $CODE == 200 ]]; }
+wait_until 5 host_now attacker.example || fail "http-allowed-hosts = * after SIGHUP: $CODE"
+pass "Host: IP addresses and localhost answered, other names 403 unless in http-allowed-hosts (also after SIGHUP)"
 
 # --- a port in use ------------------------------------------------------------------------------
 start_daemon b --http "127.0.0.1:$HTTP_PORT"

@@ -122,7 +122,7 @@ def closed_within(s, secs):
     return None, data
 def get(s):
     """The status line of a GET /healthz on s, its body read."""
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     s.settimeout(2)
     data = b""
     while b"\r\n\r\n" not in data:

@@ -18,6 +18,14 @@
 #              /v1/apps shows underflow, the page shows it on that row
 #   /#app=KEY  that application's page (and "unknown application" for a
 #              key that does not exist, the invalid key's page too)
+#   errors     through page_proxy.py: a poll's HTTP 500 shows in the error
+#              box, and the next poll that succeeds clears it (one 500, then
+#              answers: the box hidden; 500s from the 3rd poll on: shown)
+#   no answer  a proxy that accepts /v1/apps and never answers: the poll's
+#              5 s abort gives "idpoold does not answer" (no data yet), or
+#              "... data as of" over the rows shown (in real time: virtual
+#              time stalls on a hung request; the proxy delays the page's
+#              load event, at which chromium dumps the DOM)
 #   stale      Redis stopped: once /v1/apps says stale, the rows are marked
 #              stale and the health badge says unavailable
 #   screenshots $DIR/page.png, $DIR/app.png (KEEP=1 keeps them)
@@ -34,18 +42,18 @@ BASE=http://127.0.0.1:$HTTP_PORT
 BAD_KEY='<b>x</b>'
 
 # browse NAME URL [CHROMIUM ARGS...]: URL in headless chromium, a fresh
-# profile, 6 s of virtual time (the page polls every 1.5 s), at most 60 s of
-# real time; the DOM it rendered in $DIR/NAME.html (unless the args ask for
+# profile, 6 s of virtual time (the page polls every 1.5 s; VT='' for real
+# time: the DOM at the load event), at most 60 s of real time; the DOM it rendered in $DIR/NAME.html (unless the args ask for
 # something else), its log in $DIR/NAME.err. Fails when chromium fails or
 # its console shows an uncaught error or a Content-Security-Policy violation.
 browse() {
-    local name=$1 url=$2 st=0 pid
+    local name=$1 url=$2 st=0 pid vt=${VT-6000}
     shift 2
     # (root in a container: no sandbox; no GPU, no /dev/shm of size)
     timeout -k 5 60 chromium --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage \
         --user-data-dir="$DIR/chromium.$name" --no-first-run --no-default-browser-check \
         --disable-extensions --disable-background-networking --disable-component-update \
-        --enable-logging=stderr --v=0 --virtual-time-budget=6000 "${@:---dump-dom}" "$url" \
+        --enable-logging=stderr --v=0 ${vt:+"--virtual-time-budget=$vt"} "${@:---dump-dom}" "$url" \
         </dev/null >"$DIR/$name.html" 2>"$DIR/$name.err" || st=$?
     # Nothing of this run may outlive it (timeout signals its process group; a helper that
     # left it would still name the profile).
@@ -57,19 +65,15 @@ browse() {
         fail "chromium's console on $url shows the errors above"
     fi
 }
-# page NAME PYTHON: runs PYTHON (checks with check()) with d = the DOM of
+# dom NAME PYTHON: runs PYTHON (checks with check()) with d = the DOM of
 # $DIR/NAME.html, apps = the last /v1/apps (in $DIR/apps.json), BAD_KEY.
-page() {
+dom() {
     "$PYTHON" - "$DIR/$1.html" "$DIR/apps.json" "$BAD_KEY" <<EOF || fail "$1: the page as rendered: $DIR/$1.html"
 import json, re, sys
 from harness import check, parse_dom
 d = parse_dom(sys.argv[1])
 apps = {a["key"]: a for a in json.load(open(sys.argv[2]))}
 BAD_KEY = sys.argv[3]
-check(d.one("body").attrs.get("data-status") == "ok", "status %r, error box: %r" %
-      (d.one("body").attrs.get("data-status"), d.one(id="error").text()))
-check(d.one(id="error").hidden(), "the error box shows: %r" % d.one(id="error").text())
-check(int(d.one("body").attrs.get("data-polls", 0)) >= 2, "polled %s times" % d.one("body").attrs.get("data-polls"))
 def row(key):
     return d.one("tr", cls="app", data_app=key)
 def terms(e):  # {dt text: the dd after it} of the <dl>s in e
@@ -81,6 +85,16 @@ def terms(e):  # {dt text: the dd after it} of the <dl>s in e
     return out
 $2
 EOF
+}
+# page NAME PYTHON: dom NAME PYTHON, after the checks every page passes: it
+# polled more than once, no error shows.
+page() {
+    dom "$1" '
+check(d.one("body").attrs.get("data-status") == "ok", "status %r, error box: %r" %
+      (d.one("body").attrs.get("data-status"), d.one(id="error").text()))
+check(d.one(id="error").hidden(), "the error box shows: %r" % d.one(id="error").text())
+check(int(d.one("body").attrs.get("data-polls", 0)) >= 2, "polled %s times" % d.one("body").attrs.get("data-polls"))
+'"$2"
 }
 apps_json() { curl -sS --max-time 5 -o "$DIR/apps.json" "$BASE/v1/apps" || fail "GET /v1/apps: no answer"; }
 # app_has KEY PYTHON-EXPR: true of a = KEY's object in /v1/apps (for wait_until).
@@ -236,6 +250,47 @@ check(s.one("p", cls="bad").text() == "invalid row: " + apps[BAD_KEY]["invalid"]
 check(d.all("b") == [], "markup from the data became elements")
 '
 pass "/#app=KEY: that application (state, node, instance, config, counters, leases, sparkline); unknown key said so"
+
+# --- a poll's HTTP error; no answer at all (page_proxy.py in front of the daemon) ----------
+# proxy MODE [HOLD_MS]: page_proxy.py on $PROXY (a new port) in front of the daemon
+proxy() {
+    [[ -z ${PROXY_PID:-} ]] || { kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true; }
+    PROXY=http://127.0.0.1:$(free_port)
+    "$PYTHON" "$(dirname "$0")/page_proxy.py" "${PROXY##*:}" "$HTTP_PORT" "$@" 2>>"$DIR/proxy.err" &
+    PROXY_PID=$!
+    wait_until 5 curl -sSf -o /dev/null "$PROXY/healthz" || fail "page_proxy.py did not start: $(cat "$DIR/proxy.err")"
+}
+apps_json
+proxy 500from:3
+browse err500 "$PROXY/"
+dom err500 '
+e = d.one(id="error")
+check(not e.hidden() and e.text() == "page error: GET /v1/apps: HTTP 500", "the error box: %r" % e.text())
+check(d.one("body").attrs.get("data-status") == "error", "status %r" % d.one("body").attrs.get("data-status"))
+'
+proxy 500:1
+browse err500once "$PROXY/"
+page err500once 'check(row("pu").attrs["data-stale"] == "0", "pu stale after the error")'
+pass "a poll's HTTP 500 shows in the error box; the next poll that succeeds clears it"
+
+proxy hang:1 10000
+VT='' browse hang_first "$PROXY/"
+dom hang_first '
+b = d.one(id="banner")
+check(not b.hidden() and b.text() == "idpoold does not answer", "the banner: %r" % b.text())
+check(d.one(id="error").hidden(), "the error box shows: %r" % d.one(id="error").text())
+'
+proxy hang:2 10000
+VT='' browse hang_later "$PROXY/"
+dom hang_later '
+b = d.one(id="banner")
+check(not b.hidden() and b.text().startswith("idpoold does not answer: data as of "), "the banner: %r" % b.text())
+check(d.one("body").attrs.get("data-stale") == "1" and len(d.all("tr", cls="app")) == 5, "the rows shown, stale")
+check(d.one(id="error").hidden(), "the error box shows: %r" % d.one(id="error").text())
+'
+kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
+PROXY_PID=
+pass "a daemon that never answers: after the poll's 5 s abort, 'idpoold does not answer' (and 'data as of' over the rows shown)"
 
 # --- stale while Redis is down -------------------------------------------------------------
 redis_stop

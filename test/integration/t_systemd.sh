@@ -12,7 +12,11 @@
 #             after SIGCONT
 #   status    STATUS= says redis down while Redis is down, redis up again
 #             after, and is not resent while nothing changes
-#   reload    SIGHUP: RELOADING=1, then READY=1
+#   reload    SIGHUP: RELOADING=1, then READY=1 only once the rows were
+#             read again (none while a session holds the application table
+#             locked, positive control: it comes once unlocked); a rejected configuration: READY=1
+#             and "reload rejected: <why>" in STATUS= until a reload is
+#             accepted
 #   stop      SIGTERM: STOPPING=1
 #   issuer    an issuer-only daemon (refill off): READY=1 without pool
 #             checks, once rows and API tokens are read; its STATUS= says so
@@ -57,7 +61,8 @@ last_status() { grep ' STATUS=' "$NLOG" | tail -n 1 | cut -d' ' -f2-; }
 
 # ------------------------------------------------------------- ready ---
 mysql_stop
-NOTIFY_SOCKET=$SOCK WATCHDOG_USEC=400000 start_daemon d --tick-ms 50 --reload-ms 300
+: >"$DIR/d.conf" # the reload part makes it bad, then good again
+NOTIFY_SOCKET=$SOCK WATCHDOG_USEC=400000 start_daemon d --tick-ms 50 --reload-ms 300 --config "$DIR/d.conf"
 wait_until 10 log_has d 'cannot load applications' || fail "the daemon did not try MySQL"
 wait_until 5 status_has '^STATUS=starting: application rows not read yet; redis up, mysql down' ||
     fail "no STATUS= saying what the start waits for: $(last_status)"
@@ -125,13 +130,43 @@ fi
 
 # ------------------------------------------------------------ reload ---
 if want reload; then
+    # The reload ends when the rows were read again: not while a session of
+    # ours holds the application table locked (3 s, less than the daemon's
+    # 5 s MySQL read timeout, after which the load would end failed).
+    mariadb_at "$MYSQL_PORT" -e "LOCK TABLES application WRITE; SELECT SLEEP(3); UNLOCK TABLES" \
+        >/dev/null 2>"$DIR/lock.err" &
+    locker=$!
+    sleeping() { [[ $(sql "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(3)%'") == 1 ]]; }
+    wait_until 5 sleeping || fail "the table lock was not taken: $(cat "$DIR/lock.err")"
+    t_lock=$(now_us)
     mark=$(lines)
     signal_daemon d HUP
-    wait_until 5 after "$mark" RELOADING=1 || fail "no RELOADING=1 after SIGHUP"
+    wait_until 2 after "$mark" RELOADING=1 || fail "no RELOADING=1 after SIGHUP"
     rl=$(($(tail -n "+$((mark + 1))" "$NLOG" | grep -n ' RELOADING=1$' | head -n 1 | cut -d: -f1) + mark))
-    wait_until 5 after "$rl" READY=1 || fail "no READY=1 after RELOADING=1"
     tail -n "+$((mark + 1))" "$NLOG" | grep -q ' MONOTONIC_USEC=[0-9]*$' || fail "RELOADING=1 without MONOTONIC_USEC"
-    pass "reload: SIGHUP gives RELOADING=1 (with MONOTONIC_USEC), then READY=1"
+    # a window for an absence, inside the lock's 3 s: no READY=1 while the rows cannot be read
+    sleep 1.5
+    (($(now_us) - t_lock < 2800000)) || fail "the window outlasted the lock (a slow machine): no verdict"
+    ! after "$rl" READY=1 || fail "READY=1 after SIGHUP before the rows were read again (table locked)"
+    wait "$locker" || fail "the locking session failed: $(cat "$DIR/lock.err")"
+    wait_until 5 after "$rl" READY=1 || fail "no READY=1 after RELOADING=1 once the table was unlocked"
+    pass "reload: SIGHUP gives RELOADING=1 (with MONOTONIC_USEC), no READY=1 while the rows cannot be read (table locked), READY=1 once they were"
+
+    # A rejected configuration: READY=1 all the same (the old one is kept),
+    # STATUS= says so until a reload is accepted.
+    printf 'tick-ms = soon\n' >"$DIR/d.conf"
+    mark=$(lines)
+    signal_daemon d HUP
+    wait_until 5 after "$mark" READY=1 || fail "no READY=1 after a rejected reload"
+    wait_until 3 status_has '; reload rejected: .*tick-ms' || fail "STATUS= after a rejected reload: $(last_status)"
+    info "rejected: $(last_status)"
+    log_has d 'reload: configuration rejected, keeping the current one: .*tick-ms' || fail "the rejection is not logged"
+    : >"$DIR/d.conf"
+    mark=$(lines)
+    signal_daemon d HUP
+    wait_until 5 after "$mark" READY=1 || fail "no READY=1 after the accepted reload"
+    wait_until 3 eval '! status_has "reload rejected"' || fail "STATUS= still says rejected after an accepted reload: $(last_status)"
+    pass "reload rejected: READY=1, STATUS= says 'reload rejected: <why>' until a reload is accepted"
 fi
 
 # -------------------------------------------------------------- stop ---

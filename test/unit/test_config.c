@@ -1162,6 +1162,40 @@ static void test_password_files(void)
     CHECK(strcmp(cfg.mysql.password, "db pw") == 0);
     config_free(&cfg);
 
+    /*
+     * Only the file of the source that wins is read, once all are merged: a
+     * config file's and an environment's file that the next source replaced
+     * are never opened (nor their errors reported).
+     */
+    {
+        char conf[64], line[128];
+
+        snprintf(line, sizeof(line), "redis-password-file = /nonexistent/conf-pw\n");
+        write_tmp(conf, line);
+        CHECK_EQ_U64(
+            (uint64_t)load(&cfg, ENV({"IDPOOL_REDIS_PASSWORD_FILE", rp}), ARGV("--config", conf)),
+            (uint64_t)CONFIG_OK);
+        CHECK(cfg.redis.password && strcmp(cfg.redis.password, "from file") == 0);
+        config_free(&cfg);
+        CHECK_EQ_U64((uint64_t)load(&cfg,
+                                    ENV({"IDPOOL_REDIS_PASSWORD_FILE", "/nonexistent/env-pw"}),
+                                    ARGV("--config", conf, "--redis-password-file", rp)),
+                     (uint64_t)CONFIG_OK);
+        CHECK(cfg.redis.password && strcmp(cfg.redis.password, "from file") == 0);
+        config_free(&cfg);
+        /* an empty flag turns it off: nothing is read, no password */
+        CHECK_EQ_U64(
+            (uint64_t)load(&cfg, NULL, ARGV("--config", conf, "--redis-password-file", "")),
+            (uint64_t)CONFIG_OK);
+        CHECK(cfg.redis.password == NULL);
+        config_free(&cfg);
+        /* ...and the winner's error names the winner's source */
+        expect_error(ENV({"IDPOOL_REDIS_PASSWORD_FILE", rp}),
+                     ARGV("--config", conf, "--redis-password-file", "/nonexistent/flag-pw"),
+                     "--redis-password-file: cannot read /nonexistent/flag-pw: No such file");
+        unlink(conf);
+    }
+
     /* Both ways for one password: an error naming both. */
     expect_error(ENV({"IDPOOL_REDIS_PASSWORD", "envpw"}), ARGV("--redis-password-file", rp),
                  "--redis-password-file: set, and so is redis-password (from "

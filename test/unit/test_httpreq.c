@@ -692,6 +692,41 @@ static void test_two_authorizations(void)
         CHECK_STR(R.authz, "a");
 }
 
+/* Host: one at most (RFC 9112 3.2), and which values the status server answers to. */
+static void test_host(void)
+{
+    if (ok("GET / HTTP/1.1\r\nHost: 127.0.0.1:9471\r\n\r\n"))
+        CHECK_STR(R.host, "127.0.0.1:9471");
+    if (ok("GET / HTTP/1.0\r\n\r\n"))
+        CHECK(R.host == NULL);
+    bad("GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", 400, "more than one Host header");
+
+    /* IP literals and localhost, with or without a port, whatever is configured */
+    CHECK(httpreq_host_allowed(NULL, NULL));
+    CHECK(httpreq_host_allowed("127.0.0.1", NULL));
+    CHECK(httpreq_host_allowed("10.1.2.3:9471", NULL));
+    CHECK(httpreq_host_allowed("[::1]:9471", NULL));
+    CHECK(httpreq_host_allowed("[fe80::1]", NULL));
+    CHECK(httpreq_host_allowed("localhost:9471", NULL));
+    CHECK(httpreq_host_allowed("LocalHost.", NULL));
+    /* any other name only when configured (any case, a final dot), "*" for every name */
+    CHECK(!httpreq_host_allowed("attacker.example:9471", NULL));
+    CHECK(!httpreq_host_allowed("attacker.example", "idpool.internal"));
+    CHECK(httpreq_host_allowed("IDPOOL.internal.:9471", "a.example, idpool.internal"));
+    CHECK(httpreq_host_allowed("attacker.example", "*"));
+    CHECK(!httpreq_host_allowed("localhost.attacker.example", NULL));
+    CHECK(!httpreq_host_allowed("127.0.0.1.nip.io", NULL));
+    /* malformed: never allowed, not even by "*" */
+    CHECK(!httpreq_host_allowed("", "*"));
+    CHECK(!httpreq_host_allowed("127.0.0.1:", "*"));
+    CHECK(!httpreq_host_allowed("127.0.0.1:x", "*"));
+    CHECK(!httpreq_host_allowed("127.0.0.1:123456", "*"));
+    CHECK(!httpreq_host_allowed("[::1", "*"));
+    CHECK(!httpreq_host_allowed("[::1]x", "*"));
+    CHECK(!httpreq_host_allowed("[attacker.example]", "*"));
+    CHECK(!httpreq_host_allowed("::1", NULL));
+}
+
 static void test_case_insensitive(void)
 {
     if (ok("POST / HTTP/1.1\r\nAUTHORIZATION: a\r\naccept: b\r\nCoNtEnT-tYpE: c\r\n"
@@ -887,6 +922,7 @@ int main(void)
     RUN(test_expect);
     RUN(test_first_kept);
     RUN(test_two_authorizations);
+    RUN(test_host);
     RUN(test_case_insensitive);
     RUN(test_ows_trimmed);
     RUN(test_head_len);
