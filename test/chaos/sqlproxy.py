@@ -6,7 +6,8 @@
 
 Forwards 127.0.0.1:LISTEN <-> 127.0.0.1:PORT. It reads the client's
 packets (plain protocol: the throwaway MariaDB has no TLS) and remembers
-the last `INSERT INTO application_lease ... VALUES (app, lo, hi, 'inst'[, 'key'])`
+the last `INSERT INTO application_lease ... VALUES (app, lo, hi, 'inst'[, 'key'][, delta,
+remainder, start_offset])`
 of each connection. The file DIR/arm holds one word; the next matching
 event consumes it (the file is removed) and cuts that connection:
 
@@ -30,8 +31,9 @@ import threading
 import time
 
 INSERT_RE = re.compile(
-    rb"INSERT INTO application_lease \(application_id, lo, hi, instance(?:, entity_key)?\)\s*"
-    rb"VALUES \((\d+), (\d+), (\d+), '((?:[^'\\]|\\.)*)'(?:, '[A-Za-z0-9_.-]*')?\)")
+    rb"INSERT INTO application_lease \(application_id, lo, hi, instance(?:, entity_key)?"
+    rb"(?:, delta, remainder, start_offset)?\)\s*"
+    rb"VALUES \((\d+), (\d+), (\d+), '((?:[^'\\]|\\.)*)'(?:, '[A-Za-z0-9_.-]*')?(?:, \d+, \d+, \d+)?\)")
 UPDATE_RE = re.compile(rb"UPDATE application SET current_offset = (\d+).* WHERE id = (\d+)")
 
 lock = threading.Lock()
