@@ -393,6 +393,17 @@ app_params() {
 # app_col KEY COLUMN: one column of an application row.
 app_col() { sql "SELECT \`$2\` FROM application WHERE entity_key = $(sql_value "$1")"; }
 
+# app KEY PYEXPR: PYEXPR of a = the daemon's /v1/apps/KEY (JSON, from $BASE,
+# kept in $DIR/app.json); status 1 when there is no answer. app_true KEY
+# PYEXPR: PYEXPR holds.
+app() {
+    curl -sSf "$BASE/v1/apps/$1" -o "$DIR/app.json" 2>/dev/null || return 1
+    python3 -c 'import json, sys
+a = json.load(open(sys.argv[1]))
+print(eval(sys.argv[2]))' "$DIR/app.json" "$2"
+}
+app_true() { [[ $(app "$1" "$2") == True ]]; }
+
 # leases KEY: the application's leases from MySQL, "lo hi" lines ([lo, hi)),
 # as idpool-check --leases reads them.
 leases() { sql "SELECT lo, hi FROM application_lease WHERE application_id = $(app_col "$1" id)"; }

@@ -53,14 +53,6 @@ start_daemon a --config "$DIR/idpoold.conf" --tick-ms 50 --reload-ms 200 \
 wait_until 10 pool_ge js 900 || fail "js was not served"
 wait_until 10 pool_ge plain 900 || fail "plain was not served"
 
-# app KEY PYEXPR: PYEXPR of a = /v1/apps/KEY (JSON); status 1 when there is no answer.
-app() {
-    curl -sSf "$BASE/v1/apps/$1" -o "$DIR/app.json" 2>/dev/null || return 1
-    python3 -c 'import json, sys
-a = json.load(open(sys.argv[1]))
-print(eval(sys.argv[2]))' "$DIR/app.json" "$2"
-}
-app_true() { [[ $(app "$1" "$2") == True ]]; }
 app_true js 'a["config"]["max_id"] == "'$JS'"' || fail "/v1/apps/js: max_id: $(cat "$DIR/app.json")"
 app_true plain 'a["config"]["max_id"] is None' || fail "/v1/apps/plain: max_id: $(cat "$DIR/app.json")"
 pass "/v1/apps: config.max_id \"$JS\" for js, null for plain"

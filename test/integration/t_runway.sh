@@ -90,14 +90,6 @@ for k in flow:60000 idle:1000 space:1000 tz:1000; do
     wait_until 10 pool_ge "${k%:*}" "${k#*:}" || fail "${k%:*} never filled"
 done
 
-# app KEY PYEXPR: PYEXPR of a = /v1/apps/KEY (JSON); status 1 when there is no answer.
-app() {
-    curl -sSf "$BASE/v1/apps/$1" -o "$DIR/app.json" 2>/dev/null || return 1
-    python3 -c 'import json, sys
-a = json.load(open(sys.argv[1]))
-print(eval(sys.argv[2]))' "$DIR/app.json" "$2"
-}
-app_true() { [[ $(app "$1" "$2") == True ]]; }
 metric() { curl -sSf "$BASE/metrics" | sed -n "s/^$1{app=\"$2\"} //p"; }
 
 # --- UTC: the daemon writes created_at in UTC and measures ages in UTC ------------
